@@ -1,0 +1,191 @@
+"""One result type for every family (modelled on Pyomo's newer solver interface).
+
+Termination (why the solver stopped) and solution status (what we hold) are two separate
+axes; a result always carries the incumbent and the bound found so far.
+"""
+from __future__ import annotations
+
+import enum
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+class Termination(str, enum.Enum):
+    OPTIMAL = "optimal"
+    FEASIBLE_WITHIN_GAP = "feasible_within_gap"
+    TIME_LIMIT = "time_limit"
+    ITERATION_LIMIT = "iteration_limit"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    NUMERICAL_ERROR = "numerical_error"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+
+
+class SolutionStatus(str, enum.Enum):
+    NONE = "none"
+    FEASIBLE = "feasible"
+    OPTIMAL = "optimal"
+
+
+def relative_gap(objective: float | None, bound: float | None, sense: int = 1) -> float | None:
+    """Relative gap |obj - bound| / max(|obj|, 1e-10); 0 when both are equal (incl. both 0).
+
+    ``sense`` is +1 for minimisation (bound <= objective) and -1 for maximisation.
+    """
+    if objective is None or bound is None:
+        return None
+    if not (math.isfinite(objective) and math.isfinite(bound)):
+        return math.inf
+    diff = max(0.0, sense * (objective - bound))
+    if diff == 0.0:
+        return 0.0
+    return diff / max(abs(objective), 1e-10)
+
+
+@dataclass
+class Result:
+    """What every ``solve`` returns.
+
+    ``solution`` holds family-specific arrays (assignment + planes, transport plan, values +
+    argmins, ...). ``stats`` holds wall time, nodes, iterations, backend and device.
+    ``guarantee`` states what is proven about the answer (e.g. an approximation factor).
+    """
+
+    termination: Termination
+    solution_status: SolutionStatus = SolutionStatus.NONE
+    objective: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    solution: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    guarantee: str | None = None
+    family: str | None = None
+    method: str | None = None
+    message: str = ""
+
+    def __post_init__(self):
+        self.termination = Termination(self.termination)
+        self.solution_status = SolutionStatus(self.solution_status)
+
+    @property
+    def ok(self) -> bool:
+        """True when a feasible (or optimal) solution is held."""
+        return self.solution_status is not SolutionStatus.NONE
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: enums as strings, arrays as nested lists, sparse as COO."""
+        return {
+            "family": self.family,
+            "method": self.method,
+            "termination": self.termination.value,
+            "solution_status": self.solution_status.value,
+            "objective": _plain(self.objective),
+            "bound": _plain(self.bound),
+            "gap": _plain(self.gap),
+            "guarantee": self.guarantee,
+            "message": self.message,
+            "solution": _plain(self.solution),
+            "stats": _plain(self.stats),
+        }
+
+    def to_json(self, **kwargs) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Result":
+        """Inverse of :meth:`to_dict` (arrays come back as numpy arrays, sparse as COO)."""
+        return cls(
+            termination=Termination(data["termination"]),
+            solution_status=SolutionStatus(data["solution_status"]),
+            objective=_unfloat(data.get("objective")),
+            bound=_unfloat(data.get("bound")),
+            gap=_unfloat(data.get("gap")),
+            solution={k: _revive(v) for k, v in (data.get("solution") or {}).items()},
+            stats=dict(data.get("stats") or {}),
+            guarantee=data.get("guarantee"),
+            family=data.get("family"),
+            method=data.get("method"),
+            message=data.get("message", ""),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "Result":
+        return cls.from_dict(json.loads(text))
+
+    def summary(self) -> str:
+        """One line: termination, objective, bound, gap, time."""
+        parts = [self.termination.value]
+        if self.objective is not None:
+            parts.append(f"obj={self.objective:.10g}")
+        if self.bound is not None:
+            parts.append(f"bound={self.bound:.10g}")
+        if self.gap is not None and math.isfinite(self.gap):
+            parts.append(f"gap={100 * self.gap:.4g}%")
+        if "wall_time" in self.stats:
+            parts.append(f"time={self.stats['wall_time']:.3f}s")
+        return " ".join(parts)
+
+
+# --- JSON conversion -------------------------------------------------------------------
+_NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _float_out(x: float):
+    if math.isfinite(x):
+        return x
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def _unfloat(x):
+    if isinstance(x, str) and x in _NONFINITE:
+        return _NONFINITE[x]
+    return x
+
+
+def _plain(obj):
+    """Convert numpy / scipy / enums into JSON-able Python values (non-finite floats as strings)."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return _float_out(float(obj))
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind == "f" and not np.all(np.isfinite(obj)):
+            return {"__ndarray__": [_plain(v) for v in obj.ravel().tolist()], "shape": list(obj.shape),
+                    "dtype": str(obj.dtype)}
+        return {"__ndarray__": obj.ravel().tolist(), "shape": list(obj.shape), "dtype": str(obj.dtype)}
+    if hasattr(obj, "tocoo") and hasattr(obj, "shape"):  # scipy sparse
+        coo = obj.tocoo()
+        return {"__sparse__": "coo", "shape": list(coo.shape), "row": coo.row.tolist(),
+                "col": coo.col.tolist(), "data": [_plain(v) for v in coo.data.tolist()]}
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    raise TypeError(f"cannot convert {type(obj).__name__} to JSON")
+
+
+def _revive(obj):
+    if isinstance(obj, dict):
+        if "__ndarray__" in obj:
+            flat = [_unfloat(v) for v in obj["__ndarray__"]]
+            return np.asarray(flat, dtype=obj["dtype"]).reshape(obj["shape"])
+        if obj.get("__sparse__") == "coo":
+            import scipy.sparse as sp
+            return sp.coo_matrix((np.asarray([_unfloat(v) for v in obj["data"]], dtype=float),
+                                  (np.asarray(obj["row"], dtype=np.int64), np.asarray(obj["col"], dtype=np.int64))),
+                                 shape=tuple(obj["shape"]))
+        return {k: _revive(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_revive(v) for v in obj]
+    return _unfloat(obj)

@@ -1,0 +1,159 @@
+"""Instance readers: a registry keyed by format, with sniffing by extension and content.
+
+A reader turns a file into an :class:`Instance` (family, format, name, data). Malformed
+files raise :class:`InstanceFormatError` naming the file, the 1-based line and what was
+expected; :class:`LineReader` makes that easy for text formats.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..core.errors import InstanceFormatError, ModelError
+
+
+@dataclass
+class Instance:
+    """A problem read from a file. ``data`` holds the family's arrays (documented per reader)."""
+
+    family: str
+    format: str
+    name: str
+    path: str
+    data: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        """What was detected and its size, for ``solvopt info``."""
+        out = {"path": self.path, "name": self.name, "family": self.family, "format": self.format}
+        out.update(self.meta)
+        return out
+
+
+@dataclass(frozen=True)
+class Reader:
+    format: str
+    family: str
+    extensions: tuple[str, ...]
+    read: Callable[..., Instance]
+    sniff: Callable[[str, str], bool] | None = None  # (path, first ~4 KiB of text) -> bool
+    description: str = ""
+
+
+_READERS: dict[str, Reader] = {}
+
+
+def register_reader(reader: Reader) -> Reader:
+    _READERS[reader.format] = reader
+    return reader
+
+
+def readers() -> list[Reader]:
+    from . import _load_all  # noqa: F401  (registers the built-in readers)
+    return list(_READERS.values())
+
+
+def _head(path: str, nbytes: int = 4096) -> str:
+    with open(path, "rb") as fh:
+        raw = fh.read(nbytes)
+    return raw.decode("utf-8", errors="replace")
+
+
+def detect_format(path: str) -> Reader:
+    """Pick the reader: by content sniffing among readers claiming the extension, then any."""
+    all_readers = readers()
+    if not os.path.exists(path):
+        raise InstanceFormatError(path, None, "no such file")
+    if os.path.isdir(path):
+        raise InstanceFormatError(path, None, "is a directory, expected an instance file")
+    lower = path.lower()
+    by_ext = [r for r in all_readers if any(lower.endswith(e) for e in r.extensions)]
+    try:
+        head = _head(path)
+    except OSError as exc:
+        raise InstanceFormatError(path, None, f"cannot read: {exc.strerror}") from None
+    for r in by_ext:
+        if r.sniff is None or r.sniff(path, head):
+            return r
+    for r in all_readers:
+        if r not in by_ext and r.sniff is not None and r.sniff(path, head):
+            return r
+    known = ", ".join(sorted({e for r in all_readers for e in r.extensions}))
+    raise InstanceFormatError(path, None, f"cannot detect the instance format (known extensions: {known})")
+
+
+def read_instance(path: str | os.PathLike, format: str | None = None, **params) -> Instance:
+    """Read an instance file; ``format`` overrides detection; ``params`` go to the reader."""
+    path = os.fspath(path)
+    if format is None:
+        reader = detect_format(path)
+    else:
+        readers()
+        if format not in _READERS:
+            raise ModelError(f"unknown instance format {format!r}; known: {', '.join(sorted(_READERS))}")
+        reader = _READERS[format]
+        if not os.path.exists(path):
+            raise InstanceFormatError(path, None, "no such file")
+    return reader.read(path, **params)
+
+
+class LineReader:
+    """Iterate over the non-blank lines of a text file, keeping 1-based line numbers for errors."""
+
+    def __init__(self, path: str, comment: str | None = None):
+        self.path = path
+        try:
+            with open(path, encoding="utf-8", errors="strict") as fh:
+                text = fh.read()
+        except UnicodeDecodeError as exc:
+            raise InstanceFormatError(path, None, f"not a UTF-8 text file ({exc.reason})") from None
+        self.lines: list[tuple[int, str]] = []
+        for no, line in enumerate(text.splitlines(), start=1):
+            if comment is not None and comment in line:
+                line = line[: line.index(comment)]
+            if line.strip():
+                self.lines.append((no, line.strip()))
+        self.pos = 0
+        self.last_line = len(text.splitlines())
+
+    def error(self, message: str, line: int | None = None) -> InstanceFormatError:
+        if line is None:
+            line = self.lines[self.pos - 1][0] if 0 < self.pos <= len(self.lines) else self.last_line
+        return InstanceFormatError(self.path, line, message)
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.lines)
+
+    def next(self, expected: str) -> tuple[int, str]:
+        """The next non-blank line, or an error saying the file ended where ``expected`` was due."""
+        if self.at_end():
+            raise InstanceFormatError(self.path, self.last_line + 1 if self.last_line else 1,
+                                      f"unexpected end of file, expected {expected}")
+        item = self.lines[self.pos]
+        self.pos += 1
+        return item
+
+    def peek(self) -> tuple[int, str] | None:
+        return None if self.at_end() else self.lines[self.pos]
+
+
+def parse_number(token: str, path: str, line: int, what: str, integer: bool = False,
+                 allow_nonfinite: bool = False) -> float | int:
+    """Parse one token as a number (int when ``integer``); NaN/inf are errors unless allowed."""
+    try:
+        value = int(token) if integer else float(token)
+    except ValueError:
+        if integer:
+            try:
+                f = float(token)
+            except ValueError:
+                f = None
+            if f is not None and f.is_integer():
+                return int(f)
+        kind = "an integer" if integer else "a number"
+        raise InstanceFormatError(path, line, f"expected {kind} for {what}, got {token!r}") from None
+    if not integer and not allow_nonfinite and not math.isfinite(value):
+        raise InstanceFormatError(path, line, f"{what} must be finite, got {token!r}")
+    return value
