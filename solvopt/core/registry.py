@@ -59,6 +59,14 @@ class Solver:
     def available(cls) -> Availability:
         return Availability.AVAILABLE
 
+    @classmethod
+    def compile(cls, model: Any) -> Any:
+        """The method's compiled form of a family model (default: the model itself).
+
+        Separate from solving so a pipeline can compile once and re-solve.
+        """
+        return model
+
     def solve(self, compiled: Any, options: SolveOptions) -> Result:  # pragma: no cover - abstract
         raise NotImplementedError
 
