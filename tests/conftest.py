@@ -1,0 +1,33 @@
+"""Shared fixtures: the shared instance folder (skip cleanly when absent) and the gpu marker."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "instances"
+SHARED_INSTANCES = REPO.parent / "shared" / "instances"
+
+
+def pytest_collection_modifyitems(config, items):
+    from solvopt.core.backend import gpu_available
+    if gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device visible to CuPy")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def shared_instances() -> Path:
+    """The public benchmark instances beside the checkout; skips the test when they are absent."""
+    if not SHARED_INSTANCES.is_dir():
+        pytest.skip(f"shared instances not found at {SHARED_INSTANCES}")
+    return SHARED_INSTANCES
+
+
+@pytest.fixture
+def samples() -> Path:
+    return SAMPLES

@@ -1,0 +1,107 @@
+"""The spine: Result round-trips, options validation, registry behaviour, device resolution."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, strategies as st
+
+from solvopt.core import (Availability, BackendUnavailable, ModelError, Result, SolutionStatus, SolveOptions,
+                          Solver, Termination, parse_options, relative_gap, resolve_device)
+from solvopt.core import registry
+
+
+def test_result_round_trip_with_arrays_sparse_and_nonfinite():
+    plan = sp.coo_matrix(([0.5, 0.25], ([0, 2], [1, 0])), shape=(3, 2))
+    r = Result(Termination.TIME_LIMIT, SolutionStatus.FEASIBLE, objective=3.5, bound=-math.inf, gap=math.inf,
+               solution={"x": np.arange(6, dtype=float).reshape(2, 3), "assign": np.array([0, 1, 1]),
+                         "plan": plan, "nested": {"v": np.array([np.nan, 1.0])}, "routes": [[1, 2], [3]]},
+               stats={"nodes": 7, "wall_time": 0.1, "backend": "numpy"}, family="test", method="m")
+    back = Result.from_json(r.to_json())
+    assert back.termination is Termination.TIME_LIMIT and back.solution_status is SolutionStatus.FEASIBLE
+    assert back.objective == 3.5 and back.bound == -math.inf and back.gap == math.inf
+    np.testing.assert_array_equal(back.solution["x"], r.solution["x"])
+    assert back.solution["x"].dtype == np.float64 and back.solution["assign"].dtype == r.solution["assign"].dtype
+    np.testing.assert_array_equal(back.solution["plan"].toarray(), plan.toarray())
+    assert np.isnan(back.solution["nested"]["v"][0]) and back.solution["nested"]["v"][1] == 1.0
+    assert back.solution["routes"] == [[1, 2], [3]]
+    assert back.stats == r.stats and back.family == "test" and back.method == "m"
+    assert back.to_dict() == r.to_dict()
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e9, max_value=1e9),
+       st.floats(min_value=0, max_value=1e9, allow_nan=False))
+def test_relative_gap_properties(obj, slack):
+    bound = obj - slack
+    g = relative_gap(obj, bound)
+    assert g >= 0
+    if slack == 0:
+        assert g == 0
+    assert relative_gap(obj, obj + slack) == 0.0  # a bound above the objective counts as closed
+
+
+def test_options_reject_unknown_and_bad_values():
+    with pytest.raises(ModelError, match="unknown option 'time_limt'"):
+        parse_options({"time_limt": 3})
+    with pytest.raises(ModelError, match="time_limit"):
+        SolveOptions(time_limit=-1)
+    with pytest.raises(ModelError, match="device"):
+        SolveOptions(device="tpu")
+    with pytest.raises(ModelError, match="threads"):
+        SolveOptions(threads=0)
+    opts = parse_options({"time_limit": 2.5, "scenarios": 10}, {"scenarios": 100, "policy": "penalty"})
+    assert opts.time_limit == 2.5 and opts.extra == {"scenarios": 10, "policy": "penalty"}
+
+
+class _Echo(Solver):
+    family = "_test"
+    name = "echo"
+    extra_options = {"value": 1.0}
+    default = True
+
+    def solve(self, compiled, options):
+        return Result(Termination.OPTIMAL, SolutionStatus.OPTIMAL, objective=compiled * options.extra["value"])
+
+
+class _Missing(Solver):
+    family = "_test"
+    name = "missing"
+    install_hint = "pip install something"
+
+    @classmethod
+    def available(cls):
+        return Availability.NOT_INSTALLED
+
+
+@pytest.fixture
+def test_family():
+    registry.register(_Echo)
+    registry.register(_Missing)
+    yield
+    registry._REGISTRY.pop(("_test", "echo"))
+    registry._REGISTRY.pop(("_test", "missing"))
+
+
+def test_registry_dispatch_default_unknown_and_unavailable(test_family):
+    assert registry.get_solver("_test") is _Echo
+    r = registry.solve("_test", 2.0, value=3.0)
+    assert r.objective == 6.0 and r.family == "_test" and r.method == "echo" and r.stats["wall_time"] >= 0
+    with pytest.raises(ModelError, match="unknown method 'nope'.*echo"):
+        registry.get_solver("_test", "nope")
+    with pytest.raises(BackendUnavailable, match="pip install something"):
+        registry.solve("_test", 1.0, method="missing")
+    with pytest.raises(ModelError, match="unknown option"):
+        registry.solve("_test", 1.0, colour="red")
+    with pytest.raises(ModelError, match="no solvers"):
+        registry.get_solver("_no_such_family")
+
+
+def test_device_resolution_without_gpu(monkeypatch):
+    from solvopt.core import backend
+    monkeypatch.setattr(backend, "gpu_available", lambda: False)
+    assert resolve_device("auto") == "cpu" and resolve_device("cpu") == "cpu"
+    with pytest.raises(BackendUnavailable, match="solvopt\\[gpu\\]"):
+        resolve_device("gpu")
+    assert backend.array_module("cpu") is np
