@@ -22,6 +22,7 @@ PROVIDER_MODULES = (
     "solvopt.dsl.backends",
     "solvopt.dp.solvers",
     "solvopt.khc.solvers",
+    "solvopt.khc.sbb",
 )
 
 
