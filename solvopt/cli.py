@@ -22,8 +22,8 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 FAMILY_HANDLERS = {
     "lp": "solvopt.cli:solve_lp_instance",
     "khc": "solvopt.khc.cli:solve_instance",
-    "cvrp": "solvopt.dp.cli:solve_instance",
-    "irp": "solvopt.dp.cli:solve_instance",
+    "cvrp": "solvopt.dp.split_cli:solve_instance",
+    "irp": "solvopt.dp.inventory_cli:solve_instance",
 }
 
 # CLI flag -> SolveOptions name (common to every family)

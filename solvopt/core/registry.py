@@ -21,6 +21,7 @@ from .result import Result
 PROVIDER_MODULES = (
     "solvopt.dsl.backends",
     "solvopt.dp.solvers",
+    "solvopt.dp.split_solvers",
     "solvopt.khc.solvers",
     "solvopt.khc.sbb",
 )
