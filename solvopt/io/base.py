@@ -104,11 +104,16 @@ class LineReader:
 
     def __init__(self, path: str, comment: str | None = None):
         self.path = path
+        with open(path, "rb") as fh:
+            raw = fh.read()
         try:
-            with open(path, encoding="utf-8", errors="strict") as fh:
-                text = fh.read()
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InstanceFormatError(path, None, f"not a UTF-8 text file ({exc.reason})") from None
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise InstanceFormatError(path, line, f"not a UTF-8 text file ({exc.reason})") from None
+        if "\x00" in text:
+            line = text.count("\n", 0, text.index("\x00")) + 1
+            raise InstanceFormatError(path, line, "binary data (NUL byte) in a text file")
         self.lines: list[tuple[int, str]] = []
         for no, line in enumerate(text.splitlines(), start=1):
             if comment is not None and comment in line:

@@ -1,0 +1,103 @@
+"""k-HC point files: a numeric matrix (m points x n coordinates) as ``.csv`` or ``.npy``.
+
+Point files carry no ``k``: the caller passes it (``read_instance(path, k=3)``, CLI ``--k 3``).
+:func:`khc_instance` is the one place that validates k-HC data for every k-HC reader.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..core.errors import InstanceFormatError, ModelError
+from .base import Instance, LineReader, Reader, parse_number, register_reader
+
+
+def instance_name(path: str) -> str:
+    """The file name without folders and without its (possibly double, e.g. ``.mps.gz``) extension."""
+    name = os.path.basename(path)
+    for ext in (".gz", ".bz2"):
+        if name.lower().endswith(ext):
+            name = name[: -len(ext)]
+    return os.path.splitext(name)[0]
+
+
+def khc_instance(path: str, fmt: str, points: np.ndarray, k: int | None, k_from_file: bool = False) -> Instance:
+    """Validate a k-HC point set and wrap it: data = {"points": (m, n) float64, "k": int}.
+
+    ``k_from_file`` says whether ``k`` was read from the file (errors then name the file).
+    """
+    m, n = points.shape
+    if m == 0 or n == 0:
+        raise InstanceFormatError(path, None, f"expected at least one point with at least one coordinate, got shape {points.shape}")
+    if k is None:
+        raise ModelError(f"{path}: k-HC point files carry no k; pass the number of hyperplanes (CLI: --k K)")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ModelError(f"k must be an integer, got {k!r}")
+    if not 1 <= k <= m:
+        message = f"k must be in 1..m = 1..{m}, got k = {k}"
+        raise InstanceFormatError(path, None, message) if k_from_file else ModelError(f"{path}: {message}")
+    return Instance(family="khc", format=fmt, name=instance_name(path), path=path,
+                    data={"points": np.ascontiguousarray(points, dtype=np.float64), "k": int(k)},
+                    meta={"m": int(m), "n": int(n), "k": int(k)})
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def read_csv_points(path: str) -> np.ndarray:
+    """Comma-separated rows of numbers; ``#`` starts a comment; an optional header of names."""
+    lines = LineReader(path, comment="#")
+    no, first = lines.next("a row of comma-separated coordinates")
+    if not any(_is_number(t.strip()) for t in first.split(",")):
+        header = [t.strip() for t in first.split(",")]
+    else:
+        header = None
+        lines.pos -= 1
+    rows: list[list[float]] = []
+    width = len(header) if header is not None else None
+    while not lines.at_end():
+        no, line = lines.next("a row of coordinates")
+        tokens = [t.strip() for t in line.split(",")]
+        if width is None:
+            width = len(tokens)
+        if len(tokens) != width:
+            raise InstanceFormatError(path, no, f"expected {width} comma-separated values, got {len(tokens)}")
+        rows.append([parse_number(t, path, no, f"coordinate {j + 1}") for j, t in enumerate(tokens)])
+    if not rows:
+        raise lines.error("expected at least one row of coordinates after the header",
+                          line=lines.last_line + 1)
+    return np.array(rows, dtype=np.float64)
+
+
+def read_npy_points(path: str) -> np.ndarray:
+    """A 2-D numeric ``.npy`` array (no pickles)."""
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise InstanceFormatError(path, None, f"not a readable .npy array ({exc})") from None
+    if not isinstance(array, np.ndarray) or array.ndim != 2:
+        raise InstanceFormatError(path, None, f"expected a 2-D array (points x coordinates), got shape {getattr(array, 'shape', '?')}")
+    if not (np.issubdtype(array.dtype, np.number) and not np.issubdtype(array.dtype, np.complexfloating)):
+        raise InstanceFormatError(path, None, f"expected a real numeric array, got dtype {array.dtype}")
+    bad = np.argwhere(~np.isfinite(array))
+    if bad.size:
+        i, j = bad[0]
+        raise InstanceFormatError(path, None, f"point {i}, coordinate {j} must be finite, got {array[i, j]}")
+    return array.astype(np.float64)
+
+
+def read_points(path: str, k: int | None = None) -> Instance:
+    """Read a ``.csv`` / ``.npy`` point file as a k-HC instance with the given ``k``."""
+    points = read_npy_points(path) if path.lower().endswith(".npy") else read_csv_points(path)
+    return khc_instance(path, "points", points, k)
+
+
+POINTS_READER = register_reader(Reader(
+    format="points", family="khc", extensions=(".csv", ".npy"), read=read_points,
+    description="k-HC point matrix (m x n) as CSV or NumPy .npy; needs k (--k)"))
