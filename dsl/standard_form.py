@@ -61,3 +61,24 @@ class StandardForm:
             return "qcp"
         base = "qp" if self.Q is not None and self.Q.nnz else "lp"
         return ("mi" + base) if self.is_mip else base
+
+    def split_rows(self) -> tuple[sp.csr_matrix, np.ndarray, sp.csr_matrix, np.ndarray]:
+        """The rows as ``G x <= h`` and ``E x == e`` (ranged rows become two inequalities).
+
+        For backends whose matrix API takes one sense per row (Gurobi, SCIP).
+        """
+        A = self.A.tocsr()
+        lo, hi = self.row_lower, self.row_upper
+        eq = np.isfinite(lo) & (lo == hi)
+        upper = np.isfinite(hi) & ~eq
+        lower = np.isfinite(lo) & ~eq
+        G = sp.vstack([A[upper], -A[lower]], format="csr")
+        h = np.concatenate([hi[upper], -lo[lower]])
+        return G, h, A[eq], lo[eq]
+
+    def objective_value(self, x: np.ndarray) -> float:
+        """c^T x + 1/2 x^T Q x + offset, in the model's own sense."""
+        val = float(self.c @ x) + self.offset
+        if self.Q is not None and self.Q.nnz:
+            val += 0.5 * float(x @ (self.Q @ x))
+        return val
