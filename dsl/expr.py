@@ -85,6 +85,12 @@ class _Operand:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
+    def __array__(self, dtype=None, copy=None):
+        """A 0-d object array holding the expression, so array libraries defer to our operators."""
+        holder = np.empty((), dtype=object)
+        holder[()] = self
+        return holder
+
     def __len__(self):
         if not self.shape:
             raise TypeError("len() of a scalar expression")
