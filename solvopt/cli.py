@@ -170,7 +170,7 @@ def cmd_methods(args) -> int:
 def cmd_convert(args) -> int:
     from .io import read_instance
     from .io.convert import convert
-    inst = read_instance(args.instance, format=args.format)
+    inst = _read(read_instance, args.instance, args.format, {"k": args.k} if args.k is not None else {})
     convert(inst, args.output)
     print(f"wrote {args.output}")
     return EXIT_OK
@@ -218,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("instance")
     c.add_argument("output")
     c.add_argument("--format")
+    c.add_argument("--k", type=int, help="number of hyperplanes (needed to read a k-HC point file)")
     c.set_defaults(func=cmd_convert)
     return p
 

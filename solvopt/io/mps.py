@@ -1,0 +1,282 @@
+"""LP/MILP/QP model files (``.mps``, ``.mps.gz``, ``.qps``, ``.lp``) read by HiGHS into a StandardForm.
+
+HiGHS parses the file; we convert its model (column-wise matrix, lower-triangular Hessian)
+into :class:`solvopt.dsl.standard_form.StandardForm`, and back for writing (used by
+``solvopt convert``). HiGHS' free-MPS parser reads a non-numeric value as 0 without a word,
+so MPS files are first scanned for non-numeric and NaN values, which are reported with their
+line. HiGHS' start-up banner goes to the null device so that nothing reaches stdout.
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import sys
+import tempfile
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..core.errors import BackendUnavailable, InstanceFormatError, ModelError
+from .base import Instance, Reader, register_reader
+from .points import instance_name
+
+MPS_EXTENSIONS = (".mps", ".mps.gz", ".qps", ".qps.gz")
+# Sections whose data lines end in numbers, and which of those numbers may be infinite.
+_NUMERIC_SECTIONS = {"COLUMNS": False, "RHS": True, "RANGES": True, "BOUNDS": True,
+                     "QUADOBJ": False, "QMATRIX": False, "QSECTION": False}
+_BOUND_TYPES_WITH_VALUE = {"UP", "LO", "FX", "LI", "UI", "SC"}
+
+
+def _highspy():
+    try:
+        import highspy
+    except ImportError:
+        raise BackendUnavailable("reading MPS/LP files needs HiGHS: pip install highspy") from None
+    return highspy
+
+
+@contextlib.contextmanager
+def _stdout_to_devnull():
+    """Send file descriptor 1 to the null device (HiGHS prints its banner from C++)."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 (embedded interpreters): nothing to protect
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def quiet_highs():
+    """A ``highspy.Highs`` that prints nothing on stdout (no banner, no log)."""
+    highspy = _highspy()
+    with _stdout_to_devnull():
+        h = highspy.Highs()
+    h.silent()
+    return h
+
+
+# --- MPS value check --------------------------------------------------------------------------
+def _open_text(path: str):
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    return opener(path, "rt", encoding="utf-8", errors="replace")
+
+
+def _value_positions(section: str, tokens: list[str]) -> list[int]:
+    """Which tokens of an MPS data line are numbers (empty when the line's layout is unclear)."""
+    n = len(tokens)
+    if section == "COLUMNS":
+        if any("MARKER" in t for t in tokens):
+            return []
+        return {3: [2], 5: [2, 4]}.get(n, [])
+    if section in ("RHS", "RANGES"):
+        return {2: [1], 3: [2], 4: [1, 3], 5: [2, 4]}.get(n, [])
+    if section == "BOUNDS":
+        return [3] if n == 4 and tokens[0].upper() in _BOUND_TYPES_WITH_VALUE else []
+    return [2] if n == 3 else []
+
+
+def check_mps_values(path: str) -> None:
+    """Raise InstanceFormatError (with the line) for a non-numeric or NaN value in an MPS file."""
+    section = None
+    try:
+        with _open_text(path) as fh:
+            for no, line in enumerate(fh, start=1):
+                if not line.strip() or line.startswith("*"):
+                    continue
+                if not line[0].isspace():
+                    section = line.split()[0].upper()
+                    continue
+                if section not in _NUMERIC_SECTIONS:
+                    continue
+                tokens = line.split()
+                for pos in _value_positions(section, tokens):
+                    token = tokens[pos]
+                    try:
+                        value = float(token)
+                    except ValueError:
+                        raise InstanceFormatError(path, no, f"expected a number in {section}, got {token!r}") from None
+                    if np.isnan(value) or (np.isinf(value) and not _NUMERIC_SECTIONS[section]):
+                        raise InstanceFormatError(path, no, f"{section} value must be finite, got {token!r}")
+    except (OSError, EOFError) as exc:  # e.g. a truncated or non-gzip .gz
+        raise InstanceFormatError(path, None, f"cannot read: {exc}") from None
+
+
+# --- HiGHS <-> StandardForm -------------------------------------------------------------------
+def _highs_error_reason(h, path: str, read) -> str:
+    """Run ``read`` with HiGHS logging into a temporary file; return what HiGHS said."""
+    fd, log = tempfile.mkstemp(suffix=".log")
+    os.close(fd)
+    try:
+        h.setOptionValue("output_flag", True)
+        h.setOptionValue("log_to_console", False)
+        h.setOptionValue("log_file", log)
+        ok = read()
+        h.setOptionValue("log_file", "")
+        h.setOptionValue("output_flag", False)
+        with open(log, errors="replace") as fh:
+            messages = [line.strip() for line in fh if line.strip()]
+    finally:
+        os.unlink(log)
+    if ok:
+        return ""
+    errors = [m for m in messages if m.startswith("ERROR")] or messages
+    return "; ".join(m.replace("ERROR:", "").strip() for m in errors) or "HiGHS could not read the model"
+
+
+def highs_to_standard_form(h, path: str = "<model>"):
+    """The model held by a ``highspy.Highs`` as a StandardForm (A in CSR, Q symmetric)."""
+    from solvopt.dsl.standard_form import StandardForm
+    highspy = _highspy()
+    model = h.getModel()
+    lp = model.lp_
+    n, m = int(lp.num_col_), int(lp.num_row_)
+    a = lp.a_matrix_
+    start, index, value = (np.asarray(a.start_, dtype=np.int64), np.asarray(a.index_, dtype=np.int64),
+                           np.asarray(a.value_, dtype=np.float64))
+    if a.format_ == highspy.MatrixFormat.kRowwise:
+        A = sp.csr_matrix((value, index, start), shape=(m, n))
+    else:
+        A = sp.csc_matrix((value, index, start), shape=(m, n)).tocsr()
+    A.sum_duplicates()
+    integrality = np.zeros(n, dtype=np.int8)
+    if len(lp.integrality_):
+        kinds = np.array([int(v) for v in lp.integrality_], dtype=np.int8)
+        semi = np.flatnonzero(kinds >= 2)
+        if semi.size:
+            raise InstanceFormatError(path, None, f"semi-continuous/semi-integer variables are not supported "
+                                                  f"(column {semi[0]})")
+        integrality = kinds
+    Q = _hessian(model.hessian_, n, highspy)
+    names = list(lp.col_names_) if len(lp.col_names_) == n and n else None
+    row_names = list(lp.row_names_) if len(lp.row_names_) == m and m else None
+    sf = StandardForm(c=np.asarray(lp.col_cost_, dtype=np.float64), A=A,
+                      row_lower=np.asarray(lp.row_lower_, dtype=np.float64),
+                      row_upper=np.asarray(lp.row_upper_, dtype=np.float64),
+                      col_lower=np.asarray(lp.col_lower_, dtype=np.float64),
+                      col_upper=np.asarray(lp.col_upper_, dtype=np.float64),
+                      integrality=integrality, Q=Q, offset=float(lp.offset_), sense=int(lp.sense_),
+                      var_names=names, row_names=row_names)
+    _check_finite(path, sf)
+    return sf
+
+
+def _hessian(hessian, n: int, highspy) -> sp.csr_matrix | None:
+    """HiGHS stores the lower triangle of Q column-wise (or the full square); return full symmetric Q."""
+    if int(hessian.dim_) == 0 or len(hessian.value_) == 0:
+        return None
+    H = sp.csc_matrix((np.asarray(hessian.value_, dtype=np.float64), np.asarray(hessian.index_, dtype=np.int64),
+                       np.asarray(hessian.start_, dtype=np.int64)), shape=(n, n))
+    if hessian.format_ == highspy.HessianFormat.kSquare:
+        Q = 0.5 * (H + H.T)
+    else:
+        lower = sp.tril(H)
+        Q = lower + sp.tril(lower, k=-1).T
+    Q = sp.csr_matrix(Q)
+    Q.eliminate_zeros()
+    return Q
+
+
+def _check_finite(path: str, sf) -> None:
+    """NaN anywhere, or an infinite cost/coefficient, is a malformed model (HiGHS lets them through)."""
+    for what, values in (("objective coefficient", sf.c), ("constraint coefficient", sf.A.data),
+                         ("quadratic coefficient", sf.Q.data if sf.Q is not None else np.empty(0))):
+        if not np.all(np.isfinite(values)):
+            raise InstanceFormatError(path, None, f"every {what} must be finite")
+    for what, values in (("row bound", np.r_[sf.row_lower, sf.row_upper]),
+                         ("column bound", np.r_[sf.col_lower, sf.col_upper])):
+        if np.any(np.isnan(values)):
+            raise InstanceFormatError(path, None, f"a {what} is NaN")
+    if not np.isfinite(sf.offset):
+        raise InstanceFormatError(path, None, "the objective offset must be finite")
+
+
+def standard_form_to_highs(sf, h=None):
+    """Load a StandardForm into a (new, quiet) ``highspy.Highs``; quadratic constraints are refused."""
+    highspy = _highspy()
+    if sf.quad_constraints:
+        raise ModelError("HiGHS cannot hold quadratic constraints; write this model through the Pyomo export")
+    h = quiet_highs() if h is None else h
+    A = sp.csc_matrix(sf.A)
+    A.sort_indices()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = sf.num_vars, sf.num_rows
+    lp.col_cost_ = np.asarray(sf.c, dtype=np.float64)
+    lp.col_lower_, lp.col_upper_ = np.asarray(sf.col_lower, np.float64), np.asarray(sf.col_upper, np.float64)
+    lp.row_lower_, lp.row_upper_ = np.asarray(sf.row_lower, np.float64), np.asarray(sf.row_upper, np.float64)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = sf.num_vars, sf.num_rows
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(np.float64)
+    if sf.is_mip:
+        lp.integrality_ = [highspy.HighsVarType(int(v)) for v in sf.integrality]
+    lp.sense_ = highspy.ObjSense(int(sf.sense))
+    lp.offset_ = float(sf.offset)
+    if sf.var_names is not None:
+        lp.col_names_ = list(sf.var_names)
+    if sf.row_names is not None:
+        lp.row_names_ = list(sf.row_names)
+    _ok(h.passModel(lp), "passModel")
+    if sf.Q is not None and sf.Q.nnz:
+        lower = sp.csc_matrix(sp.tril(sf.Q))
+        lower.sort_indices()
+        _ok(h.passHessian(sf.num_vars, int(lower.nnz), highspy.HessianFormat.kTriangular,
+                          lower.indptr.astype(np.int32), lower.indices.astype(np.int32),
+                          lower.data.astype(np.float64)), "passHessian")
+    return h
+
+
+def _ok(status, what: str) -> None:
+    highspy = _highspy()
+    if status == highspy.HighsStatus.kError:
+        raise ModelError(f"HiGHS rejected the model ({what})")
+
+
+# --- the readers ----------------------------------------------------------------------------------
+def read_model_file(path: str) -> Instance:
+    """Read an MPS/LP file with HiGHS; data = {"standard_form": StandardForm}."""
+    highspy = _highspy()
+    lower = path.lower()
+    is_lp = lower.endswith(".lp")
+    if not is_lp:
+        check_mps_values(path)
+    h = quiet_highs()
+    status = {}
+
+    def read():
+        status["value"] = h.readModel(path)
+        return status["value"] == highspy.HighsStatus.kOk
+
+    reason = _highs_error_reason(h, path, read)
+    if status["value"] != highspy.HighsStatus.kOk:
+        raise InstanceFormatError(path, None, f"HiGHS could not read the model: {reason}")
+    sf = highs_to_standard_form(h, path)
+    meta = {"variables": sf.num_vars, "rows": sf.num_rows, "nonzeros": int(sf.A.nnz), "kind": sf.kind,
+            "integer_variables": int(np.count_nonzero(sf.integrality))}
+    return Instance(family="lp", format="lp" if is_lp else "mps", name=instance_name(path), path=path,
+                    data={"standard_form": sf}, meta=meta)
+
+
+def write_model_file(sf, path: str) -> None:
+    """Write a StandardForm as ``.mps`` or ``.lp`` (HiGHS picks the format from the extension)."""
+    highspy = _highspy()
+    h = standard_form_to_highs(sf)
+    reason = _highs_error_reason(h, path, lambda: h.writeModel(path) == highspy.HighsStatus.kOk)
+    if reason:
+        raise ModelError(f"HiGHS could not write {path}: {reason}")
+
+
+MPS_READER = register_reader(Reader(
+    format="mps", family="lp", extensions=MPS_EXTENSIONS, read=read_model_file,
+    description="LP/MILP/QP model in (free) MPS or QPS, read by HiGHS"))
+LP_READER = register_reader(Reader(
+    format="lp", family="lp", extensions=(".lp",), read=read_model_file,
+    description="LP/MILP/QP model in CPLEX LP format, read by HiGHS"))
