@@ -40,6 +40,12 @@ def _widen(matrix: sp.csr_matrix, ncols: int) -> sp.csr_matrix:
     return sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr), shape=(matrix.shape[0], ncols))
 
 
+def _scale_rows(matrix: sp.csr_matrix, factor: np.ndarray) -> sp.csr_matrix:
+    """diag(factor) @ matrix without a matrix product: each stored value times its row's factor."""
+    data = matrix.data * np.repeat(factor, np.diff(matrix.indptr))
+    return sp.csr_matrix((data, matrix.indices, matrix.indptr), shape=matrix.shape)
+
+
 def _broadcast_rows(shape: tuple, target: tuple) -> np.ndarray:
     """Flat row indices that broadcast an array of ``shape`` to ``target`` (numpy rules)."""
     idx = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
@@ -59,10 +65,13 @@ def _aggregation(shape: tuple, axis) -> tuple[sp.csr_matrix, tuple]:
         raise ModelError("cannot sum over an axis of a scalar expression") from None
     keep = [d for d in range(ndim) if d not in axes]
     out_shape = tuple(shape[d] for d in keep)
-    idx = np.indices(shape).reshape(ndim, -1)
-    out_flat = np.ravel_multi_index(tuple(idx[d] for d in keep), out_shape) if keep else np.zeros(n, dtype=np.int64)
     m = int(np.prod(out_shape, dtype=np.int64))
-    return sp.csr_matrix((np.ones(n), (out_flat, np.arange(n))), shape=(m, n)), out_shape
+    # output index of every input element: the kept axes' index, broadcast over the summed ones
+    expanded = tuple(shape[d] if d in keep else 1 for d in range(ndim))
+    out_flat = np.broadcast_to(np.arange(m, dtype=np.int64).reshape(expanded), shape).ravel()
+    # one entry per column: build it column-wise, no sorting needed
+    agg = sp.csc_matrix((np.ones(n), out_flat, np.arange(n + 1, dtype=np.int64)), shape=(m, n))
+    return agg.tocsr(), out_shape
 
 
 def _bad_axis(a, ndim):
@@ -223,7 +232,7 @@ class LinExpr(_Operand):
         shape = _broadcast_shape(self.shape, factor.shape)
         a = self.broadcast_to(shape)
         f = np.broadcast_to(factor, shape).ravel()
-        return LinExpr(sp.diags(f) @ a.coef, a.const * f, shape, self.model)
+        return LinExpr(_scale_rows(a.coef, f), a.const * f, shape, self.model)
 
     def __pow__(self, power):
         if power == 1:
@@ -326,7 +335,7 @@ class QuadExpr(_Operand):
         ia = np.repeat(A.indptr[:-1], pairs) + local // np.maximum(nb_rep, 1)
         ib = np.repeat(B.indptr[:-1], pairs) + local % np.maximum(nb_rep, 1)
         # cross terms with the constants, and the constant product
-        lin = LinExpr(sp.diags(b.const) @ A + sp.diags(a.const) @ B, a.const * b.const, shape, a.model or b.model)
+        lin = LinExpr(_scale_rows(A, b.const) + _scale_rows(B, a.const), a.const * b.const, shape, a.model or b.model)
         return cls(elem, A.indices[ia], B.indices[ib], A.data[ia] * B.data[ib], lin)
 
     def sum(self, axis=None) -> "QuadExpr":

@@ -76,9 +76,9 @@ def load_standard_form(h, sf: StandardForm) -> None:
     lp.sense_ = highspy.ObjSense.kMaximize if sf.sense < 0 else highspy.ObjSense.kMinimize
     A = sf.A.tocsr()
     lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(float)
+    lp.a_matrix_.start_ = np.asarray(A.indptr, dtype=np.int32)
+    lp.a_matrix_.index_ = np.asarray(A.indices, dtype=np.int32)
+    lp.a_matrix_.value_ = np.asarray(A.data, dtype=float)
     lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = sf.num_vars, sf.num_rows
     if sf.is_mip:
         lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
