@@ -15,3 +15,4 @@ __all__ = ["Constraint", "FamilyModel", "LinExpr", "Model", "Param", "QuadConstr
            "Var"]
 
 # Family models (each module adds its class to the namespace below).
+from .layered_dp import LayeredDP, Transitions  # noqa: E402

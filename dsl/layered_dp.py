@@ -1,0 +1,291 @@
+"""``LayeredDP``: a min-plus dynamic program over a layered DAG, batched over scenarios.
+
+Layers 0..L, layer l has ``S_l`` states. Between layers l and l+1 some transitions
+(s -> s') are allowed, each with a cost that may depend on the scenario w. The engine computes
+
+    V_0[s, w]      = initial[s, w]                      (0 by default)
+    V_{l+1}[s', w] = min over allowed (s, s') of  V_l[s, w] + C_l[s, s', w]
+
+and reports per scenario the best final value (``final="per_scenario"``: min over final
+states) or, when the final state is a decision shared by every scenario
+(``final="shared"``), the final state with the lowest mean value over scenarios.
+
+Every layer is normalised at construction into *slots grouped by target*: for target s' the
+slots ``ptr[s'] .. ptr[s'+1]-1`` each name a source state ``src[k]`` and a cost ``cost[k]``.
+Sources and costs may be shared by all scenarios (shape ``(K,)``) or given per scenario
+(shape ``(W, K)``): per-scenario sources express transitions whose *target* depends on the
+scenario (e.g. inventory I -> max(0, I - d_w)). ``+inf`` costs mean "not allowed".
+
+Ways to give a layer (the ``transitions`` list holds one per layer):
+
+* a cost array ``(S_l, S_{l+1})`` or ``(W, S_l, S_{l+1})``; ``+inf`` entries are forbidden;
+* ``Transitions(costs, mask=...)`` with a boolean mask ``(S_l, S_{l+1})`` or a scipy sparse
+  matrix of allowed pairs; costs then dense as above or one per allowed pair ``(nnz,)`` /
+  ``(W, nnz)`` in row-major (source, target) order of the canonical CSR matrix;
+* ``Transitions.slots(ptr, src, costs)``: the engine's own form described above.
+
+Costs can also come from a ``sampler(rng, count) -> list of L arrays`` that draws the
+costs of ``count`` fresh scenarios (each entry ``(count, S_l, S_{l+1})`` for dense/masked
+layers, ``(count, K_l)`` for slot layers, or a pair ``(src, costs)`` of ``(count, K_l)``
+arrays for slot layers with per-scenario sources). The structure (which pairs may be used)
+then comes from ``transitions``, whose costs are ignored in favour of the sampler's.
+Sampling is reproducible: scenarios are drawn in blocks of ``sample_block``, block b with
+``numpy.random.Generator(PCG64(SeedSequence(seed).spawn(...)[b]))``, so the result does not
+depend on the chunk size.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvopt.core.errors import ModelError
+
+from .family import FamilyModel
+
+# Finite costs must stay far below the kernels' masking sentinel (1e300, or 1e30 in float32).
+MAX_ABS_COST = {np.dtype(np.float64): 1e290, np.dtype(np.float32): 1e28}
+
+
+class Transitions:
+    """One layer's allowed transitions (slots grouped by target) and their costs.
+
+    Attributes after construction: ``n_sources``, ``n_targets``, ``ptr`` (n_targets+1,),
+    ``src`` (K,) or (W, K) int32, ``costs`` (K,) or (W, K) float64 or None, and
+    ``dense_index``: for dense/masked layers, the flat index ``s * n_targets + t`` of each
+    slot, used to pick a sampler's dense cost arrays apart.
+    """
+
+    def __init__(self, costs=None, mask=None, shape: tuple[int, int] | None = None):
+        self._from_pairs(costs, mask, shape)
+
+    # -- constructors ----------------------------------------------------------------------
+    @classmethod
+    def slots(cls, ptr, src, costs=None, n_sources: int | None = None) -> "Transitions":
+        """The engine's native form: for target t, slots ``ptr[t]..ptr[t+1]-1`` with ``src``/``costs``."""
+        self = cls.__new__(cls)
+        ptr = np.asarray(ptr)
+        if ptr.ndim != 1 or ptr.size < 2 or ptr.dtype.kind not in "iu":
+            raise ModelError("slots: ptr must be a 1-D integer array of length n_targets + 1 >= 2")
+        if ptr[0] != 0 or np.any(np.diff(ptr) < 0):
+            raise ModelError("slots: ptr must start at 0 and be non-decreasing")
+        n_slots = int(ptr[-1])
+        src = _as_int_array(src, "slots: src")
+        if src.shape[-1] != n_slots or src.ndim not in (1, 2):
+            raise ModelError(f"slots: src must have shape (K,) or (W, K) with K = ptr[-1] = {n_slots}, got {src.shape}")
+        if src.size and src.min() < 0:
+            raise ModelError("slots: src has a negative state index")
+        inferred = int(src.max()) + 1 if src.size else 1
+        if n_sources is None:
+            n_sources = inferred
+        if n_sources < inferred:
+            raise ModelError(f"slots: src refers to state {inferred - 1} but the layer has only {n_sources} sources")
+        self.n_sources, self.n_targets = int(n_sources), int(ptr.size - 1)
+        self.ptr, self.src, self.dense_index = ptr.astype(np.int32), src.astype(np.int32), None
+        self.costs = None if costs is None else _check_costs(costs, (n_slots,), "slots: costs")
+        return self
+
+    def _from_pairs(self, costs, mask, shape) -> None:
+        if mask is None and costs is None:
+            raise ModelError("Transitions needs costs, a mask, or both")
+        dense_costs = None if costs is None else np.asarray(costs, dtype=float)
+        if mask is not None and sp.issparse(mask):
+            allowed = sp.csr_matrix(mask, dtype=bool)
+            allowed.sum_duplicates()
+            allowed.sort_indices()
+            allowed.eliminate_zeros()
+            n_s, n_t = allowed.shape
+            rows = np.repeat(np.arange(n_s), np.diff(allowed.indptr))
+            pairs_rowmajor = rows * n_t + allowed.indices
+        else:
+            if mask is not None:
+                mask = np.asarray(mask)
+                if mask.dtype != bool or mask.ndim != 2:
+                    raise ModelError(f"mask must be a 2-D boolean array or a scipy sparse matrix, got {mask.dtype} {mask.shape}")
+                n_s, n_t = mask.shape
+            elif dense_costs is not None and dense_costs.ndim in (2, 3):
+                n_s, n_t = dense_costs.shape[-2:]
+            else:
+                raise ModelError(f"costs must have shape (S_l, S_l+1) or (W, S_l, S_l+1), got {np.shape(costs)}")
+            allowed_dense = np.ones((n_s, n_t), bool) if mask is None else mask
+            if dense_costs is not None and dense_costs.shape[-2:] == (n_s, n_t):
+                # +inf entries (in every scenario) are not transitions at all
+                finite = np.isfinite(dense_costs) if dense_costs.ndim == 2 else np.isfinite(dense_costs).any(axis=0)
+                allowed_dense = allowed_dense & finite
+            pairs_rowmajor = np.flatnonzero(allowed_dense)
+        if n_s < 1 or n_t < 1:
+            raise ModelError(f"a layer needs at least one source and one target state, got {n_s} x {n_t}")
+        if shape is not None and (n_s, n_t) != tuple(shape):
+            raise ModelError(f"transition shape {(n_s, n_t)} does not match the layer sizes {tuple(shape)}")
+        src_rm, tgt_rm = pairs_rowmajor // n_t, pairs_rowmajor % n_t
+        order = np.lexsort((src_rm, tgt_rm))           # group by target, sources ascending
+        self.n_sources, self.n_targets = int(n_s), int(n_t)
+        self.ptr = np.zeros(n_t + 1, np.int32)
+        np.cumsum(np.bincount(tgt_rm, minlength=n_t), out=self.ptr[1:])
+        self.src = src_rm[order].astype(np.int32)
+        self.dense_index = pairs_rowmajor[order]
+        self.costs = None
+        if dense_costs is None:
+            return
+        if dense_costs.ndim in (2, 3) and dense_costs.shape[-2:] == (n_s, n_t):
+            flat = dense_costs.reshape(dense_costs.shape[:-2] + (n_s * n_t,))
+            self.costs = _check_costs(flat[..., self.dense_index], (self.n_slots,), "costs")
+        elif dense_costs.ndim in (1, 2) and dense_costs.shape[-1] == pairs_rowmajor.size and mask is not None:
+            self.costs = _check_costs(dense_costs[..., order], (self.n_slots,), "costs")
+        else:
+            raise ModelError(f"costs of shape {dense_costs.shape} fit neither the dense layer {(n_s, n_t)} "
+                             f"nor its {pairs_rowmajor.size} allowed pairs")
+
+    # -- properties ---------------------------------------------------------------------------
+    @property
+    def n_slots(self) -> int:
+        return int(self.ptr[-1])
+
+    @property
+    def in_degree(self) -> int:
+        return int(np.diff(self.ptr).max()) if self.n_targets else 0
+
+    def sampled(self, drawn, count: int, where: str) -> tuple[np.ndarray | None, np.ndarray]:
+        """Turn one layer of a sampler's output into (src or None, costs (count, K))."""
+        src = None
+        if isinstance(drawn, tuple):
+            if self.dense_index is not None:
+                raise ModelError(f"{where}: per-scenario sources need a slot layer (Transitions.slots)")
+            src, drawn = drawn
+            src = _as_int_array(src, f"{where} src")
+            if src.shape != (count, self.n_slots):
+                raise ModelError(f"{where}: sampled src must have shape {(count, self.n_slots)}, got {src.shape}")
+            if src.size and (src.min() < 0 or src.max() >= self.n_sources):
+                raise ModelError(f"{where}: sampled src outside 0..{self.n_sources - 1}")
+        drawn = np.asarray(drawn, dtype=float)
+        if self.dense_index is not None and drawn.shape == (count, self.n_sources, self.n_targets):
+            drawn = drawn.reshape(count, -1)[:, self.dense_index]
+        if drawn.shape != (count, self.n_slots):
+            raise ModelError(f"{where}: sampled costs must have shape {(count, self.n_slots)}"
+                             + ("" if self.dense_index is None else f" or {(count, self.n_sources, self.n_targets)}")
+                             + f", got {drawn.shape}")
+        return src, _check_costs(drawn, (self.n_slots,), where)
+
+
+class LayeredDP(FamilyModel):
+    """A batched min-plus DP over a layered DAG (family ``"dp"``); see the module docstring.
+
+    ``states``: the number of states of each layer 0..L (L >= 1). ``transitions``: L layer
+    specs. ``initial``: V_0 as a scalar, ``(S_0,)`` or ``(W, S_0)`` (+inf = not a start).
+    ``scenarios``: W (inferred from per-scenario arrays when omitted). ``sampler``: draws
+    scenario costs in blocks (then ``scenarios`` is required). ``final``: ``"per_scenario"``
+    or ``"shared"``. ``dtype``: float64 (default) or float32 for the kernels.
+    """
+
+    family = "dp"
+
+    def __init__(self, states: Sequence[int], transitions: Sequence, initial=0.0, scenarios: int | None = None,
+                 sampler: Callable | None = None, final: str = "per_scenario", dtype=np.float64,
+                 sample_block: int = 1024):
+        states = _check_states(states)
+        if len(transitions) != len(states) - 1:
+            raise ModelError(f"{len(states)} layers of states need {len(states) - 1} transition layers, "
+                             f"got {len(transitions)}")
+        self.states = states
+        self.layers = [self._layer(i, t, states) for i, t in enumerate(transitions)]
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in MAX_ABS_COST:
+            raise ModelError(f"dtype must be float64 or float32, got {self.dtype}")
+        if final not in ("per_scenario", "shared"):
+            raise ModelError(f"final must be 'per_scenario' or 'shared', got {final!r}")
+        self.final = final
+        if sampler is not None and not callable(sampler):
+            raise ModelError("sampler must be a callable sampler(rng, count) -> list of per-layer costs")
+        self.sampler = sampler
+        if not (isinstance(sample_block, (int, np.integer)) and sample_block >= 1):
+            raise ModelError(f"sample_block must be a positive integer, got {sample_block!r}")
+        self.sample_block = int(sample_block)
+        self.initial = _check_initial(initial, states[0])
+        self.scenarios = self._scenario_count(scenarios)
+        limit = MAX_ABS_COST[self.dtype]
+        for i, layer in enumerate(self.layers):
+            if layer.costs is None and sampler is None:
+                raise ModelError(f"layer {i} has no costs and there is no sampler")
+            if layer.costs is not None and np.any(np.abs(layer.costs[np.isfinite(layer.costs)]) > limit):
+                raise ModelError(f"layer {i}: finite costs must have magnitude <= {limit:g} for {self.dtype}")
+
+    @staticmethod
+    def _layer(index: int, spec, states) -> Transitions:
+        shape = (states[index], states[index + 1])
+        if not isinstance(spec, Transitions):
+            spec = Transitions(spec, shape=shape)
+        if (spec.n_sources, spec.n_targets) != shape and not (spec.dense_index is None and spec.n_targets == shape[1]
+                                                               and spec.n_sources <= shape[0]):
+            raise ModelError(f"layer {index}: transitions are {spec.n_sources} x {spec.n_targets} "
+                             f"but the layers have {shape[0]} x {shape[1]} states")
+        spec.n_sources = shape[0]
+        return spec
+
+    def _scenario_count(self, scenarios) -> int:
+        found = {a.shape[0] for layer in self.layers for a in (layer.src, layer.costs) if a is not None and a.ndim == 2}
+        if self.initial.ndim == 2:
+            found.add(self.initial.shape[0])
+        if len(found) > 1:
+            raise ModelError(f"per-scenario arrays disagree on the number of scenarios: {sorted(found)}")
+        if scenarios is None:
+            if self.sampler is not None:
+                raise ModelError("a sampler needs the number of scenarios (scenarios=W)")
+            return found.pop() if found else 1
+        if not (isinstance(scenarios, (int, np.integer)) and scenarios >= 1):
+            raise ModelError(f"scenarios must be a positive integer, got {scenarios!r}")
+        if found and found != {int(scenarios)}:
+            raise ModelError(f"scenarios={scenarios} but per-scenario arrays have {found.pop()} scenarios")
+        return int(scenarios)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layers)
+
+    @property
+    def n_transitions(self) -> int:
+        """Allowed (source, target) slots summed over layers (per scenario)."""
+        return sum(layer.n_slots for layer in self.layers)
+
+
+def _check_states(states) -> list[int]:
+    try:
+        states = [int(s) for s in states]
+    except (TypeError, ValueError):
+        raise ModelError("states must be a sequence of integers (one per layer)") from None
+    if len(states) < 2:
+        raise ModelError("a layered DP needs at least two layers of states (states=[S_0, S_1, ...])")
+    if min(states) < 1:
+        raise ModelError(f"every layer needs at least one state, got {states}")
+    return states
+
+
+def _as_int_array(a, what: str) -> np.ndarray:
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu":
+        if a.dtype.kind == "f" and np.all(np.isfinite(a)) and np.all(a == np.round(a)):
+            return a.astype(np.int64)
+        raise ModelError(f"{what} must hold integer state indices, got dtype {a.dtype}")
+    return a
+
+
+def _check_costs(costs, tail: tuple[int, ...], what: str) -> np.ndarray:
+    costs = np.asarray(costs, dtype=float)
+    if costs.shape[-len(tail):] != tail or costs.ndim not in (len(tail), len(tail) + 1):
+        raise ModelError(f"{what} must have shape {tail} or (W, {', '.join(map(str, tail))}), got {costs.shape}")
+    if np.isnan(costs).any():
+        raise ModelError(f"{what} contain NaN")
+    if np.isneginf(costs).any():
+        raise ModelError(f"{what} contain -inf (a negative cycle is impossible in a DAG, but -inf costs are not allowed)")
+    return costs
+
+
+def _check_initial(initial, n0: int) -> np.ndarray:
+    v = np.asarray(initial, dtype=float)
+    if v.ndim == 0:
+        v = np.full(n0, float(v))
+    if v.shape[-1] != n0 or v.ndim > 2:
+        raise ModelError(f"initial values must be a scalar, ({n0},) or (W, {n0}), got {v.shape}")
+    if np.isnan(v).any() or np.isneginf(v).any():
+        raise ModelError("initial values contain NaN or -inf")
+    return v

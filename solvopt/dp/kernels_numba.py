@@ -1,0 +1,139 @@
+"""Numba CPU kernels of the min-plus forward recursion (same signature as ``kernels_numpy.forward``).
+
+Two parallel schedules, identical results (ties to the lowest slot, strict ``<``):
+
+* ``forward_blocks``: ``prange`` over blocks of scenarios; each block runs *all* layers with
+  its values (2 x Smax x block) kept in cache. Best when there are many scenarios.
+* ``forward_targets``: layers in sequence, ``prange`` over the target states of a layer, all
+  scenarios at once. Best for one or a few scenarios and many states (e.g. a CVRP split).
+
+The innermost loop always runs over contiguous scenarios, so it vectorises (min / select).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, inline="always")
+def _relax_target(values, out_row, arg_row, ptr, src, cost, layer, t, w0, m, sentinel):
+    """out_row[i] = min_k values[src_k, i] + cost_k for scenarios w0+i, i < m; arg_row gets k - ptr."""
+    lo = ptr[layer, t]
+    hi = ptr[layer, t + 1]
+    shared_src = src.shape[2] == 1
+    shared_cost = cost.shape[2] == 1
+    cost_step = 0 if shared_cost else 1
+    for i in range(m):
+        out_row[i] = sentinel
+        arg_row[i] = -1
+    for k in range(lo, hi):
+        j = k - lo
+        if shared_src:
+            vrow = values[src[layer, k, 0]]
+            if shared_cost:
+                c = cost[layer, k, 0]
+                for i in range(m):
+                    x = vrow[i] + c
+                    if x < out_row[i]:
+                        out_row[i] = x
+                        arg_row[i] = j
+            else:
+                crow = cost[layer, k, w0:w0 + m]
+                for i in range(m):
+                    x = vrow[i] + crow[i]
+                    if x < out_row[i]:
+                        out_row[i] = x
+                        arg_row[i] = j
+        else:
+            for i in range(m):
+                x = values[src[layer, k, w0 + i], i] + cost[layer, k, (w0 + i) * cost_step]
+                if x < out_row[i]:
+                    out_row[i] = x
+                    arg_row[i] = j
+    half = sentinel / 2
+    for i in range(m):
+        if out_row[i] >= half:
+            out_row[i] = sentinel
+            arg_row[i] = -1
+
+
+@njit(parallel=True, cache=True)
+def forward_blocks(initial, ptr, src, cost, n_states, sentinel, out, slots, block):
+    """Scenario-block schedule: prange over blocks of ``block`` scenarios, all layers per block."""
+    n_max, n = initial.shape
+    n_layers = ptr.shape[0]
+    track = slots.shape[0] > 0
+    n_blocks = (n + block - 1) // block
+    for b in prange(n_blocks):
+        w0 = b * block
+        m = min(n, w0 + block) - w0
+        cur = np.empty((n_max, m), initial.dtype)
+        nxt = np.empty((n_max, m), initial.dtype)
+        arg = np.empty(m, np.int32)
+        for s in range(n_max):
+            for i in range(m):
+                cur[s, i] = initial[s, w0 + i]
+        for layer in range(n_layers):
+            for t in range(n_max):
+                if t < n_states[layer + 1]:
+                    _relax_target(cur, nxt[t], arg, ptr, src, cost, layer, t, w0, m, sentinel)
+                else:
+                    for i in range(m):
+                        nxt[t, i] = sentinel
+                        arg[i] = -1
+                if track:
+                    for i in range(m):
+                        slots[layer, t, w0 + i] = arg[i]
+            cur, nxt = nxt, cur
+        for s in range(n_max):
+            for i in range(m):
+                out[s, w0 + i] = cur[s, i]
+
+
+@njit(parallel=True, cache=True)
+def _layer_targets(values, nxt, ptr, src, cost, n_states, sentinel, slots, layer):
+    n_max, n = values.shape
+    track = slots.shape[0] > 0
+    for t in prange(n_max):
+        arg = np.empty(n, np.int32)
+        if t < n_states[layer + 1]:
+            _relax_target(values, nxt[t], arg, ptr, src, cost, layer, t, 0, n, sentinel)
+        else:
+            for i in range(n):
+                nxt[t, i] = sentinel
+                arg[i] = -1
+        if track:
+            for i in range(n):
+                slots[layer, t, i] = arg[i]
+
+
+def forward_targets(initial, ptr, src, cost, n_states, sentinel, out, slots) -> None:
+    """Target-state schedule: layers in sequence, prange over the targets of each layer."""
+    cur = np.array(initial, copy=True)
+    nxt = np.empty_like(cur)
+    for layer in range(ptr.shape[0]):
+        _layer_targets(cur, nxt, ptr, src, cost, n_states, sentinel, slots, layer)
+        cur, nxt = nxt, cur
+    out[...] = cur
+
+
+def block_size(n_states_max: int, itemsize: int) -> int:
+    """Scenarios per block so that two value buffers fit in ~256 KiB (between 16 and 1024)."""
+    size = (256 << 10) // max(1, 2 * n_states_max * itemsize)
+    return int(max(16, min(1024, size // 16 * 16 or 16)))
+
+
+def forward(initial, ptr, src, cost, n_states, sentinel, out, slots, schedule: str = "auto", threads: int = 0) -> None:
+    """The Numba kernel with the shared signature; ``schedule`` = auto | blocks | targets."""
+    import numba
+    n_max, n = initial.shape
+    block = block_size(n_max, initial.dtype.itemsize)
+    if schedule == "auto":
+        threads = threads or numba.get_num_threads()
+        schedule = "blocks" if n >= 2 * threads * min(block, 64) else "targets"
+    if schedule == "blocks":
+        forward_blocks(initial, ptr, src, cost, n_states, sentinel, out, slots, block)
+    elif schedule == "targets":
+        forward_targets(initial, ptr, src, cost, n_states, sentinel, out, slots)
+    else:
+        raise ValueError(f"unknown schedule {schedule!r}")
