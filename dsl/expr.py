@@ -109,6 +109,8 @@ class _Operand:
         return self * -1.0
 
     def __sub__(self, other):
+        if not isinstance(other, _Operand):
+            other = _as_const(other, "subtraction")
         return self + (-1.0) * other
 
     def __rsub__(self, other):

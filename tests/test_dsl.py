@@ -246,6 +246,17 @@ def test_bad_models_raise_model_error():
         m.solve(tim_limit=3)
 
 
+def test_python_lists_are_constants_and_enums_print_plainly():
+    m = Model()
+    x = m.add_var(shape=3, lb=0, name="x")
+    m.add(np.array([[1, 1, 1], [2, 1, 0]]) @ x <= [10, 8])
+    m.add([0.5, 0, 0] <= x)
+    m.maximize(x @ np.array([3.0, 2.0, 4.0]))
+    r = m.solve()
+    assert str(r.termination) == "optimal" and str(r.solution_status) == "optimal"
+    np.testing.assert_allclose(x.value, [0.5, 0, 9.5], atol=1e-9)
+
+
 def test_param_is_a_named_constant():
     p = Param([1.0, 2.0, 3.0], name="price")
     assert p.name == "price" and (p * 2).sum() == 12

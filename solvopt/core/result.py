@@ -25,11 +25,17 @@ class Termination(str, enum.Enum):
     INTERRUPTED = "interrupted"
     ERROR = "error"
 
+    def __str__(self) -> str:
+        return self.value
+
 
 class SolutionStatus(str, enum.Enum):
     NONE = "none"
     FEASIBLE = "feasible"
     OPTIMAL = "optimal"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 def relative_gap(objective: float | None, bound: float | None, sense: int = 1) -> float | None:
