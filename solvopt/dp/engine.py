@@ -129,12 +129,13 @@ def solve(compiled: CompiledDP, backend: Backend, options: SolveOptions) -> Resu
         final, _ = run_chunk(compiled, backend, tensors, track=False)
         backend.synchronize()
         kernel_time += time.perf_counter() - t0
-        final = np.asarray(backend.to_host(final), dtype=float)
-        final[final >= sentinel_half] = np.inf
+        # reduce over final states where the kernel ran; only (count,) vectors come back
+        best = np.asarray(backend.to_host(final.min(axis=0)), dtype=float)
+        best_state[start:start + count] = backend.to_host(final.argmin(axis=0))
+        per_scenario[start:start + count] = np.where(best >= sentinel_half, np.inf, best)
         if finals is not None:
-            finals[:, start:start + count] = final
-        best_state[start:start + count] = final.argmin(axis=0)
-        per_scenario[start:start + count] = final.min(axis=0)
+            host = np.asarray(backend.to_host(final), dtype=float)
+            finals[:, start:start + count] = np.where(host >= sentinel_half, np.inf, host)
         local = want_paths[(want_paths >= start) & (want_paths < start + count)] - start
         if local.size:
             path_data[start] = (tensors.columns(local), local)

@@ -1,0 +1,70 @@
+"""CuPy launcher of ``minplus.cu``: the GPU kernel of the DP engine, same signature as the CPU ones.
+
+``forward(initial, ptr, src, cost, n_states, sentinel, out, slots)`` launches one kernel per
+layer, ping-ponging two value buffers on the device. Schedule ``auto`` uses one thread per
+(target, scenario) when there are at least 128 scenarios in the chunk, else one warp per
+(target, scenario) with a shuffle min-reduction over the predecessors.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from solvopt.core.backend import to_numpy
+from solvopt.core.errors import ModelError
+
+from .harness import load_module
+
+THREADS = 256
+WARP_BELOW = 128          # scenarios per chunk under which the warp-per-target schedule is used
+MAX_GRID_Y = 65535
+
+
+def _suffix(real_dtype, index_dtype) -> str:
+    real = {np.dtype(np.float64): "f64", np.dtype(np.float32): "f32"}[np.dtype(real_dtype)]
+    index = {np.dtype(np.int16): "i16", np.dtype(np.int32): "i32"}[np.dtype(index_dtype)]
+    return f"{real}_{index}"
+
+
+def forward(initial, ptr, src, cost, n_states, sentinel, out, slots, schedule: str = "auto") -> None:
+    """Run every layer on the device; arrays may be NumPy (copied over) or CuPy."""
+    import cupy as cp
+    n_max, n = initial.shape
+    real = initial.dtype.type
+    initial, ptr, src, cost = (cp.asarray(a) for a in (initial, ptr, src, cost))
+    n_states = to_numpy(n_states)
+    track = slots.shape[0] > 0
+    module = load_module("minplus.cu")
+    suffix = _suffix(initial.dtype, slots.dtype)
+    if schedule == "auto":
+        schedule = "warp" if n < WARP_BELOW or n_max > MAX_GRID_Y else "scenarios"
+    if schedule == "scenarios" and n_max > MAX_GRID_Y:
+        raise ModelError(f"the scenario schedule handles at most {MAX_GRID_Y} states per layer")
+    if schedule not in ("scenarios", "warp"):
+        raise ModelError(f"unknown CUDA schedule {schedule!r} (auto | scenarios | warp)")
+    kernel = module.get_function(f"minplus_{schedule}_{suffix}")
+    cur = initial.copy()
+    nxt = cp.empty_like(cur)
+    no_slots = cp.empty(1, dtype=slots.dtype)
+    i32 = np.int32
+    for layer in range(ptr.shape[0]):
+        layer_slots = slots[layer] if track else no_slots
+        common = (cur, nxt, layer_slots, ptr[layer], src[layer], cost[layer])
+        widths = (i32(src.shape[2]), i32(cost.shape[2]), real(sentinel), i32(track))
+        if schedule == "scenarios":
+            grid = ((n + THREADS - 1) // THREADS, n_max)
+            kernel(grid, (THREADS,), common + (i32(n), i32(n_states[layer + 1])) + widths)
+        else:
+            warps = n_max * n
+            grid = ((warps * 32 + THREADS - 1) // THREADS,)
+            kernel(grid, (THREADS,), common + (i32(n), i32(n_max), i32(n_states[layer + 1])) + widths)
+        cur, nxt = nxt, cur
+    out[...] = cur
+
+
+def backend():
+    """The engine backend (kernel + device transfers) for CuPy."""
+    import cupy as cp
+
+    from solvopt.dp.engine import Backend
+    return Backend("cuda", "gpu", forward, to_device=cp.asarray, to_host=cp.asnumpy, empty=cp.empty,
+                   synchronize=lambda: cp.cuda.Device().synchronize())
