@@ -269,7 +269,7 @@ def write_model_file(sf, path: str) -> None:
     """Write a StandardForm as ``.mps`` or ``.lp`` (HiGHS picks the format from the extension)."""
     highspy = _highspy()
     h = standard_form_to_highs(sf)
-    reason = _highs_error_reason(h, path, lambda: h.writeModel(path) == highspy.HighsStatus.kOk)
+    reason = _highs_error_reason(h, path, lambda: h.writeModel(path) != highspy.HighsStatus.kError)
     if reason:
         raise ModelError(f"HiGHS could not write {path}: {reason}")
 
