@@ -89,7 +89,7 @@ class Transitions:
     def _from_pairs(self, costs, mask, shape) -> None:
         if mask is None and costs is None:
             raise ModelError("Transitions needs costs, a mask, or both")
-        dense_costs = None if costs is None else np.asarray(costs, dtype=float)
+        dense_costs = None if costs is None else _check_finite_or_inf(np.asarray(costs, dtype=float), "costs")
         if mask is not None and sp.issparse(mask):
             allowed = sp.csr_matrix(mask, dtype=bool)
             allowed.sum_duplicates()
@@ -117,7 +117,7 @@ class Transitions:
         if n_s < 1 or n_t < 1:
             raise ModelError(f"a layer needs at least one source and one target state, got {n_s} x {n_t}")
         if shape is not None and (n_s, n_t) != tuple(shape):
-            raise ModelError(f"transition shape {(n_s, n_t)} does not match the layer sizes {tuple(shape)}")
+            raise ModelError(f"transitions are {n_s} x {n_t} but the layers have {shape[0]} x {shape[1]} states")
         src_rm, tgt_rm = pairs_rowmajor // n_t, pairs_rowmajor % n_t
         order = np.lexsort((src_rm, tgt_rm))           # group by target, sources ascending
         self.n_sources, self.n_targets = int(n_s), int(n_t)
@@ -212,14 +212,15 @@ class LayeredDP(FamilyModel):
 
     @staticmethod
     def _layer(index: int, spec, states) -> Transitions:
-        shape = (states[index], states[index + 1])
+        n_sources, n_targets = states[index], states[index + 1]
         if not isinstance(spec, Transitions):
-            spec = Transitions(spec, shape=shape)
-        if (spec.n_sources, spec.n_targets) != shape and not (spec.dense_index is None and spec.n_targets == shape[1]
-                                                               and spec.n_sources <= shape[0]):
+            spec = Transitions(spec, shape=(n_sources, n_targets))
+        # slot layers only know the largest source they use; dense and masked layers know both sizes
+        sources_ok = spec.n_sources <= n_sources if spec.dense_index is None else spec.n_sources == n_sources
+        if not sources_ok or spec.n_targets != n_targets:
             raise ModelError(f"layer {index}: transitions are {spec.n_sources} x {spec.n_targets} "
-                             f"but the layers have {shape[0]} x {shape[1]} states")
-        spec.n_sources = shape[0]
+                             f"but the layers have {n_sources} x {n_targets} states")
+        spec.n_sources = n_sources
         return spec
 
     def _scenario_count(self, scenarios) -> int:
@@ -269,15 +270,19 @@ def _as_int_array(a, what: str) -> np.ndarray:
     return a
 
 
+def _check_finite_or_inf(costs: np.ndarray, what: str) -> np.ndarray:
+    if np.isnan(costs).any():
+        raise ModelError(f"{what} contain NaN")
+    if np.isneginf(costs).any():
+        raise ModelError(f"{what} contain -inf (only +inf, meaning 'not allowed', is accepted)")
+    return costs
+
+
 def _check_costs(costs, tail: tuple[int, ...], what: str) -> np.ndarray:
     costs = np.asarray(costs, dtype=float)
     if costs.shape[-len(tail):] != tail or costs.ndim not in (len(tail), len(tail) + 1):
         raise ModelError(f"{what} must have shape {tail} or (W, {', '.join(map(str, tail))}), got {costs.shape}")
-    if np.isnan(costs).any():
-        raise ModelError(f"{what} contain NaN")
-    if np.isneginf(costs).any():
-        raise ModelError(f"{what} contain -inf (a negative cycle is impossible in a DAG, but -inf costs are not allowed)")
-    return costs
+    return _check_finite_or_inf(costs, what)
 
 
 def _check_initial(initial, n0: int) -> np.ndarray:

@@ -1,0 +1,371 @@
+"""The min-plus DP engine: NumPy reference vs brute force, Numba/CUDA kernels vs the reference,
+back-tracked paths, chunking, seeding, shared final decisions and bad input."""
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solvopt.core.errors import ModelError
+from solvopt.core.registry import Availability, get_solver
+from solvopt.core.result import Result, Termination
+from solvopt.dp import kernels_numba, kernels_numpy
+from solvopt.dp.compiled import CompiledDP
+from solvopt.dsl import LayeredDP, Transitions
+
+SETTINGS = settings(max_examples=40, deadline=None)
+
+
+# --- random layered DAGs -----------------------------------------------------------------------
+def random_model(seed: int, max_layers=4, max_states=5, max_w=6, dtype=np.float64, final="per_scenario"):
+    """A random LayeredDP mixing dense, masked, sparse and slot layers, shared and per-scenario."""
+    rng = np.random.default_rng(seed)
+    n_layers = int(rng.integers(1, max_layers + 1))
+    states = [int(x) for x in rng.integers(1, max_states + 1, n_layers + 1)]
+    W = int(rng.integers(1, max_w + 1))
+    integer_costs = rng.random() < 0.5            # ties on purpose
+    draw = (lambda *shape: rng.integers(-3, 6, shape).astype(float)) if integer_costs else \
+        (lambda *shape: rng.normal(size=shape))
+    layers = []
+    for l in range(n_layers):
+        S, T = states[l], states[l + 1]
+        kind = rng.choice(["dense", "mask", "sparse", "slots", "slots_scenario_src", "empty"],
+                          p=[0.2, 0.2, 0.15, 0.15, 0.2, 0.1])
+        per_scenario = rng.random() < 0.5
+        shape = (W, S, T) if per_scenario else (S, T)
+        if kind == "dense":
+            c = draw(*shape)
+            c[rng.random(shape) < 0.3] = np.inf
+            layers.append(c)
+        elif kind in ("mask", "empty"):
+            mask = rng.random((S, T)) < (0.6 if kind == "mask" else 0.0)
+            layers.append(Transitions(draw(*shape), mask=mask) if mask.any() or kind == "mask"
+                          else Transitions(np.full((S, T), np.inf)))
+        elif kind == "sparse":
+            mask = sp.random(S, T, density=0.5, random_state=int(rng.integers(1 << 30)), format="csr")
+            nnz = mask.nnz
+            layers.append(Transitions(draw(*((W, nnz) if per_scenario else (nnz,))), mask=mask))
+        else:
+            degree = rng.integers(0, 4, T)
+            ptr = np.concatenate([[0], np.cumsum(degree)])
+            K = int(ptr[-1])
+            src_shape = (W, K) if kind == "slots_scenario_src" else (K,)
+            src = rng.integers(0, S, src_shape)
+            cost = draw(*((W, K) if per_scenario else (K,)))
+            layers.append(Transitions.slots(ptr, src, cost, n_sources=S))
+    initial = draw(W, states[0]) if rng.random() < 0.3 else 0.0
+    if np.ndim(initial) and rng.random() < 0.5:
+        initial[:, 0] = np.inf
+    return LayeredDP(states, layers, initial=initial, scenarios=W, dtype=dtype, final=final)
+
+
+def brute_force(model: LayeredDP) -> np.ndarray:
+    """Final values V_L (S_L, W) by enumerating every state sequence (multi-edges: cheapest slot)."""
+    W = model.scenarios
+    init = np.broadcast_to(model.initial, (W, model.states[0])) if model.initial.ndim == 1 else model.initial
+    edge = []  # per layer: (W, S_l, S_l+1) cheapest slot cost, inf if none
+    for layer, S, T in zip(model.layers, model.states, model.states[1:]):
+        best = np.full((W, S, T), np.inf)
+        src = np.broadcast_to(layer.src, (W, layer.n_slots))
+        cost = np.broadcast_to(layer.costs, (W, layer.n_slots))
+        for t in range(T):
+            for k in range(layer.ptr[t], layer.ptr[t + 1]):
+                for w in range(W):
+                    best[w, src[w, k], t] = min(best[w, src[w, k], t], cost[w, k])
+        edge.append(best)
+    final = np.full((model.states[-1], W), np.inf)
+    for path in itertools.product(*[range(s) for s in model.states]):
+        total = init[:, path[0]].copy()
+        for l, e in enumerate(edge):
+            total = total + e[:, path[l], path[l + 1]]
+        final[path[-1]] = np.minimum(final[path[-1]], total)
+    return final
+
+
+def run_kernel(forward, compiled: CompiledDP, track=True, **kw):
+    t = compiled.chunk(0, compiled.scenarios)
+    out = np.empty((compiled.max_states, t.count), compiled.dtype)
+    slots = np.empty((compiled.n_layers, compiled.max_states, t.count) if track else (0, 0, 0),
+                     compiled.slot_index_dtype)
+    forward(t.initial, compiled.ptr, t.src, t.cost, compiled.n_states, compiled.sentinel, out, slots, **kw)
+    return out, slots
+
+
+def as_inf(values, compiled):
+    v = np.asarray(values, dtype=float)
+    return np.where(v >= compiled.sentinel / 2, np.inf, v)
+
+
+# --- the reference against brute force ------------------------------------------------------------
+@SETTINGS
+@given(st.integers(0, 2**31 - 1))
+def test_numpy_reference_matches_brute_force(seed):
+    model = random_model(seed)
+    compiled = CompiledDP(model)
+    out, _ = run_kernel(kernels_numpy.forward, compiled)
+    got = as_inf(out[: model.states[-1]], compiled)
+    np.testing.assert_allclose(got, brute_force(model), rtol=1e-12, atol=1e-12)
+
+
+# --- the Numba kernels against the reference ------------------------------------------------------
+@SETTINGS
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["blocks", "targets"]))
+def test_numba_kernel_equals_numpy_reference(seed, schedule):
+    compiled = CompiledDP(random_model(seed))
+    ref_out, ref_slots = run_kernel(kernels_numpy.forward, compiled)
+    out, slots = run_kernel(kernels_numba.forward, compiled, schedule=schedule)
+    np.testing.assert_array_equal(out, ref_out)            # same additions, same min: bit-identical
+    np.testing.assert_array_equal(slots, ref_slots)        # ties go to the lowest slot in both
+
+
+@pytest.mark.parametrize("schedule", ["blocks", "targets"])
+def test_numba_many_scenarios_several_blocks(schedule):
+    rng = np.random.default_rng(3)
+    W, states = 700, [4, 6, 5, 3]
+    layers = [rng.normal(size=(W, a, b)) for a, b in zip(states, states[1:])]
+    layers[1][:, :, 2] = np.inf                             # a target nobody reaches
+    compiled = CompiledDP(LayeredDP(states, layers))
+    ref_out, ref_slots = run_kernel(kernels_numpy.forward, compiled)
+    out, slots = run_kernel(kernels_numba.forward, compiled, schedule=schedule)
+    np.testing.assert_array_equal(out, ref_out)
+    np.testing.assert_array_equal(slots, ref_slots)
+
+
+def test_float32_kernels_agree_and_track_float64():
+    m64 = random_model(11, max_w=40)
+    m32 = LayeredDP(m64.states, m64.layers, initial=m64.initial, scenarios=m64.scenarios, dtype=np.float32)
+    c32 = CompiledDP(m32)
+    assert c32.sentinel == 1e30 and c32.dtype == np.float32
+    ref, _ = run_kernel(kernels_numpy.forward, c32)
+    for schedule in ("blocks", "targets"):
+        out, _ = run_kernel(kernels_numba.forward, c32, schedule=schedule)
+        np.testing.assert_array_equal(out, ref)
+    r64, r32 = m64.solve("numpy"), m32.solve("numba")
+    np.testing.assert_allclose(r32.solution["scenario_values"], r64.solution["scenario_values"], rtol=1e-5, atol=1e-5)
+
+
+# --- results, paths, edge cases ---------------------------------------------------------------------
+def path_cost(model: LayeredDP, compiled: CompiledDP, scenario: int, states, slots) -> float:
+    t = compiled.chunk(0, model.scenarios)
+    col = lambda a: a[..., scenario] if a.shape[-1] > 1 else a[..., 0]  # noqa: E731
+    total = float(col(t.initial)[states[0]])
+    for l, k in enumerate(slots):
+        assert col(t.src[l])[k] == states[l]                # the slot leaves from the previous state
+        assert compiled.ptr[l, states[l + 1]] <= k < compiled.ptr[l, states[l + 1] + 1]  # ... into the next
+        total += float(col(t.cost[l])[k])
+    return total
+
+
+@SETTINGS
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["numpy", "numba"]))
+def test_backtracked_paths_have_the_reported_cost(seed, method):
+    model = random_model(seed)
+    result = model.solve(method, paths=list(range(model.scenarios)))
+    compiled = CompiledDP(model)
+    values = result.solution["scenario_values"]
+    np.testing.assert_allclose(values, brute_force(model).min(axis=0), rtol=1e-12, atol=1e-12)
+    for w, states, slots in zip(result.solution["path_scenarios"], result.solution["paths"],
+                                result.solution["path_slots"]):
+        if np.isfinite(values[w]):
+            assert np.all(states >= 0)
+            assert path_cost(model, compiled, w, states, slots) == pytest.approx(values[w], abs=1e-9)
+        else:
+            assert np.all(states == -1)
+    if np.isfinite(values).all():
+        assert result.termination is Termination.OPTIMAL and result.objective == pytest.approx(values.mean())
+    else:
+        assert result.termination is Termination.INFEASIBLE and result.objective == np.inf
+
+
+def test_one_state_one_layer():
+    r = LayeredDP([1, 1], [np.array([[2.5]])], initial=1.0).solve("numba")
+    assert r.objective == 3.5 and r.solution["paths"].tolist() == [[0, 0]]
+    assert r.solution["values"].shape == (1, 1)
+
+
+def test_fully_masked_layer_is_infeasible():
+    model = LayeredDP([2, 3, 2], [np.ones((2, 3)), Transitions(np.ones((3, 2)), mask=np.zeros((3, 2), bool))])
+    for method in ("numpy", "numba"):
+        r = model.solve(method)
+        assert r.termination is Termination.INFEASIBLE and not r.ok
+        assert np.all(np.isinf(r.solution["values"]))
+        assert "1 of 1 scenarios" in r.message
+        Result.from_json(r.to_json())                       # infinities survive JSON
+
+
+def test_unreachable_states_report_inf_but_others_solve():
+    costs = np.array([[1.0, np.inf, 4.0], [2.0, np.inf, np.inf]])
+    r = LayeredDP([2, 3], [costs], initial=[0.0, -1.5]).solve("numba")
+    assert r.solution["values"][:, 0].tolist() == [0.5, np.inf, 4.0]
+    assert r.objective == 0.5 and r.solution["paths"].tolist() == [[1, 0]]
+
+
+def test_sentinel_sums_never_overflow_over_many_layers():
+    # 400 layers whose only transition out of state 1 is forbidden: 400 x 1e300 would overflow
+    L = 400
+    layer = np.array([[1.0, np.inf], [np.inf, np.inf]])
+    r = LayeredDP([2] * (L + 1), [layer] * L).solve("numba")
+    assert r.objective == L and np.isinf(r.solution["values"][1, 0])
+
+
+def test_shared_final_decision_picks_lowest_mean():
+    rng = np.random.default_rng(5)
+    model = random_model(7, max_w=6)
+    W = 6
+    costs = rng.normal(size=(W, 3, 4))
+    model = LayeredDP([3, 4], [costs], final="shared")
+    r = model.solve("numba")
+    means = costs.min(axis=1).mean(axis=0)                  # per final state, mean over scenarios
+    assert r.solution["final_state"] == int(np.argmin(means))
+    assert r.objective == pytest.approx(means.min())
+    assert np.all(r.solution["paths"][:, -1] == r.solution["final_state"])
+
+
+def test_aggregates():
+    values = np.arange(1.0, 11.0)
+    r = LayeredDP([1, 1], [values.reshape(10, 1, 1)]).solve("numpy", quantiles=[0.5])
+    s = r.solution
+    assert s["mean"] == 5.5 and s["variance"] == pytest.approx(np.var(values, ddof=1))
+    assert s["std_error"] == pytest.approx(np.std(values, ddof=1) / np.sqrt(10))
+    assert s["ci95"][0] < 5.5 < s["ci95"][1] and s["quantiles"] == {"0.5": 5.5}
+
+
+# --- chunking and seeding ----------------------------------------------------------------------------
+def test_chunked_equals_unchunked_with_given_costs():
+    model = random_model(21, max_w=30)
+    whole = model.solve("numba", paths=5)
+    for chunk in (1, 4, 7):
+        part = model.solve("numba", chunk=chunk, paths=5)
+        np.testing.assert_array_equal(part.solution["scenario_values"], whole.solution["scenario_values"])
+        np.testing.assert_array_equal(part.solution["paths"], whole.solution["paths"])
+        assert part.stats["chunks"] == -(-model.scenarios // chunk)
+
+
+def _sampled_model(W=40, block=8):
+    structure = [Transitions(mask=np.ones((3, 4), bool)), Transitions.slots([0, 2, 3], [0, 3, 1], n_sources=4)]
+
+    def sampler(rng, count):
+        d = rng.poisson(2.0, count)
+        src = np.stack([np.minimum(3, d), np.zeros(count, int), np.ones(count, int)], axis=1)
+        return [rng.normal(size=(count, 3, 4)), (src, rng.exponential(size=(count, 3)))]
+    return LayeredDP([3, 4, 2], structure, scenarios=W, sampler=sampler, sample_block=block)
+
+
+def test_chunked_equals_unchunked_with_sampled_costs():
+    model = _sampled_model()
+    whole = model.solve("numba", seed=3)
+    for chunk in (8, 16, 24):
+        part = model.solve("numba", seed=3, chunk=chunk)
+        np.testing.assert_array_equal(part.solution["scenario_values"], whole.solution["scenario_values"])
+    ref = model.solve("numpy", seed=3, chunk=8)
+    np.testing.assert_array_equal(ref.solution["scenario_values"], whole.solution["scenario_values"])
+
+
+def test_same_seed_same_result_other_seed_other_sample():
+    model = _sampled_model()
+    a, b, c = (model.solve("numba", seed=s) for s in (1, 1, 2))
+    np.testing.assert_array_equal(a.solution["scenario_values"], b.solution["scenario_values"])
+    assert a.objective == b.objective and a.objective != c.objective
+
+
+def test_time_limit_returns_the_scenarios_done():
+    structure = [Transitions(mask=np.ones((2, 2), bool))]
+
+    def slow_sampler(rng, count):
+        time.sleep(0.05)
+        return [rng.random((count, 2, 2))]
+    model = LayeredDP([2, 2], structure, scenarios=64, sampler=slow_sampler, sample_block=8)
+    r = model.solve("numpy", chunk=8, time_limit=0.01)
+    assert r.termination is Termination.TIME_LIMIT and r.ok
+    assert 8 <= r.stats["scenarios"] < 64 and r.bound is None
+
+
+# --- registry, options, bad input ----------------------------------------------------------------------
+def test_registry_and_cuda_availability():
+    from solvopt.core.backend import gpu_available
+    assert get_solver("dp").name == "auto"
+    cuda = get_solver("dp", "cuda")
+    expected = Availability.AVAILABLE if gpu_available() else (Availability.NO_DEVICE, Availability.NOT_INSTALLED)
+    assert cuda.available() in (expected if isinstance(expected, tuple) else (expected,))
+    r = LayeredDP([1, 1], [np.ones((1, 1))]).solve(device="cpu")
+    assert r.stats["backend"] == "numba"
+
+
+@pytest.mark.parametrize("build, match", [
+    (lambda: LayeredDP([2, 2], [np.array([[1.0, np.nan], [0, 0]])]), "NaN"),
+    (lambda: LayeredDP([2, 2], [np.array([[1.0, -np.inf], [0, 0]])]), "-inf"),
+    (lambda: LayeredDP([2, -1], [np.ones((2, 1))]), "at least one state"),
+    (lambda: LayeredDP([2], []), "at least two layers"),
+    (lambda: LayeredDP([2, 3], [np.ones((2, 2))]), "layers have 2 x 3"),
+    (lambda: LayeredDP([2, 3, 1], [np.ones((2, 3))]), "need 2 transition layers"),
+    (lambda: LayeredDP([2, 2], [Transitions(np.ones((2, 2)), mask=np.ones((3, 2), bool))]), "fit neither"),
+    (lambda: LayeredDP([2, 2], [Transitions(np.ones((2, 2)), mask=np.ones((2, 2)))]), "boolean"),
+    (lambda: LayeredDP([2, 2], [np.ones((3, 2, 2)), np.ones((4, 2, 2))], scenarios=None), "need 1 transition"),
+    (lambda: LayeredDP([2, 2, 2], [np.ones((3, 2, 2)), np.ones((4, 2, 2))]), "disagree"),
+    (lambda: LayeredDP([2, 2], [np.ones((3, 2, 2))], scenarios=5), "scenarios=5"),
+    (lambda: LayeredDP([2, 2], [Transitions.slots([0, 1, 2], [0, 2])]), "transitions are 3 x 2"),
+    (lambda: LayeredDP([2, 2], [Transitions.slots([0, 1, 2], [0, -1])]), "negative"),
+    (lambda: LayeredDP([2, 2], [Transitions.slots([0, 2, 1], [0, 1])]), "non-decreasing"),
+    (lambda: LayeredDP([2, 2], [np.ones((2, 2))], initial=[0.0]), "initial"),
+    (lambda: LayeredDP([2, 2], [np.ones((2, 2))], final="best"), "final"),
+    (lambda: LayeredDP([2, 2], [np.full((2, 2), 1e31)], dtype=np.float32), "magnitude"),
+    (lambda: LayeredDP([2, 2], [Transitions(mask=np.ones((2, 2), bool))]), "no costs"),
+    (lambda: LayeredDP([2, 2], [Transitions(mask=np.ones((2, 2), bool))], sampler=lambda r, n: []), "scenarios"),
+])
+def test_bad_models_raise_model_error(build, match):
+    with pytest.raises(ModelError, match=match):
+        build()
+
+
+def test_bad_options_and_bad_sampler_output():
+    model = LayeredDP([2, 2], [np.ones((2, 2))])
+    with pytest.raises(ModelError, match="unknown option"):
+        model.solve("numpy", schedule="blocks")
+    with pytest.raises(ModelError, match="chunk"):
+        model.solve("numba", chunk=0)
+    with pytest.raises(ModelError, match="paths"):
+        model.solve("numba", paths=[5])
+    with pytest.raises(ModelError, match="runs on the CPU"):
+        model.solve("numba", device="gpu")
+    bad = LayeredDP([2, 2], [Transitions(mask=np.ones((2, 2), bool))], scenarios=4,
+                    sampler=lambda rng, n: [np.ones((n, 3, 3))], sample_block=4)
+    with pytest.raises(ModelError, match="sampled costs must have shape"):
+        bad.solve("numba")
+    nan = LayeredDP([2, 2], [Transitions(mask=np.ones((2, 2), bool))], scenarios=4,
+                    sampler=lambda rng, n: [np.full((n, 2, 2), np.nan)], sample_block=4)
+    with pytest.raises(ModelError, match="NaN"):
+        nan.solve("numba")
+
+
+# --- the CUDA kernel (runs only where CuPy sees a device) ------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("schedule", ["scenarios", "warp"])
+@pytest.mark.parametrize("seed", range(12))
+def test_cuda_kernel_equals_numpy_reference(seed, schedule):
+    import cupy as cp
+
+    from solvopt.gpu import minplus
+    for dtype in (np.float64, np.float32):
+        compiled = CompiledDP(random_model(seed, max_w=300, dtype=dtype))
+        ref_out, ref_slots = run_kernel(kernels_numpy.forward, compiled)
+        t = compiled.chunk(0, compiled.scenarios)
+        out = cp.empty((compiled.max_states, t.count), compiled.dtype)
+        slots = cp.empty((compiled.n_layers, compiled.max_states, t.count), compiled.slot_index_dtype)
+        minplus.forward(t.initial, compiled.ptr, t.src, t.cost, compiled.n_states, compiled.sentinel, out, slots,
+                        schedule=schedule)
+        np.testing.assert_array_equal(cp.asnumpy(out), ref_out)
+        np.testing.assert_array_equal(cp.asnumpy(slots), ref_slots)
+
+
+@pytest.mark.gpu
+def test_cuda_solver_matches_numba_with_sampling_and_chunks():
+    model = _sampled_model(W=4000, block=256)
+    a = model.solve("cuda", seed=4, chunk=1024)
+    b = model.solve("numba", seed=4)
+    np.testing.assert_array_equal(a.solution["scenario_values"], b.solution["scenario_values"])
+    np.testing.assert_array_equal(a.solution["paths"], b.solution["paths"])
