@@ -260,9 +260,9 @@ def test_vrplib_reindexes_the_depot_to_zero_and_reports_overweight_customers(tmp
 
 
 def test_vrplib_explicit_full_matrix_and_vehicles_field(tmp_path):
-    text = ("NAME : m\nTYPE : CVRP\nDIMENSION : 3\nVEHICLES : 4\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
+    text = ("NAME : m\nTYPE : CVRP\nDIMENSION : 3\nVEHICLES : 4\nMY_FIELD : kept\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
             "EDGE_WEIGHT_FORMAT : FULL_MATRIX\nCAPACITY : 5\nEDGE_WEIGHT_SECTION\n0 1 2\n1 0\n3\n2 3 0\n"
-            "DEMAND_SECTION\n1 2\n2 0\n3 1\nDEPOT_SECTION\n2\n-1\nEOF\n")
+            "DEMAND_SECTION :\n1 2\n2 0\n3 1\nDEPOT_SECTION\n2\n-1\nEOF\n")
     d = read_instance(_write(tmp_path, "m.vrp", text)).data
     assert d["coords"] is None and d["vehicles"] == 4
     np.testing.assert_array_equal(d["distances"], [[0, 1, 3], [1, 0, 2], [3, 2, 0]])

@@ -21,6 +21,12 @@ HEADER_KEYS = {"NAME", "COMMENT", "TYPE", "DIMENSION", "CAPACITY", "EDGE_WEIGHT_
 SECTIONS = ("NODE_COORD_SECTION", "DEMAND_SECTION", "DEPOT_SECTION", "EDGE_WEIGHT_SECTION")
 SUPPORTED_WEIGHTS = ("EUC_2D", "EXPLICIT")
 _VEHICLES_IN_NAME = re.compile(r"-k(\d+)$")
+_HEADER_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+def _keyword(line: str) -> str:
+    """The first word of a line without a trailing colon (``DEMAND_SECTION :`` -> ``DEMAND_SECTION``)."""
+    return line.split()[0].rstrip(":")
 
 
 def _header(lines: LineReader) -> dict[str, tuple[int, str]]:
@@ -28,15 +34,17 @@ def _header(lines: LineReader) -> dict[str, tuple[int, str]]:
     fields: dict[str, tuple[int, str]] = {}
     while not lines.at_end():
         no, line = lines.peek()
-        if line.split()[0] in SECTIONS or line == "EOF":
+        if _keyword(line) in SECTIONS or _keyword(line) == "EOF":
             break
         lines.next("a header line")
-        if ":" in line:
+        has_colon = ":" in line
+        if has_colon:
             key, value = (s.strip() for s in line.split(":", 1))
         else:
             key, _, value = line.partition(" ")
             key, value = key.strip(), value.strip()
-        if key not in HEADER_KEYS:
+        # other ``KEY : value`` fields of the VRPLIB family (e.g. a vendor's own) are kept but not used
+        if key not in HEADER_KEYS and not (has_colon and _HEADER_KEY.match(key)):
             raise InstanceFormatError(lines.path, no, f"expected a 'KEY : value' header line or a section, got {line[:40]!r}")
         fields[key] = (no, value)
     return fields
@@ -55,7 +63,7 @@ def _rows(lines: LineReader, count: int, width: int, what: str) -> list[tuple[in
     for _ in range(count):
         no, line = lines.next(f"{what} ({count} lines)")
         tokens = line.split()
-        if tokens[0] in SECTIONS or tokens[0] == "EOF":
+        if _keyword(line) in SECTIONS or _keyword(line) == "EOF":
             raise InstanceFormatError(lines.path, no, f"expected {count} lines of {what}, the section ended "
                                                       f"after {len(rows)}")
         if len(tokens) != width:
@@ -102,7 +110,7 @@ def read_vrplib(path: str) -> Instance:
     coords = demands = depots = matrix = None
     while not lines.at_end():
         no, line = lines.next("a section")
-        keyword = line.split()[0]
+        keyword = _keyword(line)
         if keyword == "EOF":
             break
         if keyword not in SECTIONS:
