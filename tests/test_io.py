@@ -502,6 +502,13 @@ def test_mps_bad_values_name_the_line(tmp_path, value, words):
     _fails_at(_write(tmp_path, "bad.mps", BAD_MPS.format(v=value)), 6, words)
 
 
+def test_mps_data_that_highs_drops_is_reported(tmp_path):
+    path = _write(tmp_path, "dup.mps", BAD_MPS.format(v="2").replace("RHS\n", "    x r0 3\nRHS\n"))
+    with pytest.warns(UserWarning, match="duplicate nonzero"):
+        inst = read_instance(path)
+    assert any("duplicate" in w for w in inst.meta["warnings"])
+
+
 def test_mps_garbage_gives_highs_reason(tmp_path):
     err = _fails_at(_write(tmp_path, "junk.mps", b"\x00\x01garbage\xff\n"), None, "HiGHS could not read")
     assert "parser error" in str(err).lower()

@@ -13,6 +13,7 @@ import gzip
 import os
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -110,25 +111,32 @@ def check_mps_values(path: str) -> None:
 
 
 # --- HiGHS <-> StandardForm -------------------------------------------------------------------
-def _highs_error_reason(h, path: str, read) -> str:
-    """Run ``read`` with HiGHS logging into a temporary file; return what HiGHS said."""
+def _with_highs_log(h, action) -> tuple[bool, list[str]]:
+    """Run ``action`` (returns success) with HiGHS logging into a temporary file, not the console.
+
+    Returns (success, HiGHS' messages) so that errors can name HiGHS' reason and warnings
+    (e.g. "duplicate nonzero ... ignored") are not lost.
+    """
     fd, log = tempfile.mkstemp(suffix=".log")
     os.close(fd)
     try:
         h.setOptionValue("output_flag", True)
         h.setOptionValue("log_to_console", False)
         h.setOptionValue("log_file", log)
-        ok = read()
-        h.setOptionValue("log_file", "")
-        h.setOptionValue("output_flag", False)
+        try:
+            ok = action()
+        finally:
+            h.setOptionValue("log_file", "")
+            h.setOptionValue("output_flag", False)
         with open(log, errors="replace") as fh:
             messages = [line.strip() for line in fh if line.strip()]
     finally:
         os.unlink(log)
-    if ok:
-        return ""
-    errors = [m for m in messages if m.startswith("ERROR")] or messages
-    return "; ".join(m.replace("ERROR:", "").strip() for m in errors) or "HiGHS could not read the model"
+    return ok, messages
+
+
+def _messages(messages: list[str], level: str) -> list[str]:
+    return [m[len(level) + 1:].strip() for m in messages if m.startswith(level + ":")]
 
 
 def highs_to_standard_form(h, path: str = "<model>"):
@@ -249,18 +257,18 @@ def read_model_file(path: str) -> Instance:
     if not is_lp:
         check_mps_values(path)
     h = quiet_highs()
-    status = {}
-
-    def read():
-        status["value"] = h.readModel(path)
-        return status["value"] == highspy.HighsStatus.kOk
-
-    reason = _highs_error_reason(h, path, read)
-    if status["value"] != highspy.HighsStatus.kOk:
+    ok, messages = _with_highs_log(h, lambda: h.readModel(path) == highspy.HighsStatus.kOk)
+    if not ok:
+        reason = "; ".join(_messages(messages, "ERROR") or messages) or "no reason given"
         raise InstanceFormatError(path, None, f"HiGHS could not read the model: {reason}")
+    highs_warnings = _messages(messages, "WARNING")
+    for message in highs_warnings:  # HiGHS reads on but may have dropped data: say so
+        warnings.warn(f"{path}: HiGHS: {message}", stacklevel=2)
     sf = highs_to_standard_form(h, path)
     meta = {"variables": sf.num_vars, "rows": sf.num_rows, "nonzeros": int(sf.A.nnz), "kind": sf.kind,
             "integer_variables": int(np.count_nonzero(sf.integrality))}
+    if highs_warnings:
+        meta["warnings"] = highs_warnings
     return Instance(family="lp", format="lp" if is_lp else "mps", name=instance_name(path), path=path,
                     data={"standard_form": sf}, meta=meta)
 
@@ -269,9 +277,9 @@ def write_model_file(sf, path: str) -> None:
     """Write a StandardForm as ``.mps`` or ``.lp`` (HiGHS picks the format from the extension)."""
     highspy = _highspy()
     h = standard_form_to_highs(sf)
-    reason = _highs_error_reason(h, path, lambda: h.writeModel(path) != highspy.HighsStatus.kError)
-    if reason:
-        raise ModelError(f"HiGHS could not write {path}: {reason}")
+    ok, messages = _with_highs_log(h, lambda: h.writeModel(path) != highspy.HighsStatus.kError)
+    if not ok:
+        raise ModelError(f"HiGHS could not write {path}: {'; '.join(_messages(messages, 'ERROR') or messages)}")
 
 
 MPS_READER = register_reader(Reader(
