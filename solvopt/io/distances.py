@@ -11,8 +11,11 @@ import numpy as np
 
 def euclidean(coords: np.ndarray) -> np.ndarray:
     """Pairwise Euclidean distances of the rows of ``coords`` (N, d) -> (N, N) float64."""
-    diff = coords[:, None, :] - coords[None, :, :]
-    return np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
+    squared = np.zeros((coords.shape[0], coords.shape[0]))
+    for axis in range(coords.shape[1]):  # one (N, N) difference at a time: no (N, N, d) temporary
+        diff = coords[:, None, axis] - coords[None, :, axis]
+        squared += diff * diff
+    return np.sqrt(squared, out=squared)
 
 
 def rounded_euclidean(coords: np.ndarray) -> np.ndarray:
