@@ -53,12 +53,13 @@ def _is_number(token: str) -> bool:
 def read_csv_points(path: str) -> np.ndarray:
     """Comma-separated rows of numbers; ``#`` starts a comment; an optional header of names."""
     lines = LineReader(path, comment="#")
-    no, first = lines.next("a row of comma-separated coordinates")
+    if lines.at_end():
+        lines.next("a row of comma-separated coordinates")  # raises: the file has no data
+    _, first = lines.peek()
+    header = None
     if not any(_is_number(t.strip()) for t in first.split(",")):
         header = [t.strip() for t in first.split(",")]
-    else:
-        header = None
-        lines.pos -= 1
+        lines.next("the header")
     rows: list[list[float]] = []
     width = len(header) if header is not None else None
     while not lines.at_end():
