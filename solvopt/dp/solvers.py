@@ -99,3 +99,53 @@ class DPAuto(_DPSolver):
     default = True
     description = "min-plus DP on the GPU when CuPy sees one (device=auto|gpu), else the Numba CPU kernel"
     extra_options = {**engine.DP_OPTIONS, "schedule": "auto"}  # the Numba schedule, when on the CPU
+
+
+# --- family "irp": the inventory reinsertion DP on the same engine ------------------------------------
+class _InventorySolver(Solver):
+    family = "irp"
+    method = "auto"
+    capabilities = ("order-up-to reinsertion", "Poisson or given demand scenarios", "chunking")
+    extra_options = dict(engine.DP_OPTIONS)
+
+    @classmethod
+    def compile(cls, model):
+        from .inventory import compile_inventory
+        return compile_inventory(model)
+
+    def solve(self, compiled, options: SolveOptions) -> Result:
+        from .inventory import decode
+        compiled = self.compile(compiled)
+        return decode(compiled, engine.solve(compiled.dp, pick_backend(self.method, options), options))
+
+
+@register
+class InventoryNumpy(_InventorySolver):
+    name = method = "numpy"
+    description = "inventory reinsertion DP on the engine's NumPy reference kernel"
+
+
+@register
+class InventoryNumba(_InventorySolver):
+    name = method = "numba"
+    description = "inventory reinsertion DP on the engine's Numba CPU kernel"
+    extra_options = {**engine.DP_OPTIONS, "schedule": "auto"}
+
+
+@register
+class InventoryCuda(_InventorySolver):
+    name = method = "cuda"
+    description = "inventory reinsertion DP on the engine's CUDA kernel"
+    install_hint = DPCuda.install_hint
+
+    @classmethod
+    def available(cls) -> Availability:
+        return _cuda_availability()
+
+
+@register
+class InventoryAuto(_InventorySolver):
+    name = method = "auto"
+    default = True
+    description = "inventory reinsertion DP: CUDA when a GPU is seen, else Numba"
+    extra_options = {**engine.DP_OPTIONS, "schedule": "auto"}

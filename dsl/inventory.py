@@ -1,0 +1,137 @@
+"""``InventoryReinsertion``: where (and whether) to re-insert one customer into the daily routes,
+under an order-up-to policy and stochastic demand (family ``"irp"``).
+
+One customer, days t = 0..T-1, inventory levels I = 0..U at the start of a day, demand d_t^w
+of scenario w. Each day either nothing is delivered, or the customer is filled up to U by
+route option r (cost ``insertion_costs[t][r]``, residual vehicle capacity
+``route_slack[t][r]``, negative when the route is already overloaded, +inf when unlimited):
+
+    no delivery:   I' = max(0, I - d),  cost  h (I - d)^+ + p (d - I)^+
+    option r:      q = U - I,  I' = max(0, U - d),
+                   cost  c_t^r + rho [(q - s_t^r)^+ - (-s_t^r)^+] + h (U - d)^+ + p (d - U)^+ - h0 (T - t) q
+
+where s_t^r is the slack, so rho is charged on the load over capacity that q adds. Then
+C_t(I) = min over the options of cost + C_{t+1}(I'), C_T = 0. The last term credits the
+supplier's holding cost h0 for the T - t days (day t included) the quantity q would otherwise
+have stayed at the supplier. The day-0 decision is shared by every scenario: the option with
+the lowest total (mean) cost over the scenarios; later decisions adapt to each scenario.
+
+Defaults: stockout penalty ``p`` = max(10 h, 2 max_{t,r} c_t^r / max(1, mean daily demand)),
+so that running out of one day's demand costs about twice the dearest detour; capacity penalty
+``rho`` = p per unit over the residual capacity. Demand: a user matrix ``demand`` (W, T) of
+non-negative integers, or Poisson scenarios with ``mean_demand`` (scalar or (T,)) and
+``scenarios`` W, drawn reproducibly from the solve's ``seed``.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from solvopt.core.errors import ModelError
+
+from .family import FamilyModel
+
+
+class InventoryReinsertion(FamilyModel):
+    """The data of the reinsertion DP, validated (see the module docstring for the recurrence)."""
+
+    family = "irp"
+
+    def __init__(self, horizon: int, max_level: int, start_level: int, holding_cost: float,
+                 insertion_costs: Sequence, route_slack: Sequence | None = None,
+                 supplier_holding_cost: float = 0.0, stockout_penalty: float | None = None,
+                 capacity_penalty: float | None = None, demand=None, mean_demand=None,
+                 scenarios: int | None = None, name: str = "customer"):
+        self.horizon = _positive_int(horizon, "horizon")
+        self.max_level = _positive_int(max_level, "max_level")
+        self.start_level = _int(start_level, "start_level")
+        if not 0 <= self.start_level <= self.max_level:
+            raise ModelError(f"start_level must lie in 0..max_level={self.max_level}, got {self.start_level}")
+        self.holding_cost = _nonnegative(holding_cost, "holding_cost")
+        self.supplier_holding_cost = _nonnegative(supplier_holding_cost, "supplier_holding_cost")
+        self.insertion_costs = _per_day(insertion_costs, self.horizon, "insertion_costs")
+        if any(c.size == 0 for c in self.insertion_costs):
+            raise ModelError("every day needs at least one route option (e.g. the customer's own route)")
+        if route_slack is None:
+            self.route_slack = [np.full(c.size, np.inf) for c in self.insertion_costs]
+        else:
+            self.route_slack = _per_day(route_slack, self.horizon, "route_slack", allow_inf=True, allow_negative=True)
+            for t, (c, s) in enumerate(zip(self.insertion_costs, self.route_slack)):
+                if s.shape != c.shape:
+                    raise ModelError(f"day {t}: route_slack has {s.size} options but insertion_costs has {c.size}")
+        self.name = name
+        self.demand, self.mean_demand = self._demand(demand, mean_demand, scenarios)
+        self.scenarios = self.demand.shape[0] if self.demand is not None else int(scenarios)
+        mean = self.mean_demand if self.demand is None else self.demand.mean(axis=0)
+        if stockout_penalty is None:
+            dearest = max(float(c.max()) for c in self.insertion_costs)
+            stockout_penalty = max(10 * self.holding_cost, 2 * dearest / max(1.0, float(np.mean(mean))))
+        self.stockout_penalty = _nonnegative(stockout_penalty, "stockout_penalty")
+        self.capacity_penalty = _nonnegative(self.stockout_penalty if capacity_penalty is None else capacity_penalty,
+                                             "capacity_penalty")
+
+    def _demand(self, demand, mean_demand, scenarios):
+        if (demand is None) == (mean_demand is None):
+            raise ModelError("give either a demand matrix (W, T) or mean_demand with scenarios (Poisson)")
+        if demand is not None:
+            d = np.asarray(demand, dtype=float)
+            if d.ndim == 1 and self.horizon == d.size:
+                d = d[None, :]
+            if d.ndim != 2 or d.shape[1] != self.horizon:
+                raise ModelError(f"demand must have shape (W, T={self.horizon}), got {d.shape}")
+            if d.shape[0] == 0 or not np.all(np.isfinite(d)) or np.any(d < 0) or np.any(d != np.round(d)):
+                raise ModelError("demand must hold non-negative integers (at least one scenario)")
+            if scenarios is not None and scenarios != d.shape[0]:
+                raise ModelError(f"scenarios={scenarios} but the demand matrix has {d.shape[0]} rows")
+            return d.astype(np.int64), None
+        mean = np.broadcast_to(np.asarray(mean_demand, dtype=float), (self.horizon,)).copy() \
+            if np.ndim(mean_demand) in (0, 1) and np.size(mean_demand) in (1, self.horizon) else None
+        if mean is None or not np.all(np.isfinite(mean)) or np.any(mean < 0):
+            raise ModelError(f"mean_demand must be a number >= 0 or {self.horizon} of them, got {mean_demand!r}")
+        if not (isinstance(scenarios, (int, np.integer)) and scenarios >= 1):
+            raise ModelError(f"Poisson demand needs scenarios >= 1, got {scenarios!r}")
+        return None, mean
+
+
+def _int(value, what: str) -> int:
+    try:
+        ok = not isinstance(value, (bool, np.bool_)) and float(value).is_integer()
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise ModelError(f"{what} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _positive_int(value, what: str) -> int:
+    v = _int(value, what)
+    if v < 1:
+        raise ModelError(f"{what} must be >= 1, got {value!r}")
+    return v
+
+
+def _nonnegative(value, what: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ModelError(f"{what} must be a number, got {value!r}") from None
+    if not (np.isfinite(v) and v >= 0):
+        raise ModelError(f"{what} must be a finite number >= 0, got {value!r}")
+    return v
+
+
+def _per_day(values, horizon: int, what: str, allow_inf: bool = False,
+             allow_negative: bool = False) -> list[np.ndarray]:
+    if len(values) != horizon:
+        raise ModelError(f"{what} needs one array per day ({horizon}), got {len(values)}")
+    out = []
+    for t, v in enumerate(values):
+        a = np.atleast_1d(np.asarray(v, dtype=float))
+        bad = a.ndim != 1 or np.isnan(a).any() or np.isneginf(a).any() or (not allow_inf and np.isinf(a).any()) \
+            or (not allow_negative and np.any(a < 0))
+        if bad:
+            raise ModelError(f"{what}[{t}] must be a 1-D array of {'' if allow_inf else 'finite '}numbers"
+                             + ("" if allow_negative else " >= 0"))
+        out.append(a)
+    return out

@@ -1,0 +1,213 @@
+"""The inventory reinsertion DP expressed on the min-plus engine, and its route options from an IRP file.
+
+The recurrence of :mod:`solvopt.dsl.inventory` runs backwards in time; the engine runs
+forwards over layers, so engine layer l holds the value function of day T - l:
+
+    engine layer 0      = C_T = 0 for every level I = 0..U
+    engine step l       computes C_t from C_{t+1}, t = T-1-l  (target = today's level I,
+                        source = tomorrow's level I'; two slots per target: slot 2I "no
+                        delivery" from I' = (I-d)^+, slot 2I+1 "deliver" from I' = (U-d)^+)
+    last step (day 0)   has two targets: 0 = no delivery, 1 = deliver (from the start level)
+
+Both the source I' and the cost depend on the scenario's demand, so the slots carry
+per-scenario sources and costs. The route options are reduced *before* the engine: their
+cost c_t^r + rho (q - slack_t^r)^+ does not depend on the demand, so the best option for each
+(day, level) is found once, vectorised over (days x levels x options), and the engine works on
+2 slots per level instead of 1 + R (the engine's parallel axes are scenarios x levels; the
+option axis is reduced outside the scenario loop). The engine's ``final="shared"`` picks the
+day-0 decision with the lowest mean over the scenarios.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvopt.core.errors import ModelError
+from solvopt.core.result import Result
+from solvopt.dsl.inventory import InventoryReinsertion
+from solvopt.dsl.layered_dp import LayeredDP, Transitions
+
+from .compiled import CompiledDP
+
+
+# --- the recurrence on the engine ------------------------------------------------------------------
+def delivery_tables(model: InventoryReinsertion) -> tuple[np.ndarray, np.ndarray]:
+    """(cost, option) arrays (T, U+1): cheapest route option to fill up from level I on day t.
+
+    cost = min_r c_t^r + rho [(q - s_t^r)^+ - (-s_t^r)^+]  minus the supplier credit h0 (T - t) q,
+    with q = U - I and s the route's slack (the penalty is on the overload that q adds).
+    """
+    T, U = model.horizon, model.max_level
+    q = U - np.arange(U + 1, dtype=float)
+    cost = np.empty((T, U + 1))
+    option = np.empty((T, U + 1), np.int64)
+    for t in range(T):
+        slack = model.route_slack[t][None, :]
+        added = np.maximum(0.0, q[:, None] - slack) - np.maximum(0.0, -slack)     # (levels, options)
+        total = model.insertion_costs[t][None, :] + model.capacity_penalty * added
+        option[t] = total.argmin(axis=1)
+        cost[t] = total[np.arange(U + 1), option[t]] - model.supplier_holding_cost * (T - t) * q
+    return cost, option
+
+
+def _day_cost(model: InventoryReinsertion, level, d):
+    """Holding and stockout cost of ending the day from ``level`` after demand ``d`` (broadcasts)."""
+    return model.holding_cost * np.maximum(0, level - d) + model.stockout_penalty * np.maximum(0, d - level)
+
+
+def day_slots(model: InventoryReinsertion, deliver_cost: np.ndarray, d: np.ndarray, levels: np.ndarray):
+    """Per-scenario (src, cost) of shape (n, 2 len(levels)): slot 2i no delivery, 2i+1 deliver."""
+    U = model.max_level
+    d = d[:, None]
+    n, m = d.shape[0], levels.size
+    src = np.empty((n, 2 * m), np.int64)
+    cost = np.empty((n, 2 * m))
+    src[:, 0::2] = np.maximum(0, levels[None, :] - d)
+    cost[:, 0::2] = _day_cost(model, levels[None, :], d)
+    src[:, 1::2] = np.maximum(0, U - d)
+    cost[:, 1::2] = deliver_cost[levels][None, :] + _day_cost(model, U, d)
+    return src, cost
+
+
+def engine_layers(model: InventoryReinsertion, deliver: np.ndarray, demand: np.ndarray) -> list[tuple]:
+    """(src, cost) per engine layer for demand scenarios (n, T); engine layer l is day T-1-l."""
+    T, U = model.horizon, model.max_level
+    all_levels = np.arange(U + 1)
+    layers = [day_slots(model, deliver[t], demand[:, t], all_levels) for t in range(T - 1, 0, -1)]
+    src0, cost0 = day_slots(model, deliver[0], demand[:, 0], np.array([model.start_level]))
+    layers.append((src0, cost0))      # targets: 0 = no delivery, 1 = deliver (one slot each)
+    return layers
+
+
+def layered_dp(model: InventoryReinsertion, deliver: np.ndarray, dtype=np.float64) -> LayeredDP:
+    """The engine model of the reinsertion DP (explicit demand matrix or a Poisson sampler)."""
+    T, U = model.horizon, model.max_level
+    states = [U + 1] * T + [2]
+    ptrs = [np.arange(0, 2 * (U + 2), 2)] * (T - 1) + [np.arange(3)]
+    if model.demand is not None:
+        built = engine_layers(model, deliver, model.demand)
+        transitions = [Transitions.slots(p, s, c, n_sources=U + 1) for p, (s, c) in zip(ptrs, built)]
+        return LayeredDP(states, transitions, final="shared", dtype=dtype)
+    structure = [Transitions.slots(p, np.zeros(p[-1], np.int64), n_sources=U + 1) for p in ptrs]
+    mean = model.mean_demand
+
+    def sampler(rng: np.random.Generator, count: int):
+        return engine_layers(model, deliver, rng.poisson(mean, size=(count, T)))
+    return LayeredDP(states, structure, scenarios=model.scenarios, sampler=sampler, final="shared", dtype=dtype)
+
+
+@dataclass
+class CompiledInventory:
+    """The reinsertion model, its best route option per (day, level), and the engine's compiled form."""
+
+    model: InventoryReinsertion
+    deliver_cost: np.ndarray
+    deliver_option: np.ndarray
+    dp: CompiledDP
+
+
+def compile_inventory(model: InventoryReinsertion) -> CompiledInventory:
+    if isinstance(model, CompiledInventory):
+        return model
+    if not isinstance(model, InventoryReinsertion):
+        raise ModelError(f"family irp solves an InventoryReinsertion, got {type(model).__name__}")
+    cost, option = delivery_tables(model)
+    return CompiledInventory(model, cost, option, CompiledDP(layered_dp(model, cost)))
+
+
+def decode(compiled: CompiledInventory, result: Result) -> Result:
+    """Turn the engine's result into the reinsertion answer (day-0 decision, per-scenario plans)."""
+    model, sol = compiled.model, result.solution
+    T, U, I0 = model.horizon, model.max_level, model.start_level
+    if "final_state" in sol:
+        deliver = sol["final_state"] == 1
+        route = int(compiled.deliver_option[0, I0])
+        sol["decision"] = {"deliver": bool(deliver), "route_option": route if deliver else None,
+                           "quantity": U - I0 if deliver else 0,
+                           "insertion_cost": float(model.insertion_costs[0][route]) if deliver else 0.0}
+    sol["option_means"] = sol.pop("state_means", None)       # [no delivery, deliver] mean cost
+    if "paths" in sol:
+        paths, slots = sol.pop("paths"), sol.pop("path_slots")
+        inventory = np.full((len(paths), T + 1), -1, np.int64)
+        inventory[:, 0] = np.where(paths[:, T] >= 0, I0, -1)
+        inventory[:, 1:] = paths[:, T - 1::-1][:, :T]      # engine layer l = level at the start of day T-l
+        deliveries = (slots[:, ::-1] % 2 == 1) & (slots[:, ::-1] >= 0)   # column t = day t
+        sol["inventory"] = inventory
+        sol["deliveries"] = deliveries
+        start = np.clip(inventory[:, :T], 0, U)
+        sol["route_options"] = np.where(deliveries, compiled.deliver_option[np.arange(T)[None, :], start], -1)
+        sol["plan_scenarios"] = sol.pop("path_scenarios")
+    result.family = "irp"
+    return result
+
+
+# --- route options from an Archetti IRP instance ------------------------------------------------------
+def nearest_neighbour_tour(distances: np.ndarray, stops) -> list[int]:
+    """Depot 0, then repeatedly the nearest unvisited stop, then back to 0 (ties: lowest index)."""
+    tour, left = [0], sorted(int(s) for s in stops)
+    while left:
+        here = tour[-1]
+        nxt = min(left, key=lambda s: (distances[here, s], s))
+        tour.append(nxt)
+        left.remove(nxt)
+    return tour + [0]
+
+
+def order_up_to_routes(data: dict, exclude: int) -> list[tuple[list[int], float]]:
+    """Per day, (tour, load) of the other customers under a deterministic order-up-to policy.
+
+    Customer j (j != exclude) is served on day t when its level would fall below its minimum
+    after the day's demand; it then receives max_inventory - level. Node ids: 0 = supplier,
+    j + 1 = customer j.
+    """
+    level = data["start_inventory"].astype(float).copy()
+    upper, lower, demand = data["max_inventory"], data["min_inventory"], data["demand"]
+    days = []
+    for _ in range(data["horizon"]):
+        served = np.flatnonzero(level - demand < lower)
+        served = served[served != exclude]
+        load = float(np.sum(upper[served] - level[served]))
+        level[served] = upper[served]
+        level -= demand
+        days.append((nearest_neighbour_tour(data["distances"], served + 1), load))
+    return days
+
+
+def route_options(data: dict, customer: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per day (insertion costs, residual capacities): the cheapest detours into each edge of the
+    day's order-up-to route, and the customer's own route depot-customer-depot (full capacity)."""
+    dist, Q, node = data["distances"], data["vehicle_capacity"], customer + 1
+    costs, slack = [], []
+    for tour, load in order_up_to_routes(data, customer):
+        c = [2 * dist[0, node]]
+        s = [Q]
+        if len(tour) > 2:
+            for a, b in zip(tour[:-1], tour[1:]):
+                c.append(dist[a, node] + dist[node, b] - dist[a, b])
+                s.append(Q - load)
+        costs.append(np.maximum(0.0, np.array(c)))
+        slack.append(np.array(s))
+    return costs, slack
+
+
+def reinsertion_from_instance(instance, customer: int = 0, scenarios: int = 1000, stockout: float | None = None,
+                              capacity_penalty: float | None = None, demand=None) -> InventoryReinsertion:
+    """The reinsertion model of one customer (0-based) of an ``archetti_irp`` instance.
+
+    ``demand``: None / "poisson" (Poisson with the customer's daily demand as mean) or a
+    (W, T) matrix of scenarios.
+    """
+    data = instance.data
+    n_customers = len(data["demand"])
+    if not (isinstance(customer, (int, np.integer)) and 0 <= customer < n_customers):
+        raise ModelError(f"customer must be in 1..{n_customers} (1-based on the command line), got {customer}")
+    costs, slack = route_options(data, customer)
+    common = dict(horizon=data["horizon"], max_level=int(round(data["max_inventory"][customer])),
+                  start_level=int(round(data["start_inventory"][customer])),
+                  holding_cost=data["holding_cost"][customer], insertion_costs=costs, route_slack=slack,
+                  supplier_holding_cost=data["supplier"]["holding_cost"], stockout_penalty=stockout,
+                  capacity_penalty=capacity_penalty, name=f"{instance.name}:customer{customer + 1}")
+    if demand is None or (isinstance(demand, str) and demand == "poisson"):
+        return InventoryReinsertion(**common, mean_demand=data["demand"][customer], scenarios=scenarios)
+    return InventoryReinsertion(**common, demand=demand)
