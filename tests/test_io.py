@@ -509,9 +509,18 @@ def test_mps_data_that_highs_drops_is_reported(tmp_path):
     assert any("duplicate" in w for w in inst.meta["warnings"])
 
 
+def test_truncated_and_empty_models(samples, tmp_path):
+    mps_lines = (samples / "lp/knapsack.mps").read_text().splitlines(keepends=True)
+    _fails_at(_write(tmp_path, "cut.mps", "".join(mps_lines[:12])), 13, "expected ENDATA")
+    _fails_at(_write(tmp_path, "empty.mps", ""), 1, "expected ENDATA")
+    lp_lines = (samples / "lp/production.lp").read_text().splitlines(keepends=True)
+    _fails_at(_write(tmp_path, "cut.lp", "".join(lp_lines[:5])), None, "expected `end`")
+
+
 def test_mps_garbage_gives_highs_reason(tmp_path):
-    err = _fails_at(_write(tmp_path, "junk.mps", b"\x00\x01garbage\xff\n"), None, "HiGHS could not read")
-    assert "parser error" in str(err).lower()
+    _fails_at(_write(tmp_path, "junk.mps", b"NAME\n\x00\x01garbage\xff\n"), 2, "binary data")
+    err = _fails_at(_write(tmp_path, "rows.mps", "NAME x\nROWS\n Q obj\nCOLUMNS\nENDATA\n"), None, "HiGHS could not read")
+    assert 'entry "q obj" in rows section' in str(err).lower()
     _fails_at(_write(tmp_path, "junk.mps.gz", b"not gzip"), None, "cannot read")
 
 

@@ -85,15 +85,20 @@ def _value_positions(section: str, tokens: list[str]) -> list[int]:
 
 
 def check_mps_values(path: str) -> None:
-    """Raise InstanceFormatError (with the line) for a non-numeric or NaN value in an MPS file."""
-    section = None
+    """Raise InstanceFormatError (with the line) for a non-numeric or NaN value in an MPS file,
+    or for a file that ends before ``ENDATA``."""
+    section, no = None, 0
     try:
         with _open_text(path) as fh:
             for no, line in enumerate(fh, start=1):
+                if "\x00" in line:  # (non-UTF-8 names are left to HiGHS)
+                    raise InstanceFormatError(path, no, "binary data in an MPS text file")
                 if not line.strip() or line.startswith("*"):
                     continue
                 if not line[0].isspace():
                     section = line.split()[0].upper()
+                    if section == "ENDATA":
+                        return
                     continue
                 if section not in _NUMERIC_SECTIONS:
                     continue
@@ -108,6 +113,7 @@ def check_mps_values(path: str) -> None:
                         raise InstanceFormatError(path, no, f"{section} value must be finite, got {token!r}")
     except (OSError, EOFError) as exc:  # e.g. a truncated or non-gzip .gz
         raise InstanceFormatError(path, None, f"cannot read: {exc}") from None
+    raise InstanceFormatError(path, no + 1, "unexpected end of file, expected ENDATA (the file is truncated)")
 
 
 # --- HiGHS <-> StandardForm -------------------------------------------------------------------
