@@ -142,6 +142,13 @@ def test_empty_file_names_line_one_for_every_text_format(tmp_path):
         _fails_at(path, 1, "end of file", format=fmt, **({"k": 1} if fmt in ("ampl_khc", "points") else {}))
 
 
+@pytest.mark.parametrize("name, fmt", [("j.dat", "ampl_khc"), ("j.dat", "archetti_irp"), ("j.csv", "points"),
+                                       ("j.vrp", "vrplib"), ("j.sol", "vrplib_sol")])
+def test_binary_junk_names_the_line_for_every_text_format(tmp_path, name, fmt):
+    path = _write(tmp_path, name, b"first line\n\x1f\x8b\x08\x00\xde\xad\xbe\xef\n")
+    _fails_at(path, 2, "UTF-8", format=fmt, **({"k": 1} if fmt in ("ampl_khc", "points") else {}))
+
+
 # --- k-HC point files ------------------------------------------------------------------------------
 def test_csv_points_with_header_and_comments(tmp_path):
     path = _write(tmp_path, "p.csv", "# my points\nx, y\n1, 2\n\n3.5, -4 # a comment\n")
