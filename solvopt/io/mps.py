@@ -4,14 +4,13 @@ HiGHS parses the file; we convert its model (column-wise matrix, lower-triangula
 into :class:`solvopt.dsl.standard_form.StandardForm`, and back for writing (used by
 ``solvopt convert``). HiGHS' free-MPS parser reads a non-numeric value as 0 without a word,
 so MPS files are first scanned for non-numeric and NaN values, which are reported with their
-line. HiGHS' start-up banner goes to the null device so that nothing reaches stdout.
+line. HiGHS is created through the DSL backend's ``new_highs`` so that its banner never
+reaches stdout (the CLI prints JSON there).
 """
 from __future__ import annotations
 
-import contextlib
 import gzip
 import os
-import sys
 import tempfile
 import warnings
 
@@ -37,31 +36,11 @@ def _highspy():
     return highspy
 
 
-@contextlib.contextmanager
-def _stdout_to_devnull():
-    """Send file descriptor 1 to the null device (HiGHS prints its banner from C++)."""
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no file descriptor 1 (embedded interpreters): nothing to protect
-        yield
-        return
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
 def quiet_highs():
-    """A ``highspy.Highs`` that prints nothing on stdout (no banner, no log)."""
-    highspy = _highspy()
-    with _stdout_to_devnull():
-        h = highspy.Highs()
-    h.silent()
-    return h
+    """A ``highspy.Highs`` that prints nothing on stdout: the DSL HiGHS backend's ``new_highs``."""
+    _highspy()
+    from solvopt.dsl.backends.highs import new_highs
+    return new_highs()
 
 
 # --- MPS value check --------------------------------------------------------------------------
@@ -213,7 +192,11 @@ def _check_finite(path: str, sf) -> None:
 
 
 def standard_form_to_highs(sf, h=None):
-    """Load a StandardForm into a (new, quiet) ``highspy.Highs``; quadratic constraints are refused."""
+    """Load a StandardForm into a (new, quiet) ``highspy.Highs`` for writing; quadratic constraints are refused.
+
+    Unlike the solver's ``dsl.backends.highs.load_standard_form`` this keeps variable and row
+    names and accepts MIQPs (HiGHS writes models it cannot solve).
+    """
     highspy = _highspy()
     if sf.quad_constraints:
         raise ModelError("HiGHS cannot hold quadratic constraints; write this model through the Pyomo export")
