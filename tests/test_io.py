@@ -468,6 +468,19 @@ def test_qp_hessian_is_the_full_symmetric_matrix(tmp_path):
     assert ours == pytest.approx(h.getInfo().objective_function_value, rel=1e-9, abs=1e-9)
 
 
+def test_convert_keeps_a_miqp(tmp_path):
+    """HiGHS cannot solve a MIQP but can write one: convert must keep Q and the integers."""
+    Q = np.array([[2.0, 1.0], [1.0, 4.0]])
+    _highs_model(c=np.array([1.0, -2.0]), A=np.array([[1.0, 2.0]]), row_lower=np.array([-INF]),
+                 row_upper=np.array([5.0]), col_lower=np.zeros(2), col_upper=np.full(2, 4.0), integer=(1,),
+                 hessian_lower=Q).writeModel(str(tmp_path / "miqp.mps"))
+    convert(read_instance(tmp_path / "miqp.mps"), tmp_path / "again.mps")
+    sf = read_instance(tmp_path / "again.mps").data["standard_form"]
+    assert sf.kind == "miqp"
+    np.testing.assert_array_equal(sf.Q.toarray(), Q)
+    np.testing.assert_array_equal(sf.integrality, [0, 1])
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(1, 5), st.integers(0, 4), st.data())
 def test_standard_form_write_read_round_trip(tmp_path_factory, n, m, data):
