@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from solvopt.core.errors import BackendUnavailable, ModelError, SolverError
+from solvopt.core.errors import BackendUnavailable, ModelError
 from solvopt.core.options import SolveOptions
 from solvopt.core.registry import Solver, register
 from solvopt.core.result import Result, SolutionStatus, Termination, relative_gap
@@ -59,8 +59,12 @@ def new_highs():
     return h
 
 
-def load_standard_form(h, sf: StandardForm) -> None:
-    """Pass the whole model to HiGHS in one call (row-wise matrix, arrays, Hessian)."""
+def load_standard_form(h, sf: StandardForm, keep_names: bool = False) -> None:
+    """Pass the whole model to HiGHS in one call (row-wise matrix, arrays, Hessian).
+
+    ``keep_names`` also passes variable and row names (for writing MPS/LP files). MIQPs load
+    (HiGHS writes them) but :func:`solve_with_highs` refuses to solve them.
+    """
     import highspy
     if sf.quad_constraints:
         raise ModelError("HiGHS does not take quadratic constraints; solve this model with method='scip' or "
@@ -83,18 +87,19 @@ def load_standard_form(h, sf: StandardForm) -> None:
     if sf.is_mip:
         lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
                            for i in sf.integrality]
-    status = h.passModel(lp)
-    if status == highspy.HighsStatus.kError:
-        raise SolverError("HiGHS rejected the model (passModel failed)")
+    if keep_names and sf.var_names is not None:
+        lp.col_names_ = list(sf.var_names)
+    if keep_names and sf.row_names is not None:
+        lp.row_names_ = list(sf.row_names)
+    if h.passModel(lp) == highspy.HighsStatus.kError:
+        raise ModelError("HiGHS rejected the model (passModel failed)")
     if sf.Q is not None and sf.Q.nnz:
-        if sf.is_mip:
-            raise ModelError("HiGHS does not solve mixed-integer QPs; use method='scip' or 'gurobi'")
         H = sp.tril(sf.Q).tocsc()
         H.sort_indices()
         status = h.passHessian(sf.num_vars, H.nnz, highspy.HessianFormat.kTriangular, H.indptr.astype(np.int32),
                                H.indices.astype(np.int32), H.data.astype(float))
         if status == highspy.HighsStatus.kError:
-            raise SolverError("HiGHS rejected the quadratic objective (is Q positive semidefinite?)")
+            raise ModelError("HiGHS rejected the quadratic objective (is Q positive semidefinite?)")
 
 
 def apply_options(h, options: SolveOptions, is_mip: bool) -> None:
@@ -130,6 +135,8 @@ def _termination(model_status) -> Termination:
 
 
 def solve_with_highs(sf: StandardForm, options: SolveOptions) -> Result:
+    if sf.kind == "miqp":
+        raise ModelError("HiGHS does not solve mixed-integer QPs; use method='scip' or 'gurobi'")
     h = new_highs()
     load_standard_form(h, sf)
     apply_options(h, options, sf.is_mip)

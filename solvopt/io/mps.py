@@ -192,49 +192,14 @@ def _check_finite(path: str, sf) -> None:
 
 
 def standard_form_to_highs(sf, h=None):
-    """Load a StandardForm into a (new, quiet) ``highspy.Highs`` for writing; quadratic constraints are refused.
+    """Load a StandardForm into a (new, quiet) ``highspy.Highs`` for writing, with its names.
 
-    Unlike the solver's ``dsl.backends.highs.load_standard_form`` this keeps variable and row
-    names and accepts MIQPs (HiGHS writes models it cannot solve).
+    HiGHS writes models it cannot solve (MIQPs); quadratic constraints are refused.
     """
-    highspy = _highspy()
-    if sf.quad_constraints:
-        raise ModelError("HiGHS cannot hold quadratic constraints; write this model through the Pyomo export")
+    from solvopt.dsl.backends.highs import load_standard_form
     h = quiet_highs() if h is None else h
-    A = sp.csc_matrix(sf.A)
-    A.sort_indices()
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = sf.num_vars, sf.num_rows
-    lp.col_cost_ = np.asarray(sf.c, dtype=np.float64)
-    lp.col_lower_, lp.col_upper_ = np.asarray(sf.col_lower, np.float64), np.asarray(sf.col_upper, np.float64)
-    lp.row_lower_, lp.row_upper_ = np.asarray(sf.row_lower, np.float64), np.asarray(sf.row_upper, np.float64)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = sf.num_vars, sf.num_rows
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(np.float64)
-    if sf.is_mip:
-        lp.integrality_ = [highspy.HighsVarType(int(v)) for v in sf.integrality]
-    lp.sense_ = highspy.ObjSense(int(sf.sense))
-    lp.offset_ = float(sf.offset)
-    if sf.var_names is not None:
-        lp.col_names_ = list(sf.var_names)
-    if sf.row_names is not None:
-        lp.row_names_ = list(sf.row_names)
-    _ok(h.passModel(lp), "passModel")
-    if sf.Q is not None and sf.Q.nnz:
-        lower = sp.csc_matrix(sp.tril(sf.Q))
-        lower.sort_indices()
-        _ok(h.passHessian(sf.num_vars, int(lower.nnz), highspy.HessianFormat.kTriangular,
-                          lower.indptr.astype(np.int32), lower.indices.astype(np.int32),
-                          lower.data.astype(np.float64)), "passHessian")
+    load_standard_form(h, sf, keep_names=True)
     return h
-
-
-def _ok(status, what: str) -> None:
-    highspy = _highspy()
-    if status == highspy.HighsStatus.kError:
-        raise ModelError(f"HiGHS rejected the model ({what})")
 
 
 # --- the readers ----------------------------------------------------------------------------------
