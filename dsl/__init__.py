@@ -17,3 +17,4 @@ __all__ = ["Constraint", "FamilyModel", "LinExpr", "Model", "Param", "QuadConstr
 # Family models (each module adds its class to the namespace below).
 from .layered_dp import LayeredDP, Transitions  # noqa: E402
 from .inventory import InventoryReinsertion  # noqa: E402
+from .split import Split, StochasticSplit  # noqa: E402
