@@ -66,7 +66,7 @@ class CompiledDP:
             self.ptr[l, layer.n_targets + 1:] = layer.n_slots
         self.per_scenario_src = any(layer.src.ndim == 2 for layer in model.layers) or (
             self.sampler is not None and any(layer.dense_index is None for layer in model.layers))
-        self.per_scenario_cost = (self.sampler is not None or model.initial.ndim == 2
+        self.per_scenario_cost = (self.sampler is not None
                                   or any(layer.costs is not None and layer.costs.ndim == 2 for layer in model.layers))
         # shared parts, padded once
         self._shared_src = np.zeros((L, K, 1), np.int32)

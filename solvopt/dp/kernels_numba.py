@@ -15,46 +15,58 @@ import numpy as np
 from numba import njit, prange
 
 
-@njit(cache=True, inline="always")
-def _relax_target(values, out_row, arg_row, ptr, src, cost, layer, t, w0, m, sentinel):
-    """out_row[i] = min_k values[src_k, i] + cost_k for scenarios w0+i, i < m; arg_row gets k - ptr."""
+@njit(cache=True)
+def _relax_target(values, nxt, arg, ptr, src, cost, layer, t, w0, m, sentinel, track):
+    """nxt[t, i] = min_k values[src_k, i] + cost_k for scenarios w0+i (i < m); arg[i] = k - ptr[t].
+
+    Plain 2-D indexing and select-style updates, so that LLVM vectorises the scenario loops.
+    """
     lo = ptr[layer, t]
     hi = ptr[layer, t + 1]
     shared_src = src.shape[2] == 1
     shared_cost = cost.shape[2] == 1
-    cost_step = 0 if shared_cost else 1
     for i in range(m):
-        out_row[i] = sentinel
-        arg_row[i] = -1
+        nxt[t, i] = sentinel
+        arg[i] = -1
     for k in range(lo, hi):
         j = k - lo
-        if shared_src:
-            vrow = values[src[layer, k, 0]]
-            if shared_cost:
-                c = cost[layer, k, 0]
+        if shared_src and shared_cost:
+            s = src[layer, k, 0]
+            c = cost[layer, k, 0]
+            if track:
                 for i in range(m):
-                    x = vrow[i] + c
-                    if x < out_row[i]:
-                        out_row[i] = x
-                        arg_row[i] = j
+                    x = values[s, i] + c
+                    better = x < nxt[t, i]
+                    nxt[t, i] = x if better else nxt[t, i]
+                    arg[i] = j if better else arg[i]
             else:
-                crow = cost[layer, k, w0:w0 + m]
                 for i in range(m):
-                    x = vrow[i] + crow[i]
-                    if x < out_row[i]:
-                        out_row[i] = x
-                        arg_row[i] = j
-        else:
+                    x = values[s, i] + c
+                    nxt[t, i] = x if x < nxt[t, i] else nxt[t, i]
+        elif shared_src:
+            s = src[layer, k, 0]
+            if track:
+                for i in range(m):
+                    x = values[s, i] + cost[layer, k, w0 + i]
+                    better = x < nxt[t, i]
+                    nxt[t, i] = x if better else nxt[t, i]
+                    arg[i] = j if better else arg[i]
+            else:
+                for i in range(m):
+                    x = values[s, i] + cost[layer, k, w0 + i]
+                    nxt[t, i] = x if x < nxt[t, i] else nxt[t, i]
+        else:                                   # per-scenario sources: a gather per scenario
+            cost_step = 0 if shared_cost else 1
             for i in range(m):
                 x = values[src[layer, k, w0 + i], i] + cost[layer, k, (w0 + i) * cost_step]
-                if x < out_row[i]:
-                    out_row[i] = x
-                    arg_row[i] = j
+                better = x < nxt[t, i]
+                nxt[t, i] = x if better else nxt[t, i]
+                arg[i] = j if better else arg[i]
     half = sentinel / 2
     for i in range(m):
-        if out_row[i] >= half:
-            out_row[i] = sentinel
-            arg_row[i] = -1
+        if nxt[t, i] >= half:
+            nxt[t, i] = sentinel
+            arg[i] = -1
 
 
 @njit(parallel=True, cache=True)
@@ -76,7 +88,7 @@ def forward_blocks(initial, ptr, src, cost, n_states, sentinel, out, slots, bloc
         for layer in range(n_layers):
             for t in range(n_max):
                 if t < n_states[layer + 1]:
-                    _relax_target(cur, nxt[t], arg, ptr, src, cost, layer, t, w0, m, sentinel)
+                    _relax_target(cur, nxt, arg, ptr, src, cost, layer, t, w0, m, sentinel, track)
                 else:
                     for i in range(m):
                         nxt[t, i] = sentinel
@@ -97,7 +109,7 @@ def _layer_targets(values, nxt, ptr, src, cost, n_states, sentinel, slots, layer
     for t in prange(n_max):
         arg = np.empty(n, np.int32)
         if t < n_states[layer + 1]:
-            _relax_target(values, nxt[t], arg, ptr, src, cost, layer, t, 0, n, sentinel)
+            _relax_target(values, nxt, arg, ptr, src, cost, layer, t, 0, n, sentinel, track)
         else:
             for i in range(n):
                 nxt[t, i] = sentinel
