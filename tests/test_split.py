@@ -90,6 +90,32 @@ def test_limited_fleet_forces_fewer_longer_routes():
         assert limited.termination is Termination.INFEASIBLE
 
 
+def test_limited_fleet_matches_the_layered_dp_engine():
+    """Second algorithm: the general min-plus engine (layer = route count, state = tour position)."""
+    from solvopt.dsl import LayeredDP
+    for seed in (5, 6):
+        dist, demands, cap, tour = random_instance(seed, 31, capacity=25)
+        geom, n = tour_geometry(dist, tour), 30
+        prefix = np.concatenate([[0], np.cumsum(demands[tour])])
+        cost = np.full((n + 1, n + 1), np.inf)
+        for p in range(n):
+            for i in range(p + 1, n + 1):
+                if prefix[i] - prefix[p] <= cap:
+                    cost[p, i] = geom.entry[p] + geom.exit[i]
+        cost[0, 0] = cost[n, n] = 0.0          # unused vehicles: "at most k routes"
+        to_end = np.full((n + 1, 1), np.inf)
+        to_end[n, 0] = 0.0
+        start = np.full(n + 1, np.inf)
+        start[0] = 0.0
+        free = Split(dist, demands, cap, tour).solve().solution["num_routes"]
+        for k in range(max(1, free - 3), free + 2):
+            engine = LayeredDP([n + 1] * (k + 1) + [1], [cost] * k + [to_end], initial=start).solve("numpy")
+            ours = Split(dist, demands, cap, tour, fleet=k).solve()
+            assert (engine.termination is Termination.INFEASIBLE) == (ours.termination is Termination.INFEASIBLE)
+            if ours.ok:
+                assert ours.objective == pytest.approx(engine.objective)
+
+
 def test_infeasible_cases_say_why():
     dist, demands, cap, tour = random_instance(5, 6, capacity=10)
     demands[3] = 11
