@@ -8,7 +8,8 @@ Cases (all in one process, medians of repeats, reported as ns per inner transiti
 - ``dag-sampled``: the same DAG with per-scenario costs drawn by a sampler (normal costs).
   The kernel streams 8 bytes of cost per transition: memory-bound.
 - ``irp <instance>``: the inventory reinsertion DP of customer 1 of Archetti instances, Poisson
-  demand (per-scenario sources and costs: a gather plus 12 bytes per transition).
+  demand (variant layers: per scenario one demand index per day, sources and costs gathered
+  from a (K x (U+1)) table per day).
 
 ``kernel`` times the kernel alone on prebuilt tensors (one chunk of at most ``--kernel-cap``
 scenarios); ``e2e`` times ``model.solve`` (sampling, chunking, aggregates, 16 back-tracked paths).
@@ -74,7 +75,7 @@ def median_time(fn, repeats: int) -> float:
 def kernel_runners(compiled: CompiledDP, count: int) -> dict:
     """name -> zero-argument callable running one kernel on the same chunk tensors."""
     t = compiled.chunk(0, count, 0)
-    args = (t.initial, compiled.ptr, t.src, t.cost, compiled.n_states, compiled.sentinel)
+    args = (t.initial, compiled.ptr, t.src, t.cost, t.choice, compiled.n_states, compiled.sentinel)
     no_slots = np.empty((0, 0, 0), compiled.slot_index_dtype)
 
     def cpu(forward, threads=None, **kw):
@@ -91,7 +92,7 @@ def kernel_runners(compiled: CompiledDP, count: int) -> dict:
         import cupy as cp
 
         from solvopt.gpu import minplus
-        dev = [cp.asarray(a) for a in args[:5]]
+        dev = [cp.asarray(a) for a in args[:6]]
         out_d = cp.empty((compiled.max_states, count), compiled.dtype)
         slots_d = cp.empty((0, 0, 0), compiled.slot_index_dtype)
 

@@ -22,13 +22,18 @@ Ways to give a layer (the ``transitions`` list holds one per layer):
 * ``Transitions(costs, mask=...)`` with a boolean mask ``(S_l, S_{l+1})`` or a scipy sparse
   matrix of allowed pairs; costs then dense as above or one per allowed pair ``(nnz,)`` /
   ``(W, nnz)`` in row-major (source, target) order of the canonical CSR matrix;
-* ``Transitions.slots(ptr, src, costs)``: the engine's own form described above.
+* ``Transitions.slots(ptr, src, costs)``: the engine's own form described above;
+* ``Transitions.variants(ptr, src, costs, choice)``: D alternative versions of a slot layer
+  (``src``/``costs`` tables of shape (D, K)) and, per scenario, which one applies
+  (``choice`` (W,) in 0..D-1). For scenario data with few distinct values (e.g. an integer
+  demand) this replaces W x K per-scenario arrays by a small table and W integers.
 
-Costs can also come from a ``sampler(rng, count) -> list of L arrays`` that draws the
-costs of ``count`` fresh scenarios (each entry ``(count, S_l, S_{l+1})`` for dense/masked
-layers, ``(count, K_l)`` for slot layers, or a pair ``(src, costs)`` of ``(count, K_l)``
-arrays for slot layers with per-scenario sources). The structure (which pairs may be used)
-then comes from ``transitions``, whose costs are ignored in favour of the sampler's.
+Scenarios can also come from a ``sampler(rng, count)`` that draws ``count`` fresh scenarios
+and returns a list with one entry per layer -- ``None`` for a layer with fixed costs (given
+in ``transitions``), ``(count, S_l, S_{l+1})`` or ``(count, K_l)`` costs for a layer given
+without costs, a pair ``(src, costs)`` of ``(count, K_l)`` arrays for a slot layer with
+per-scenario sources, or the ``(count,)`` integer choices of a variant layer -- or a dict
+``{"layers": that list, "initial": (count, S_0) values}``.
 Sampling is reproducible: scenarios are drawn in blocks of ``sample_block``, block b with
 ``numpy.random.Generator(PCG64(SeedSequence(seed).spawn(...)[b]))``, so the result does not
 depend on the chunk size.
@@ -54,8 +59,13 @@ class Transitions:
     Attributes after construction: ``n_sources``, ``n_targets``, ``ptr`` (n_targets+1,),
     ``src`` (K,) or (W, K) int32, ``costs`` (K,) or (W, K) float64 or None, and
     ``dense_index``: for dense/masked layers, the flat index ``s * n_targets + t`` of each
-    slot, used to pick a sampler's dense cost arrays apart.
+    slot, used to pick a sampler's dense cost arrays apart. Variant layers also have
+    ``n_variants`` (D; None otherwise) with ``src``/``costs`` tables (D, K) and ``choice``
+    (W,) or None (then drawn by the sampler).
     """
+
+    n_variants: int | None = None
+    choice: np.ndarray | None = None
 
     def __init__(self, costs=None, mask=None, shape: tuple[int, int] | None = None):
         self._from_pairs(costs, mask, shape)
@@ -85,6 +95,35 @@ class Transitions:
         self.ptr, self.src, self.dense_index = ptr.astype(np.int32), src.astype(np.int32), None
         self.costs = None if costs is None else _check_costs(costs, (n_slots,), "slots: costs")
         return self
+
+    @classmethod
+    def variants(cls, ptr, src, costs, choice=None, n_sources: int | None = None) -> "Transitions":
+        """D versions of a slot layer: ``src`` (K,) or (D, K), ``costs`` (D, K); scenario w uses
+        version ``choice[w]`` (``choice`` may be left to the sampler)."""
+        costs = np.asarray(costs, dtype=float)
+        if costs.ndim != 2:
+            raise ModelError(f"variants: costs must be a (D, K) table, got shape {costs.shape}")
+        src = np.asarray(src)
+        if src.ndim == 1:
+            src = np.broadcast_to(src, (costs.shape[0], src.size))
+        self = cls.slots(ptr, src, costs, n_sources=n_sources)
+        if self.src.shape != self.costs.shape:
+            raise ModelError(f"variants: src {self.src.shape} and costs {self.costs.shape} tables differ in shape")
+        self.n_variants = int(costs.shape[0])
+        if choice is not None:
+            self.choice = self.check_choice(choice, "variants: choice")
+        return self
+
+    def check_choice(self, choice, what: str) -> np.ndarray:
+        choice = _as_int_array(choice, what)
+        if choice.ndim != 1 or (choice.size and (choice.min() < 0 or choice.max() >= self.n_variants)):
+            raise ModelError(f"{what} must be a 1-D array of variant indices in 0..{self.n_variants - 1}")
+        return choice.astype(np.int32)
+
+    @property
+    def per_scenario(self) -> bool:
+        """Per-scenario sources or costs (not counting variant layers)."""
+        return self.n_variants is None and (self.src.ndim == 2 or (self.costs is not None and self.costs.ndim == 2))
 
     def _from_pairs(self, costs, mask, shape) -> None:
         if mask is None and costs is None:
@@ -146,8 +185,20 @@ class Transitions:
     def in_degree(self) -> int:
         return int(np.diff(self.ptr).max()) if self.n_targets else 0
 
-    def sampled(self, drawn, count: int, where: str) -> tuple[np.ndarray | None, np.ndarray]:
-        """Turn one layer of a sampler's output into (src or None, costs (count, K))."""
+    def sampled(self, drawn, count: int, where: str):
+        """One layer of a sampler's output as ("fixed", None), ("choice", (count,) ints) or
+        ("scenario", (src (count, K) or None, costs (count, K)))."""
+        if drawn is None:
+            if self.costs is None or self.per_scenario or (self.n_variants is not None and self.choice is None):
+                raise ModelError(f"{where}: the sampler returned None for a layer without fixed data")
+            return "fixed", None
+        if self.n_variants is not None:
+            return "choice", self.check_choice(drawn, f"{where} choice")
+        if self.costs is not None:
+            raise ModelError(f"{where}: the layer has fixed costs; the sampler must return None for it")
+        return "scenario", self._sampled_arrays(drawn, count, where)
+
+    def _sampled_arrays(self, drawn, count: int, where: str):
         src = None
         if isinstance(drawn, tuple):
             if self.dense_index is not None:
@@ -165,7 +216,10 @@ class Transitions:
             raise ModelError(f"{where}: sampled costs must have shape {(count, self.n_slots)}"
                              + ("" if self.dense_index is None else f" or {(count, self.n_sources, self.n_targets)}")
                              + f", got {drawn.shape}")
-        return src, _check_costs(drawn, (self.n_slots,), where)
+        low = drawn.min(initial=0.0)                # one pass: NaN propagates, -inf shows
+        if np.isnan(low) or np.isneginf(low):
+            raise ModelError(f"{where}: sampled costs contain NaN or -inf")
+        return src, drawn
 
 
 class LayeredDP(FamilyModel):
@@ -205,8 +259,8 @@ class LayeredDP(FamilyModel):
         self.scenarios = self._scenario_count(scenarios)
         limit = MAX_ABS_COST[self.dtype]
         for i, layer in enumerate(self.layers):
-            if layer.costs is None and sampler is None:
-                raise ModelError(f"layer {i} has no costs and there is no sampler")
+            if sampler is None and (layer.costs is None or (layer.n_variants is not None and layer.choice is None)):
+                raise ModelError(f"layer {i} has no costs (or no variant choice) and there is no sampler")
             if layer.costs is not None and np.any(np.abs(layer.costs[np.isfinite(layer.costs)]) > limit):
                 raise ModelError(f"layer {i}: finite costs must have magnitude <= {limit:g} for {self.dtype}")
 
@@ -224,7 +278,9 @@ class LayeredDP(FamilyModel):
         return spec
 
     def _scenario_count(self, scenarios) -> int:
-        found = {a.shape[0] for layer in self.layers for a in (layer.src, layer.costs) if a is not None and a.ndim == 2}
+        found = {a.shape[0] for layer in self.layers if layer.per_scenario
+                 for a in (layer.src, layer.costs) if a is not None and a.ndim == 2}
+        found |= {layer.choice.size for layer in self.layers if layer.choice is not None}
         if self.initial.ndim == 2:
             found.add(self.initial.shape[0])
         if len(found) > 1:

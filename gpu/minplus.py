@@ -1,6 +1,6 @@
 """CuPy launcher of ``minplus.cu``: the GPU kernel of the DP engine, same signature as the CPU ones.
 
-``forward(initial, ptr, src, cost, n_states, sentinel, out, slots)`` launches one kernel per
+``forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots)`` launches one kernel per
 layer, ping-ponging two value buffers on the device. Schedule ``auto`` uses one thread per
 (target, scenario) when there are at least 128 scenarios in the chunk, else one warp per
 (target, scenario) with a shuffle min-reduction over the predecessors.
@@ -25,12 +25,13 @@ def _suffix(real_dtype, index_dtype) -> str:
     return f"{real}_{index}"
 
 
-def forward(initial, ptr, src, cost, n_states, sentinel, out, slots, schedule: str = "auto") -> None:
+def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, schedule: str = "auto") -> None:
     """Run every layer on the device; arrays may be NumPy (copied over) or CuPy."""
     import cupy as cp
     n_max, n = initial.shape
     real = initial.dtype.type
-    initial, ptr, src, cost = (cp.asarray(a) for a in (initial, ptr, src, cost))
+    initial, ptr, src, cost, choice = (cp.asarray(a) for a in (initial, ptr, src, cost, choice))
+    has_choice = choice.size > 0
     n_states = to_numpy(n_states)
     track = slots.shape[0] > 0
     module = load_module("minplus.cu")
@@ -45,10 +46,12 @@ def forward(initial, ptr, src, cost, n_states, sentinel, out, slots, schedule: s
     cur = initial.copy()
     nxt = cp.empty_like(cur)
     no_slots = cp.empty(1, dtype=slots.dtype)
+    no_choice = cp.zeros(1, dtype=cp.int32)
     i32 = np.int32
     for layer in range(ptr.shape[0]):
         layer_slots = slots[layer] if track else no_slots
-        common = (cur, nxt, layer_slots, ptr[layer], src[layer], cost[layer])
+        layer_choice = choice[layer] if has_choice else no_choice
+        common = (cur, nxt, layer_slots, ptr[layer], src[layer], cost[layer], layer_choice, i32(has_choice))
         widths = (i32(src.shape[2]), i32(cost.shape[2]), real(sentinel), i32(track))
         if schedule == "scenarios":
             grid = ((n + THREADS - 1) // THREADS, n_max)

@@ -34,8 +34,8 @@ def random_model(seed: int, max_layers=4, max_states=5, max_w=6, dtype=np.float6
     layers = []
     for l in range(n_layers):
         S, T = states[l], states[l + 1]
-        kind = rng.choice(["dense", "mask", "sparse", "slots", "slots_scenario_src", "empty"],
-                          p=[0.2, 0.2, 0.15, 0.15, 0.2, 0.1])
+        kind = rng.choice(["dense", "mask", "sparse", "slots", "slots_scenario_src", "variants", "empty"],
+                          p=[0.15, 0.15, 0.15, 0.15, 0.15, 0.15, 0.1])
         per_scenario = rng.random() < 0.5
         shape = (W, S, T) if per_scenario else (S, T)
         if kind == "dense":
@@ -50,6 +50,14 @@ def random_model(seed: int, max_layers=4, max_states=5, max_w=6, dtype=np.float6
             mask = sp.random(S, T, density=0.5, random_state=int(rng.integers(1 << 30)), format="csr")
             nnz = mask.nnz
             layers.append(Transitions(draw(*((W, nnz) if per_scenario else (nnz,))), mask=mask))
+        elif kind == "variants":
+            degree = rng.integers(0, 4, T)
+            ptr = np.concatenate([[0], np.cumsum(degree)])
+            D, K = int(rng.integers(1, 4)), int(ptr[-1])
+            table_src = rng.integers(0, S, (D, K))
+            table_cost = draw(D, K)
+            table_cost[rng.random((D, K)) < 0.2] = np.inf
+            layers.append(Transitions.variants(ptr, table_src, table_cost, rng.integers(0, D, W), n_sources=S))
         else:
             degree = rng.integers(0, 4, T)
             ptr = np.concatenate([[0], np.cumsum(degree)])
@@ -71,8 +79,11 @@ def brute_force(model: LayeredDP) -> np.ndarray:
     edge = []  # per layer: (W, S_l, S_l+1) cheapest slot cost, inf if none
     for layer, S, T in zip(model.layers, model.states, model.states[1:]):
         best = np.full((W, S, T), np.inf)
-        src = np.broadcast_to(layer.src, (W, layer.n_slots))
-        cost = np.broadcast_to(layer.costs, (W, layer.n_slots))
+        if layer.n_variants is not None:
+            src, cost = layer.src[layer.choice], layer.costs[layer.choice]
+        else:
+            src = np.broadcast_to(layer.src, (W, layer.n_slots))
+            cost = np.broadcast_to(layer.costs, (W, layer.n_slots))
         for t in range(T):
             for k in range(layer.ptr[t], layer.ptr[t + 1]):
                 for w in range(W):
@@ -92,7 +103,7 @@ def run_kernel(forward, compiled: CompiledDP, track=True, **kw):
     out = np.empty((compiled.max_states, t.count), compiled.dtype)
     slots = np.empty((compiled.n_layers, compiled.max_states, t.count) if track else (0, 0, 0),
                      compiled.slot_index_dtype)
-    forward(t.initial, compiled.ptr, t.src, t.cost, compiled.n_states, compiled.sentinel, out, slots, **kw)
+    forward(t.initial, compiled.ptr, t.src, t.cost, t.choice, compiled.n_states, compiled.sentinel, out, slots, **kw)
     return out, slots
 
 
@@ -152,12 +163,16 @@ def test_float32_kernels_agree_and_track_float64():
 # --- results, paths, edge cases ---------------------------------------------------------------------
 def path_cost(model: LayeredDP, compiled: CompiledDP, scenario: int, states, slots) -> float:
     t = compiled.chunk(0, model.scenarios)
-    col = lambda a: a[..., scenario] if a.shape[-1] > 1 else a[..., 0]  # noqa: E731
-    total = float(col(t.initial)[states[0]])
+    init = t.initial[:, scenario] if t.initial.shape[1] > 1 else t.initial[:, 0]
+    total = float(init[states[0]])
+    def column(a, l):
+        if t.choice.size:
+            return t.choice[l, scenario]
+        return scenario if a.shape[-1] > 1 else 0
     for l, k in enumerate(slots):
-        assert col(t.src[l])[k] == states[l]                # the slot leaves from the previous state
+        assert t.src[l, k, column(t.src, l)] == states[l]   # the slot leaves from the previous state
         assert compiled.ptr[l, states[l + 1]] <= k < compiled.ptr[l, states[l + 1] + 1]  # ... into the next
-        total += float(col(t.cost[l])[k])
+        total += float(t.cost[l, k, column(t.cost, l)])
     return total
 
 
@@ -285,6 +300,65 @@ def test_time_limit_returns_the_scenarios_done():
     assert 8 <= r.stats["scenarios"] < 64 and r.bound is None
 
 
+# --- variant layers -------------------------------------------------------------------------------------
+def _variant_layers(rng, W):
+    ptr = np.arange(0, 9, 2)                                # 4 targets, 2 slots each
+    tables = [(rng.integers(0, 4, (5, 8)), rng.normal(size=(5, 8))), (rng.integers(0, 4, (3, 8)), rng.normal(size=(3, 8)))]
+    tables[0][1][0, :3] = np.inf
+    return ptr, tables
+
+
+def test_variant_mode_equals_the_expanded_per_scenario_model():
+    rng = np.random.default_rng(8)
+    W = 300
+    ptr, tables = _variant_layers(rng, W)
+    choices = [rng.integers(0, t[0].shape[0], W) for t in tables]
+    first = rng.normal(size=(3, 4))
+    variant = LayeredDP([3, 4, 4, 4], [first] + [Transitions.variants(ptr, s, c, ch, n_sources=4)
+                                                 for (s, c), ch in zip(tables, choices)])
+    expanded = LayeredDP([3, 4, 4, 4], [first] + [Transitions.slots(ptr, s[ch], c[ch], n_sources=4)
+                                                  for (s, c), ch in zip(tables, choices)])
+    assert CompiledDP(variant).mode == "variant" and CompiledDP(expanded).mode == "scenario"
+    ref = expanded.solve("numpy", paths=20)
+    for method, extra in (("numpy", {}), ("numba", {"schedule": "blocks"}), ("numba", {"schedule": "targets"})):
+        r = variant.solve(method, paths=20, **extra)
+        np.testing.assert_array_equal(r.solution["scenario_values"], ref.solution["scenario_values"])
+        np.testing.assert_array_equal(r.solution["paths"], ref.solution["paths"])
+        np.testing.assert_array_equal(r.solution["path_slots"], ref.solution["path_slots"])
+    mixed = LayeredDP([3, 4, 4, 4], [rng.normal(size=(W, 3, 4))] + variant.layers[1:])
+    assert CompiledDP(mixed).mode == "scenario"            # variants expanded next to per-scenario costs
+    np.testing.assert_allclose(mixed.solve("numba").solution["scenario_values"],
+                               brute_force(mixed).min(axis=0), atol=1e-12)
+
+
+def test_sampler_with_variant_choices_and_initial_values():
+    rng = np.random.default_rng(9)
+    ptr, tables = _variant_layers(rng, 0)
+    drawn = []
+
+    def sampler(rng, count):
+        choices = [rng.integers(0, t[0].shape[0], count) for t in tables]
+        offset = rng.exponential(size=count)
+        drawn.append((choices, offset))
+        return {"layers": [None] + choices, "initial": offset}
+    first = rng.normal(size=(3, 4))
+    structure = [first] + [Transitions.variants(ptr, s, c, n_sources=4) for s, c in tables]
+    model = LayeredDP([3, 4, 4, 4], structure, scenarios=40, sampler=sampler, sample_block=16)
+    r = model.solve("numba", seed=2, chunk=16)
+    choices = [np.concatenate([d[0][i] for d in drawn]) for i in range(2)]
+    offset = np.concatenate([d[1] for d in drawn])
+    explicit = LayeredDP([3, 4, 4, 4], [first] + [Transitions.variants(ptr, s, c, ch, n_sources=4)
+                                                  for (s, c), ch in zip(tables, choices)],
+                         initial=np.repeat(offset[:, None], 3, axis=1))
+    np.testing.assert_array_equal(r.solution["scenario_values"], explicit.solve("numpy").solution["scenario_values"])
+    fixed_but_sampled = LayeredDP([3, 4], [first], scenarios=4, sample_block=4,
+                                  sampler=lambda rng, n: [rng.normal(size=(n, 3, 4))])
+    with pytest.raises(ModelError, match="fixed costs"):
+        fixed_but_sampled.solve("numba")
+    with pytest.raises(ModelError, match="variant indices"):
+        Transitions.variants(ptr, *tables[0], choice=[0, 5])
+
+
 # --- registry, options, bad input ----------------------------------------------------------------------
 def test_registry_and_cuda_availability():
     from solvopt.core.backend import gpu_available
@@ -356,8 +430,8 @@ def test_cuda_kernel_equals_numpy_reference(seed, schedule):
         t = compiled.chunk(0, compiled.scenarios)
         out = cp.empty((compiled.max_states, t.count), compiled.dtype)
         slots = cp.empty((compiled.n_layers, compiled.max_states, t.count), compiled.slot_index_dtype)
-        minplus.forward(t.initial, compiled.ptr, t.src, t.cost, compiled.n_states, compiled.sentinel, out, slots,
-                        schedule=schedule)
+        minplus.forward(t.initial, compiled.ptr, t.src, t.cost, t.choice, compiled.n_states, compiled.sentinel, out,
+                        slots, schedule=schedule)
         np.testing.assert_array_equal(cp.asnumpy(out), ref_out)
         np.testing.assert_array_equal(cp.asnumpy(slots), ref_slots)
 

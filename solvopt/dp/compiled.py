@@ -4,11 +4,18 @@ Layout (``Smax`` = most states in a layer, ``Kmax`` = most slots in a layer, ``n
 of the chunk; scenarios are the innermost, contiguous axis so that CPU loops vectorise over
 them and GPU threads of a warp read consecutive addresses):
 
-    ptr      (L, Smax+1) int32   slots of target t in layer l: ptr[l, t] .. ptr[l, t+1]-1
-    src      (L, Kmax, 1 or n) int32   source state of each slot (shared or per scenario)
-    cost     (L, Kmax, 1 or n) float   cost of each slot (shared or per scenario)
-    initial  (Smax, n) float           V_0
+    ptr      (L, Smax+1) int32      slots of target t in layer l: ptr[l, t] .. ptr[l, t+1]-1
+    src      (L, Kmax, X) int32     source state of each slot
+    cost     (L, Kmax, X) float     cost of each slot
+    choice   (L, n) int32 or (0, 0) which column of src/cost scenario w uses (variant mode)
+    initial  (Smax, n) float        V_0
     n_states (L+1,) int32
+
+The last axis X of src/cost is read in one of three modes: ``shared`` (X = 1, every scenario
+reads column 0), ``scenario`` (X = n, scenario w reads column w; src may stay X = 1 when only
+costs vary) or ``variant`` (X = D, scenario w reads column choice[l, w] -- small tables, no
+per-scenario cost stream). A model whose layers mix per-scenario arrays and variants is
+compiled in scenario mode (variant tables are expanded per chunk).
 
 Masks are folded into the costs: forbidden slots (+inf costs, padding) hold the finite
 ``sentinel`` (1e300 in float64, 1e30 in float32), so no kernel ever computes inf - inf.
@@ -17,13 +24,14 @@ layer (so sums of sentinels never overflow) and results report them as +inf.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from solvopt.core.errors import ModelError
 from solvopt.dsl.layered_dp import MAX_ABS_COST
 
+NO_CHOICE = np.zeros((0, 0), np.int32)
 SENTINEL = {np.dtype(np.float64): 1e300, np.dtype(np.float32): 1e30}
 
 
@@ -36,11 +44,15 @@ class ChunkTensors:
     initial: np.ndarray
     src: np.ndarray
     cost: np.ndarray
+    choice: np.ndarray = field(default_factory=lambda: NO_CHOICE)
 
     def columns(self, cols: np.ndarray) -> "ChunkTensors":
         """The same chunk restricted to some scenarios (local column indices)."""
-        pick = lambda a: a if a.shape[-1] == 1 else np.ascontiguousarray(a[..., cols])  # noqa: E731
-        return ChunkTensors(self.start, len(cols), pick(self.initial), pick(self.src), pick(self.cost))
+        def pick(a):
+            return a if a.shape[-1] != self.count or self.count == 1 else np.ascontiguousarray(a[..., cols])
+        choice = self.choice if self.choice.size == 0 else np.ascontiguousarray(self.choice[:, cols])
+        src, cost = (self.src, self.cost) if choice.size else (pick(self.src), pick(self.cost))
+        return ChunkTensors(self.start, len(cols), pick(self.initial), src, cost, choice)
 
 
 class CompiledDP:
@@ -59,29 +71,42 @@ class CompiledDP:
         self.final = model.final
         self.sampler = model.sampler
         self.sample_block = model.sample_block
+        layers = model.layers
+        sampled = [self.sampler is not None and layer.costs is None for layer in layers]
+        if any(layer.per_scenario or s for layer, s in zip(layers, sampled)):
+            self.mode = "scenario"
+        elif any(layer.n_variants is not None for layer in layers):
+            self.mode = "variant"
+        else:
+            self.mode = "shared"
+        self.per_scenario_cost = self.mode == "scenario"
+        self.per_scenario_src = self.per_scenario_cost and any(
+            (layer.per_scenario and layer.src.ndim == 2) or (s and layer.dense_index is None)
+            or layer.n_variants is not None for layer, s in zip(layers, sampled))
         L, S, K = self.n_layers, self.max_states, self.max_slots
         self.ptr = np.empty((L, S + 1), np.int32)
-        for l, layer in enumerate(model.layers):
+        for l, layer in enumerate(layers):
             self.ptr[l, : layer.n_targets + 1] = layer.ptr
             self.ptr[l, layer.n_targets + 1:] = layer.n_slots
-        self.per_scenario_src = any(layer.src.ndim == 2 for layer in model.layers) or (
-            self.sampler is not None and any(layer.dense_index is None for layer in model.layers))
-        self.per_scenario_cost = (self.sampler is not None
-                                  or any(layer.costs is not None and layer.costs.ndim == 2 for layer in model.layers))
-        # shared parts, padded once
-        self._shared_src = np.zeros((L, K, 1), np.int32)
-        self._shared_cost = np.full((L, K, 1), self.sentinel, self.dtype)
-        for l, layer in enumerate(model.layers):
-            if layer.src.ndim == 1:
-                self._shared_src[l, : layer.n_slots, 0] = layer.src
-            if layer.costs is not None and layer.costs.ndim == 1:
-                self._shared_cost[l, : layer.n_slots, 0] = self._fold(layer.costs)
+        # fixed parts, padded once: shared columns, or the variant tables
+        width = max((layer.n_variants or 1) for layer in layers) if self.mode == "variant" else 1
+        self._fixed_src = np.zeros((L, K, width), np.int32)
+        self._fixed_cost = np.full((L, K, width), self.sentinel, self.dtype)
+        for l, layer in enumerate(layers):
+            if layer.n_variants is not None and self.mode == "variant":
+                self._fixed_src[l, : layer.n_slots, : layer.n_variants] = layer.src.T
+                self._fixed_cost[l, : layer.n_slots, : layer.n_variants] = self._fold(layer.costs.T)
+            elif layer.n_variants is None:
+                if layer.src.ndim == 1:
+                    self._fixed_src[l, : layer.n_slots, 0] = layer.src
+                if layer.costs is not None and layer.costs.ndim == 1:
+                    self._fixed_cost[l, : layer.n_slots, 0] = self._fold(layer.costs)
         self.slot_index_dtype = np.int16 if self.max_in_degree < np.iinfo(np.int16).max else np.int32
 
     # -- sizes -----------------------------------------------------------------------------
     def bytes_per_scenario(self) -> int:
         """Memory one scenario of a chunk takes (per-scenario costs/sources, values)."""
-        per = 2 * self.max_states * self.dtype.itemsize + self.max_states * 8
+        per = 2 * self.max_states * self.dtype.itemsize + self.max_states * 8 + 4 * self.n_layers
         if self.per_scenario_cost:
             per += self.n_layers * self.max_slots * self.dtype.itemsize
         if self.per_scenario_src:
@@ -104,67 +129,111 @@ class CompiledDP:
         return min(size, self.scenarios)
 
     # -- building chunks ---------------------------------------------------------------------
-    def _fold(self, costs: np.ndarray) -> np.ndarray:
-        """Costs with +inf replaced by the sentinel, in the kernel dtype."""
-        return np.where(np.isinf(costs), self.sentinel, costs).astype(self.dtype, copy=False)
+    def _fold(self, costs: np.ndarray, high: float | None = None) -> np.ndarray:
+        """Costs with +inf replaced by the sentinel, in the kernel dtype (``high``: costs.max() if known)."""
+        if np.isinf(costs.max(initial=0.0) if high is None else high):
+            costs = np.where(np.isinf(costs), self.sentinel, costs)
+        return costs.astype(self.dtype, copy=False)
 
-    def _check_magnitude(self, costs: np.ndarray, layer: int) -> None:
+    def _fold_sampled(self, costs: np.ndarray, layer: int) -> np.ndarray:
+        """Check the magnitude of sampled costs (NaN and -inf were rejected already) and fold them."""
         limit = MAX_ABS_COST[self.dtype]
-        if np.any(np.abs(costs[np.isfinite(costs)]) > limit):
+        low, high = costs.min(initial=0.0), costs.max(initial=0.0)
+        if low < -limit or (high > limit and np.any(np.abs(costs[np.isfinite(costs)]) > limit)):
             raise ModelError(f"sampler layer {layer}: finite costs must have magnitude <= {limit:g} for {self.dtype}")
+        return self._fold(costs, high)
 
     def chunk(self, start: int, count: int, seed: int = 0) -> ChunkTensors:
         """Kernel tensors for scenarios ``start .. start+count-1``."""
         L, S, K = self.n_layers, self.max_states, self.max_slots
-        layers = self.model.layers
-        drawn = self._sample(start, count, seed) if self.sampler is not None else None
-        src = self._shared_src
-        if self.per_scenario_src:
-            src = np.zeros((L, K, count), np.int32)
-            for l, layer in enumerate(layers):
-                if drawn is not None and drawn[l][0] is not None:
-                    layer_src = drawn[l][0].T
-                elif layer.src.ndim == 2:
-                    layer_src = layer.src[start:start + count].T
-                else:
-                    layer_src = layer.src[:, None]
-                src[l, : layer.n_slots] = layer_src
-        cost = self._shared_cost
-        if self.per_scenario_cost:
+        model = self.model
+        src, cost, choice = self._fixed_src, self._fixed_cost, NO_CHOICE
+        if self.mode == "variant":
+            choice = np.zeros((L, count), np.int32)
+        elif self.mode == "scenario":
+            if self.per_scenario_src:
+                src = np.zeros((L, K, count), np.int32)
             cost = np.full((L, K, count), self.sentinel, self.dtype)
-            for l, layer in enumerate(layers):
-                if drawn is not None:
-                    layer_cost = drawn[l][1].T
-                    self._check_magnitude(layer_cost, l)
-                elif layer.costs.ndim == 2:
-                    layer_cost = layer.costs[start:start + count].T
-                else:
-                    layer_cost = layer.costs[:, None]
-                cost[l, : layer.n_slots] = self._fold(layer_cost)
-        init = self.model.initial
-        init = init[start:start + count].T if init.ndim == 2 else np.repeat(init[:, None], count, axis=1)
         initial = np.full((S, count), self.sentinel, self.dtype)
-        initial[: self.n_states[0]] = self._fold(init)
-        return ChunkTensors(start, count, initial, src, cost)
+        pieces = self._sample(start, count, seed) if self.sampler is not None else [(0, count, None, None)]
+        for offset, n, drawn, drawn_initial in pieces:       # one piece per sampling block
+            cols, first = slice(offset, offset + n), start + offset
+            for l, layer in enumerate(model.layers):
+                kind, data = drawn[l] if drawn is not None else ("fixed", None)
+                layer_choice = data if kind == "choice" else (
+                    layer.choice[first:first + n] if layer.n_variants is not None else None)
+                if self.mode == "variant":
+                    if layer_choice is not None:
+                        choice[l, cols] = layer_choice
+                elif self.mode == "scenario":
+                    layer_src, layer_cost = self._scenario_columns(layer, l, kind, data, layer_choice, first, n)
+                    if self.per_scenario_src:
+                        src[l, : layer.n_slots, cols] = layer_src
+                    cost[l, : layer.n_slots, cols] = layer_cost
+            if drawn_initial is not None:
+                init = drawn_initial.T
+            elif model.initial.ndim == 2:
+                init = model.initial[first:first + n].T
+            else:
+                init = model.initial[:, None]
+            initial[: self.n_states[0], cols] = self._fold(init)
+        return ChunkTensors(start, count, initial, src, cost, choice)
 
-    def _sample(self, start: int, count: int, seed: int) -> list[tuple[np.ndarray | None, np.ndarray]]:
-        """Per-layer (src or None, costs (count, K)) drawn block by block with per-block seeds."""
+    def _scenario_columns(self, layer, l, kind, data, choice, first, n):
+        """(src (K, n or 1), cost (K, n or 1)) of one layer in scenario mode."""
+        if choice is not None:                          # variant table expanded per scenario
+            return layer.src[choice].T, self._fold(layer.costs[choice].T)
+        if kind == "scenario":
+            src, costs = data
+            return (layer.src[:, None] if src is None else src.T), self._fold_sampled(costs.T, l)
+        src = layer.src[first:first + n].T if layer.src.ndim == 2 else layer.src[:, None]
+        costs = layer.costs[first:first + n].T if layer.costs.ndim == 2 else layer.costs[:, None]
+        return src, self._fold(costs)
+
+    def _sample(self, start: int, count: int, seed: int) -> list[tuple]:
+        """(offset in the chunk, n, per-layer (kind, data), initial (n, S_0) or None) per sampling block.
+
+        Block b is drawn with ``Generator(PCG64(SeedSequence(seed).spawn(n_blocks)[b]))``.
+        """
         block = self.sample_block
         if start % block:
             raise ModelError(f"sampled chunks must start at a multiple of sample_block={block}")
         n_blocks = -(-self.scenarios // block)
         seeds = np.random.SeedSequence(seed).spawn(n_blocks)
-        parts = []
+        pieces = []
         for b in range(start // block, -(-(start + count) // block)):
-            n = min(block, self.scenarios - b * block)
-            out = self.sampler(np.random.Generator(np.random.PCG64(seeds[b])), n)
+            n = min(block, self.scenarios - b * block, start + count - b * block)
+            out = self.sampler(np.random.Generator(np.random.PCG64(seeds[b])), min(block, self.scenarios - b * block))
+            initial = None
+            if isinstance(out, dict):
+                initial, out = out.get("initial"), out.get("layers")
             if not isinstance(out, (list, tuple)) or len(out) != self.n_layers:
-                raise ModelError(f"the sampler must return a list of {self.n_layers} per-layer cost arrays")
-            parts.append([layer.sampled(item, n, f"sampler layer {l}") for l, (layer, item)
-                          in enumerate(zip(self.model.layers, out))])
-        merged = []
-        for l in range(self.n_layers):
-            srcs = [p[l][0] for p in parts]
-            src = None if srcs[0] is None else np.concatenate(srcs)[:count]
-            merged.append((src, np.concatenate([p[l][1] for p in parts])[:count]))
-        return merged
+                raise ModelError(f"the sampler must return a list of {self.n_layers} per-layer entries")
+            drawn_n = min(block, self.scenarios - b * block)
+            parts = [layer.sampled(item, drawn_n, f"sampler layer {l}")
+                     for l, (layer, item) in enumerate(zip(self.model.layers, out))]
+            if initial is not None:
+                initial = self._sampled_initial(initial, drawn_n)[:n]
+            parts = [(kind, _head(data, n)) for kind, data in parts]
+            pieces.append((b * block - start, n, parts, initial))
+        if len({p[3] is None for p in pieces}) > 1:
+            raise ModelError("the sampler must give initial values for every block or for none")
+        return pieces
+
+    def _sampled_initial(self, initial, n: int) -> np.ndarray:
+        initial = np.asarray(initial, dtype=float)
+        if initial.ndim == 1:
+            initial = np.repeat(initial[:, None], self.n_states[0], axis=1)
+        if initial.shape != (n, self.n_states[0]) or np.isnan(initial).any() or np.isneginf(initial).any():
+            raise ModelError(f"the sampler's initial values must be ({n},) or ({n}, {self.n_states[0]}) "
+                             "without NaN or -inf")
+        return initial
+
+
+def _head(data, n: int):
+    """The first n scenarios of one layer's sampled data (a block may run past the chunk)."""
+    if data is None:
+        return None
+    if isinstance(data, tuple):
+        return tuple(None if a is None else a[:n] for a in data)
+    return data[:n]

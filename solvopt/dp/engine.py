@@ -74,7 +74,8 @@ def run_chunk(compiled: CompiledDP, backend: Backend, tensors: ChunkTensors, tra
     shape = (compiled.n_layers, compiled.max_states, n) if track else (0, 0, 0)
     slots = backend.empty(shape, dtype=compiled.slot_index_dtype)
     backend.forward(to_dev(tensors.initial), to_dev(compiled.ptr), to_dev(tensors.src), to_dev(tensors.cost),
-                    to_dev(compiled.n_states), compiled.sentinel, out, slots, **backend.options)
+                    to_dev(tensors.choice), to_dev(compiled.n_states), compiled.sentinel, out, slots,
+                    **backend.options)
     final = out[: compiled.n_states[-1]]
     return final, (backend.to_host(slots) if track else None)
 
@@ -94,7 +95,8 @@ def backtrack(compiled: CompiledDP, tensors: ChunkTensors, slots: np.ndarray, fi
         ok &= j >= 0
         k = compiled.ptr[layer, np.where(ok, t, 0)] + j
         src = tensors.src[layer]
-        s = src[np.where(ok, k, 0), cols if src.shape[1] > 1 else 0]
+        column = tensors.choice[layer] if tensors.choice.size else (cols if src.shape[1] > 1 else 0)
+        s = src[np.where(ok, k, 0), column]
         states[:, layer] = np.where(ok, s, -1)
         chosen[:, layer] = np.where(ok, k, -1)
     return states, chosen

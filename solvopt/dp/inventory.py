@@ -9,13 +9,19 @@ forwards over layers, so engine layer l holds the value function of day T - l:
                         delivery" from I' = (I-d)^+, slot 2I+1 "deliver" from I' = (U-d)^+)
     last step (day 0)   has two targets: 0 = no delivery, 1 = deliver (from the start level)
 
-Both the source I' and the cost depend on the scenario's demand, so the slots carry
-per-scenario sources and costs. The route options are reduced *before* the engine: their
-cost c_t^r + rho (q - slack_t^r)^+ does not depend on the demand, so the best option for each
-(day, level) is found once, vectorised over (days x levels x options), and the engine works on
-2 slots per level instead of 1 + R (the engine's parallel axes are scenarios x levels; the
-option axis is reduced outside the scenario loop). The engine's ``final="shared"`` picks the
-day-0 decision with the lowest mean over the scenarios.
+Both the source I' and the cost depend on the scenario only through its demand d, so each
+day is a *variant layer*: a table of sources and costs for every demand d = 0..U, and per
+scenario the variant min(d, U). A demand above U costs p (d - U) more on every slot (the
+level ends at 0 whatever was decided), so that decision-free constant goes into the
+scenario's initial value V_0 (= C_T + sum_t p (d_t - U)^+). Per scenario the engine then
+reads T integers instead of T x 2(U+1) sources and costs.
+
+The route options are reduced *before* the engine: their cost c_t^r + rho (overload) does
+not depend on the demand, so the best option for each (day, level) is found once, vectorised
+over (days x levels x options), and the engine works on 2 slots per level instead of 1 + R
+(the engine's parallel axes are scenarios x levels; the option axis is reduced outside the
+scenario loop). The engine's ``final="shared"`` picks the day-0 decision with the lowest mean
+over the scenarios.
 """
 from __future__ import annotations
 
@@ -70,14 +76,22 @@ def day_slots(model: InventoryReinsertion, deliver_cost: np.ndarray, d: np.ndarr
     return src, cost
 
 
-def engine_layers(model: InventoryReinsertion, deliver: np.ndarray, demand: np.ndarray) -> list[tuple]:
-    """(src, cost) per engine layer for demand scenarios (n, T); engine layer l is day T-1-l."""
+def variant_tables(model: InventoryReinsertion, deliver: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(src, cost) tables (U+1, K) per engine layer, row d = demand d; engine layer l is day T-1-l."""
     T, U = model.horizon, model.max_level
-    all_levels = np.arange(U + 1)
-    layers = [day_slots(model, deliver[t], demand[:, t], all_levels) for t in range(T - 1, 0, -1)]
-    src0, cost0 = day_slots(model, deliver[0], demand[:, 0], np.array([model.start_level]))
-    layers.append((src0, cost0))      # targets: 0 = no delivery, 1 = deliver (one slot each)
-    return layers
+    demand, all_levels = np.arange(U + 1), np.arange(U + 1)
+    tables = [day_slots(model, deliver[t], demand, all_levels) for t in range(T - 1, 0, -1)]
+    tables.append(day_slots(model, deliver[0], demand, np.array([model.start_level])))  # 0 = none, 1 = deliver
+    return tables
+
+
+def scenario_data(model: InventoryReinsertion, demand: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per engine layer the variant (demand clipped to U) of each scenario, and the scenarios'
+    decision-free excess-demand cost sum_t p (d_t - U)^+ (their initial value)."""
+    U = model.max_level
+    choices = [np.minimum(demand[:, t], U) for t in range(model.horizon - 1, -1, -1)]
+    excess = model.stockout_penalty * np.maximum(0, demand - U).sum(axis=1)
+    return choices, excess.astype(float)
 
 
 def layered_dp(model: InventoryReinsertion, deliver: np.ndarray, dtype=np.float64) -> LayeredDP:
@@ -85,16 +99,20 @@ def layered_dp(model: InventoryReinsertion, deliver: np.ndarray, dtype=np.float6
     T, U = model.horizon, model.max_level
     states = [U + 1] * T + [2]
     ptrs = [np.arange(0, 2 * (U + 2), 2)] * (T - 1) + [np.arange(3)]
+    tables = variant_tables(model, deliver)
     if model.demand is not None:
-        built = engine_layers(model, deliver, model.demand)
-        transitions = [Transitions.slots(p, s, c, n_sources=U + 1) for p, (s, c) in zip(ptrs, built)]
-        return LayeredDP(states, transitions, final="shared", dtype=dtype)
-    structure = [Transitions.slots(p, np.zeros(p[-1], np.int64), n_sources=U + 1) for p in ptrs]
+        choices, excess = scenario_data(model, model.demand)
+        transitions = [Transitions.variants(p, s, c, ch, n_sources=U + 1)
+                       for p, (s, c), ch in zip(ptrs, tables, choices)]
+        return LayeredDP(states, transitions, initial=np.repeat(excess[:, None], U + 1, axis=1), final="shared",
+                         dtype=dtype)
+    transitions = [Transitions.variants(p, s, c, n_sources=U + 1) for p, (s, c) in zip(ptrs, tables)]
     mean = model.mean_demand
 
     def sampler(rng: np.random.Generator, count: int):
-        return engine_layers(model, deliver, rng.poisson(mean, size=(count, T)))
-    return LayeredDP(states, structure, scenarios=model.scenarios, sampler=sampler, final="shared", dtype=dtype)
+        choices, excess = scenario_data(model, rng.poisson(mean, size=(count, T)))
+        return {"layers": choices, "initial": excess}
+    return LayeredDP(states, transitions, scenarios=model.scenarios, sampler=sampler, final="shared", dtype=dtype)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from numba import njit, prange
 
 
 @njit(cache=True)
-def _relax_target(values, nxt, arg, ptr, src, cost, layer, t, w0, m, sentinel, track):
+def _relax_target(values, nxt, arg, ptr, src, cost, choice, layer, t, w0, m, sentinel, track):
     """nxt[t, i] = min_k values[src_k, i] + cost_k for scenarios w0+i (i < m); arg[i] = k - ptr[t].
 
     Plain 2-D indexing and select-style updates, so that LLVM vectorises the scenario loops.
@@ -28,9 +28,17 @@ def _relax_target(values, nxt, arg, ptr, src, cost, layer, t, w0, m, sentinel, t
     for i in range(m):
         nxt[t, i] = sentinel
         arg[i] = -1
+    has_choice = choice.shape[0] > 0
     for k in range(lo, hi):
         j = k - lo
-        if shared_src and shared_cost:
+        if has_choice:                          # variant tables: a gather from a small, cached table
+            for i in range(m):
+                v = choice[layer, w0 + i]
+                x = values[src[layer, k, v], i] + cost[layer, k, v]
+                better = x < nxt[t, i]
+                nxt[t, i] = x if better else nxt[t, i]
+                arg[i] = j if better else arg[i]
+        elif shared_src and shared_cost:
             s = src[layer, k, 0]
             c = cost[layer, k, 0]
             if track:
@@ -70,7 +78,7 @@ def _relax_target(values, nxt, arg, ptr, src, cost, layer, t, w0, m, sentinel, t
 
 
 @njit(parallel=True, cache=True)
-def forward_blocks(initial, ptr, src, cost, n_states, sentinel, out, slots, block):
+def forward_blocks(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, block):
     """Scenario-block schedule: prange over blocks of ``block`` scenarios, all layers per block."""
     n_max, n = initial.shape
     n_layers = ptr.shape[0]
@@ -88,7 +96,7 @@ def forward_blocks(initial, ptr, src, cost, n_states, sentinel, out, slots, bloc
         for layer in range(n_layers):
             for t in range(n_max):
                 if t < n_states[layer + 1]:
-                    _relax_target(cur, nxt, arg, ptr, src, cost, layer, t, w0, m, sentinel, track)
+                    _relax_target(cur, nxt, arg, ptr, src, cost, choice, layer, t, w0, m, sentinel, track)
                 else:
                     for i in range(m):
                         nxt[t, i] = sentinel
@@ -103,13 +111,13 @@ def forward_blocks(initial, ptr, src, cost, n_states, sentinel, out, slots, bloc
 
 
 @njit(parallel=True, cache=True)
-def _layer_targets(values, nxt, ptr, src, cost, n_states, sentinel, slots, layer):
+def _layer_targets(values, nxt, ptr, src, cost, choice, n_states, sentinel, slots, layer):
     n_max, n = values.shape
     track = slots.shape[0] > 0
     for t in prange(n_max):
         arg = np.empty(n, np.int32)
         if t < n_states[layer + 1]:
-            _relax_target(values, nxt, arg, ptr, src, cost, layer, t, 0, n, sentinel, track)
+            _relax_target(values, nxt, arg, ptr, src, cost, choice, layer, t, 0, n, sentinel, track)
         else:
             for i in range(n):
                 nxt[t, i] = sentinel
@@ -119,12 +127,12 @@ def _layer_targets(values, nxt, ptr, src, cost, n_states, sentinel, slots, layer
                 slots[layer, t, i] = arg[i]
 
 
-def forward_targets(initial, ptr, src, cost, n_states, sentinel, out, slots) -> None:
+def forward_targets(initial, ptr, src, cost, choice, n_states, sentinel, out, slots) -> None:
     """Target-state schedule: layers in sequence, prange over the targets of each layer."""
     cur = np.array(initial, copy=True)
     nxt = np.empty_like(cur)
     for layer in range(ptr.shape[0]):
-        _layer_targets(cur, nxt, ptr, src, cost, n_states, sentinel, slots, layer)
+        _layer_targets(cur, nxt, ptr, src, cost, choice, n_states, sentinel, slots, layer)
         cur, nxt = nxt, cur
     out[...] = cur
 
@@ -135,7 +143,8 @@ def block_size(n_states_max: int, itemsize: int) -> int:
     return int(max(16, min(1024, size // 16 * 16 or 16)))
 
 
-def forward(initial, ptr, src, cost, n_states, sentinel, out, slots, schedule: str = "auto", threads: int = 0) -> None:
+def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, schedule: str = "auto",
+            threads: int = 0) -> None:
     """The Numba kernel with the shared signature; ``schedule`` = auto | blocks | targets."""
     import numba
     n_max, n = initial.shape
@@ -144,8 +153,8 @@ def forward(initial, ptr, src, cost, n_states, sentinel, out, slots, schedule: s
         threads = threads or numba.get_num_threads()
         schedule = "blocks" if n >= 2 * threads * min(block, 64) else "targets"
     if schedule == "blocks":
-        forward_blocks(initial, ptr, src, cost, n_states, sentinel, out, slots, block)
+        forward_blocks(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, block)
     elif schedule == "targets":
-        forward_targets(initial, ptr, src, cost, n_states, sentinel, out, slots)
+        forward_targets(initial, ptr, src, cost, choice, n_states, sentinel, out, slots)
     else:
         raise ValueError(f"unknown schedule {schedule!r}")

@@ -3,7 +3,10 @@
 Signature shared by the three kernels (NumPy here, Numba in ``kernels_numba``, CUDA in
 ``solvopt.gpu.minplus``); tensors as documented in :mod:`solvopt.dp.compiled`:
 
-    forward(initial, ptr, src, cost, n_states, sentinel, out, slots) -> None
+    forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots) -> None
+
+``choice`` is the (L, n) variant index of each scenario, or an empty (0, 0) array when the
+last axis of ``src``/``cost`` is 1 (shared) or n (per scenario).
 
 ``out`` (Smax, n) receives V_L; ``slots`` (L, Smax, n) int16/int32 receives, for every layer,
 target and scenario, the chosen slot *relative to ptr[l, t]* (-1 when unreachable) — or is an
@@ -14,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def forward(initial, ptr, src, cost, n_states, sentinel, out, slots) -> None:
+def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots) -> None:
     """V_{l+1}[t, w] = min_{k in slots(t)} V_l[src[k, w], w] + cost[k, w], one target at a time."""
     n_layers = ptr.shape[0]
     n_max, n = initial.shape
@@ -28,9 +31,11 @@ def forward(initial, ptr, src, cost, n_states, sentinel, out, slots) -> None:
             lo, hi = int(ptr[layer, t]), int(ptr[layer, t + 1])
             if hi == lo:
                 continue
-            sources = src[layer, lo:hi]
+            sources, costs = src[layer, lo:hi], cost[layer, lo:hi]
+            if choice.size:                                     # variant tables: column choice[layer, w]
+                sources, costs = sources[:, choice[layer]], costs[:, choice[layer]]
             previous = values[sources[:, 0]] if sources.shape[1] == 1 else values[sources, columns]
-            candidates = previous + cost[layer, lo:hi]          # (slots, n), cost broadcasts when shared
+            candidates = previous + costs                       # (slots, n), cost broadcasts when shared
             best = candidates.argmin(axis=0)
             nxt[t] = candidates[best, columns]
             if track:
