@@ -62,8 +62,9 @@ def irp_model(name: str, W: int):
 
 
 # --- timing ----------------------------------------------------------------------------------------------
-def median_time(fn, repeats: int) -> float:
-    fn()                                       # warm-up (JIT, caches)
+def median_time(fn, repeats: int, warm_up: bool = True) -> float:
+    if warm_up:
+        fn()                                   # JIT compilation / loading, caches
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -114,9 +115,12 @@ def e2e_runners(model) -> dict:
 
 
 def measure(case: str, W: int, mode: str, runners: dict, transitions: int, repeats: int) -> dict:
-    row = {"case": case, "scenarios": W, "mode": mode, "transitions": transitions, "ns_per_transition": {}}
+    """Median ns per transition of each runner; big runs (> 10^5 scenarios) run once, without a
+    warm-up of their own (the smaller sizes before them compiled the kernels already)."""
+    row = {"case": case, "scenarios": W, "mode": mode, "transitions": transitions, "ns_per_transition": {},
+           "repeats": repeats}
     for name, fn in runners.items():
-        row["ns_per_transition"][name] = 1e9 * median_time(fn, repeats) / transitions
+        row["ns_per_transition"][name] = 1e9 * median_time(fn, repeats, warm_up=W <= 100_000) / transitions
         print(f"  {case:<22} W={W:<8} {mode:<6} {name:<9} {row['ns_per_transition'][name]:9.3f} ns/transition",
               file=sys.stderr, flush=True)
     ref = row["ns_per_transition"]["numpy"]
@@ -128,16 +132,18 @@ def run(args) -> list[dict]:
     rows = []
     for W in args.scenarios:
         repeats = args.repeats if W <= 100_000 else 1
-        for case, model in (("dag-shared", dag_shared(args.states, args.layers, W)),
-                            ("dag-sampled", dag_sampled(args.states, args.layers, W))):
+        cases = [("dag-shared", dag_shared(args.states, args.layers, W))]
+        if W <= args.sampled_max:
+            cases.append(("dag-sampled", dag_sampled(args.states, args.layers, W)))
+        for case, model in cases:
             label = f"{case} S={args.states} L={args.layers}"
             compiled = CompiledDP(model)
             count = min(W, args.kernel_cap) if compiled.per_scenario_cost else W
             rows.append(measure(label, count, "kernel", kernel_runners(compiled, count),
                                 model.n_transitions * count, repeats))
             rows.append(measure(label, W, "e2e", e2e_runners(model), model.n_transitions * W, repeats))
-    for name in args.irp:
-        for W in args.irp_scenarios:
+    for i, name in enumerate(args.irp):
+        for W in args.irp_scenarios + (args.irp_big if i == 0 else []):
             repeats = args.repeats if W <= 100_000 else 1
             model = irp_model(name, W)
             compiled = compile_inventory(model)
@@ -173,18 +179,21 @@ def main(argv=None) -> int:
     p.add_argument("--scenarios", type=int, nargs="+", default=[10**3, 10**4, 10**5, 10**6])
     p.add_argument("--irp", nargs="*", default=["abs1n5_1", "abs1n100_2", "abs10n200_2"])
     p.add_argument("--irp-scenarios", type=int, nargs="+", default=[10**3, 10**4, 10**5])
+    p.add_argument("--irp-big", type=int, nargs="*", default=[10**6], help="extra sizes for the first IRP instance")
+    p.add_argument("--sampled-max", type=int, default=10**5,
+                   help="largest W of dag-sampled (its end-to-end time is the random number generator's)")
     p.add_argument("--kernel-cap", type=int, default=1 << 14, help="most scenarios of a kernel-only chunk")
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args(argv)
     if args.quick:
-        args.scenarios, args.irp, args.irp_scenarios, args.repeats = [1000, 10000], ["abs1n5_1"], [1000], 2
+        args.scenarios, args.irp, args.irp_scenarios, args.irp_big, args.repeats = [1000, 10000], ["abs1n5_1"], [1000], [], 2
     if not IRP.is_dir():
         args.irp = []
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
                        f"load average {os.getloadavg()[0]:.1f} at start, numba {numba.__version__}, "
                        f"numpy {np.__version__}, GPU: {'yes' if gpu_available() else 'none'}",
-            "command": "python benchmarks/dp_engine.py" + (" --quick" if args.quick else "")}
+            "command": " ".join(["python benchmarks/dp_engine.py", *(sys.argv[1:] if argv is None else argv)])}
     rows = run(args)
     table = markdown(rows, meta)
     print(table)
