@@ -124,15 +124,17 @@ class Case:
     def ours_matrix(self, demands, threads):
         S = demands.shape[0]
         cost, bad = np.empty(S), np.empty(S, dtype=np.bool_)
-        split_costs_matrix(demands, *self.args, cost, bad, threads)
+        with numba.parallel_chunksize(1):          # as run_chunks does: slots handed out dynamically
+            split_costs_matrix(demands, *self.args, cost, bad, threads)
         return cost
 
     def ours_fused(self, S, threads, seed=1):
         cost, bad = np.empty(S), np.empty(S, dtype=np.bool_)
         k0, k1 = philox_key(seed)
         t = self.tables
-        split_costs_fused(np.int64(0), np.int64(S), np.uint64(k0), np.uint64(k1), t.cdf, t.cdf_start, t.guide,
-                          t.guide_start, *self.args, cost, bad, threads)
+        with numba.parallel_chunksize(1):
+            split_costs_fused(np.int64(0), np.int64(S), np.uint64(k0), np.uint64(k1), t.cdf, t.cdf_start, t.guide,
+                              t.guide_start, *self.args, cost, bad, threads)
         return cost
 
     def anchor(self, demands):

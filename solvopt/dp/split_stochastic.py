@@ -36,10 +36,11 @@ from ..core.errors import ModelError
 from .split import TourGeometry
 from .split_random import PoissonTables, philox_key, sample_block
 
-LANES = 16            # scenarios per SIMD block (two AVX-512 vectors of float64)
+LANES = 16            # scenarios per SIMD block (four 256-bit vectors of float64 per step)
 BIG = 1e300           # masked transition (a large finite sentinel, never inf arithmetic)
 POLICIES = ("infeasible", "penalty")
 Z95 = 1.959963984540054
+SLOTS_PER_THREAD = 8   # work slots per thread, handed out dynamically
 
 
 @dataclass(frozen=True)
@@ -150,14 +151,16 @@ def _split_block(dem, tour0, entry, exit_, cap, lam, penalise, value, prefix, be
 def split_costs_matrix(demands, tour0, entry, exit_, cap, lam, penalise, out_cost, out_bad, nthreads):
     """Numba kernel on a given (S, n) int32 demand matrix; writes out_cost[:S], out_bad[:S].
 
-    ``nthreads`` static workers take blocks t, t + nthreads, ...; each block is independent, so the
-    result does not depend on the thread count.
+    Work is cut into ``SLOTS_PER_THREAD * nthreads`` slots (slot t takes blocks t, t + slots,
+    ...; its scratch is allocated once); run under ``numba.parallel_chunksize(1)`` the slots are
+    handed out dynamically, so a thread that the OS delays does not hold up the others. Each
+    block is independent: the result does not depend on the thread count or the schedule.
     """
     S, ncust = demands.shape
     n = tour0.shape[0]
     nblocks = (S + LANES - 1) // LANES
-    nthreads = min(nthreads, max(nblocks, 1))
-    for t in prange(nthreads):
+    slots = min(SLOTS_PER_THREAD * nthreads, max(nblocks, 1))
+    for t in prange(slots):
         dem = np.zeros((ncust, LANES), dtype=np.int32)
         value = np.empty((n + 1, LANES))
         prefix = np.empty((n + 1, LANES), dtype=np.int32)
@@ -165,7 +168,7 @@ def split_costs_matrix(demands, tour0, entry, exit_, cap, lam, penalise, out_cos
         thr = np.empty(LANES, dtype=np.int32)
         last = np.empty(LANES)
         bad = np.empty(LANES, dtype=np.bool_)
-        for b in range(t, nblocks, nthreads):
+        for b in range(t, nblocks, slots):
             first = b * LANES
             count = min(LANES, S - first)
             for c in range(ncust):
@@ -182,12 +185,15 @@ def split_costs_matrix(demands, tour0, entry, exit_, cap, lam, penalise, out_cos
 @njit(cache=True, parallel=True)
 def split_costs_fused(first_scenario, count, k0, k1, cdf, cdf_start, guide, guide_start,
                       tour0, entry, exit_, cap, lam, penalise, out_cost, out_bad, nthreads):
-    """Numba kernel sampling scenarios first_scenario..+count inside (Philox + Poisson inversion)."""
+    """Numba kernel sampling scenarios first_scenario..+count inside (Philox + Poisson inversion).
+
+    Scheduled like :func:`split_costs_matrix`.
+    """
     ncust = cdf_start.shape[0] - 1
     n = tour0.shape[0]
     nblocks = (count + LANES - 1) // LANES
-    nthreads = min(nthreads, max(nblocks, 1))
-    for t in prange(nthreads):
+    slots = min(SLOTS_PER_THREAD * nthreads, max(nblocks, 1))
+    for t in prange(slots):
         dem = np.zeros((ncust, LANES), dtype=np.int32)
         words = np.empty((2, LANES), dtype=np.uint64)
         value = np.empty((n + 1, LANES))
@@ -196,7 +202,7 @@ def split_costs_fused(first_scenario, count, k0, k1, cdf, cdf_start, guide, guid
         thr = np.empty(LANES, dtype=np.int32)
         last = np.empty(LANES)
         bad = np.empty(LANES, dtype=np.bool_)
-        for b in range(t, nblocks, nthreads):
+        for b in range(t, nblocks, slots):
             first = b * LANES
             sample_block(dem, words, first_scenario + first, LANES, k0, k1, cdf, cdf_start, guide, guide_start)
             _split_block(dem, tour0, entry, exit_, cap, lam, penalise, value, prefix, best, thr, last, bad)
@@ -329,11 +335,12 @@ def run_chunks(problem: ScenarioSplit, *, scenarios: int, demands: np.ndarray | 
             cost, bad = split_costs_numpy(problem, block)
         else:
             cost, bad = out_cost[:count], out_bad[:count]
-            if demands is not None:
-                split_costs_matrix(demands[done:done + count], *args, cost, bad, nthreads)
-            else:
-                split_costs_fused(np.int64(done), np.int64(count), np.uint64(k0), np.uint64(k1), tables.cdf,
-                                  tables.cdf_start, tables.guide, tables.guide_start, *args, cost, bad, nthreads)
+            with numba.parallel_chunksize(1):
+                if demands is not None:
+                    split_costs_matrix(demands[done:done + count], *args, cost, bad, nthreads)
+                else:
+                    split_costs_fused(np.int64(done), np.int64(count), np.uint64(k0), np.uint64(k1), tables.cdf,
+                                      tables.cdf_start, tables.guide, tables.guide_start, *args, cost, bad, nthreads)
         est.add(cost, bad, keep=keep_costs)
         done += count
         if progress is not None:
