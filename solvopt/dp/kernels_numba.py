@@ -143,18 +143,31 @@ def block_size(n_states_max: int, itemsize: int) -> int:
     return int(max(16, min(1024, size // 16 * 16 or 16)))
 
 
-def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, schedule: str = "auto",
-            threads: int = 0) -> None:
-    """The Numba kernel with the shared signature; ``schedule`` = auto | blocks | targets."""
+SERIAL_BELOW = 1 << 18      # transitions x scenarios under which one thread beats waking the others
+
+
+def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, schedule: str = "auto") -> None:
+    """The Numba kernel with the shared signature; ``schedule`` = auto | blocks | targets.
+
+    Small problems (e.g. the back-tracking re-run on a few scenarios) run on one thread: a
+    parallel region costs more to start than they take, much more on a busy machine.
+    """
     import numba
     n_max, n = initial.shape
     block = block_size(n_max, initial.dtype.itemsize)
+    threads = numba.get_num_threads()
     if schedule == "auto":
-        threads = threads or numba.get_num_threads()
         schedule = "blocks" if n >= 2 * threads * min(block, 64) else "targets"
-    if schedule == "blocks":
-        forward_blocks(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, block)
-    elif schedule == "targets":
-        forward_targets(initial, ptr, src, cost, choice, n_states, sentinel, out, slots)
-    else:
+    if schedule not in ("blocks", "targets"):
         raise ValueError(f"unknown schedule {schedule!r}")
+    serial = int(ptr[:, -1].sum()) * n < SERIAL_BELOW
+    if serial:
+        numba.set_num_threads(1)
+    try:
+        if schedule == "blocks":
+            forward_blocks(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, block)
+        else:
+            forward_targets(initial, ptr, src, cost, choice, n_states, sentinel, out, slots)
+    finally:
+        if serial:
+            numba.set_num_threads(threads)
