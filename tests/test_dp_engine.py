@@ -360,6 +360,16 @@ def test_sampler_with_variant_choices_and_initial_values():
 
 
 # --- registry, options, bad input ----------------------------------------------------------------------
+def test_threads_option_applies_to_the_call_only():
+    import numba
+    before = numba.get_num_threads()
+    model = random_model(4, max_w=6)
+    reference = model.solve("numpy")
+    r = model.solve("numba", threads=1)
+    np.testing.assert_array_equal(r.solution["scenario_values"], reference.solution["scenario_values"])
+    assert numba.get_num_threads() == before
+
+
 def test_registry_and_cuda_availability():
     from solvopt.core.backend import gpu_available
     assert get_solver("dp").name == "auto"
@@ -406,6 +416,8 @@ def test_bad_options_and_bad_sampler_output():
         model.solve("numba", paths=[5])
     with pytest.raises(ModelError, match="runs on the CPU"):
         model.solve("numba", device="gpu")
+    with pytest.raises(ModelError, match="schedule"):
+        model.solve("numba", schedule="fast")
     bad = LayeredDP([2, 2], [Transitions(mask=np.ones((2, 2), bool))], scenarios=4,
                     sampler=lambda rng, n: [np.ones((n, 3, 3))], sample_block=4)
     with pytest.raises(ModelError, match="sampled costs must have shape"):

@@ -146,8 +146,10 @@ def block_size(n_states_max: int, itemsize: int) -> int:
 SERIAL_BELOW = 1 << 18      # transitions x scenarios under which one thread beats waking the others
 
 
-def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, schedule: str = "auto") -> None:
-    """The Numba kernel with the shared signature; ``schedule`` = auto | blocks | targets.
+def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, schedule: str = "auto",
+            threads: int | None = None) -> None:
+    """The Numba kernel with the shared signature; ``schedule`` = auto | blocks | targets;
+    ``threads``: Numba threads for this call (default: Numba's current setting).
 
     Small problems (e.g. the back-tracking re-run on a few scenarios) run on one thread: a
     parallel region costs more to start than they take, much more on a busy machine.
@@ -155,19 +157,19 @@ def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, sch
     import numba
     n_max, n = initial.shape
     block = block_size(n_max, initial.dtype.itemsize)
-    threads = numba.get_num_threads()
+    before = numba.get_num_threads()
+    threads = min(threads or before, numba.config.NUMBA_NUM_THREADS)
+    if int(ptr[:, -1].sum()) * n < SERIAL_BELOW:
+        threads = 1
     if schedule == "auto":
         schedule = "blocks" if n >= 2 * threads * min(block, 64) else "targets"
     if schedule not in ("blocks", "targets"):
         raise ValueError(f"unknown schedule {schedule!r}")
-    serial = int(ptr[:, -1].sum()) * n < SERIAL_BELOW
-    if serial:
-        numba.set_num_threads(1)
+    numba.set_num_threads(threads)
     try:
         if schedule == "blocks":
             forward_blocks(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, block)
         else:
             forward_targets(initial, ptr, src, cost, choice, n_states, sentinel, out, slots)
     finally:
-        if serial:
-            numba.set_num_threads(threads)
+        numba.set_num_threads(before)

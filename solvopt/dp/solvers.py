@@ -23,13 +23,11 @@ def numpy_backend(options: SolveOptions) -> engine.Backend:
 
 
 def numba_backend(options: SolveOptions) -> engine.Backend:
-    import numba
-
     from . import kernels_numba
-    if options.threads is not None:
-        numba.set_num_threads(min(options.threads, numba.config.NUMBA_NUM_THREADS))
+    if options.extra.get("schedule", "auto") not in ("auto", "blocks", "targets"):
+        raise ModelError(f"schedule must be auto, blocks or targets, got {options.extra['schedule']!r}")
     return engine.Backend("numba", "cpu", kernels_numba.forward,
-                          options={"schedule": options.extra.get("schedule", "auto")})
+                          options={"schedule": options.extra.get("schedule", "auto"), "threads": options.threads})
 
 
 def cuda_backend(options: SolveOptions) -> engine.Backend:
