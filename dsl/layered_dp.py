@@ -141,7 +141,8 @@ class Transitions:
             if mask is not None:
                 mask = np.asarray(mask)
                 if mask.dtype != bool or mask.ndim != 2:
-                    raise ModelError(f"mask must be a 2-D boolean array or a scipy sparse matrix, got {mask.dtype} {mask.shape}")
+                    raise ModelError("mask must be a 2-D boolean array or a scipy sparse matrix, "
+                                     f"got {mask.dtype} {mask.shape}")
                 n_s, n_t = mask.shape
             elif dense_costs is not None and dense_costs.ndim in (2, 3):
                 n_s, n_t = dense_costs.shape[-2:]

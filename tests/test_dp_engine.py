@@ -303,7 +303,7 @@ def test_time_limit_returns_the_scenarios_done():
 # --- variant layers -------------------------------------------------------------------------------------
 def _variant_layers(rng, W):
     ptr = np.arange(0, 9, 2)                                # 4 targets, 2 slots each
-    tables = [(rng.integers(0, 4, (5, 8)), rng.normal(size=(5, 8))), (rng.integers(0, 4, (3, 8)), rng.normal(size=(3, 8)))]
+    tables = [(rng.integers(0, 4, (D, 8)), rng.normal(size=(D, 8))) for D in (5, 3)]
     tables[0][1][0, :3] = np.inf
     return ptr, tables
 
