@@ -1,0 +1,129 @@
+"""The published k-HC2 MINLP (and its multi-norm strengthenings) written in the solvopt DSL.
+
+    min  sum_ij d_ij^2
+    s.t. sum_j x_ij = 1                          x_ij binary, x_ij = 0 for j > i (symmetry breaking)
+         d_ij >= +-(a_i^T w_j - gamma_j) - M (1 - x_ij),     0 <= d_ij <= M
+         sum_l w_jl^2 >= 1                       ("2": the nonconvex, reverse-convex unit constraint)
+         w_j in [-1, 1]^n,  |gamma_j| <= max_i ||a_i||_1
+  "inf": sum_l u_jl = 1, w_jl >= -1 + (1 + 1/sqrt n) u_jl          (||w_j||_inf >= 1/sqrt n, u binary)
+  "1":   w = p - q, p <= s, q <= 1 - s, sum_l (p_jl + q_jl) >= 1   (||w_j||_1 >= 1, s binary)
+
+Both blocks are implied by ||w_j||_2 >= 1 (valid MILP strengthening). Without "2" the model is
+the p-norm problem whose optimum LB_p is a lower bound on OPT_2. SCIP and Gurobi solve the very
+model built here (through the DSL's StandardForm / Pyomo export), so comparisons with our
+"sbb" are on the same formulation.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from solvopt.core.errors import ModelError
+
+# The norm sets of the published models: the 2-norm MINLP with optional strengthening blocks,
+# and the pure p-norm problems whose optima are lower bounds LB_p <= OPT_2.
+NORM_SETS = (frozenset({"2"}), frozenset({"2", "inf"}), frozenset({"2", "1"}), frozenset({"2", "1", "inf"}),
+             frozenset({"inf"}), frozenset({"1"}))
+DEFAULT_NORMS = frozenset({"2", "inf"})
+
+
+def parse_norms(norms) -> frozenset[str]:
+    """A norm set from "2,inf", ("2", "inf"), {"1"}, ...; ModelError for anything else."""
+    if isinstance(norms, str):
+        items = [p.strip() for p in norms.replace("+", ",").split(",") if p.strip()]
+    else:
+        try:
+            items = [str(p).strip() for p in norms]
+        except TypeError:
+            raise ModelError(f"norms must be a set of '2', '1', 'inf', got {norms!r}") from None
+    items = ["inf" if p.lower() in ("inf", "infinity", "max") else p for p in items]
+    result = frozenset(items)
+    if result not in NORM_SETS:
+        valid = ", ".join("{" + ",".join(sorted(s)) + "}" for s in NORM_SETS)
+        raise ModelError(f"norms {sorted(result)} is not a supported norm set; valid: {valid}")
+    return result
+
+
+def khc_data(model) -> tuple[np.ndarray, int]:
+    """Points (float64, finite) and k of a HyperplaneClustering (or any object with .points/.k)."""
+    try:
+        points, k = model.points, model.k
+    except AttributeError:
+        raise ModelError("expected a HyperplaneClustering model (with .points and .k)") from None
+    pts = np.asarray(points, dtype=np.float64)
+    if pts.ndim != 2 or pts.shape[0] == 0 or pts.shape[1] == 0:
+        raise ModelError(f"points must be a non-empty (m, n) array, got shape {pts.shape}")
+    if not np.all(np.isfinite(pts)):
+        raise ModelError("points contain NaN or inf")
+    if not isinstance(k, (int, np.integer)) or not 1 <= k <= pts.shape[0]:
+        raise ModelError(f"k must be an integer in 1..m={pts.shape[0]}, got {k!r}")
+    return pts, int(k)
+
+
+def model_norms(hc, norms=None) -> frozenset[str]:
+    """The norm set to use: the explicit one, else the model's, else {2, inf}."""
+    if norms is None:
+        norms = getattr(hc, "norms", None) or DEFAULT_NORMS
+    return parse_norms(norms)
+
+
+def model_big_m(hc, points: np.ndarray) -> float:
+    """The model's big-M, or a valid one from the data (the diameter of the point set)."""
+    big_m = getattr(hc, "big_m", None)
+    if big_m is None:
+        from .relaxation import data_big_m
+        return data_big_m(points)
+    if not (isinstance(big_m, (int, float, np.number)) and math.isfinite(big_m) and big_m > 0):
+        raise ModelError(f"big_m must be a positive finite number, got {big_m!r}")
+    return float(big_m)
+
+
+def build_model(hc, norms=None):
+    """The k-HC2 MINLP of ``hc`` as a DSL :class:`~solvopt.dsl.Model`, and its variable handles.
+
+    ``norms`` overrides ``hc.norms``. Returns ``(model, handles)`` with handles ``x, w, gamma,
+    d`` and, per block, ``u`` (inf) or ``p, q, s`` (1-norm).
+    """
+    from solvopt.dsl import Model
+
+    points, k = khc_data(hc)
+    norms = model_norms(hc, norms)
+    m, n = points.shape
+    big_m = model_big_m(hc, points)
+    allowed = np.ones((m, k))
+    if getattr(hc, "symmetry_breaking", True):
+        allowed = (np.arange(k)[None, :] <= np.arange(m)[:, None]).astype(float)
+    gamma_bound = float(np.abs(points).sum(axis=1).max()) + 1.0   # |a^T w| <= ||a||_1 for w in [-1, 1]^n
+
+    model = Model(f"khc_m{m}_n{n}_k{k}_{'+'.join(sorted(norms))}")
+    x = model.add_var(shape=(m, k), vtype="binary", ub=allowed, name="x")
+    w = model.add_var(shape=(k, n), lb=-1.0, ub=1.0, name="w")
+    gamma = model.add_var(shape=(k,), lb=-gamma_bound, ub=gamma_bound, name="gamma")
+    d = model.add_var(shape=(m, k), lb=0.0, ub=big_m * allowed, name="d")
+    handles = {"x": x, "w": w, "gamma": gamma, "d": d}
+
+    model.add(x.sum(axis=1) == 1, name="assign")
+    for j in range(k):
+        residual = points @ w[j] - gamma[j]
+        model.add(d[:, j] >= residual - big_m * (1 - x[:, j]), name=f"dist_pos_{j}")
+        model.add(d[:, j] >= -residual - big_m * (1 - x[:, j]), name=f"dist_neg_{j}")
+    if "2" in norms:
+        for j in range(k):
+            model.add((w[j] ** 2).sum() >= 1, name=f"unit_{j}")
+    if "inf" in norms:
+        u = model.add_var(shape=(k, n), vtype="binary", name="u")
+        model.add(u.sum(axis=1) == 1, name="inf_choice")
+        model.add(w >= -1 + (1 + 1 / math.sqrt(n)) * u, name="inf_norm")
+        handles["u"] = u
+    if "1" in norms:
+        p = model.add_var(shape=(k, n), lb=0.0, ub=1.0, name="p")
+        q = model.add_var(shape=(k, n), lb=0.0, ub=1.0, name="q")
+        s = model.add_var(shape=(k, n), vtype="binary", name="s")
+        model.add(w == p - q, name="split")
+        model.add(p <= s, name="pos_sign")
+        model.add(q <= 1 - s, name="neg_sign")
+        model.add((p + q).sum(axis=1) >= 1, name="one_norm")
+        handles.update(p=p, q=q, s=s)
+    model.minimize((d ** 2).sum())
+    return model, handles
