@@ -1,0 +1,321 @@
+"""k-HC2 heuristics: the Bradley–Mangasarian k-plane method with seeded restarts and an exact
+point-reassignment local search.
+
+The k-plane method alternates (1) assign every point to its nearest hyperplane and (2) refit
+every hyperplane to its cluster (smallest eigenpair of the centred scatter), until the
+assignment is stable. It stops at assignments where no single point prefers another plane,
+but a move can still pay off once both planes are refitted. The local search finds those
+moves with rank-one updates of the clusters' scatter matrices:
+
+* removing x from a cluster of N points with centroid c changes the scatter by
+  ``-N/(N-1) (x-c)(x-c)^T``; adding it to a cluster of N points by ``+N/(N+1) (x-c)(x-c)^T``;
+* with the planes' normals held fixed, the cost change of a move is therefore
+  ``N_b/(N_b+1) (w_b^T(x-c_b))^2 - N_a/(N_a-1) (w_a^T(x-c_a))^2`` (O(kn) per point, vectorised
+  over all points); refitting can only lower the cost further, so a negative value proves an
+  improving move (the Hartigan-style screen, cheap enough for m = 1e5);
+* on small problems every move is also evaluated exactly (smallest eigenvalue of the two
+  updated n x n scatters), which finds the moves where the normals must rotate.
+
+For large m the restarts run on a random subsample and only the best starts are refined on
+all points, so that m = 1e5, n = 50 returns in seconds.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..core.errors import ModelError
+from .geometry import assignment_cost, cluster_plane, point_distances
+
+# Largest m * k * n^3 for which every single-point move is evaluated exactly.
+EXACT_MOVE_BUDGET = 3_000_000
+# Restarts run on a subsample of this many points when m is larger (and k n is small enough).
+SUBSAMPLE_SIZE = 4000
+# Starts refined on all points after the subsampled restarts.
+REFINED_STARTS = 2
+
+
+class ClusterStats:
+    """Counts, centroids, centred scatters, normals and costs of the k clusters of an assignment.
+
+    Moves update the two affected clusters by rank-one formulas (O(n^2)) plus one n x n
+    eigendecomposition each (O(n^3)); nothing is recomputed from the points.
+    """
+
+    def __init__(self, points: np.ndarray, labels: np.ndarray, k: int):
+        m, n = points.shape
+        self.k, self.n = k, n
+        self.counts = np.bincount(labels, minlength=k).astype(np.int64)
+        self.centroids = np.zeros((k, n))
+        self.scatters = np.zeros((k, n, n))
+        for j in range(k):
+            members = points[labels == j]
+            if len(members):
+                self.centroids[j] = members.mean(axis=0)
+                centred = members - self.centroids[j]
+                self.scatters[j] = centred.T @ centred
+        self.normals = np.zeros((k, n))
+        self.costs = np.zeros(k)
+        for j in range(k):
+            self._refit(j)
+
+    def _refit(self, j: int) -> None:
+        if self.counts[j] <= 1:
+            self.normals[j] = np.eye(self.n)[0]
+            self.costs[j] = 0.0
+            return
+        values, vectors = np.linalg.eigh(self.scatters[j])
+        self.normals[j] = vectors[:, 0]
+        self.costs[j] = max(values[0], 0.0)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return np.einsum("kn,kn->k", self.normals, self.centroids)
+
+    def move(self, x: np.ndarray, source: int, target: int) -> None:
+        """Move point ``x`` from cluster ``source`` to cluster ``target`` (rank-one updates)."""
+        n_s = self.counts[source]
+        if n_s == 1:
+            self.centroids[source] = 0.0
+            self.scatters[source] = 0.0
+        else:
+            d = x - self.centroids[source]
+            self.scatters[source] -= (n_s / (n_s - 1.0)) * np.outer(d, d)
+            self.centroids[source] -= d / (n_s - 1.0)
+        self.counts[source] -= 1
+        n_t = self.counts[target]
+        d = x - self.centroids[target]
+        self.scatters[target] += (n_t / (n_t + 1.0)) * np.outer(d, d)
+        self.centroids[target] += d / (n_t + 1.0)
+        self.counts[target] += 1
+        self._refit(source)
+        self._refit(target)
+
+    def screened_gains(self, points: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """(m, k) guaranteed cost decrease of moving each point to each cluster, normals held fixed."""
+        m = points.shape[0]
+        signed = np.einsum("mn,kn->mk", points, self.normals) - np.einsum("kn,kn->k", self.normals, self.centroids)
+        counts = self.counts.astype(np.float64)
+        add = (counts / (counts + 1.0)) * signed ** 2
+        own = counts[labels]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            remove = np.where(own > 1, own / np.maximum(own - 1.0, 1.0), 0.0) * signed[np.arange(m), labels] ** 2
+        gains = remove[:, None] - add
+        gains[np.arange(m), labels] = 0.0
+        return gains
+
+    def exact_gains(self, points: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """(m, k) exact cost decrease of moving each point to each cluster (both planes refitted)."""
+        m, n = points.shape
+        k = self.k
+        counts = self.counts.astype(np.float64)
+        d_own = points - self.centroids[labels]
+        own = counts[labels]
+        factor = np.where(own > 1, own / np.maximum(own - 1.0, 1.0), 0.0)
+        removed = self.scatters[labels] - factor[:, None, None] * np.einsum("mi,mj->mij", d_own, d_own)
+        removed_cost = np.where(own > 2, np.linalg.eigvalsh(removed)[:, 0], 0.0)
+        d_all = points[:, None, :] - self.centroids[None, :, :]
+        added = self.scatters[None] + (counts / (counts + 1.0))[None, :, None, None] * np.einsum(
+            "mki,mkj->mkij", d_all, d_all)
+        added_cost = np.where(counts[None, :] >= 1, np.linalg.eigvalsh(added.reshape(m * k, n, n))[:, 0].reshape(m, k), 0.0)
+        gains = (self.costs[labels] - np.maximum(removed_cost, 0.0))[:, None] + self.costs[None, :] - np.maximum(added_cost, 0.0)
+        gains[np.arange(m), labels] = 0.0
+        gains[own <= 1] = 0.0  # emptying a cluster never helps
+        return gains
+
+
+def _tolerance(total: float) -> float:
+    return 1e-12 * (1.0 + abs(total))
+
+
+def local_search(points, assignment, k: int, exact: bool | None = None, max_passes: int = 1000,
+                 deadline: float | None = None) -> np.ndarray:
+    """Improve an assignment by single-point moves until none decreases the exact refit cost.
+
+    ``exact=None`` evaluates every move exactly when m k n^3 is small (see EXACT_MOVE_BUDGET),
+    else only the screened (fixed-normal) moves, which are guaranteed improvements.
+    """
+    pts = np.asarray(points, dtype=np.float64)
+    labels = np.array(assignment, dtype=np.int64)
+    m, n = pts.shape
+    if exact is None:
+        exact = m * k * n ** 3 <= EXACT_MOVE_BUDGET
+    stats = ClusterStats(pts, labels, k)
+    for _ in range(max_passes):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        moved = _screened_pass(pts, labels, stats)
+        if exact:
+            gains = stats.exact_gains(pts, labels)
+            i, b = np.unravel_index(np.argmax(gains), gains.shape)
+            if gains[i, b] > _tolerance(stats.costs.sum()):
+                stats.move(pts[i], labels[i], b)
+                labels[i] = b
+                moved = True
+        if not moved:
+            break
+    return labels
+
+
+def _screened_pass(pts: np.ndarray, labels: np.ndarray, stats: ClusterStats) -> bool:
+    """One pass of guaranteed-improving moves, best screened gains first; True if any was made."""
+    gains = stats.screened_gains(pts, labels)
+    best = gains.max(axis=1)
+    candidates = np.flatnonzero(best > _tolerance(stats.costs.sum()))
+    moved = False
+    for i in candidates[np.argsort(-best[candidates])]:
+        a = labels[i]
+        if stats.counts[a] <= 1:
+            continue
+        x = pts[i]
+        signed = stats.normals @ x - np.einsum("kn,kn->k", stats.normals, stats.centroids)
+        counts = stats.counts.astype(np.float64)
+        add = counts / (counts + 1.0) * signed ** 2
+        remove = counts[a] / (counts[a] - 1.0) * signed[a] ** 2
+        add[a] = np.inf
+        b = int(np.argmin(add))
+        if remove - add[b] > _tolerance(stats.costs.sum()):
+            stats.move(x, a, b)
+            labels[i] = b
+            moved = True
+    return moved
+
+
+def _fill_empty(labels: np.ndarray, distances: np.ndarray, k: int) -> np.ndarray:
+    """Give every empty cluster the point farthest from its own plane (from a cluster of >= 2)."""
+    m = labels.shape[0]
+    own = distances[np.arange(m), labels].copy()
+    for j in range(k):
+        counts = np.bincount(labels, minlength=k)
+        if counts[j] > 0:
+            continue
+        own_masked = np.where(counts[labels] > 1, own, -1.0)
+        i = int(np.argmax(own_masked))
+        if own_masked[i] < 0:
+            break
+        labels[i] = j
+        own[i] = 0.0
+    return labels
+
+
+def _planes_of(points: np.ndarray, labels: np.ndarray, k: int):
+    normals = np.zeros((k, points.shape[1]))
+    offsets = np.zeros(k)
+    for j in range(k):
+        _, normals[j], offsets[j] = cluster_plane(points[labels == j])
+    return normals, offsets
+
+
+def _lloyd(points: np.ndarray, labels: np.ndarray, k: int, max_iter: int, deadline: float | None) -> np.ndarray:
+    """k-plane iterations from an assignment until it is stable (or max_iter / the deadline)."""
+    for _ in range(max_iter):
+        normals, offsets = _planes_of(points, labels, k)
+        distances = point_distances(points, normals, offsets)
+        new = np.argmin(distances, axis=1)
+        new = _fill_empty(new, distances, k)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+    return labels
+
+
+def _seed_planes(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k-plane++ start: planes through n sampled points, later ones sampled far from earlier planes."""
+    m, n = points.shape
+    size = min(n, m)
+    normals = np.zeros((k, n))
+    offsets = np.zeros(k)
+    weights = np.ones(m)
+    for j in range(k):
+        prob = weights / weights.sum() if weights.sum() > 0 else None
+        chosen = rng.choice(m, size=size, replace=False, p=prob if prob is not None and np.count_nonzero(prob) >= size else None)
+        _, normals[j], offsets[j] = cluster_plane(points[chosen])
+        d = point_distances(points, normals[: j + 1], offsets[: j + 1]).min(axis=1)
+        weights = d
+    labels = np.argmin(point_distances(points, normals, offsets), axis=1)
+    return _fill_empty(labels, point_distances(points, normals, offsets), k)
+
+
+def _starts(points: np.ndarray, k: int, restarts: int, rng: np.random.Generator):
+    """Initial assignments: alternately k-plane++ and uniformly random labels."""
+    m = points.shape[0]
+    for r in range(restarts):
+        if r % 2 == 0:
+            yield _seed_planes(points, k, rng)
+        else:
+            labels = rng.integers(0, k, size=m)
+            labels[rng.permutation(m)[:k]] = np.arange(k)  # every cluster nonempty
+            yield labels
+
+
+def _validate(points, k, restarts, max_iter, init):
+    pts = np.asarray(points, dtype=np.float64)
+    if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] < 1:
+        raise ModelError(f"points must be a nonempty 2-D array (m, n), got shape {pts.shape}")
+    if not np.all(np.isfinite(pts)):
+        raise ModelError("points must be finite")
+    if int(k) != k or not 1 <= k <= pts.shape[0]:
+        raise ModelError(f"k must be an integer with 1 <= k <= m = {pts.shape[0]}, got {k}")
+    if int(restarts) != restarts or restarts < 1 or int(max_iter) != max_iter or max_iter < 1:
+        raise ModelError("restarts and max_iter must be positive integers")
+    if init is not None:
+        init = np.asarray(init, dtype=np.int64)
+        if init.shape != (pts.shape[0],) or init.min() < 0 or init.max() >= k:
+            raise ModelError(f"init must be an assignment of shape ({pts.shape[0]},) with labels in 0..{k - 1}")
+    return pts, int(k), init
+
+
+def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 100, init=None,
+           time_limit: float | None = None) -> tuple[np.ndarray, float]:
+    """Best k-HC2 assignment found by seeded k-plane restarts plus local search: ``(assignment, cost)``.
+
+    ``init`` (an assignment) is used as an extra first start. ``time_limit`` (seconds) stops
+    starting new restarts; at least one start always completes. ``cost`` equals
+    ``assignment_cost(points, assignment, k)``.
+    """
+    pts, k, init = _validate(points, k, restarts, max_iter, init)
+    m, n = pts.shape
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    rng = np.random.default_rng(seed)
+    if k == 1:
+        labels = np.zeros(m, dtype=np.int64)
+        return labels, assignment_cost(pts, labels, 1)
+
+    sample = None
+    sample_size = max(SUBSAMPLE_SIZE, 20 * k * n)
+    if m > 2 * sample_size:
+        sample = rng.choice(m, size=sample_size, replace=False)
+    work = pts if sample is None else pts[sample]
+
+    candidates: list[tuple[float, np.ndarray]] = []
+    starts = list(_starts(work, k, restarts, rng))
+    for r, start in enumerate(starts):
+        if r > 0 and deadline is not None and time.perf_counter() > deadline:
+            break
+        labels = _lloyd(work, start, k, max_iter, deadline)
+        if sample is None:
+            labels = local_search(work, labels, k, deadline=deadline)
+        candidates.append((assignment_cost(work, labels, k), labels))
+
+    if sample is not None:  # carry the best subsample planes to all points and refine there
+        candidates.sort(key=lambda c: c[0])
+        refined = []
+        for _, labels in candidates[:REFINED_STARTS]:
+            normals, offsets = _planes_of(work, labels, k)
+            distances = point_distances(pts, normals, offsets)
+            full = _fill_empty(np.argmin(distances, axis=1), distances, k)
+            full = _lloyd(pts, full, k, max_iter, deadline)
+            full = local_search(pts, full, k, deadline=deadline)
+            refined.append((assignment_cost(pts, full, k), full))
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+        candidates = refined
+    if init is not None:
+        labels = local_search(pts, _lloyd(pts, init.copy(), k, max_iter, deadline), k, deadline=deadline)
+        candidates.append((assignment_cost(pts, labels, k), labels))
+
+    cost, labels = min(candidates, key=lambda c: c[0])
+    return labels.astype(np.int64), float(cost)
