@@ -76,6 +76,9 @@ class SpatialBranchAndBound:
         self.two_norm = "2" in norms
         self.options = options
         self.assignment_bound = assignment_bound
+        # the fixed-assignment bound assumes unit 2-norm normals; a p-norm model allows
+        # ||w||_2 >= 1/sqrt(n) (||w||_inf >= 1/sqrt n, or ||w||_1 >= 1), which scales costs by 1/n
+        self.assignment_scale = 1.0 if self.two_norm else 1.0 / self.n
         self.heuristic_restarts = heuristic_restarts
         diameter = rx.data_big_m(points)
         self.big_m = diameter if big_m is None else min(float(big_m), diameter)
@@ -91,6 +94,7 @@ class SpatialBranchAndBound:
         # incumbent: best k-HC2 assignment (refitted planes) and the best value of the solved model
         self.best_assignment: np.ndarray | None = None
         self.best_cost = math.inf
+        self.upper_assignment: np.ndarray | None = None
         self.upper = math.inf            # best feasible value of the model being solved (k-HC2 or LB_p problem)
         self.pruned_floor = math.inf     # smallest bound of a node pruned only thanks to the gap tolerance
         self.seen_roundings: set[bytes] = set()
@@ -112,7 +116,12 @@ class SpatialBranchAndBound:
         cost = assignment_cost(self.points, assignment, self.k)
         if cost < self.best_cost - 1e-12 * (1 + abs(cost)):
             self.best_cost, self.best_assignment = cost, np.asarray(assignment, dtype=np.int64).copy()
-        self.upper = min(self.upper, cost)   # a unit-norm solution is feasible for every norm set
+        self.improve_upper(cost, assignment)   # a unit-norm solution is feasible for every norm set
+
+    def improve_upper(self, value: float, assignment: np.ndarray) -> None:
+        """A feasible value of the model being solved, and the assignment that attains it."""
+        if value < self.upper:
+            self.upper, self.upper_assignment = value, np.asarray(assignment, dtype=np.int64).copy()
 
     def initial_incumbent(self) -> None:
         self.offer(np.zeros(self.m, dtype=np.int64))
@@ -202,7 +211,7 @@ class SpatialBranchAndBound:
                 return self.spatial_children(node, j, sol.w[j], bound)
         value = self.model_value(labels, sol.w, sol.g)
         if value <= sol.value + 1e-7 * max(1.0, abs(value)):
-            self.upper = min(self.upper, value)     # the LP point is feasible: the node is solved
+            self.improve_upper(value, labels)       # the LP point is feasible: the node is solved
             return []
         if not refined:
             return None                             # ask for converged cuts first
@@ -260,7 +269,7 @@ class SpatialBranchAndBound:
             self.stats["infeasible_nodes"] += 1
             return []
         if self.assignment_bound:
-            fixed = rx.fixed_assignment_bound(self.points, node.allowed)
+            fixed = self.assignment_scale * rx.fixed_assignment_bound(self.points, node.allowed)
             node.bound = max(node.bound, fixed)
             if self.prunable(node.bound):
                 self.stats["pruned_by_assignment_bound"] += 1
@@ -373,8 +382,10 @@ class SpatialBranchAndBound:
         if not self.two_norm:
             stats["p_norm_bound"] = lower
             stats["p_norm_objective"] = self.upper
+            # the p-norm solution rescaled to unit 2-norm planes (refitted): a k-HC2 solution
+            stats["p_norm_solution_cost"] = assignment_cost(self.points, self.upper_assignment, self.k)
             message = (f"solved the {'+'.join(sorted(self.norms))}-norm relaxation: bound = its optimum LB_p <= OPT_2,"
-                       " objective = its assignment refitted to unit 2-norm planes")
+                       " objective = the best k-HC2 solution met (the p-norm solution refitted is stats['p_norm_solution_cost'])")
         return Result(termination=termination,
                       solution_status=SolutionStatus.OPTIMAL if solved_k_hc2 else SolutionStatus.FEASIBLE,
                       objective=objective, bound=lower, gap=gap, solution=solution, stats=stats,
