@@ -175,6 +175,8 @@ class StochasticSplit(_SplitBase):
             self.demand_matrix = validate_demand_matrix(scenarios, self.n_customers)
             self.scenarios = int(self.demand_matrix.shape[0])
         self.int_capacity = int(math.floor(self.capacity))   # integer loads: load <= Q iff load <= floor(Q)
+        if self.int_capacity >= 2 ** 31:
+            raise ModelError(f"capacity {self.capacity:g} is too large for the 32-bit loads of the scenario kernels")
 
     @classmethod
     def from_instance(cls, instance, tour=None, **kwargs) -> "StochasticSplit":

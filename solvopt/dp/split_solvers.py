@@ -63,6 +63,8 @@ def compile_split(model):
     if isinstance(model, StochasticSplit):
         problem = ScenarioSplit(geom, model.int_capacity, model.policy, model.penalty or 0.0)
         tables = poisson_tables(model.demands[1:]) if model.demand_matrix is None else None
+        if tables is not None and tables.max_demand * geom.n >= 2 ** 31:
+            raise ModelError("Poisson demands this large overflow the 32-bit route loads of the kernels")
         ref = bellman_split(geom, model.means[model.tour - 1], model.capacity)
         return CompiledStochasticSplit(problem, model.scenarios, model.chunk, tables, model.demand_matrix,
                                        ref.objective if ref.feasible else 0.0)
