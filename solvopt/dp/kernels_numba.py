@@ -165,6 +165,8 @@ def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, sch
         schedule = "blocks" if n >= 2 * threads * min(block, 64) else "targets"
     if schedule not in ("blocks", "targets"):
         raise ValueError(f"unknown schedule {schedule!r}")
+    # never more threads than parallel work items (an idle thread still costs a wake-up)
+    threads = max(1, min(threads, -(-n // block) if schedule == "blocks" else n_max))
     numba.set_num_threads(threads)
     try:
         if schedule == "blocks":
