@@ -56,7 +56,8 @@ def pick_backend(method: str, options: SolveOptions) -> engine.Backend:
 class _DPSolver(Solver):
     family = "dp"
     method = "auto"
-    capabilities = ("dense", "masked", "sparse", "per-scenario costs", "sampled scenarios", "chunking")
+    capabilities = ("dense", "masked", "sparse", "per-scenario costs", "variant layers", "sampled scenarios",
+                    "chunking")
     extra_options = dict(engine.DP_OPTIONS)
 
     @classmethod
