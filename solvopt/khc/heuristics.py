@@ -33,14 +33,14 @@ EXACT_MOVE_BUDGET = 3_000_000
 # Restarts run on a subsample of this many points when m is larger (and k n is small enough).
 SUBSAMPLE_SIZE = 4000
 # Starts refined on all points after the subsampled restarts.
-REFINED_STARTS = 2
+REFINED_STARTS = 1
 
 
 class ClusterStats:
     """Counts, centroids, centred scatters, normals and costs of the k clusters of an assignment.
 
-    Moves update the two affected clusters by rank-one formulas (O(n^2)) plus one n x n
-    eigendecomposition each (O(n^3)); nothing is recomputed from the points.
+    Also evaluates single-point moves: screened (normals fixed, O(kn) per point) and exact
+    (rank-one updated scatters, one n x n eigenvalue problem per move).
     """
 
     def __init__(self, points: np.ndarray, labels: np.ndarray, k: int):
@@ -72,25 +72,6 @@ class ClusterStats:
     @property
     def offsets(self) -> np.ndarray:
         return np.einsum("kn,kn->k", self.normals, self.centroids)
-
-    def move(self, x: np.ndarray, source: int, target: int) -> None:
-        """Move point ``x`` from cluster ``source`` to cluster ``target`` (rank-one updates)."""
-        n_s = self.counts[source]
-        if n_s == 1:
-            self.centroids[source] = 0.0
-            self.scatters[source] = 0.0
-        else:
-            d = x - self.centroids[source]
-            self.scatters[source] -= (n_s / (n_s - 1.0)) * np.outer(d, d)
-            self.centroids[source] -= d / (n_s - 1.0)
-        self.counts[source] -= 1
-        n_t = self.counts[target]
-        d = x - self.centroids[target]
-        self.scatters[target] += (n_t / (n_t + 1.0)) * np.outer(d, d)
-        self.centroids[target] += d / (n_t + 1.0)
-        self.counts[target] += 1
-        self._refit(source)
-        self._refit(target)
 
     def screened_gains(self, points: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """(m, k) guaranteed cost decrease of moving each point to each cluster, normals held fixed."""
@@ -129,28 +110,30 @@ def _tolerance(total: float) -> float:
     return 1e-12 * (1.0 + abs(total))
 
 
-def local_search(points, assignment, k: int, exact: bool | None = None, max_passes: int = 1000,
+def local_search(points, assignment, k: int, exact: bool | None = None, max_passes: int = 100,
                  deadline: float | None = None) -> np.ndarray:
     """Improve an assignment by single-point moves until none decreases the exact refit cost.
 
-    ``exact=None`` evaluates every move exactly when m k n^3 is small (see EXACT_MOVE_BUDGET),
-    else only the screened (fixed-normal) moves, which are guaranteed improvements.
+    Each pass first makes the screened moves (fixed normals: guaranteed improvements), then
+    refits the planes. ``exact=None`` also evaluates every move exactly when m k n^3 is small
+    (see EXACT_MOVE_BUDGET). Stops after ``max_passes`` passes or at ``deadline``.
     """
     pts = np.asarray(points, dtype=np.float64)
     labels = np.array(assignment, dtype=np.int64)
     m, n = pts.shape
     if exact is None:
         exact = m * k * n ** 3 <= EXACT_MOVE_BUDGET
-    stats = ClusterStats(pts, labels, k)
     for _ in range(max_passes):
         if deadline is not None and time.perf_counter() > deadline:
             break
+        stats = ClusterStats(pts, labels, k)
         moved = _screened_pass(pts, labels, stats)
         if exact:
+            if moved:
+                stats = ClusterStats(pts, labels, k)
             gains = stats.exact_gains(pts, labels)
             i, b = np.unravel_index(np.argmax(gains), gains.shape)
             if gains[i, b] > _tolerance(stats.costs.sum()):
-                stats.move(pts[i], labels[i], b)
                 labels[i] = b
                 moved = True
         if not moved:
@@ -159,24 +142,35 @@ def local_search(points, assignment, k: int, exact: bool | None = None, max_pass
 
 
 def _screened_pass(pts: np.ndarray, labels: np.ndarray, stats: ClusterStats) -> bool:
-    """One pass of guaranteed-improving moves, best screened gains first; True if any was made."""
+    """One sequential pass of moves that lower the cost with the normals held fixed.
+
+    With fixed normals the cost is sum_j sum_{i in j} (w_j^T(x_i - c_j))^2 and a move changes
+    it by exactly ``add - remove`` (see the module docstring); only the clusters' sizes and
+    levels w_j^T c_j change, in O(k) per move. Refitting afterwards lowers it further.
+    Returns True if any point moved.
+    """
+    proj = pts @ stats.normals.T
+    level = np.einsum("kn,kn->k", stats.normals, stats.centroids)
+    counts = stats.counts.astype(np.float64)
     gains = stats.screened_gains(pts, labels)
     best = gains.max(axis=1)
-    candidates = np.flatnonzero(best > _tolerance(stats.costs.sum()))
+    tol = _tolerance(stats.costs.sum())
+    candidates = np.flatnonzero(best > tol)
     moved = False
     for i in candidates[np.argsort(-best[candidates])]:
         a = labels[i]
-        if stats.counts[a] <= 1:
+        if counts[a] <= 1:
             continue
-        x = pts[i]
-        signed = stats.normals @ x - np.einsum("kn,kn->k", stats.normals, stats.centroids)
-        counts = stats.counts.astype(np.float64)
+        signed = proj[i] - level
         add = counts / (counts + 1.0) * signed ** 2
-        remove = counts[a] / (counts[a] - 1.0) * signed[a] ** 2
         add[a] = np.inf
         b = int(np.argmin(add))
-        if remove - add[b] > _tolerance(stats.costs.sum()):
-            stats.move(x, a, b)
+        remove = counts[a] / (counts[a] - 1.0) * signed[a] ** 2
+        if remove - add[b] > tol:
+            level[a] -= signed[a] / (counts[a] - 1.0)
+            counts[a] -= 1.0
+            level[b] += signed[b] / (counts[b] + 1.0)
+            counts[b] += 1.0
             labels[i] = b
             moved = True
     return moved
@@ -297,7 +291,7 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
             break
         labels = _lloyd(work, start, k, max_iter, deadline)
         if sample is None:
-            labels = local_search(work, labels, k, deadline=deadline)
+            labels = local_search(work, labels, k, max_passes=max_iter, deadline=deadline)
         candidates.append((assignment_cost(work, labels, k), labels))
 
     if sample is not None:  # carry the best subsample planes to all points and refine there
@@ -308,13 +302,14 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
             distances = point_distances(pts, normals, offsets)
             full = _fill_empty(np.argmin(distances, axis=1), distances, k)
             full = _lloyd(pts, full, k, max_iter, deadline)
-            full = local_search(pts, full, k, deadline=deadline)
+            full = local_search(pts, full, k, max_passes=max_iter, deadline=deadline)
             refined.append((assignment_cost(pts, full, k), full))
             if deadline is not None and time.perf_counter() > deadline:
                 break
         candidates = refined
     if init is not None:
-        labels = local_search(pts, _lloyd(pts, init.copy(), k, max_iter, deadline), k, deadline=deadline)
+        labels = local_search(pts, _lloyd(pts, init.copy(), k, max_iter, deadline), k, max_passes=max_iter,
+                              deadline=deadline)
         candidates.append((assignment_cost(pts, labels, k), labels))
 
     cost, labels = min(candidates, key=lambda c: c[0])
