@@ -18,3 +18,4 @@ __all__ = ["Constraint", "FamilyModel", "LinExpr", "Model", "Param", "QuadConstr
 from .layered_dp import LayeredDP, Transitions  # noqa: E402
 from .inventory import InventoryReinsertion  # noqa: E402
 from .split import Split, StochasticSplit  # noqa: E402
+from .hyperplane import HyperplaneClustering  # noqa: E402
