@@ -44,6 +44,7 @@ from .heuristics import kplane, local_search
 BATCH_NODES = 200_000          # nodes per kernel call between time checks
 SUFFIX_REL_GAP = 1e-10         # the dolls are solved (almost) exactly: their bounds feed the next
 ORDERS = ("farthest", "input", "margin")
+NEAR_DOUBLE = 1e-4               # 3 x 3 closed form only when |r| <= 1 - NEAR_DOUBLE
 
 # kernel return codes
 _DONE, _BUDGET = 0, 1
@@ -60,13 +61,20 @@ def _smallest_eigenvalue(S, n):
         half_diff = 0.5 * (S[0, 0] - S[1, 1])
         return half_sum - math.sqrt(half_diff * half_diff + S[0, 1] * S[0, 1])
     if n == 3:
-        return _smallest_eigenvalue_3(S)
+        lam = _smallest_eigenvalue_3(S)
+        if lam == lam:  # not NaN: the closed form is accurate here
+            return lam
     return np.linalg.eigvalsh(S)[0]
 
 
 @njit(cache=True)
 def _smallest_eigenvalue_3(S):
-    """Trigonometric (Smith) formula, polished by Newton steps on the characteristic polynomial."""
+    """Trigonometric (Smith) formula for 3 x 3; NaN when it would be inaccurate.
+
+    The formula computes phi = acos(r) / 3; near |r| = 1 (a double eigenvalue) acos loses half
+    the digits (errors ~ sqrt(eps) ||S||), which could overstate a lower bound, so there the
+    caller falls back to LAPACK. Elsewhere the error is a few eps ||S|| / sqrt(1 - r^2).
+    """
     a, b, c = S[0, 0], S[1, 1], S[2, 2]
     d, e, f = S[0, 1], S[0, 2], S[1, 2]
     off = d * d + e * e + f * f
@@ -78,21 +86,10 @@ def _smallest_eigenvalue_3(S):
     ba, bb, bc = (a - q) / p, (b - q) / p, (c - q) / p
     bd, be, bf = d / p, e / p, f / p
     r = 0.5 * (ba * (bb * bc - bf * bf) - bd * (bd * bc - bf * be) + be * (bd * bf - bb * be))
-    r = min(1.0, max(-1.0, r))
+    if abs(r) > 1.0 - NEAR_DOUBLE:
+        return math.nan
     phi = math.acos(r) / 3.0
-    lam = q + 2.0 * p * math.cos(phi + 2.0 * math.pi / 3.0)
-    # Newton on det(S - lam I) = 0 (the formula loses digits near a double eigenvalue)
-    for _ in range(2):
-        x, y, z = a - lam, b - lam, c - lam
-        det = x * (y * z - f * f) - d * (d * z - f * e) + e * (d * f - y * e)
-        ddet = -(y * z - f * f) - (x * z - e * e) - (x * y - d * d)
-        if ddet == 0.0:
-            break
-        step = det / ddet
-        if not math.isfinite(step) or abs(step) > 1e-3 * (p + 1e-300):
-            break
-        lam -= step
-    return lam
+    return q + 2.0 * p * math.cos(phi + 2.0 * math.pi / 3.0)
 
 
 # --- the resumable depth-first search -------------------------------------------------------------
