@@ -272,15 +272,17 @@ def markdown(meta: dict, rows: list[dict], memory: dict) -> str:
              "time budget; 'no matrix' = the (S, n) demand matrix would not fit in memory (the fused kernel needs none).", "",
              "## Kernel only (same demand matrix)", "",
              "| instance | S | transitions/scen | numpy s | anchor s | ours 1t s | ours 2t s | anchor/ours 2t | "
-             "numpy/ours 2t | ns/transition 1t | ns/transition 2t |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "numpy/ours 2t | ns/transition 1t | ns/transition 2t |" + (" cuda s |" if meta["gpu"] != "none" else ""),
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+             + (" ---: |" if meta["gpu"] != "none" else "")]
     for r in rows:
         t, why = r["seconds"], r["skipped"]
         lines.append(f"| {r['instance']} | {r['S']:.0e} | {r['transitions_per_scenario']:.0f} "
                      f"| {fmt(t['kernel numpy'], why.get('kernel numpy'))} | {fmt(t['kernel anchor'], why.get('kernel anchor'))} "
                      f"| {fmt(t['kernel ours 1t'], why.get('kernel ours 1t'))} | {fmt(t['kernel ours 2t'], why.get('kernel ours 2t'))} "
                      f"| {ratio(t['kernel anchor'], t['kernel ours 2t'])} | {ratio(t['kernel numpy'], t['kernel ours 2t'])} "
-                     f"| {r.get('ns_per_transition_1t', float('nan')):.3f} | {r.get('ns_per_transition_2t', float('nan')):.3f} |")
+                     f"| {r.get('ns_per_transition_1t', float('nan')):.3f} | {r.get('ns_per_transition_2t', float('nan')):.3f} |"
+                     + (f" {fmt(t.get('kernel cuda'), why.get('kernel cuda'))} |" if meta["gpu"] != "none" else ""))
     lines += ["", "## End to end (sampling included)", "",
               "| instance | S | numpy s | anchor s | ours 1t s | ours 2t s | anchor/ours 2t | us/scenario ours 2t "
               "| ours 2t CPU s (both threads) |" + (" cuda s |" if meta["gpu"] != "none" else ""),
