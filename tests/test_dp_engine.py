@@ -250,6 +250,39 @@ def test_aggregates():
     assert s["ci95"][0] < 5.5 < s["ci95"][1] and s["quantiles"] == {"0.5": 5.5}
 
 
+def test_streaming_stats_match_numpy_over_chunks_and_subsample():
+    from solvopt.dp.aggregate import StreamingStats
+    rng = np.random.default_rng(12)
+    values = rng.normal(5.0, 2.0, size=(3, 1000))
+    values[1, ::97] = 1e300                                 # unreachable entries of row 1 (sentinel)
+    stats = StreamingStats(3, 1000, sample_limit=100)
+    for start in range(0, 1000, 64):
+        stats.add(values[:, start:start + 64], start, 0.5e300, np.asarray)
+    for row in (0, 1):
+        finite = values[row][values[row] < 1e299]
+        summary = stats.summary(row, [0.5])
+        assert summary["feasible_scenarios"] == finite.size
+        assert summary["mean"] == pytest.approx(finite.mean(), rel=1e-12)
+        assert summary["variance"] == pytest.approx(finite.var(ddof=1), rel=1e-10)
+    assert stats.unreachable.tolist() == [0, 11, 0]
+    assert stats.stride == 10 and np.array_equal(stats.samples(0), values[0, ::10])
+    assert np.isinf(stats.row_means()[1]) and stats.summary(0, [0.5])["quantile_sample"] == 100
+
+
+def test_large_batches_return_aggregates_only():
+    for seed in (31, 34):                                   # infeasible, feasible
+        model = random_model(seed, max_w=40)
+        full = model.solve("numpy")
+        small = model.solve("numba", keep_values=0, chunk=3)
+        assert "values" not in small.solution and "scenario_values" not in small.solution
+        assert small.termination == full.termination and small.message == full.message
+        for key in ("mean", "variance", "feasible_scenarios", "quantiles"):
+            assert (key in small.solution) == (key in full.solution)
+            if key in full.solution and key != "quantiles":
+                assert small.solution[key] == pytest.approx(full.solution[key], rel=1e-12)
+        assert ("mean" in full.solution) == (seed == 34)
+
+
 # --- chunking and seeding ----------------------------------------------------------------------------
 def test_chunked_equals_unchunked_with_given_costs():
     model = random_model(21, max_w=30)

@@ -1,10 +1,12 @@
 """The chunked driver of the min-plus engine: kernels over scenario chunks -> aggregates, paths, Result.
 
 Scenarios are processed in chunks of bounded size (option ``chunk``): each chunk's tensors
-are built (or sampled), the chosen kernel runs all layers, and only the per-scenario
-objective values (and, for ``final="shared"``, the final values of every final state) come
-back to the host. Back-tracking runs the kernel a second time on just the requested
-scenarios with slot tracking on, so the argmin footprint is L x Smax x (#paths).
+are built (or sampled), the chosen kernel runs all layers, and the chunk's final values are
+reduced where the kernel ran (min over final states, sums for mean and variance); only those
+sums, a bounded quantile sample (:mod:`solvopt.dp.aggregate`) and -- when small enough
+(``keep_values``) -- the final values come back to the host. Back-tracking runs the kernel a
+second time on just the requested scenarios with slot tracking on, so the argmin footprint is
+L x Smax x (#paths).
 
 Objective: ``final="per_scenario"`` -> value_w = min over final states of V_L[s, w],
 objective = mean_w value_w. ``final="shared"`` -> the final state s* minimising mean_w V_L[s, w]
@@ -23,9 +25,11 @@ from solvopt.core.options import SolveOptions
 from solvopt.core.progress import Progress
 from solvopt.core.result import Result, SolutionStatus, Termination
 
+from .aggregate import StreamingStats
 from .compiled import ChunkTensors, CompiledDP
 
 DEFAULT_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+QUANTILE_SAMPLE = 1_000_000      # most values kept on the host for quantiles (exact below that)
 
 # options every DP solver accepts besides the common ones
 DP_OPTIONS = {"chunk": None, "paths": 16, "quantiles": DEFAULT_QUANTILES, "keep_values": 1_000_000}
@@ -112,15 +116,15 @@ def solve(compiled: CompiledDP, backend: Backend, options: SolveOptions) -> Resu
     keep_values = int(extra.get("keep_values", DP_OPTIONS["keep_values"]))
     shared = compiled.final == "shared"
     n_final = int(compiled.n_states[-1])
-    finals = np.empty((n_final, W)) if shared or n_final * W <= keep_values else None
-    per_scenario = np.empty(W)
-    best_state = np.empty(W, np.int64)
+    half = compiled.sentinel / 2
+    finals = np.empty((n_final, W)) if n_final * W <= keep_values else None
+    # shared: statistics of every final state (the decision is taken at the end); else of the best one
+    stats = StreamingStats(n_final if shared else 1, W, max(1, QUANTILE_SAMPLE // (n_final if shared else 1)))
     path_data: dict[int, tuple] = {}
     progress = Progress(options.progress, log=options.log)
     start_time = time.perf_counter()
     kernel_time, processed, n_chunks = 0.0, 0, 0
     termination = Termination.OPTIMAL
-    sentinel_half = compiled.sentinel / 2
     for start in range(0, W, chunk):
         if options.time_limit is not None and time.perf_counter() - start_time > options.time_limit and processed:
             termination = Termination.TIME_LIMIT
@@ -131,70 +135,53 @@ def solve(compiled: CompiledDP, backend: Backend, options: SolveOptions) -> Resu
         final, _ = run_chunk(compiled, backend, tensors, track=False)
         backend.synchronize()
         kernel_time += time.perf_counter() - t0
-        # reduce over final states where the kernel ran; only (count,) vectors come back
-        best = np.asarray(backend.to_host(final.min(axis=0)), dtype=float)
-        best_state[start:start + count] = backend.to_host(final.argmin(axis=0))
-        per_scenario[start:start + count] = np.where(best >= sentinel_half, np.inf, best)
+        # reduced where the kernel ran; only per-row sums and the quantile sample come back
+        stats.add(final if shared else final.min(axis=0)[None, :], start, half, backend.to_host)
         if finals is not None:
             host = np.asarray(backend.to_host(final), dtype=float)
-            finals[:, start:start + count] = np.where(host >= sentinel_half, np.inf, host)
+            finals[:, start:start + count] = np.where(host >= half, np.inf, host)
         local = want_paths[(want_paths >= start) & (want_paths < start + count)] - start
         if local.size:
             path_data[start] = (tensors.columns(local), local)
         processed += count
         n_chunks += 1
         progress(f"dp: {processed}/{W} scenarios ({n_chunks} chunks)")
-    values = per_scenario[:processed]
     solution: dict = {}
-    final_state = None
+    row, final_state = 0, None
     if shared:
-        finals = finals[:, :processed]
-        with np.errstate(invalid="ignore"):
-            state_means = finals.mean(axis=1)
+        state_means = stats.row_means()
         solution["state_means"] = state_means
         if np.isfinite(state_means).any():
-            final_state = int(np.argmin(state_means))
-            values = finals[final_state]
+            row = final_state = int(np.argmin(state_means))
             solution["final_state"] = final_state
         else:
-            values = np.full(processed, np.inf)
-    if finals is not None and n_final * W <= keep_values:
+            row = int(np.argmin(stats.unreachable))
+    if finals is not None:
         solution["values"] = finals[:, :processed]
-    if W <= keep_values:
-        solution["scenario_values"] = values
-    solution.update(_aggregates(values, quantile_levels))
+    if stats.stride == 1 and W <= keep_values:
+        solution["scenario_values"] = stats.samples(row)
+    solution.update(stats.summary(row, quantile_levels))
     if path_data:
-        solution.update(_paths(compiled, backend, path_data, best_state, final_state))
+        solution.update(_paths(compiled, backend, path_data, final_state))
     wall = time.perf_counter() - start_time
     transitions = compiled.model.n_transitions * processed
-    stats = {"backend": backend.name, "device": backend.device, "scenarios": processed, "chunks": n_chunks,
-             "chunk_size": chunk, "layers": compiled.n_layers, "transitions": transitions,
-             "kernel_time": kernel_time, "transitions_per_second": transitions / kernel_time if kernel_time else None,
-             "ns_per_transition": 1e9 * kernel_time / transitions if transitions else None,
-             "dtype": str(compiled.dtype), "wall_time": wall}
-    return _result(values, termination, solution, stats, W)
+    run_stats = {"backend": backend.name, "device": backend.device, "scenarios": processed, "chunks": n_chunks,
+                 "chunk_size": chunk, "layers": compiled.n_layers, "transitions": transitions,
+                 "kernel_time": kernel_time,
+                 "transitions_per_second": transitions / kernel_time if kernel_time else None,
+                 "ns_per_transition": 1e9 * kernel_time / transitions if transitions else None,
+                 "dtype": str(compiled.dtype), "wall_time": wall}
+    unreachable = int(stats.unreachable[row])
+    return _result(solution, unreachable, processed, termination, run_stats, W)
 
 
-def _aggregates(values: np.ndarray, levels) -> dict:
-    """Mean, variance, standard error, 95% CI and quantiles over the scenarios with a finite value."""
-    finite = values[np.isfinite(values)]
-    out = {"feasible_scenarios": int(finite.size)}
-    if finite.size == 0:
-        return out
-    mean = float(finite.mean())
-    var = float(finite.var(ddof=1)) if finite.size > 1 else 0.0
-    se = (var / finite.size) ** 0.5
-    out.update(mean=mean, variance=var, std_error=se, ci95=[mean - 1.96 * se, mean + 1.96 * se],
-               quantiles={f"{q:g}": float(v) for q, v in zip(levels, np.quantile(finite, levels))})
-    return out
-
-
-def _paths(compiled, backend, path_data, best_state, final_state) -> dict:
+def _paths(compiled, backend, path_data, final_state) -> dict:
+    """Re-run the kernel with slot tracking on the requested scenarios and back-track them."""
     scenarios, states, chosen = [], [], []
     for start, (sub, local) in sorted(path_data.items()):
         final, slots = run_chunk(compiled, backend, sub, track=True)
         final = np.asarray(backend.to_host(final), dtype=float)
-        end = best_state[start + local] if final_state is None else np.full(len(local), final_state)
+        end = final.argmin(axis=0) if final_state is None else np.full(len(local), final_state)
         end = np.where(final[end, np.arange(len(local))] >= compiled.sentinel / 2, -1, end)
         s, k = backtrack(compiled, sub, slots, end)
         scenarios.append(start + local)
@@ -204,13 +191,11 @@ def _paths(compiled, backend, path_data, best_state, final_state) -> dict:
             "path_slots": np.concatenate(chosen)}
 
 
-def _result(values, termination, solution, stats, total) -> Result:
-    processed = len(values)
-    infeasible = int(np.sum(~np.isfinite(values)))
-    if infeasible:
+def _result(solution, unreachable, processed, termination, stats, total) -> Result:
+    if unreachable or "mean" not in solution:
         return Result(Termination.INFEASIBLE, SolutionStatus.NONE, objective=float("inf"), solution=solution,
-                      stats=stats, message=f"{infeasible} of {processed} scenarios have no path to a final state")
-    objective = float(values.mean())
+                      stats=stats, message=f"{unreachable} of {processed} scenarios have no path to a final state")
+    objective = float(solution["mean"])
     if termination is Termination.TIME_LIMIT:
         return Result(termination, SolutionStatus.FEASIBLE, objective=objective, solution=solution, stats=stats,
                       message=f"time limit: mean over the first {processed} of {total} scenarios")
