@@ -63,7 +63,8 @@ def _day_cost(model: InventoryReinsertion, level, d):
 
 
 def day_slots(model: InventoryReinsertion, deliver_cost: np.ndarray, d: np.ndarray, levels: np.ndarray):
-    """Per-scenario (src, cost) of shape (n, 2 len(levels)): slot 2i no delivery, 2i+1 deliver."""
+    """(src, cost) of shape (len(d), 2 len(levels)) for demands ``d`` on one day: slot 2i = no
+    delivery from ``levels[i]``, slot 2i+1 = deliver (fill up to U) from it."""
     U = model.max_level
     d = d[:, None]
     n, m = d.shape[0], levels.size
@@ -126,6 +127,7 @@ class CompiledInventory:
 
 
 def compile_inventory(model: InventoryReinsertion) -> CompiledInventory:
+    """Reduce the route options, then build and compile the engine model (idempotent)."""
     if isinstance(model, CompiledInventory):
         return model
     if not isinstance(model, InventoryReinsertion):
