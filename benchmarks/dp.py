@@ -3,7 +3,7 @@
 The anchor ("straightforward", written here on purpose): one scenario per thread (``prange``
 over scenarios), Prins' scalar split loop over the predecessors (break when the load exceeds
 Q) on the distance matrix, demands sampled beforehand by NumPy (``Generator.poisson``).
-Ours: SIMD blocks of 16 scenarios (structure of arrays), sampling fused into the kernel
+Ours: SIMD blocks of LANES = 32 scenarios (structure of arrays), sampling fused into the kernel
 (Philox4x32-10 + Poisson inversion through guide tables), 1 and 2 threads.
 
 - ``kernel``: every method on the same (S, n) demand matrix (sampling excluded);
@@ -40,7 +40,7 @@ from numba import njit, prange
 from solvopt.core.backend import gpu_available
 from solvopt.dp.split import tour_geometry
 from solvopt.dp.split_random import philox_key, poisson_tables, sample_demands_numba, sample_demands_numpy
-from solvopt.dp.split_stochastic import (ScenarioSplit, SAAEstimate, run_chunks, split_costs_fused,
+from solvopt.dp.split_stochastic import (LANES, ScenarioSplit, SAAEstimate, run_chunks, split_costs_fused,
                                          split_costs_matrix, split_costs_numpy)
 from solvopt.io import read_instance
 
@@ -268,7 +268,7 @@ def markdown(meta: dict, rows: list[dict], memory: dict) -> str:
              "Command: `" + meta["command"] + "`.", "",
              "Tour: the instance's file order. Demands Poisson with the instance demand as mean. 'anchor' = the "
              "straightforward Numba kernel (one scenario per thread, scalar loop, NumPy Poisson sampling), "
-             "2 threads. 'ours' = SIMD blocks of 16 scenarios, fused Philox sampling. 'skipped' = over the "
+             f"2 threads. 'ours' = SIMD blocks of {LANES} scenarios, fused Philox sampling. 'skipped' = over the "
              "time budget; 'no matrix' = the (S, n) demand matrix would not fit in memory (the fused kernel needs none).", "",
              "## Kernel only (same demand matrix)", "",
              "| instance | S | transitions/scen | numpy s | anchor s | ours 1t s | ours 2t s | anchor/ours 2t | "
@@ -295,11 +295,13 @@ def markdown(meta: dict, rows: list[dict], memory: dict) -> str:
                      f"| {fmt(t['e2e anchor'], why.get('e2e anchor'))} | {fmt(t['e2e ours 1t'])} | {fmt(t['e2e ours 2t'])} "
                      f"| {ratio(t['e2e anchor'], t['e2e ours 2t'])} | {us} | {fmt(c.get('e2e ours 2t'))} |{cuda}")
     lines += ["", "ns/transition = kernel time / (S x feasible (p, i) pairs per scenario). The limit of this "
-              "loop on one core: per step of 16 lanes the running minimum goes through memory (store-to-load "
-              "forwarding, about 5 cycles, plus a 4-cycle vminpd), about 9 cycles per 16 transitions, i.e. "
-              "about 0.2 ns per transition at 2.6 GHz; the issue limit (about 24 vector uops per 16 lanes) is "
-              "about 0.1 ns. Short windows (X-n101: 3.6 predecessors per customer) are dominated by the work "
-              "per customer instead (prefix loads, masks, the store of the new value)."]
+              f"loop on one core: a predecessor step over {LANES} lanes issues about 6 vector uops per 4 lanes "
+              "(load prefix, compare, blend-load value, min, store, mask or), about 1.5 uops per transition, so "
+              "about 0.4 cycles = 0.15 ns per transition at 2.6 GHz; the running minimum goes through memory "
+              f"(store-to-load forwarding plus vminpd, about 9 cycles) but the {LANES // 4} vector chains of a "
+              "step overlap. The lane-max window (a step runs while any lane's route fits) adds 10-50% "
+              "to the feasible pairs. Short windows (X-n101: 3.6 predecessors per customer) are dominated by "
+              "the work per customer instead (prefix loads, masks, the store of the new value)."]
     m = memory
     lines += ["", "## Constant memory", "",
               f"{m['instance']}: {m['scenarios']:.0e} Poisson scenarios in chunks of {m['chunk']} on 2 threads: "

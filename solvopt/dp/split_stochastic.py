@@ -36,7 +36,7 @@ from ..core.errors import ModelError
 from .split import TourGeometry
 from .split_random import PoissonTables, philox_key, sample_block
 
-LANES = 16            # scenarios per SIMD block (four 256-bit vectors of float64 per step)
+LANES = 32            # scenarios per SIMD block: 8 independent 256-bit min chains per predecessor step
 BIG = 1e300           # masked transition (a large finite sentinel, never inf arithmetic)
 POLICIES = ("infeasible", "penalty")
 Z95 = 1.959963984540054
