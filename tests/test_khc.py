@@ -116,8 +116,9 @@ def test_bnb_and_brute_force_match_the_reference(m, n, k, seed):
     pts = np.random.default_rng(seed).normal(size=(m, n))
     optimum = reference_optimum(pts, k)
     model = HyperplaneClustering(pts, k)
-    for method in ("bnb", "brute-force"):
-        r = model.solve(method)
+    runs = {"bnb": {}, "bnb with suffix bounds": {"suffix_bounds": True}, "brute-force": {}}
+    for method, options in runs.items():
+        r = model.solve(method.split()[0], **options)
         assert r.termination is Termination.OPTIMAL and r.solution_status is SolutionStatus.OPTIMAL
         assert close(r.objective, optimum), method
         assert r.bound <= r.objective and close(r.bound, optimum)
@@ -127,10 +128,10 @@ def test_bnb_and_brute_force_match_the_reference(m, n, k, seed):
 @settings(max_examples=25, deadline=None)
 @given(arrays(np.float64, st.tuples(st.integers(3, 7), st.integers(2, 3)),
               elements=st.integers(-5, 5).map(float)),
-       st.integers(1, 3), st.sampled_from(bnb_module.ORDERS))
-def test_bnb_matches_the_reference_on_generated_points(pts, k, order):
+       st.integers(1, 3), st.sampled_from(bnb_module.ORDERS), st.booleans())
+def test_bnb_matches_the_reference_on_generated_points(pts, k, order, suffix_bounds):
     k = min(k, len(pts))
-    out = solve_bnb(pts, k, order=order, restarts=2)
+    out = solve_bnb(pts, k, order=order, restarts=2, suffix_bounds=suffix_bounds)
     optimum = reference_optimum(pts, k)
     assert out.complete
     assert abs(out.objective - optimum) <= 1e-7 * max(1.0, optimum)
@@ -273,11 +274,12 @@ def test_local_search_moves_are_improvements():
 
 
 # --- stopped runs return an incumbent and a valid bound ------------------------------------------------
-@pytest.mark.parametrize("node_limit", [1, 50, 400, 3000])
-def test_node_limited_bnb_returns_incumbent_and_valid_bound(node_limit):
+@pytest.mark.parametrize("node_limit", [1, 20, 50, 400, 3000])
+@pytest.mark.parametrize("suffix_bounds", [False, True])
+def test_node_limited_bnb_returns_incumbent_and_valid_bound(node_limit, suffix_bounds):
     pts = np.random.default_rng(21).normal(size=(9, 2))
     optimum = reference_optimum(pts, 3)
-    r = HyperplaneClustering(pts, 3).solve("bnb", node_limit=node_limit)
+    r = HyperplaneClustering(pts, 3).solve("bnb", node_limit=node_limit, suffix_bounds=suffix_bounds)
     assert r.ok and r.bound <= optimum + 1e-9 <= r.objective + 2e-9
     assert close(assignment_cost(pts, r.solution["assignment"], 3), r.objective)
     if r.termination is not Termination.OPTIMAL:

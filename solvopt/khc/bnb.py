@@ -1,32 +1,36 @@
-"""Exact k-HC2 by branch-and-bound over assignments, with Russian-doll suffix bounds.
+"""Exact k-HC2 by branch-and-bound over assignments.
 
 The search assigns the points one by one, in a fixed order, to clusters; a point may open at
 most one new cluster and clusters are numbered in order of first use (symmetry breaking). A
 node at depth d has clusters A_1..A_k of the first d points and the suffix U_d = points d..m-1
 still unassigned. Its lower bound is
 
-    sum_j lambda_min(A_j)  +  R[d],        R[d] = OPT_k(U_d)  (the k-HC2 optimum of the suffix)
+    sum_j lambda_min(A_j)  +  R[d]
 
+where lambda_min(A) is the smallest eigenvalue of the centred scatter of A (the optimal cost
+of cluster A) and R[d] is a lower bound on OPT_k(U_d), the k-HC2 optimum of the suffix alone.
 Valid because, for the planes P_1..P_k of any completion, the assigned points cost at least
-sum_j lambda_min(A_j) (the optimal plane of A_j is the best one for A_j, and adding points to a
-cluster never lowers its smallest eigenvalue) and the suffix points cost at least OPT_k(U_d)
-(the completion's planes are k planes for the suffix, each point paying its distance to its own
-plane, which is at least the distance to its nearest one). The two parts are over disjoint
-points, so they add. (The tempting "sum over unassigned points of their cheapest single-point
-increase" is NOT valid: increases are not superadditive — two points on one far line cost less
-together than apart.)
+sum_j lambda_min(A_j) (the optimal plane of A_j is the best one for A_j, and adding points to
+a cluster never lowers its smallest eigenvalue) and the suffix points cost at least
+OPT_k(U_d) (the completion's planes are k planes for the suffix, each point paying at least its
+distance to its nearest one). The two parts are over disjoint points, so they add. (The
+tempting "sum over unassigned points of their cheapest single-point increase" is NOT valid:
+increases are not superadditive; two points on one far line cost less together than apart.)
 
-R is computed by "Russian doll search": the suffixes are solved from the shortest upwards, each
-with the same branch-and-bound using the R of the shorter ones; suffixes of at most k n points
-have R = 0 (k hyperplanes pass through any k n points). The last doll is the whole problem.
+By default R = 0 (the plain bound). With ``suffix_bounds=True``, R is computed by "Russian doll
+search": the suffixes are solved from the shortest upwards by the same search, each using the R
+of the shorter ones (suffixes of at most k n points have R = 0: k hyperplanes pass through any
+k n points); the last doll is the whole problem. On the shared instances and on random ones
+with m up to 60 the dolls cost more than they prune (benchmarks/khc_bnb.py measures both), so
+they are opt-in.
 
 The hot loop is a Numba kernel over a resumable depth-first search (children visited in order
-of their bounds, so best-first flavour); per-cluster counts, means and centred scatters are
-updated by rank-one formulas, and smallest eigenvalues for n <= 3 come in closed form. The
-kernel runs in node batches so Python can check the time limit and print progress. At every
-moment the global bound is the minimum of the incumbent, the unexplored children's bounds and
-the bounds of the nodes pruned within the gap tolerance, so a stopped run still returns a valid
-bound.
+of their bounds: best-first flavour); per-cluster counts, means and centred scatters are
+updated by rank-one formulas, smallest eigenvalues for n <= 3 come in closed form (LAPACK near
+a double eigenvalue and for n > 3). The kernel runs in node batches so Python can check the
+time limit and print progress. At every moment the global bound is the minimum of the
+incumbent, the unexplored children's bounds and the bounds of the nodes pruned within the gap
+tolerance, so a stopped run still returns a valid bound.
 """
 from __future__ import annotations
 
@@ -334,8 +338,12 @@ class BnbOutcome:
 
 def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int | None = None,
               rel_gap: float = 1e-6, abs_gap: float = 0.0, restarts: int = 10, seed: int = 0,
-              order: str = "farthest", progress: Progress | None = None) -> BnbOutcome:
-    """Solve k-HC2 on ``points`` exactly (to the gap) by Russian-doll branch-and-bound."""
+              order: str = "farthest", progress: Progress | None = None,
+              suffix_bounds: bool = False) -> BnbOutcome:
+    """Solve k-HC2 on ``points`` exactly (to the gap) by branch-and-bound.
+
+    ``suffix_bounds=True`` adds the Russian-doll suffix bounds R (see the module docstring).
+    """
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
     pts = np.asarray(points, dtype=np.float64)
@@ -351,17 +359,19 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     nodes = 0
     previous = None
     first_doll = m - trivial - 1
-    if first_doll >= 0:
+    if first_doll >= 0 and suffix_bounds:
         # the trivial doll's optimum: n points per cluster, in order
         previous = np.minimum(np.arange(trivial) // max(n, 1), k - 1).astype(np.int64)
     dolls = 0
-    for s in range(first_doll, -1, -1):
+    starts = range(first_doll, -1, -1) if suffix_bounds else range(min(first_doll, 0), -1, -1)
+    for s in starts:
         Xs = X[s:]
         if s == 0:
             inc_labels, inc_cost = _relabel(inv_labels), cost
-            ext, ext_cost = _doll_incumbent(Xs, k, previous, seed)
-            if ext_cost < inc_cost:
-                inc_labels, inc_cost = ext, ext_cost
+            if previous is not None:
+                ext, ext_cost = _doll_incumbent(Xs, k, previous, seed)
+                if ext_cost < inc_cost:
+                    inc_labels, inc_cost = ext, ext_cost
             gap_rel, gap_abs = rel_gap, abs_gap
         else:
             inc_labels, inc_cost = _doll_incumbent(Xs, k, previous, seed)

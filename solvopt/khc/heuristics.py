@@ -32,6 +32,8 @@ from .geometry import assignment_cost, cluster_plane, point_distances
 EXACT_MOVE_BUDGET = 3_000_000
 # Restarts run on a subsample of this many points when m is larger (and k n is small enough).
 SUBSAMPLE_SIZE = 4000
+# Share of the points relabelled at random by each perturbation round (iterated local search).
+PERTURB_FRACTION = 0.15
 # Starts refined on all points after the subsampled restarts.
 REFINED_STARTS = 1
 
@@ -245,6 +247,27 @@ def _starts(points: np.ndarray, k: int, restarts: int, rng: np.random.Generator)
             yield labels
 
 
+def _perturbation_search(points: np.ndarray, k: int, best: tuple[float, np.ndarray], rounds: int, max_iter: int,
+                         rng: np.random.Generator, deadline: float | None) -> tuple[float, np.ndarray]:
+    """Iterated local search: relabel a random PERTURB_FRACTION of the best assignment's points,
+    re-run k-plane and the local search, keep the result when it is better."""
+    m = points.shape[0]
+    size = max(1, int(round(PERTURB_FRACTION * m)))
+    best_cost, best_labels = best
+    for _ in range(rounds):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        labels = best_labels.copy()
+        chosen = rng.choice(m, size=size, replace=False)
+        labels[chosen] = rng.integers(0, k, size=size)
+        labels = local_search(points, _lloyd(points, labels, k, max_iter, deadline), k, max_passes=max_iter,
+                              deadline=deadline)
+        cost = assignment_cost(points, labels, k)
+        if cost < best_cost:
+            best_cost, best_labels = cost, labels
+    return best_cost, best_labels
+
+
 def _validate(points, k, restarts, max_iter, init):
     pts = np.asarray(points, dtype=np.float64)
     if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] < 1:
@@ -293,6 +316,9 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
         if sample is None:
             labels = local_search(work, labels, k, max_passes=max_iter, deadline=deadline)
         candidates.append((assignment_cost(work, labels, k), labels))
+    if sample is None:
+        candidates.append(_perturbation_search(work, k, min(candidates, key=lambda c: c[0]), restarts, max_iter,
+                                               rng, deadline))
 
     if sample is not None:  # carry the best subsample planes to all points and refine there
         candidates.sort(key=lambda c: c[0])

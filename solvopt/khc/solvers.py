@@ -77,9 +77,9 @@ class _AssignmentSolver(Solver):
 class BnbSolver(_AssignmentSolver):
     name = "bnb"
     default = True
-    description = "exact assignment branch-and-bound with Russian-doll suffix bounds (Numba)"
+    description = "exact assignment branch-and-bound on partial-cluster eigenvalue bounds (Numba)"
     capabilities = ("exact", "time_limit", "node_limit", "bound")
-    extra_options = {"restarts": 10, "order": "farthest"}
+    extra_options = {"restarts": 10, "order": "farthest", "suffix_bounds": False}
 
     def solve(self, compiled, options: SolveOptions) -> Result:
         points, k = model_data(compiled)
@@ -90,16 +90,18 @@ class BnbSolver(_AssignmentSolver):
         progress = Progress(options.progress, log=options.log)
         out = solve_bnb(points, k, time_limit=options.time_limit, node_limit=options.node_limit,
                         rel_gap=options.rel_gap, abs_gap=options.abs_gap, restarts=restarts, seed=options.seed,
-                        order=order, progress=progress)
+                        order=order, progress=progress, suffix_bounds=bool(options.extra["suffix_bounds"]))
         if out.complete:
             termination, message = Termination.OPTIMAL, "search complete"
         elif out.stopped_by == "nodes":
             termination, message = Termination.ITERATION_LIMIT, "node limit reached"
         else:
             termination, message = Termination.TIME_LIMIT, "time limit reached"
-        if not out.complete:
+        if not out.complete and options.extra["suffix_bounds"]:
             message += f" after {out.dolls_solved} of the nested suffix problems"
-        stats = {"nodes": out.nodes, "dolls_solved": out.dolls_solved, "order": order}
+        stats = {"nodes": out.nodes, "order": order}
+        if options.extra["suffix_bounds"]:
+            stats["dolls_solved"] = out.dolls_solved
         return _result(points, k, out.assignment, out.bound, termination, options, self.name, stats, message)
 
 
