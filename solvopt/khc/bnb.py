@@ -45,7 +45,8 @@ from ..core.progress import Progress
 from .geometry import assignment_cost
 from .heuristics import kplane, local_search
 
-BATCH_NODES = 200_000          # nodes per kernel call between time checks
+BATCH_NODES = (10_000, 1_000_000)  # nodes per kernel call between time checks: first, largest
+BATCH_SECONDS = 0.2                # the batch grows while a call takes less than this
 SUFFIX_REL_GAP = 1e-10         # the dolls are solved (almost) exactly: their bounds feed the next
 ORDERS = ("farthest", "input", "margin")
 NEAR_DOUBLE = 1e-4               # 3 x 3 closed form only when |r| <= 1 - NEAR_DOUBLE
@@ -378,15 +379,21 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
             gap_rel, gap_abs = SUFFIX_REL_GAP, 0.0
         search = DollSearch(Xs, R[s:], k, inc_cost, inc_labels)
         stopped = None
+        batch = BATCH_NODES[0]
+        doll = f"doll {m - s}/{m} " if suffix_bounds else ""
         while True:
-            budget = BATCH_NODES
+            budget = batch
             if node_limit is not None:
                 budget = min(budget, node_limit - nodes - search.nodes)
+            call_start = time.perf_counter()
             done = search.run(max(budget, 0), gap_rel, gap_abs) if budget > 0 else False
+            if time.perf_counter() - call_start < BATCH_SECONDS:
+                batch = min(2 * batch, BATCH_NODES[1])
             open_count, _ = search.open_nodes()
             bound_now = search.bound()
-            progress(f"bnb doll {m - s}/{m} nodes {nodes + search.nodes} open {open_count} "
-                     f"incumbent {search.incumbent:.8g} bound {bound_now:.8g}")
+            gap_now = (search.incumbent - bound_now) / max(abs(search.incumbent), 1e-10)
+            progress(f"bnb {doll}nodes {nodes + search.nodes} open {open_count} incumbent {search.incumbent:.8g} "
+                     f"bound {bound_now:.8g} gap {100 * gap_now:.3g}%", force=done and s == 0)
             if done:
                 break
             if node_limit is not None and nodes + search.nodes >= node_limit:
