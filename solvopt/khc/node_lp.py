@@ -267,8 +267,8 @@ class NodeLP:
         hs = self._highspy
         if max_rounds is None:
             max_rounds = self.max_cut_rounds
-        if time_left is not None:
-            self.h.setOptionValue("time_limit", max(float(time_left), 1e-3))
+        if time_left is not None:   # HiGHS measures its limit on a clock that runs across solves
+            self.h.setOptionValue("time_limit", self.h.getRunTime() + max(float(time_left), 1e-3))
         iterations, rounds, previous = 0, 0, -np.inf
         while True:
             status = self._run()

@@ -80,6 +80,8 @@ class SpatialBranchAndBound:
         # ||w||_2 >= 1/sqrt(n) (||w||_inf >= 1/sqrt n, or ||w||_1 >= 1), which scales costs by 1/n
         self.assignment_scale = 1.0 if self.two_norm else 1.0 / self.n
         self.heuristic_restarts = heuristic_restarts
+        # costs below this are rounding noise (e.g. a perfect fit computes as 1e-31, not 0)
+        self.zero_tol = 1e-12 * max(1.0, float(np.sum((points - points.mean(axis=0)) ** 2)))
         diameter = rx.data_big_m(points)
         self.big_m = diameter if big_m is None else min(float(big_m), diameter)
         root_allowed = np.ones((self.m, k), dtype=bool)
@@ -247,7 +249,10 @@ class SpatialBranchAndBound:
 
     # --- the tree ------------------------------------------------------------------------
     def tolerance(self) -> float:
-        return max(self.options.abs_gap, self.options.rel_gap * abs(self.upper)) if math.isfinite(self.upper) else 0.0
+        """Gap below which a node cannot improve the incumbent enough to matter."""
+        if not math.isfinite(self.upper):
+            return 0.0
+        return max(self.options.abs_gap, self.options.rel_gap * abs(self.upper), self.zero_tol)
 
     def prunable(self, bound: float) -> bool:
         if bound >= self.upper:
@@ -338,7 +343,7 @@ class SpatialBranchAndBound:
             if not heap and not dive:
                 termination = Termination.OPTIMAL
                 break
-            if self.upper - lower <= max(opts.abs_gap, opts.rel_gap * abs(self.upper)):
+            if self.upper - lower <= self.tolerance():
                 termination = Termination.OPTIMAL
                 break
             if deadline is not None and time.perf_counter() >= deadline:
