@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from ..core.errors import ModelError
-from .geometry import assignment_cost, cluster_plane, point_distances
+from .geometry import assignment_cost, cluster_plane, fit_planes, point_distances
 
 # Largest m * k * n^3 for which every single-point move is evaluated exactly.
 EXACT_MOVE_BUDGET = 3_000_000
@@ -71,14 +71,10 @@ class ClusterStats:
         self.normals[j] = vectors[:, 0]
         self.costs[j] = max(values[0], 0.0)
 
-    @property
-    def offsets(self) -> np.ndarray:
-        return np.einsum("kn,kn->k", self.normals, self.centroids)
-
     def screened_gains(self, points: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """(m, k) guaranteed cost decrease of moving each point to each cluster, normals held fixed."""
         m = points.shape[0]
-        signed = np.einsum("mn,kn->mk", points, self.normals) - np.einsum("kn,kn->k", self.normals, self.centroids)
+        signed = points @ self.normals.T - np.einsum("kn,kn->k", self.normals, self.centroids)
         counts = self.counts.astype(np.float64)
         add = (counts / (counts + 1.0)) * signed ** 2
         own = counts[labels]
@@ -195,18 +191,10 @@ def _fill_empty(labels: np.ndarray, distances: np.ndarray, k: int) -> np.ndarray
     return labels
 
 
-def _planes_of(points: np.ndarray, labels: np.ndarray, k: int):
-    normals = np.zeros((k, points.shape[1]))
-    offsets = np.zeros(k)
-    for j in range(k):
-        _, normals[j], offsets[j] = cluster_plane(points[labels == j])
-    return normals, offsets
-
-
 def _lloyd(points: np.ndarray, labels: np.ndarray, k: int, max_iter: int, deadline: float | None) -> np.ndarray:
     """k-plane iterations from an assignment until it is stable (or max_iter / the deadline)."""
     for _ in range(max_iter):
-        normals, offsets = _planes_of(points, labels, k)
+        normals, offsets, _ = fit_planes(points, labels, k)
         distances = point_distances(points, normals, offsets)
         new = np.argmin(distances, axis=1)
         new = _fill_empty(new, distances, k)
@@ -324,7 +312,7 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
         candidates.sort(key=lambda c: c[0])
         refined = []
         for _, labels in candidates[:REFINED_STARTS]:
-            normals, offsets = _planes_of(work, labels, k)
+            normals, offsets, _ = fit_planes(work, labels, k)
             distances = point_distances(pts, normals, offsets)
             full = _fill_empty(np.argmin(distances, axis=1), distances, k)
             full = _lloyd(pts, full, k, max_iter, deadline)
