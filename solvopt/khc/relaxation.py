@@ -122,22 +122,34 @@ def node_big_m(points: np.ndarray, wlo: np.ndarray, whi: np.ndarray, glo: np.nda
     return np.minimum(np.maximum(out, 0.0), diameter)
 
 
-def fixed_assignment_bound(points: np.ndarray, allowed: np.ndarray) -> float:
-    """Lower bound from the points whose cluster is already decided at a node.
+def fixed_planes(points: np.ndarray, allowed: np.ndarray) -> tuple[float, np.ndarray]:
+    """Bound and squared distances from the points whose cluster is already decided at a node.
 
     A point allowed in exactly one cluster belongs to it; the least-squares cost of a cluster
     never decreases when points are added, so the sum over clusters of the optimal plane cost
     of the decided points bounds every completion (the bound of the exact assignment B&B).
+    Also returns (m, k) squared distances of every point to those planes (0 for a cluster
+    with at most n decided points, whose plane is not determined yet): a point far from all
+    the planes it may join is the one whose branching raises the bound most.
     """
+    m, k = allowed.shape
+    n = points.shape[1]
+    distances = np.zeros((m, k))
     decided = allowed.sum(axis=1) == 1
     if not np.any(decided):
-        return 0.0
-    labels = np.argmax(allowed[decided], axis=1)
-    members = points[decided]
-    n = points.shape[1]
+        return 0.0, distances
+    labels = np.argmax(allowed, axis=1)
     total = 0.0
-    for j in np.unique(labels):
-        group = members[labels == j]
+    for j in range(k):
+        group = points[decided & (labels == j)]
         if group.shape[0] > n:
-            total += cluster_plane(group)[0]
-    return total
+            cost, normal, offset = cluster_plane(group)
+            total += cost
+            r = points @ normal - offset
+            distances[:, j] = r * r
+    return total, distances
+
+
+def fixed_assignment_bound(points: np.ndarray, allowed: np.ndarray) -> float:
+    """The bound part of :func:`fixed_planes`."""
+    return fixed_planes(points, allowed)[0]

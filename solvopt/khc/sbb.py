@@ -46,7 +46,7 @@ NORM_TOL = 1e-6
 
 @dataclass(order=True)
 class Node:
-    bound: float
+    bound: float                                 # heap key: best bound first, then deepest, then oldest
     order: int
     allowed: np.ndarray = field(compare=False)   # (m, k) bool: clusters point i may still join
     wlo: np.ndarray = field(compare=False)       # (k, n) box of the normals
@@ -54,6 +54,7 @@ class Node:
     ulo: np.ndarray = field(compare=False)       # (k, n) bounds of the inf-norm binaries
     uhi: np.ndarray = field(compare=False)
     depth: int = field(compare=False, default=0)
+    distances: np.ndarray | None = field(compare=False, default=None)   # (m, k) to the decided planes
 
     def child(self, bound: float, order: int, **changes) -> "Node":
         fields_ = {name: getattr(self, name).copy() for name in ("allowed", "wlo", "whi", "ulo", "uhi")}
@@ -68,7 +69,7 @@ class SpatialBranchAndBound:
 
     def __init__(self, points: np.ndarray, k: int, norms: frozenset[str], options: SolveOptions,
                  big_m: float | None = None, symmetry_breaking: bool = True, assignment_bound: bool = True,
-                 heuristic_restarts: int = 10):
+                 heuristic_restarts: int = 10, point_rule: str = "maxmin"):
         self.points = points
         self.m, self.n = points.shape
         self.k = k
@@ -80,6 +81,9 @@ class SpatialBranchAndBound:
         # ||w||_2 >= 1/sqrt(n) (||w||_inf >= 1/sqrt n, or ||w||_1 >= 1), which scales costs by 1/n
         self.assignment_scale = 1.0 if self.two_norm else 1.0 / self.n
         self.heuristic_restarts = heuristic_restarts
+        if point_rule not in ("maxmin", "fractional"):
+            raise ModelError(f"point_rule must be 'maxmin' or 'fractional', got {point_rule!r}")
+        self.point_rule = point_rule
         # costs below this are rounding noise (e.g. a perfect fit computes as 1e-31, not 0)
         self.zero_tol = 1e-12 * max(1.0, float(np.sum((points - points.mean(axis=0)) ** 2)))
         diameter = rx.data_big_m(points)
@@ -102,7 +106,7 @@ class SpatialBranchAndBound:
         self.seen_roundings: set[bytes] = set()
         self.stats = {"nodes": 0, "lp_iterations": 0, "cut_rounds": 0, "max_depth": 0,
                       "branch_point": 0, "branch_binary": 0, "branch_orthant": 0, "branch_bisect": 0,
-                      "pruned_by_assignment_bound": 0, "infeasible_nodes": 0}
+                      "pruned_by_assignment_bound": 0, "infeasible_nodes": 0, "lp_raised_bound": 0}
         self.counter = itertools.count()
 
     # --- incumbents ----------------------------------------------------------------------
@@ -188,8 +192,7 @@ class SpatialBranchAndBound:
         labels = np.argmax(x, axis=1)
         bound = node.bound
         if fractional.max() > INTEGRALITY_TOL:
-            i = int(np.argmax(fractional))
-            return self.point_children(node, i, x[i], bound)
+            return self.point_children(node, self.branching_point(node, fractional), x, bound)
         if sol.u is not None:
             frac_u = np.minimum(sol.u, 1.0 - sol.u)
             if frac_u.max() > INTEGRALITY_TOL:
@@ -219,11 +222,24 @@ class SpatialBranchAndBound:
             return None                             # ask for converged cuts first
         return self.fallback_children(node)
 
-    def point_children(self, node: Node, i: int, xi: np.ndarray, bound: float) -> list[Node]:
-        """k-way branch: point i joins one of its allowed clusters (most LP weight first)."""
+    def branching_point(self, node: Node, fractional: np.ndarray) -> int:
+        """The open point to branch on: with rule "maxmin" the one farthest from every plane it may
+        join (fitted to the decided points), so that each child raises the assignment bound;
+        ties (e.g. no planes yet) and rule "fractional" take the LP's most fractional point."""
+        if self.point_rule == "maxmin" and node.distances is not None:
+            open_ = node.allowed.sum(axis=1) > 1
+            reach = np.where(node.allowed, node.distances, np.inf).min(axis=1)
+            score = np.where(open_, reach, -1.0)
+            if score.max() > 0.0:
+                return int(np.argmax(score + 1e-9 * fractional))
+        return int(np.argmax(fractional))
+
+    def point_children(self, node: Node, i: int, x: np.ndarray, bound: float) -> list[Node]:
+        """k-way branch: point i joins one of its allowed clusters (nearest plane, then most LP weight, first)."""
         self.stats["branch_point"] += 1
         children = []
-        for j in sorted(np.flatnonzero(node.allowed[i]), key=lambda c: -xi[c]):
+        near = node.distances[i] if node.distances is not None else np.zeros(self.k)
+        for j in sorted(np.flatnonzero(node.allowed[i]), key=lambda c: (near[c], -x[i, c])):
             row = np.zeros(self.k, dtype=bool)
             row[j] = True
             children.append(node.child(bound, next(self.counter), allowed=(i, row)))
@@ -262,10 +278,10 @@ class SpatialBranchAndBound:
             return True
         return False
 
-    def global_bound(self, heap: list[Node], extra: list[Node]) -> float:
+    def global_bound(self, heap: list[tuple], extra: list[Node]) -> float:
         candidates = [self.upper, self.pruned_floor] + [nd.bound for nd in extra]
         if heap:
-            candidates.append(heap[0].bound)
+            candidates.append(heap[0][0])
         return min(candidates)
 
     def process(self, node: Node, deadline: float | None) -> list[Node] | None:
@@ -274,7 +290,8 @@ class SpatialBranchAndBound:
             self.stats["infeasible_nodes"] += 1
             return []
         if self.assignment_bound:
-            fixed = self.assignment_scale * rx.fixed_assignment_bound(self.points, node.allowed)
+            fixed, node.distances = rx.fixed_planes(self.points, node.allowed)
+            fixed *= self.assignment_scale
             node.bound = max(node.bound, fixed)
             if self.prunable(node.bound):
                 self.stats["pruned_by_assignment_bound"] += 1
@@ -287,6 +304,8 @@ class SpatialBranchAndBound:
             return []
         if sol.status != "optimal":
             return self.fallback_children(node)
+        if sol.value > node.bound + self.zero_tol:
+            self.stats["lp_raised_bound"] += 1     # how often the LP beats the assignment bound
         node.bound = max(node.bound, sol.value)
         if self.stats["nodes"] == 1:
             self.stats["root_lp_bound"] = sol.value
@@ -313,7 +332,7 @@ class SpatialBranchAndBound:
         """When HiGHS fails on a node, split it without LP information (the bound stays valid)."""
         open_points = np.flatnonzero(node.allowed.sum(axis=1) > 1)
         if open_points.size:
-            return self.point_children(node, int(open_points[0]), np.zeros(self.k), node.bound)
+            return self.point_children(node, int(open_points[0]), np.zeros((self.m, self.k)), node.bound)
         j = int(np.argmax([np.max(node.whi[c] - node.wlo[c]) for c in range(self.k)]))
         return self.spatial_children(node, j, 0.5 * (node.wlo[j] + node.whi[j]), node.bound)
 
@@ -330,7 +349,7 @@ class SpatialBranchAndBound:
         deadline = None if opts.time_limit is None else start + opts.time_limit
         progress = Progress(opts.progress, log=opts.log)
         self.initial_incumbent()
-        heap: list[Node] = []
+        heap: list[tuple] = []   # (bound, -depth, order, node)
         dive: list[Node] = [self.root()]
         termination = None
         max_dive = self.m + 2 * self.k * self.n
@@ -352,14 +371,14 @@ class SpatialBranchAndBound:
             if opts.node_limit is not None and self.stats["nodes"] >= opts.node_limit:
                 termination = Termination.ITERATION_LIMIT
                 break
-            node = dive.pop() if dive else heapq.heappop(heap)
+            node = dive.pop() if dive else heapq.heappop(heap)[-1]
             if self.prunable(node.bound):
                 continue
             self.stats["nodes"] += 1
             self.stats["max_depth"] = max(self.stats["max_depth"], node.depth)
             children = self.process(node, deadline)
             if children is None:             # HiGHS ran out of time: the node stays open
-                heapq.heappush(heap, node)
+                heapq.heappush(heap, (node.bound, -node.depth, node.order, node))
                 termination = Termination.TIME_LIMIT
                 break
             for child in children:
@@ -372,7 +391,7 @@ class SpatialBranchAndBound:
             else:
                 dive_length = 0
             for child in children:
-                heapq.heappush(heap, child)
+                heapq.heappush(heap, (child.bound, -child.depth, child.order, child))
         lower = min(self.global_bound(heap, dive), self.best_cost)
         return self.result(termination, lower, time.perf_counter() - start)
 
@@ -404,7 +423,7 @@ class SBBSolver(Solver):
     description = ("spatial branch-and-bound: HiGHS node LPs with tangent cuts, secants of ||w||^2 >= 1, "
                    "inf-/1-norm strengthening, orthant branching and FBBT")
     capabilities = ("exact", "time_limit", "bound", "norms")
-    extra_options = {"norms": None, "assignment_bound": True, "heuristic_restarts": 10}
+    extra_options = {"norms": None, "assignment_bound": True, "heuristic_restarts": 10, "point_rule": "maxmin"}
 
     @classmethod
     def compile(cls, model):
@@ -420,7 +439,7 @@ class SBBSolver(Solver):
                                     big_m=getattr(compiled, "big_m", None),
                                     symmetry_breaking=getattr(compiled, "symmetry_breaking", True),
                                     assignment_bound=bool(options.extra["assignment_bound"]),
-                                    heuristic_restarts=int(restarts))
+                                    heuristic_restarts=int(restarts), point_rule=options.extra["point_rule"])
         return sbb.solve()
 
 
