@@ -235,3 +235,12 @@ def test_gurobi_on_the_exported_model_matches_sbb():
     theirs = get_solver("khc", "gurobi").run(khc(pts, 2), norms="2,inf", time_limit=60, threads=1)
     assert theirs.termination is Termination.OPTIMAL
     assert theirs.objective == pytest.approx(ours.objective, rel=1e-6)
+
+
+def test_family_model_exports_the_same_minlp_to_pyomo():
+    pytest.importorskip("pyomo")
+    from solvopt.dsl.hyperplane import HyperplaneClustering
+    hc = HyperplaneClustering(np.random.default_rng(11).uniform(0, 10, (6, 2)), 2, norms=("2", "1", "inf"))
+    names = {c.name for c in hc.to_pyomo().component_objects()}
+    assert {"x", "w", "gamma", "d", "u", "p", "q", "s", "unit_0", "unit_1", "inf_norm", "one_norm"} <= names
+    assert hc.solve("sbb").objective == pytest.approx(brute_force(np.asarray(hc.points), 2), rel=1e-6)
