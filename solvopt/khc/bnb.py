@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from ..core.errors import ModelError
 from ..core.progress import Progress
 from .geometry import assignment_cost
 from .heuristics import kplane, local_search
@@ -48,7 +49,7 @@ from .heuristics import kplane, local_search
 BATCH_NODES = (10_000, 1_000_000)  # nodes per kernel call between time checks: first, largest
 BATCH_SECONDS = 0.2                # the batch grows while a call takes less than this
 SUFFIX_REL_GAP = 1e-10         # the dolls are solved (almost) exactly: their bounds feed the next
-ORDERS = ("farthest", "input", "margin")
+ORDERS = ("farthest", "dynamic", "input", "margin")
 NEAR_DOUBLE = 1e-4               # 3 x 3 closed form only when |r| <= 1 - NEAR_DOUBLE
 
 # kernel return codes
@@ -117,23 +118,65 @@ def _add_point(cnt, mean, S, lam, level, j, x, n):
 
 
 @njit(cache=True)
-def _expand(X, R, k, level, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos, tmp_S):
-    """List the children of the node at ``level`` (point ``level`` to each cluster), sorted by bound."""
+def _added_cost(x, cnt, mean, S, level, j, n, tmp_S):
+    """lambda_min of cluster j at ``level`` after adding point x (the cluster is not changed)."""
+    c = cnt[level, j]
+    if c + 1.0 <= n:
+        return 0.0
+    factor = c / (c + 1.0)
+    for a in range(n):
+        da = x[a] - mean[level, j, a]
+        for b in range(n):
+            tmp_S[a, b] = S[level, j, a, b] + factor * da * (x[b] - mean[level, j, b])
+    return max(0.0, _smallest_eigenvalue(tmp_S, n))
+
+
+@njit(cache=True)
+def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, tmp_S):
+    """Dynamic order: the unassigned point whose cheapest placement raises the bound most.
+
+    ``max_u min_j (lambda_min(A_j + u) - lambda_min(A_j))`` is itself a valid increase of the
+    node's bound (u must go somewhere); branching on that u makes all its children strong.
+    While some usable cluster has fewer than n points every increase is 0: take the next point
+    in the static order.
+    """
+    M, n = X.shape
+    limit = min(used[level] + 1, k)
+    first = -1
+    for p in range(M):
+        if not assigned[p]:
+            first = p
+            break
+    for j in range(limit):
+        if cnt[level, j] + 1.0 <= n:
+            return first
+    best_point, best_increase = first, -1.0
+    for p in range(M):
+        if assigned[p]:
+            continue
+        cheapest = np.inf
+        for j in range(limit):
+            increase = _added_cost(X[p], cnt, mean, S, level, j, n, tmp_S) - lam[level, j]
+            if increase < cheapest:
+                cheapest = increase
+                if cheapest <= best_increase:
+                    break  # cannot beat the best point found so far
+        if cheapest > best_increase:
+            best_increase = cheapest
+            best_point = p
+    return best_point
+
+
+@njit(cache=True)
+def _expand(X, R, k, level, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos, tmp_S,
+            point):
+    """List the children of the node at ``level`` (``point`` to each cluster), sorted by bound."""
     n = X.shape[1]
-    x = X[level]
+    x = X[point]
     limit = min(used[level] + 1, k)
     count = 0
     for j in range(limit):
-        c = cnt[level, j]
-        if c + 1.0 <= n:
-            new_lam = 0.0
-        else:
-            factor = c / (c + 1.0)
-            for a in range(n):
-                da = x[a] - mean[level, j, a]
-                for b in range(n):
-                    tmp_S[a, b] = S[level, j, a, b] + factor * da * (x[b] - mean[level, j, b])
-            new_lam = max(0.0, _smallest_eigenvalue(tmp_S, n))
+        new_lam = _added_cost(x, cnt, mean, S, level, j, n, tmp_S)
         b_child = base[level] - lam[level, j] + new_lam + R[level + 1]
         if b_child < bound[level]:
             b_child = bound[level]
@@ -151,12 +194,14 @@ def _expand(X, R, k, level, cnt, mean, S, lam, used, base, bound, child_j, child
 
 
 @njit(cache=True)
-def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos,
-            assign, best, scal, iscal, max_nodes, rel_gap, abs_gap):
+def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos, branch_point, assigned,
+            dynamic, assign, best, scal, iscal, max_nodes, rel_gap, abs_gap):
     """Run the depth-first search for at most ``max_nodes`` nodes; return _DONE or _BUDGET.
 
-    scal = [incumbent, min bound of pruned nodes]; iscal = [depth, nodes]. Everything lives in
-    the arrays, so the next call resumes where this one stopped.
+    Level d's children put point ``branch_point[d]`` into each cluster (d itself in the static
+    order; chosen by :func:`_pick_point` when ``dynamic``). scal = [incumbent, min bound of
+    pruned nodes]; iscal = [depth, nodes]. Everything lives in the arrays, so the next call
+    resumes where this one stopped.
     """
     M, n = X.shape
     tmp_S = np.zeros((n, n))
@@ -168,6 +213,7 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         if iscal[1] - nodes_start >= max_nodes:
             return _BUDGET
         if pos[d] >= nchild[d]:
+            assigned[branch_point[d]] = False
             iscal[0] = d - 1
             continue
         j = child_j[d, pos[d]]
@@ -179,8 +225,9 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
                 scal[1] = b  # the remaining siblings have larger bounds
             pos[d] = nchild[d]
             continue
-        # the child: copy level d to d + 1 and put point d into cluster j
+        # the child: copy level d to d + 1 and put the branching point into cluster j
         e = d + 1
+        point = branch_point[d]
         for c in range(k):
             cnt[e, c] = cnt[d, c]
             lam[e, c] = lam[d, c]
@@ -188,14 +235,15 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
                 mean[e, c, a] = mean[d, c, a]
                 for q in range(n):
                     S[e, c, a, q] = S[d, c, a, q]
-        _add_point(cnt, mean, S, lam, e, j, X[d], n)
+        _add_point(cnt, mean, S, lam, e, j, X[point], n)
         used[e] = max(used[d], j + 1)
         total = 0.0
         for c in range(k):
             total += lam[e, c]
         base[e] = total
         bound[e] = b
-        assign[d] = j
+        assign[point] = j
+        assigned[point] = True
         iscal[1] += 1
         if e == M:
             if total < scal[0]:
@@ -203,7 +251,12 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
                 for i in range(M):
                     best[i] = assign[i]
             continue
-        _expand(X, R, k, e, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos, tmp_S)
+        if dynamic:
+            branch_point[e] = _pick_point(X, k, e, cnt, mean, S, lam, used, assigned, tmp_S)
+        else:
+            branch_point[e] = e
+        _expand(X, R, k, e, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos, tmp_S,
+                branch_point[e])
         iscal[0] = e
 
 
@@ -216,6 +269,7 @@ class DollSearch:
     k: int
     incumbent: float
     incumbent_assignment: np.ndarray
+    dynamic: bool = False   # pick the branching point per node (then R must be 0)
     nodes: int = 0
     arrays: dict = field(default_factory=dict)
 
@@ -234,6 +288,8 @@ class DollSearch:
         a["child_b"] = np.zeros((M + 1, k))
         a["nchild"] = np.zeros(M + 1, dtype=np.int64)
         a["pos"] = np.zeros(M + 1, dtype=np.int64)
+        a["branch_point"] = np.zeros(M + 1, dtype=np.int64)
+        a["assigned"] = np.zeros(M, dtype=np.bool_)
         a["assign"] = np.zeros(M, dtype=np.int64)
         a["best"] = np.array(self.incumbent_assignment, dtype=np.int64)
         a["scal"] = np.array([self.incumbent, np.inf])
@@ -248,8 +304,9 @@ class DollSearch:
         """Search at most ``max_nodes`` nodes; True when the search is complete."""
         a = self.arrays
         code = _search(self.X, self.R, self.k, a["cnt"], a["mean"], a["S"], a["lam"], a["used"], a["base"],
-                       a["bound"], a["child_j"], a["child_b"], a["nchild"], a["pos"], a["assign"], a["best"],
-                       a["scal"], a["iscal"], max_nodes, rel_gap, abs_gap)
+                       a["bound"], a["child_j"], a["child_b"], a["nchild"], a["pos"], a["branch_point"],
+                       a["assigned"], self.dynamic, a["assign"], a["best"], a["scal"], a["iscal"], max_nodes,
+                       rel_gap, abs_gap)
         self.nodes = int(a["iscal"][1])
         self.incumbent = float(a["scal"][0])
         self.incumbent_assignment = a["best"].copy()
@@ -278,13 +335,14 @@ def branching_order(points: np.ndarray, k: int, how: str, assignment: np.ndarray
     """The order in which points are branched on (the dolls are its suffixes).
 
     ``farthest``: farthest-first traversal from the point farthest from the centroid (spread
-    points early make clusters expensive early); ``margin``: most ambiguous points last, by the
+    points early make clusters expensive early); ``dynamic``: per node (see ``_pick_point``),
+    ties and the first levels in the farthest order; ``margin``: most ambiguous points last, by the
     gap between their nearest and second nearest plane of ``assignment``; ``input``: as given.
     """
     m = points.shape[0]
     if how == "input" or m <= 1:
         return np.arange(m)
-    if how == "farthest":
+    if how in ("farthest", "dynamic"):
         centred = points - points.mean(axis=0)
         first = int(np.argmax((centred ** 2).sum(axis=1)))
         order = [first]
@@ -345,6 +403,8 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
 
     ``suffix_bounds=True`` adds the Russian-doll suffix bounds R (see the module docstring).
     """
+    if order == "dynamic" and suffix_bounds:
+        raise ModelError("the suffix bounds need a static branching order; order='dynamic' cannot use them")
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
     pts = np.asarray(points, dtype=np.float64)
@@ -377,7 +437,7 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
         else:
             inc_labels, inc_cost = _doll_incumbent(Xs, k, previous, seed)
             gap_rel, gap_abs = SUFFIX_REL_GAP, 0.0
-        search = DollSearch(Xs, R[s:], k, inc_cost, inc_labels)
+        search = DollSearch(Xs, R[s:], k, inc_cost, inc_labels, dynamic=order == "dynamic")
         stopped = None
         batch = BATCH_NODES[0]
         doll = f"doll {m - s}/{m} " if suffix_bounds else ""
