@@ -161,8 +161,8 @@ class NodeLP:
         lp.a_matrix_.value_ = A.data.astype(float)
         lp.a_matrix_.num_col_ = self.num_cols
         lp.a_matrix_.num_row_ = r
-        h = hs.Highs()
-        h.setOptionValue("output_flag", False)
+        from solvopt.dsl.backends.highs import new_highs
+        h = new_highs()     # silent: no banner on stdout (JSON output stays clean)
         h.setOptionValue("presolve", "off")       # warm-started re-solves: presolve would discard the basis
         h.setOptionValue("threads", 1)
         status = h.passModel(lp)
