@@ -322,3 +322,20 @@ def test_cli_on_shared_instance_with_k_override(shared_instances, capsys):
     assert main(["solve", str(path), "--json", "--k", "3", "--method", "heuristic"]) == 0
     record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert record["method"] == "heuristic" and max(record["solution"]["assignment"]["__ndarray__"]) <= 2
+
+
+def test_heuristic_init_is_used_and_never_worsened():
+    pts = np.random.default_rng(31).normal(size=(9, 2))
+    optimum = reference_optimum(pts, 3)
+    best = HyperplaneClustering(pts, 3).solve("bnb").solution["assignment"]
+    labels, cost = kplane(pts, 3, restarts=1, seed=5, init=best)
+    assert close(cost, optimum)
+    with pytest.raises(ModelError):
+        kplane(pts, 3, init=np.zeros(4, dtype=int))
+
+
+def test_bnb_progress_lines_go_to_stderr(capsys):
+    pts = np.random.default_rng(2).normal(size=(10, 2))
+    HyperplaneClustering(pts, 2).solve("bnb", progress=True)
+    err = capsys.readouterr().err
+    assert "bnb nodes" in err and "incumbent" in err and "bound" in err and "gap" in err
