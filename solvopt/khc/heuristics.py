@@ -29,7 +29,7 @@ from ..core.errors import ModelError
 from .geometry import assignment_cost, cluster_plane, fit_planes, point_distances
 
 # Largest m * k * n^3 for which every single-point move is evaluated exactly.
-EXACT_MOVE_BUDGET = 3_000_000
+EXACT_MOVE_BUDGET = 300_000
 # Restarts run on a subsample of this many points when m is larger (and k n is small enough).
 SUBSAMPLE_SIZE = 4000
 # Share of the points relabelled at random by each perturbation round (iterated local search).
