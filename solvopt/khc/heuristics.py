@@ -32,6 +32,8 @@ from .geometry import assignment_cost, cluster_plane, fit_planes, point_distance
 EXACT_MOVE_BUDGET = 300_000
 # Restarts run on a subsample of this many points when m is larger (and k n is small enough).
 SUBSAMPLE_SIZE = 4000
+# Neighbours (times n) fitted with the seed point of a local k-plane++ start.
+LOCAL_NEIGHBOURS = 2
 # Share of the points relabelled at random by each perturbation round (iterated local search).
 PERTURB_FRACTION = 0.15
 # Starts refined on all points after the subsampled restarts.
@@ -206,33 +208,43 @@ def _lloyd(points: np.ndarray, labels: np.ndarray, k: int, max_iter: int, deadli
     return labels
 
 
-def _seed_planes(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """k-plane++ start: planes through n sampled points, later ones sampled far from earlier planes."""
+def _seed_planes(points: np.ndarray, k: int, rng: np.random.Generator, local: bool) -> np.ndarray:
+    """k-plane++ start: each plane fitted to a sample, later ones seeded far from earlier planes.
+
+    ``local=False``: the plane through n points sampled with probability proportional to their
+    squared distance to the planes so far. ``local=True``: the least-squares plane of one such
+    point and its LOCAL_NEIGHBOURS n nearest neighbours (points close together tend to lie on
+    the same plane, which n scattered points rarely do when k is large).
+    """
     m, n = points.shape
-    size = min(n, m)
     normals = np.zeros((k, n))
     offsets = np.zeros(k)
     weights = np.ones(m)
     for j in range(k):
-        prob = weights / weights.sum() if weights.sum() > 0 else None
-        chosen = rng.choice(m, size=size, replace=False, p=prob if prob is not None and np.count_nonzero(prob) >= size else None)
+        usable = np.count_nonzero(weights) >= n
+        prob = weights / weights.sum() if usable else None
+        if local:
+            seed = rng.choice(m, p=prob)
+            near = np.argsort(((points - points[seed]) ** 2).sum(axis=1))[: min(m, LOCAL_NEIGHBOURS * n + 1)]
+            chosen = near
+        else:
+            chosen = rng.choice(m, size=min(n, m), replace=False, p=prob)
         _, normals[j], offsets[j] = cluster_plane(points[chosen])
-        d = point_distances(points, normals[: j + 1], offsets[: j + 1]).min(axis=1)
-        weights = d
-    labels = np.argmin(point_distances(points, normals, offsets), axis=1)
-    return _fill_empty(labels, point_distances(points, normals, offsets), k)
+        weights = point_distances(points, normals[: j + 1], offsets[: j + 1]).min(axis=1)
+    distances = point_distances(points, normals, offsets)
+    return _fill_empty(np.argmin(distances, axis=1), distances, k)
 
 
 def _starts(points: np.ndarray, k: int, restarts: int, rng: np.random.Generator):
-    """Initial assignments: alternately k-plane++ and uniformly random labels."""
+    """Initial assignments, in turn: local k-plane++, k-plane++, uniformly random labels."""
     m = points.shape[0]
     for r in range(restarts):
-        if r % 2 == 0:
-            yield _seed_planes(points, k, rng)
-        else:
+        if r % 3 == 2:
             labels = rng.integers(0, k, size=m)
             labels[rng.permutation(m)[:k]] = np.arange(k)  # every cluster nonempty
             yield labels
+        else:
+            yield _seed_planes(points, k, rng, local=r % 3 == 0)
 
 
 def _perturbation_search(points: np.ndarray, k: int, best: tuple[float, np.ndarray], rounds: int, max_iter: int,
