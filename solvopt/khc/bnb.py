@@ -468,9 +468,9 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
         previous = search.incumbent_assignment
         if stopped is not None or s == 0:
             if s == 0:
-                final_labels, final_cost = search.incumbent_assignment, search.incumbent
+                final_labels = search.incumbent_assignment
             else:  # the whole problem was never reached: keep the heuristic's answer
-                final_labels, final_cost = _relabel(inv_labels), cost
+                final_labels = _relabel(inv_labels)
             assignment = np.empty(m, dtype=np.int64)
             assignment[perm] = final_labels
             objective = assignment_cost(pts, assignment, k)
