@@ -45,7 +45,7 @@ class NodeLP:
     """The k-HC2 node relaxation held in one ``highspy.Highs`` object."""
 
     def __init__(self, points: np.ndarray, k: int, norms: frozenset[str], pairs: np.ndarray, big_m: float,
-                 cut_rounds: int = 6):
+                 cut_rounds: int = 1, initial_tangents: tuple[float, ...] = (1 / 128, 1 / 32, 1 / 8, 1 / 2)):
         try:
             import highspy
         except ImportError:  # pragma: no cover - highspy is a core dependency
@@ -59,6 +59,7 @@ class NodeLP:
         self.P = len(pairs)
         self.big_m = big_m
         self.max_cut_rounds = cut_rounds
+        self.initial_tangents = initial_tangents
         self.num_cuts = 0
         self._layout()
         self._build()
@@ -136,8 +137,8 @@ class NodeLP:
                     add_row([self.cp[j, l], self.cs[j, l]], [1.0, -1.0], -INF, 0.0)
                     add_row([self.cq[j, l], self.cs[j, l]], [1.0, 1.0], -INF, 1.0)
                 add_row([*self.cp[j], *self.cq[j]], np.ones(2 * n), 1.0, INF)
-        # a few tangents of d^2 to start from (more are added lazily)
-        for frac in (0.0625, 0.25):
+        # tangents of d^2 at geometrically spaced fractions of M (more are added lazily)
+        for frac in self.initial_tangents:
             d0 = frac * M
             for p in range(P):
                 add_row([self.ct[p], self.cd[p]], [1.0, -2.0 * d0], -d0 * d0, INF)
@@ -257,7 +258,7 @@ class NodeLP:
         return count
 
     def solve(self, time_left: float | None = None, max_rounds: int | None = None,
-              ball_cuts: bool = True) -> LPSolution:
+              ball_cuts: bool = True, stall_stop: bool = True) -> LPSolution:
         """Solve the loaded node, adding violated cuts for up to ``max_rounds`` rounds.
 
         Every LP value along the way is a valid bound (the cuts only underestimate d^2), so a
@@ -278,16 +279,16 @@ class NodeLP:
                 return LPSolution(status, iterations=iterations, cut_rounds=rounds)
             value = float(info.objective_function_value)
             col = np.asarray(self.h.getSolution().col_value)
-            stalled = rounds >= 2 and value - previous <= 1e-6 * max(1.0, abs(value))
+            stalled = stall_stop and rounds >= 2 and value - previous <= 1e-6 * max(1.0, abs(value))
             if rounds >= max_rounds or stalled or self._add_cuts(col, ball_cuts and rounds == 0) == 0:
                 break
             previous = value
             rounds += 1
         return self._unpack(col, value, iterations, rounds)
 
-    def refine(self, time_left: float | None = None, rounds: int = 200) -> LPSolution:
+    def refine(self, time_left: float | None = None, rounds: int = 25) -> LPSolution:
         """Converge the cuts on the loaded node (used before declaring a node solved)."""
-        return self.solve(time_left, max_rounds=rounds, ball_cuts=False)
+        return self.solve(time_left, max_rounds=rounds, ball_cuts=False, stall_stop=False)
 
     def _run(self) -> str:
         hs = self._highspy

@@ -69,7 +69,7 @@ class SpatialBranchAndBound:
 
     def __init__(self, points: np.ndarray, k: int, norms: frozenset[str], options: SolveOptions,
                  big_m: float | None = None, symmetry_breaking: bool = True, assignment_bound: bool = True,
-                 heuristic_restarts: int = 10, point_rule: str = "maxmin"):
+                 heuristic_restarts: int = 10, point_rule: str = "maxmin", cut_rounds: int = 1):
         self.points = points
         self.m, self.n = points.shape
         self.k = k
@@ -96,7 +96,9 @@ class SpatialBranchAndBound:
         self.pair_index = -np.ones((self.m, k), dtype=np.int64)
         self.pair_index[self.pairs[:, 0], self.pairs[:, 1]] = np.arange(len(self.pairs))
         self.inf_threshold = 1.0 / math.sqrt(self.n)
-        self.lp = NodeLP(points, k, norms, self.pairs, self.big_m)
+        if not isinstance(cut_rounds, (int, np.integer)) or cut_rounds < 0:
+            raise ModelError(f"cut_rounds must be an integer >= 0, got {cut_rounds!r}")
+        self.lp = NodeLP(points, k, norms, self.pairs, self.big_m, cut_rounds=int(cut_rounds))
         # incumbent: best k-HC2 assignment (refitted planes) and the best value of the solved model
         self.best_assignment: np.ndarray | None = None
         self.best_cost = math.inf
@@ -215,8 +217,12 @@ class SpatialBranchAndBound:
                 j = max(short, key=lambda c: 1.0 - sq[c])
                 return self.spatial_children(node, j, sol.w[j], bound)
         value = self.model_value(labels, sol.w, sol.g)
-        if value <= sol.value + 1e-7 * max(1.0, abs(value)):
-            self.improve_upper(value, labels)       # the LP point is feasible: the node is solved
+        self.improve_upper(value, labels)           # the LP point is feasible for the model
+        if value <= sol.value + max(self.tolerance(), 1e-9 * (1.0 + abs(value))):
+            # nothing in the node beats the incumbent by more than the tolerance: close it, and
+            # keep its LP value in the global bound when that is below the incumbent
+            if sol.value < self.upper:
+                self.pruned_floor = min(self.pruned_floor, sol.value)
             return []
         if not refined:
             return None                             # ask for converged cuts first
@@ -423,7 +429,8 @@ class SBBSolver(Solver):
     description = ("spatial branch-and-bound: HiGHS node LPs with tangent cuts, secants of ||w||^2 >= 1, "
                    "inf-/1-norm strengthening, orthant branching and FBBT")
     capabilities = ("exact", "time_limit", "bound", "norms")
-    extra_options = {"norms": None, "assignment_bound": True, "heuristic_restarts": 10, "point_rule": "maxmin"}
+    extra_options = {"norms": None, "assignment_bound": True, "heuristic_restarts": 10, "point_rule": "maxmin",
+                     "cut_rounds": 1}
 
     @classmethod
     def compile(cls, model):
@@ -439,7 +446,8 @@ class SBBSolver(Solver):
                                     big_m=getattr(compiled, "big_m", None),
                                     symmetry_breaking=getattr(compiled, "symmetry_breaking", True),
                                     assignment_bound=bool(options.extra["assignment_bound"]),
-                                    heuristic_restarts=int(restarts), point_rule=options.extra["point_rule"])
+                                    heuristic_restarts=int(restarts), point_rule=options.extra["point_rule"],
+                                    cut_rounds=options.extra["cut_rounds"])
         return sbb.solve()
 
 
