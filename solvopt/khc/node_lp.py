@@ -263,9 +263,8 @@ class NodeLP:
 
         Every LP value along the way is a valid bound (the cuts only underestimate d^2), so a
         small round count just gives a weaker bound; :meth:`refine` continues the same node.
-        A round that no longer raises the value by a relative 1e-6 stops the loop early.
+        With ``stall_stop``, a round that no longer raises the value by 1e-6 (relative) ends it.
         """
-        hs = self._highspy
         if max_rounds is None:
             max_rounds = self.max_cut_rounds
         if time_left is not None:   # HiGHS measures its limit on a clock that runs across solves

@@ -415,7 +415,8 @@ class SpatialBranchAndBound:
             # the p-norm solution rescaled to unit 2-norm planes (refitted): a k-HC2 solution
             stats["p_norm_solution_cost"] = assignment_cost(self.points, self.upper_assignment, self.k)
             message = (f"solved the {'+'.join(sorted(self.norms))}-norm relaxation: bound = its optimum LB_p <= OPT_2,"
-                       " objective = the best k-HC2 solution met (the p-norm solution refitted is stats['p_norm_solution_cost'])")
+                       " objective = the best k-HC2 solution met (the p-norm solution refitted:"
+                       " stats['p_norm_solution_cost'])")
         return Result(termination=termination,
                       solution_status=SolutionStatus.OPTIMAL if solved_k_hc2 else SolutionStatus.FEASIBLE,
                       objective=objective, bound=lower, gap=gap, solution=solution, stats=stats,
