@@ -82,8 +82,7 @@ def cmd_solve(args) -> int:
             if family not in FAMILY_HANDLERS:
                 raise CliError(f"{path}: no solver for instances of family {family!r}")
             handler = _load(FAMILY_HANDLERS[family])
-            result = handler(instance, args.method, dict(options),
-                             {k: v for k, v in params.items() if k != "k" or family == "khc"})
+            result = handler(instance, args.method, dict(options), dict(params))  # handlers reject flags they don't take
         except SolvoptError as exc:
             _error(str(exc))
             status = EXIT_ERROR

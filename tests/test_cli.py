@@ -103,3 +103,9 @@ def test_console_script_entry_point_runs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
     assert info["family"] == "lp" and info["format"] == "mps"
+
+
+def test_k_flag_on_a_non_khc_instance_is_an_error(capsys, samples):
+    vrp = samples / "cvrp" / "X-n101-k25.vrp"
+    code, out, err = _run(capsys, "solve", str(vrp), "--k", "3")
+    assert code == 1 and "--k" in err and "Traceback" not in err
