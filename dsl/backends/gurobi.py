@@ -11,7 +11,7 @@ import numpy as np
 
 from solvopt.core.errors import SolverError
 from solvopt.core.options import SolveOptions
-from solvopt.core.registry import Availability, Solver, module_installed, register
+from solvopt.core.registry import Solver, register
 from solvopt.core.result import Result, SolutionStatus, Termination, relative_gap
 
 from ..standard_form import StandardForm
@@ -67,11 +67,8 @@ class GurobiSolver(Solver):
     name = "gurobi"
     description = "Gurobi (gurobipy): LP, MILP, MIQP, nonconvex quadratic constraints (NonConvex=2)"
     capabilities = ("lp", "milp", "qp", "miqp", "qcp")
+    requires_modules = ("gurobipy",)
     install_hint = "pip install gurobipy  (or solvopt[bench]; its bundled licence is size-limited)"
-
-    @classmethod
-    def available(cls) -> Availability:
-        return Availability.AVAILABLE if module_installed("gurobipy") else Availability.NOT_INSTALLED
 
     def solve(self, compiled: StandardForm, options: SolveOptions) -> Result:
         import gurobipy as gp

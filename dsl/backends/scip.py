@@ -12,7 +12,7 @@ import numpy as np
 
 from solvopt.core.errors import SolverError
 from solvopt.core.options import SolveOptions
-from solvopt.core.registry import Availability, Solver, module_installed, register
+from solvopt.core.registry import Solver, register
 from solvopt.core.result import Result, SolutionStatus, Termination, relative_gap
 
 from ..standard_form import StandardForm
@@ -82,11 +82,8 @@ class ScipSolver(Solver):
     name = "scip"
     description = "SCIP (pyscipopt): MILP, MIQP and nonconvex quadratically constrained models, globally"
     capabilities = ("lp", "milp", "qp", "miqp", "qcp")
+    requires_modules = ("pyscipopt",)
     install_hint = "pip install pyscipopt  (or solvopt[bench])"
-
-    @classmethod
-    def available(cls) -> Availability:
-        return Availability.AVAILABLE if module_installed("pyscipopt") else Availability.NOT_INSTALLED
 
     def solve(self, compiled: StandardForm, options: SolveOptions) -> Result:
         m, x = build_scip_model(compiled, options)

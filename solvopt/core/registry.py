@@ -45,7 +45,7 @@ class Solver:
     """Base class of every registered solver.
 
     Subclasses set ``family``, ``name``, ``description``, optionally ``capabilities``,
-    ``extra_options`` (name -> default), ``default`` and ``install_hint``, and implement
+    ``extra_options`` (name -> default), ``default``, ``requires_modules`` and ``install_hint``, and implement
     :meth:`solve` on the family's compiled form.
     """
 
@@ -56,10 +56,14 @@ class Solver:
     extra_options: ClassVar[dict[str, Any]] = {}
     default: ClassVar[bool] = False
     install_hint: ClassVar[str] = ""
+    requires_modules: ClassVar[tuple[str, ...]] = ()  # optional packages the method imports
 
     @classmethod
     def available(cls) -> Availability:
-        return Availability.AVAILABLE
+        """NOT_INSTALLED when a module in ``requires_modules`` is missing (override for devices)."""
+        if all(module_installed(m) for m in cls.requires_modules):
+            return Availability.AVAILABLE
+        return Availability.NOT_INSTALLED
 
     @classmethod
     def compile(cls, model: Any) -> Any:
