@@ -38,15 +38,6 @@ def _parse_norms(norms) -> tuple[str, ...]:
     return tuple(n for n in NORMS if n in items)
 
 
-def diameter(points: np.ndarray) -> float:
-    """Largest distance between two of the points (0 for a single point)."""
-    if points.shape[0] < 2:
-        return 0.0
-    sq = np.einsum("ij,ij->i", points, points)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * points @ points.T, 0.0)
-    return float(np.sqrt(d2.max()))
-
-
 class HyperplaneClustering(FamilyModel):
     """k-HC2 on ``points`` (m x n) with ``k`` hyperplanes.
 
@@ -101,7 +92,8 @@ class HyperplaneClustering(FamilyModel):
         """
         if self._big_m is not None:
             return self._big_m
-        return max(diameter(self.points), 1e-9)
+        from solvopt.khc.relaxation import data_big_m
+        return data_big_m(self.points)
 
     @classmethod
     def from_instance(cls, instance, **kwargs) -> "HyperplaneClustering":

@@ -14,11 +14,11 @@ from typing import ClassVar
 import numpy as np
 
 from solvopt.core.options import COMMON_OPTIONS, SolveOptions
-from solvopt.core.registry import Availability, Solver, module_installed, register
+from solvopt.core.registry import Solver, register
 from solvopt.core.result import Result, SolutionStatus, Termination, relative_gap
 
-from .formulation import build_model, khc_data, model_norms
-from .geometry import khc_solution
+from .formulation import build_model, model_norms
+from .geometry import khc_solution, model_data
 
 
 def assignment_from_x(x: np.ndarray) -> np.ndarray:
@@ -31,20 +31,15 @@ class ExternalMINLPSolver(Solver):
 
     family = "khc"
     backend: ClassVar[str]
-    module: ClassVar[str]
     extra_options = {"norms": None}
 
     @classmethod
-    def available(cls) -> Availability:
-        return Availability.AVAILABLE if module_installed(cls.module) else Availability.NOT_INSTALLED
-
-    @classmethod
     def compile(cls, model):
-        khc_data(model)
+        model_data(model)
         return model
 
     def solve(self, compiled, options: SolveOptions) -> Result:
-        points, k = khc_data(compiled)
+        points, k = model_data(compiled)
         norms = model_norms(compiled, options.extra["norms"])
         model, handles = build_model(compiled, norms)
         common = {name: getattr(options, name) for name in COMMON_OPTIONS}
@@ -69,7 +64,7 @@ class ExternalMINLPSolver(Solver):
 class ScipMINLP(ExternalMINLPSolver):
     name = "scip"
     backend = "scip"
-    module = "pyscipopt"
+    requires_modules = ("pyscipopt",)
     description = "SCIP (pyscipopt) on the published MINLP built in the DSL, with the chosen norm blocks"
     capabilities = ("exact", "time_limit", "bound", "norms")
     install_hint = "pip install pyscipopt  (or solvopt[bench])"
@@ -79,7 +74,7 @@ class ScipMINLP(ExternalMINLPSolver):
 class GurobiMINLP(ExternalMINLPSolver):
     name = "gurobi"
     backend = "gurobi"
-    module = "gurobipy"
+    requires_modules = ("gurobipy",)
     description = "Gurobi (NonConvex=2) on the published MINLP built in the DSL, with the chosen norm blocks"
     capabilities = ("exact", "time_limit", "bound", "norms")
     install_hint = "pip install gurobipy  (its bundled licence is size-limited)"

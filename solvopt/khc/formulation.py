@@ -21,6 +21,9 @@ import numpy as np
 
 from solvopt.core.errors import ModelError
 
+from .geometry import model_data
+from .relaxation import data_big_m
+
 # The norm sets of the published models: the 2-norm MINLP with optional strengthening blocks,
 # and the pure p-norm problems whose optima are lower bounds LB_p <= OPT_2.
 NORM_SETS = (frozenset({"2"}), frozenset({"2", "inf"}), frozenset({"2", "1"}), frozenset({"2", "1", "inf"}),
@@ -45,22 +48,6 @@ def parse_norms(norms) -> frozenset[str]:
     return result
 
 
-def khc_data(model) -> tuple[np.ndarray, int]:
-    """Points (float64, finite) and k of a HyperplaneClustering (or any object with .points/.k)."""
-    try:
-        points, k = model.points, model.k
-    except AttributeError:
-        raise ModelError("expected a HyperplaneClustering model (with .points and .k)") from None
-    pts = np.asarray(points, dtype=np.float64)
-    if pts.ndim != 2 or pts.shape[0] == 0 or pts.shape[1] == 0:
-        raise ModelError(f"points must be a non-empty (m, n) array, got shape {pts.shape}")
-    if not np.all(np.isfinite(pts)):
-        raise ModelError("points contain NaN or inf")
-    if not isinstance(k, (int, np.integer)) or not 1 <= k <= pts.shape[0]:
-        raise ModelError(f"k must be an integer in 1..m={pts.shape[0]}, got {k!r}")
-    return pts, int(k)
-
-
 def model_norms(hc, norms=None) -> frozenset[str]:
     """The norm set to use: the explicit one, else the model's, else {2, inf}."""
     if norms is None:
@@ -72,7 +59,6 @@ def model_big_m(hc, points: np.ndarray) -> float:
     """The model's big-M, or a valid one from the data (the diameter of the point set)."""
     big_m = getattr(hc, "big_m", None)
     if big_m is None:
-        from .relaxation import data_big_m
         return data_big_m(points)
     if not (isinstance(big_m, (int, float, np.number)) and math.isfinite(big_m) and big_m > 0):
         raise ModelError(f"big_m must be a positive finite number, got {big_m!r}")
@@ -87,7 +73,7 @@ def build_model(hc, norms=None):
     """
     from solvopt.dsl import Model
 
-    points, k = khc_data(hc)
+    points, k = model_data(hc)
     norms = model_norms(hc, norms)
     m, n = points.shape
     big_m = model_big_m(hc, points)

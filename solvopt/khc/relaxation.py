@@ -20,24 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .geometry import cluster_plane
+from .geometry import cluster_plane, diameter
 
 FEAS_TOL = 1e-9
 
 
 def data_big_m(points: np.ndarray) -> float:
-    """A valid big-M for the distance rows: the diameter of the point set.
-
-    Any optimal plane passes through its cluster's centroid, which lies in the convex hull of
-    the points, so no point is farther than the diameter from any optimal plane.
-    """
-    pts = np.asarray(points, dtype=np.float64)
-    if pts.shape[0] < 2:
-        return 1.0
-    # max pairwise distance; the data sets here are small (m <= a few hundred)
-    sq = np.sum(pts * pts, axis=1)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * pts @ pts.T, 0.0)
-    return max(float(np.sqrt(d2.max())), 1e-9)
+    """A valid, positive big-M for the distance rows: the diameter of the point set (see geometry.diameter)."""
+    return max(diameter(points), 1e-9)
 
 
 def secant(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, float]:

@@ -36,8 +36,8 @@ from solvopt.core.registry import Solver, register
 from solvopt.core.result import Result, SolutionStatus, Termination, relative_gap
 
 from . import relaxation as rx
-from .formulation import khc_data, model_norms
-from .geometry import assignment_cost, khc_solution
+from .formulation import model_norms
+from .geometry import assignment_cost, khc_solution, model_data
 from .node_lp import NodeLP
 
 INTEGRALITY_TOL = 1e-6
@@ -435,11 +435,11 @@ class SBBSolver(Solver):
 
     @classmethod
     def compile(cls, model):
-        khc_data(model)          # validate early
+        model_data(model)          # validate early
         return model
 
     def solve(self, compiled, options: SolveOptions) -> Result:
-        points, k = khc_data(compiled)
+        points, k = model_data(compiled)
         restarts = options.extra["heuristic_restarts"]
         if not isinstance(restarts, (int, np.integer)) or restarts < 0:
             raise ModelError(f"heuristic_restarts must be an integer >= 0, got {restarts!r}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numbers
 import time
 
-import numpy as np
 
 from ..core.errors import ModelError
 from ..core.options import SolveOptions
@@ -20,27 +19,11 @@ from ..core.registry import Solver, register
 from ..core.result import Result, SolutionStatus, Termination, relative_gap
 from .bnb import ORDERS, solve_bnb
 from .brute_force import solve_brute_force
-from .geometry import khc_solution
+from .geometry import khc_solution, model_data
 from .heuristics import kplane
 
 # Gaps at or below this count as proven optimal (the default SolveOptions.rel_gap).
 OPTIMAL_GAP = 1e-6
-
-
-def model_data(model) -> tuple[np.ndarray, int]:
-    """Points and k of a k-HC model, validated (so solvers can be run on plain objects too)."""
-    try:
-        points, k = model.points, model.k
-    except AttributeError:
-        raise ModelError("expected a HyperplaneClustering model (with .points and .k)") from None
-    pts = np.asarray(points, dtype=np.float64)
-    if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] < 1:
-        raise ModelError(f"points must be a non-empty (m, n) array, got shape {pts.shape}")
-    if not np.all(np.isfinite(pts)):
-        raise ModelError("points contain NaN or inf")
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= pts.shape[0]:
-        raise ModelError(f"k must be an integer in 1..m = {pts.shape[0]}, got {k!r}")
-    return pts, int(k)
 
 
 def _positive_int(options: SolveOptions, name: str) -> int:
