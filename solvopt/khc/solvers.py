@@ -11,7 +11,6 @@ from __future__ import annotations
 import numbers
 import time
 
-
 from ..core.errors import ModelError
 from ..core.options import SolveOptions
 from ..core.progress import Progress
