@@ -281,3 +281,15 @@ def test_large_vectorised_build_is_compact():
     r = m.solve()
     assert r.termination is Termination.OPTIMAL
     assert np.all(x.value.sum(axis=0) >= 1 - 1e-7)
+
+
+def test_thread_count_can_change_between_solves():
+    """HiGHS sizes one process-wide scheduler at its first run; a later threads= must still solve."""
+    m = Model()
+    y = m.add_var(shape=4, vtype="binary", name="y")
+    m.add(y.sum() <= 2)
+    m.maximize(y @ np.array([1.0, 2.0, 3.0, 4.0]))
+    assert m.solve().objective == pytest.approx(7.0)
+    for threads in (1, 2, 1):
+        r = m.solve(threads=threads)
+        assert r.termination is Termination.OPTIMAL and r.objective == pytest.approx(7.0)

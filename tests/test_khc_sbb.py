@@ -247,3 +247,17 @@ def test_family_model_exports_the_same_minlp_to_pyomo():
     names = {c.name for c in hc.to_pyomo().component_objects()}
     assert {"x", "w", "gamma", "d", "u", "p", "q", "s", "unit_0", "unit_1", "inf_norm", "one_norm"} <= names
     assert hc.solve("sbb").objective == pytest.approx(brute_force(np.asarray(hc.points), 2), rel=1e-6)
+
+
+def test_sbb_after_another_highs_solve_in_the_process():
+    """A MILP solved first starts HiGHS' process-wide scheduler; sbb's node LPs must still run."""
+    from solvopt.dsl import Model
+    m = Model()
+    y = m.add_var(shape=3, vtype="binary", name="y")
+    m.add(y.sum() <= 2)
+    m.maximize(y.sum())
+    assert m.solve(threads=2).objective == pytest.approx(2.0)
+    pts = np.random.default_rng(0).uniform(0, 10, (6, 2))
+    res = sbb(pts, 2, norms="2", heuristic_restarts=0, node_limit=5000)
+    assert res.termination is Termination.OPTIMAL
+    assert res.objective == pytest.approx(brute_force(pts, 2), rel=1e-6)

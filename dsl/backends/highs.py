@@ -106,6 +106,10 @@ def apply_options(h, options: SolveOptions, is_mip: bool) -> None:
     if options.time_limit is not None:
         h.setOptionValue("time_limit", float(options.time_limit))
     if options.threads is not None:
+        # HiGHS keeps one scheduler per process, sized by the first run: a different thread count
+        # later makes run() fail unless that scheduler is reset first (it restarts on the next run)
+        import highspy
+        highspy.Highs.resetThreadScheduler(True)  # blocking: the old workers are joined
         h.setOptionValue("threads", int(options.threads))
     h.setOptionValue("random_seed", int(options.seed) % (2**31 - 1))
     if is_mip:

@@ -165,7 +165,8 @@ class NodeLP:
         from solvopt.dsl.backends.highs import new_highs
         h = new_highs()     # silent: no banner on stdout (JSON output stays clean)
         h.setOptionValue("presolve", "off")       # warm-started re-solves: presolve would discard the basis
-        h.setOptionValue("threads", 1)
+        # no `threads` option: HiGHS' simplex is serial, and the option fails every run once another
+        # Highs in this process has started its (global) scheduler with a different thread count
         status = h.passModel(lp)
         if status == hs.HighsStatus.kError:
             raise SolverError("HiGHS rejected the k-HC2 node LP")
@@ -291,7 +292,9 @@ class NodeLP:
 
     def _run(self) -> str:
         hs = self._highspy
-        self.h.run()
+        if self.h.run() == hs.HighsStatus.kError:
+            # a setup failure (options, memory), not a troubled basis: no node LP would solve
+            raise SolverError("HiGHS could not run the k-HC2 node LP (HighsStatus.kError)")
         status = self.h.getModelStatus()
         if status not in (hs.HighsModelStatus.kOptimal, hs.HighsModelStatus.kInfeasible,
                           hs.HighsModelStatus.kTimeLimit):
