@@ -7,12 +7,11 @@ device, only three numbers per chunk come back to the host.
 """
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
 from solvopt.dp.split_random import PoissonTables, philox_key
-from solvopt.dp.split_stochastic import SAAEstimate, ScenarioSplit
+from solvopt.dp.split_stochastic import SAAEstimate, ScenarioSplit, chunk_finished
 
 from .harness import load_module
 
@@ -115,10 +114,7 @@ def run_chunks(compiled, seed: int, progress=None, deadline: float | None = None
             bad = cp.asnumpy(out_bad[:count]).astype(bool)
             est.costs.append(np.where(bad, np.inf, cp.asnumpy(out_cost[:count])))
         done += count
-        if progress is not None:
-            progress(f"scenarios {done}/{scenarios}  mean={est.mean:.6g}  se={est.std_error:.3g}  "
-                     f"infeasible={est.infeasible}", force=done >= scenarios)
-        if deadline is not None and time.perf_counter() > deadline and done < scenarios:
+        if chunk_finished(est, done, scenarios, progress, deadline):
             stopped = True
             break
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)

@@ -299,6 +299,14 @@ def validate_demand_matrix(demands, n_customers: int) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int32)
 
 
+def chunk_finished(est: SAAEstimate, done: int, scenarios: int, progress, deadline: float | None) -> bool:
+    """Report a finished chunk on the progress line; True when the time limit stops the run early."""
+    if progress is not None:
+        progress(f"scenarios {done}/{scenarios}  mean={est.mean:.6g}  se={est.std_error:.3g}  "
+                 f"infeasible={est.infeasible}", force=done >= scenarios)
+    return deadline is not None and time.perf_counter() > deadline and done < scenarios
+
+
 def _kernel_args(problem: ScenarioSplit):
     g = problem.geom
     return (problem.tour0, np.ascontiguousarray(g.entry, dtype=np.float64),
@@ -343,10 +351,7 @@ def run_chunks(problem: ScenarioSplit, *, scenarios: int, demands: np.ndarray | 
                                       tables.cdf_start, tables.guide, tables.guide_start, *args, cost, bad, nthreads)
         est.add(cost, bad, keep=keep_costs)
         done += count
-        if progress is not None:
-            progress(f"scenarios {done}/{scenarios}  mean={est.mean:.6g}  se={est.std_error:.3g}  "
-                     f"infeasible={est.infeasible}", force=done >= scenarios)
-        if deadline is not None and time.perf_counter() > deadline and done < scenarios:
+        if chunk_finished(est, done, scenarios, progress, deadline):
             stopped = True
             break
     return est, stopped
