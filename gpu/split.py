@@ -7,7 +7,6 @@ device, only three numbers per chunk come back to the host.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from solvopt.dp.split_random import PoissonTables, philox_key
