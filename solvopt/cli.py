@@ -101,12 +101,19 @@ def cmd_solve(args) -> int:
 
 
 def _read(read_instance, path, fmt, params):
-    try:
-        return read_instance(path, format=fmt, **params)
-    except TypeError as exc:  # a reader that takes no such parameter (e.g. --k on a .vrp file)
-        if params and "unexpected keyword" in str(exc):
-            return read_instance(path, format=fmt)
-        raise
+    """Read an instance, giving the reader only the parameters it declares (--k for point sets).
+
+    A flag the reader does not take stays with the family handler, which rejects it by name.
+    """
+    from .io import detect_format, readers
+    if params:
+        if fmt is None:
+            reader = detect_format(path)
+        else:
+            reader = next((r for r in readers() if r.format == fmt), None)
+        if reader is not None:
+            params = {k: v for k, v in params.items() if k in reader.params}
+    return read_instance(path, format=fmt, **params)
 
 
 def _summary_row(name: str, r: Result) -> list[str]:
@@ -130,7 +137,7 @@ def cmd_info(args) -> int:
     status = EXIT_OK
     for path in args.instances:
         try:
-            inst = _read(read_instance, path, args.format, {"k": args.k} if args.k is not None else {})
+            inst = read_instance(path, format=args.format, **({"k": args.k} if args.k is not None else {}))
         except SolvoptError as exc:
             _error(str(exc))
             status = EXIT_ERROR
@@ -169,7 +176,7 @@ def cmd_methods(args) -> int:
 def cmd_convert(args) -> int:
     from .io import read_instance
     from .io.convert import convert
-    inst = _read(read_instance, args.instance, args.format, {"k": args.k} if args.k is not None else {})
+    inst = read_instance(args.instance, format=args.format, **({"k": args.k} if args.k is not None else {}))
     convert(inst, args.output)
     print(f"wrote {args.output}")
     return EXIT_OK

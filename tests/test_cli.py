@@ -109,3 +109,10 @@ def test_k_flag_on_a_non_khc_instance_is_an_error(capsys, samples):
     vrp = samples / "cvrp" / "X-n101-k25.vrp"
     code, out, err = _run(capsys, "solve", str(vrp), "--k", "3")
     assert code == 1 and "--k" in err and "Traceback" not in err
+
+
+def test_info_with_k_on_a_file_that_takes_none_is_an_error(capsys, samples):
+    code, out, err = _run(capsys, "info", str(samples / "cvrp" / "X-n101-k25.vrp"), "--k", "3")
+    assert code == 1 and "take no parameter k" in err
+    code, out, err = _run(capsys, "info", str(samples / "khc" / "sr_10_2_2_1022.dat"), "--k", "3", "--json")
+    assert code == 0 and json.loads(out)["k"] == 3

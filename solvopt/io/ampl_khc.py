@@ -182,4 +182,4 @@ def format_ampl_khc(points: np.ndarray, k: int) -> str:
 
 AMPL_KHC_READER = register_reader(Reader(
     format="ampl_khc", family="khc", extensions=(".dat",), read=read_ampl_khc, sniff=sniff_ampl_khc,
-    description="k-HC AMPL data file (set M, N, K; param a table)"))
+    params=("k",), description="k-HC AMPL data file (set M, N, K; param a table)"))

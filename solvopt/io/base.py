@@ -40,6 +40,7 @@ class Reader:
     read: Callable[..., Instance]
     sniff: Callable[[str, str], bool] | None = None  # (path, first ~4 KiB of text) -> bool
     description: str = ""
+    params: tuple[str, ...] = ()  # keyword parameters ``read`` takes (e.g. ("k",) for point files)
 
 
 _READERS: dict[str, Reader] = {}
@@ -96,6 +97,10 @@ def read_instance(path: str | os.PathLike, format: str | None = None, **params) 
         reader = _READERS[format]
         if not os.path.exists(path):
             raise InstanceFormatError(path, None, "no such file")
+    unknown = sorted(set(params) - set(reader.params))
+    if unknown:
+        raise ModelError(f"{reader.format} files take no parameter {', '.join(unknown)}"
+                         + (f" (they take: {', '.join(reader.params)})" if reader.params else ""))
     return reader.read(path, **params)
 
 

@@ -101,4 +101,4 @@ def read_points(path: str, k: int | None = None) -> Instance:
 
 POINTS_READER = register_reader(Reader(
     format="points", family="khc", extensions=(".csv", ".npy"), read=read_points,
-    description="k-HC point matrix (m x n) as CSV or NumPy .npy; needs k (--k)"))
+    params=("k",), description="k-HC point matrix (m x n) as CSV or NumPy .npy; needs k (--k)"))
