@@ -277,9 +277,10 @@ class LinExpr(_Operand):
 
     @property
     def value(self) -> np.ndarray | None:
-        if self.model is None or self.model.solution_vector is None:
+        x = None if self.model is None else self.model.solution_vector
+        if x is None or len(x) < self._ncols():  # none yet, or uses variables added after the solve
             return None
-        return self.evaluate(self.model.solution_vector)
+        return self.evaluate(x)
 
     def __repr__(self):
         return f"LinExpr(shape={self.shape}, nnz={self.coef.nnz})"

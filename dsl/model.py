@@ -22,6 +22,9 @@ from .expr import Constraint, LinExpr, QuadExpr, _as_const, _widen
 from .standard_form import QuadConstraint, StandardForm
 
 VTYPES = ("continuous", "binary", "integer")
+# keys of Result.solution set by the backends (a variable named "x" replaces the full vector there;
+# Model.solution_vector keeps it)
+RESERVED_NAMES = ("row_dual", "reduced_cost")
 
 
 class Param(np.ndarray):
@@ -51,7 +54,9 @@ class Var(LinExpr):
     def value(self) -> np.ndarray | None:
         """The solution values (shaped like the variable), or None before a solve."""
         x = self.model.solution_vector
-        return None if x is None else x[self.start:self.start + self.size].reshape(self.shape)
+        if x is None or len(x) < self.start + self.size:  # none yet, or added after the last solve
+            return None
+        return x[self.start:self.start + self.size].reshape(self.shape)
 
     @property
     def columns(self) -> np.ndarray:
@@ -82,12 +87,19 @@ class Model:
             raise ModelError(f"variable shape must be non-negative, got {shape}")
         if vtype not in VTYPES:
             raise ModelError(f"vtype must be one of {', '.join(VTYPES)}, got {vtype!r}")
-        name = name or f"x{len(self.vars)}"
+        name = name or f"v{len(self.vars)}"
+        if name in RESERVED_NAMES:
+            raise ModelError(f"{name!r} is reserved in results (the duals); choose another name")
         if any(v.name == name for v in self.vars):
             raise ModelError(f"a variable named {name!r} already exists")
-        lb_a, ub_a = (np.broadcast_to(np.asarray(b, dtype=float), shape).ravel().copy() for b in (lb, ub))
+        try:
+            lb_a, ub_a = (np.broadcast_to(np.asarray(b, dtype=float), shape).ravel().copy() for b in (lb, ub))
+        except ValueError:
+            raise ModelError(f"bounds of {name!r} do not broadcast to its shape {shape}") from None
         if np.isnan(lb_a).any() or np.isnan(ub_a).any():
             raise ModelError(f"bounds of {name!r} contain NaN")
+        if np.any(lb_a == np.inf) or np.any(ub_a == -np.inf):
+            raise ModelError(f"variable {name!r} has a lower bound of +inf or an upper bound of -inf")
         if vtype == "binary":
             lb_a, ub_a = np.maximum(lb_a, 0.0), np.minimum(ub_a, 1.0)
         if np.any(lb_a > ub_a):
@@ -118,6 +130,8 @@ class Model:
     def _set_objective(self, expr, sense: int) -> None:
         if not isinstance(expr, (LinExpr, QuadExpr)):
             expr = LinExpr.constant(expr, self.num_vars, self)
+        if expr.model is not None and expr.model is not self:
+            raise ModelError("the objective uses variables of another model")
         if expr.size != 1:
             raise ModelError(f"the objective must be a scalar expression, got shape {expr.shape} (use .sum())")
         self.objective, self.sense = expr, sense
@@ -174,9 +188,9 @@ class Model:
         self.last_result = result
         if x is None:
             return
+        duals = result.solution.get("row_dual")
         for v in self.vars:
             result.solution[v.name] = v.value
-        duals = result.solution.get("row_dual")
         for con in self.constraints:
             con.dual_values = None if duals is None or con.rows is None else np.asarray(duals)[con.rows]
 

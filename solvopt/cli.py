@@ -79,6 +79,9 @@ def cmd_solve(args) -> int:
             read_params = {"k": params["k"]} if "k" in params else {}
             instance = _read(read_instance, path, args.format, read_params)
             family = args.family or instance.family
+            if family != instance.family:  # a reader's data only fits its own family's solvers
+                raise CliError(f"{path} was read as a {instance.family} instance ({instance.format}); "
+                               f"--family {family} cannot solve it (use --format to read it differently)")
             if family not in FAMILY_HANDLERS:
                 raise CliError(f"{path}: no solver for instances of family {family!r}")
             handler = _load(FAMILY_HANDLERS[family])

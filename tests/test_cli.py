@@ -116,3 +116,8 @@ def test_info_with_k_on_a_file_that_takes_none_is_an_error(capsys, samples):
     assert code == 1 and "take no parameter k" in err
     code, out, err = _run(capsys, "info", str(samples / "khc" / "sr_10_2_2_1022.dat"), "--k", "3", "--json")
     assert code == 0 and json.loads(out)["k"] == 3
+
+
+def test_family_override_that_does_not_fit_the_file_is_one_line(capsys, samples):
+    code, out, err = _run(capsys, "solve", str(samples / "lp" / "knapsack.mps"), "--family", "khc")
+    assert code == 1 and "--family khc cannot solve it" in err and "Traceback" not in err

@@ -293,3 +293,49 @@ def test_thread_count_can_change_between_solves():
     for threads in (1, 2, 1):
         r = m.solve(threads=threads)
         assert r.termination is Termination.OPTIMAL and r.objective == pytest.approx(7.0)
+
+
+@pytest.mark.parametrize("method", ["highs", "scip", "gurobi"])
+def test_unbounded_is_never_reported_infeasible(method):
+    _needs(method)
+    for vtype in ("continuous", "integer"):
+        m = Model()
+        y = m.add_var(lb=0, vtype=vtype, name="y")
+        m.add(y >= 1)
+        m.maximize(y)
+        r = m.solve(method=method)
+        assert r.termination is Termination.UNBOUNDED and r.objective == math.inf, (method, vtype)
+
+
+def test_nonconvex_qp_on_highs_raises_with_a_pointer():
+    from solvopt.core import SolverError
+    m = Model()
+    x = m.add_var(shape=2, lb=-1, ub=1, name="x")
+    m.minimize(-(x * x).sum())
+    with pytest.raises(SolverError, match="convex"):
+        m.solve()
+
+
+def test_objective_of_another_model_and_bad_bounds_are_errors():
+    a = Model().add_var(shape=2, name="a")
+    m = Model()
+    m.add_var(shape=2, name="b")
+    with pytest.raises(ModelError, match="another model"):
+        m.maximize(a.sum())
+    with pytest.raises(ModelError, match="broadcast"):
+        m.add_var(shape=3, lb=[0, 0], name="c")
+    with pytest.raises(ModelError, match=r"\+inf"):
+        m.add_var(shape=2, lb=np.inf, name="d")
+    with pytest.raises(ModelError, match="reserved"):
+        m.add_var(shape=2, name="row_dual")
+
+
+def test_values_of_variables_added_after_a_solve_are_none():
+    m = Model()
+    x = m.add_var(shape=2, lb=0, ub=2, name="x")
+    con = m.add(x <= np.array([0.5, 1.0]))
+    m.maximize(x.sum())
+    m.solve()
+    np.testing.assert_allclose(con.dual, [1.0, 1.0])
+    z = m.add_var(shape=2, name="z")
+    assert z.value is None and (x + z).value is None and x.value is not None

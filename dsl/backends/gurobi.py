@@ -16,7 +16,7 @@ from solvopt.core.result import Result, SolutionStatus, Termination, relative_ga
 
 from ..standard_form import StandardForm
 
-_STATUS = {2: Termination.OPTIMAL, 3: Termination.INFEASIBLE, 4: Termination.INFEASIBLE, 5: Termination.UNBOUNDED,
+_STATUS = {2: Termination.OPTIMAL, 3: Termination.INFEASIBLE, 4: Termination.ERROR, 5: Termination.UNBOUNDED,
            7: Termination.ITERATION_LIMIT, 8: Termination.ITERATION_LIMIT, 9: Termination.TIME_LIMIT,
            10: Termination.ITERATION_LIMIT, 11: Termination.INTERRUPTED, 12: Termination.NUMERICAL_ERROR,
            13: Termination.FEASIBLE_WITHIN_GAP, 15: Termination.FEASIBLE_WITHIN_GAP}
@@ -75,6 +75,9 @@ class GurobiSolver(Solver):
         try:
             m, x, env = build_gurobi_model(compiled, options)
             m.optimize()
+            if m.Status == 4:  # INF_OR_UNBD: settle which one without dual reductions
+                m.Params.DualReductions = 0
+                m.optimize()
         except gp.GurobiError as exc:
             raise SolverError(f"Gurobi failed: {exc}") from exc
         termination = _STATUS.get(int(m.Status), Termination.ERROR)
@@ -91,6 +94,8 @@ class GurobiSolver(Solver):
             bound = objective
         if bound is not None and abs(bound) >= 1e100:
             bound = -math.inf * compiled.sense
+        if termination is Termination.UNBOUNDED:
+            objective = -math.inf * compiled.sense
         sol_status = (SolutionStatus.OPTIMAL if termination is Termination.OPTIMAL
                       else SolutionStatus.FEASIBLE if objective is not None else SolutionStatus.NONE)
         stats = {"backend": "gurobi", "device": "cpu", "kind": compiled.kind}

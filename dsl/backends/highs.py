@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from solvopt.core.errors import BackendUnavailable, ModelError
+from solvopt.core.errors import BackendUnavailable, ModelError, SolverError
 from solvopt.core.options import SolveOptions
 from solvopt.core.registry import Solver, register
 from solvopt.core.result import Result, SolutionStatus, Termination, relative_gap
@@ -129,7 +129,7 @@ def _termination(model_status) -> Termination:
     S = highspy.HighsModelStatus
     table = {
         S.kOptimal: Termination.OPTIMAL, S.kInfeasible: Termination.INFEASIBLE, S.kUnbounded: Termination.UNBOUNDED,
-        S.kUnboundedOrInfeasible: Termination.INFEASIBLE, S.kTimeLimit: Termination.TIME_LIMIT,
+        S.kUnboundedOrInfeasible: Termination.ERROR, S.kTimeLimit: Termination.TIME_LIMIT,
         S.kIterationLimit: Termination.ITERATION_LIMIT, S.kSolutionLimit: Termination.ITERATION_LIMIT,
         S.kInterrupt: Termination.INTERRUPTED, S.kHighsInterrupt: Termination.INTERRUPTED,
         S.kObjectiveBound: Termination.FEASIBLE_WITHIN_GAP, S.kObjectiveTarget: Termination.FEASIBLE_WITHIN_GAP,
@@ -141,11 +141,20 @@ def _termination(model_status) -> Termination:
 def solve_with_highs(sf: StandardForm, options: SolveOptions) -> Result:
     if sf.kind == "miqp":
         raise ModelError("HiGHS does not solve mixed-integer QPs; use method='scip' or 'gurobi'")
+    import highspy
     h = new_highs()
     load_standard_form(h, sf)
     apply_options(h, options, sf.is_mip)
-    h.run()
+    if h.run() == highspy.HighsStatus.kError:
+        hint = " (a quadratic objective must be convex for HiGHS: use method='scip' or 'gurobi')" if sf.Q is not None \
+            and sf.Q.nnz else ""
+        raise SolverError(f"HiGHS failed to solve the model: {h.modelStatusToString(h.getModelStatus())}{hint}")
     model_status = h.getModelStatus()
+    if model_status == highspy.HighsModelStatus.kUnboundedOrInfeasible:
+        # presolve could not tell which: settle it without presolve (the answer differs for users)
+        h.setOptionValue("presolve", "off")
+        h.run()
+        model_status = h.getModelStatus()
     termination = _termination(model_status)
     info = h.getInfo()
     sol = h.getSolution()
@@ -155,8 +164,8 @@ def solve_with_highs(sf: StandardForm, options: SolveOptions) -> Result:
         solution["x"] = np.asarray(sol.col_value, dtype=float)
     if has_primal:
         objective = float(info.objective_function_value)
-    if termination is Termination.UNBOUNDED and objective is None:
-        objective = -math.inf * sf.sense
+    if termination is Termination.UNBOUNDED:
+        objective = -math.inf * sf.sense   # whatever point HiGHS holds, the objective is unbounded
     if sf.is_mip:
         bound = float(info.mip_dual_bound) if has_primal or termination is Termination.TIME_LIMIT else None
         if bound is not None and not math.isfinite(bound):

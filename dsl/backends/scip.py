@@ -19,7 +19,7 @@ from ..standard_form import StandardForm
 
 _STATUS = {
     "optimal": Termination.OPTIMAL, "infeasible": Termination.INFEASIBLE, "unbounded": Termination.UNBOUNDED,
-    "inforunbd": Termination.INFEASIBLE, "timelimit": Termination.TIME_LIMIT, "nodelimit": Termination.ITERATION_LIMIT,
+    "inforunbd": Termination.ERROR, "timelimit": Termination.TIME_LIMIT, "nodelimit": Termination.ITERATION_LIMIT,
     "totalnodelimit": Termination.ITERATION_LIMIT, "stallnodelimit": Termination.ITERATION_LIMIT,
     "gaplimit": Termination.FEASIBLE_WITHIN_GAP, "userinterrupt": Termination.INTERRUPTED,
     "memlimit": Termination.ERROR, "sollimit": Termination.ITERATION_LIMIT, "bestsollimit": Termination.ITERATION_LIMIT,
@@ -92,6 +92,12 @@ class ScipSolver(Solver):
         except Exception as exc:  # pyscipopt raises plain Exceptions
             raise SolverError(f"SCIP failed: {exc}") from exc
         status = m.getStatus()
+        if status == "inforunbd":  # presolve could not tell which: settle it without presolving
+            from pyscipopt import SCIP_PARAMSETTING
+            m.freeTransform()
+            m.setPresolve(SCIP_PARAMSETTING.OFF)
+            m.optimize()
+            status = m.getStatus()
         termination = _STATUS.get(status, Termination.ERROR)
         solution, objective = {}, None
         if m.getNSols() > 0:
@@ -101,6 +107,8 @@ class ScipSolver(Solver):
         bound = float(m.getDualbound()) if termination is not Termination.INFEASIBLE else None
         if bound is not None and abs(bound) >= 1e20:
             bound = -math.inf * compiled.sense
+        if termination is Termination.UNBOUNDED:
+            objective = -math.inf * compiled.sense
         sol_status = (SolutionStatus.OPTIMAL if termination is Termination.OPTIMAL
                       else SolutionStatus.FEASIBLE if objective is not None else SolutionStatus.NONE)
         return Result(termination, sol_status, objective=objective, bound=bound,
