@@ -12,9 +12,10 @@ import numpy as np
 from solvopt.core.errors import SolverError
 from solvopt.core.options import SolveOptions
 from solvopt.core.registry import Solver, register
-from solvopt.core.result import Result, SolutionStatus, Termination, relative_gap
+from solvopt.core.result import Result, Termination
 
 from ..standard_form import StandardForm
+from .common import backend_result
 
 _STATUS = {2: Termination.OPTIMAL, 3: Termination.INFEASIBLE, 4: Termination.ERROR, 5: Termination.UNBOUNDED,
            7: Termination.ITERATION_LIMIT, 8: Termination.ITERATION_LIMIT, 9: Termination.TIME_LIMIT,
@@ -92,17 +93,11 @@ class GurobiSolver(Solver):
                 bound = None
         elif termination is Termination.OPTIMAL:
             bound = objective
-        if bound is not None and abs(bound) >= 1e100:
-            bound = -math.inf * compiled.sense
-        if termination is Termination.UNBOUNDED:
-            objective = -math.inf * compiled.sense
-        sol_status = (SolutionStatus.OPTIMAL if termination is Termination.OPTIMAL
-                      else SolutionStatus.FEASIBLE if objective is not None else SolutionStatus.NONE)
         stats = {"backend": "gurobi", "device": "cpu", "kind": compiled.kind}
         if compiled.is_mip or compiled.quad_constraints:
             stats["nodes"] = int(m.NodeCount)
         m.dispose()
         env.dispose()
-        return Result(termination, sol_status, objective=objective, bound=bound,
-                      gap=relative_gap(objective, bound, compiled.sense), solution=solution, stats=stats,
-                      message=f"gurobi status {termination.value}")
+        return backend_result(compiled, termination, holds_point="x" in solution, objective=objective, bound=bound,
+                              solution=solution, stats=stats, message=f"gurobi status {termination.value}",
+                              infinity=1e100)

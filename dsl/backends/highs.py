@@ -6,7 +6,6 @@ also when a time limit stops the search.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sys
 
@@ -16,9 +15,10 @@ import scipy.sparse as sp
 from solvopt.core.errors import BackendUnavailable, ModelError, SolverError
 from solvopt.core.options import SolveOptions
 from solvopt.core.registry import Solver, register
-from solvopt.core.result import Result, SolutionStatus, Termination, relative_gap
+from solvopt.core.result import Result, Termination
 
 from ..standard_form import StandardForm
+from .common import backend_result
 
 _banner_shown = False
 
@@ -164,32 +164,21 @@ def solve_with_highs(sf: StandardForm, options: SolveOptions) -> Result:
         solution["x"] = np.asarray(sol.col_value, dtype=float)
     if has_primal:
         objective = float(info.objective_function_value)
-    if termination is Termination.UNBOUNDED:
-        objective = -math.inf * sf.sense   # whatever point HiGHS holds, the objective is unbounded
     if sf.is_mip:
         bound = float(info.mip_dual_bound) if has_primal or termination is Termination.TIME_LIMIT else None
-        if bound is not None and not math.isfinite(bound):
-            bound = -math.inf * sf.sense
     elif termination is Termination.OPTIMAL:
         bound = objective
         if sol.dual_valid:
             solution["row_dual"] = np.asarray(sol.row_dual, dtype=float)
             solution["reduced_cost"] = np.asarray(sol.col_dual, dtype=float)
-    if termination is Termination.OPTIMAL:
-        status = SolutionStatus.OPTIMAL
-    elif has_primal:
-        status = SolutionStatus.FEASIBLE
-    else:
-        status = SolutionStatus.NONE
     if sf.num_vars == 0 and termination is Termination.OPTIMAL:
         objective, bound, solution["x"] = float(sf.offset), float(sf.offset), np.zeros(0)
     stats = {"backend": "highs", "device": "cpu", "simplex_iterations": int(info.simplex_iteration_count),
              "kind": sf.kind}
     if sf.is_mip:
         stats["nodes"] = int(info.mip_node_count)
-    return Result(termination, status, objective=objective, bound=bound,
-                  gap=relative_gap(objective, bound, sf.sense) if objective is not None else None,
-                  solution=solution, stats=stats, message=h.modelStatusToString(model_status))
+    return backend_result(sf, termination, holds_point=has_primal, objective=objective, bound=bound,
+                          solution=solution, stats=stats, message=h.modelStatusToString(model_status))
 
 
 @register

@@ -13,9 +13,10 @@ import numpy as np
 from solvopt.core.errors import SolverError
 from solvopt.core.options import SolveOptions
 from solvopt.core.registry import Solver, register
-from solvopt.core.result import Result, SolutionStatus, Termination, relative_gap
+from solvopt.core.result import Result, Termination
 
 from ..standard_form import StandardForm
+from .common import backend_result
 
 _STATUS = {
     "optimal": Termination.OPTIMAL, "infeasible": Termination.INFEASIBLE, "unbounded": Termination.UNBOUNDED,
@@ -105,13 +106,6 @@ class ScipSolver(Solver):
             solution["x"] = np.array([m.getSolVal(best, v) for v in x], dtype=float)
             objective = float(m.getObjVal())
         bound = float(m.getDualbound()) if termination is not Termination.INFEASIBLE else None
-        if bound is not None and abs(bound) >= 1e20:
-            bound = -math.inf * compiled.sense
-        if termination is Termination.UNBOUNDED:
-            objective = -math.inf * compiled.sense
-        sol_status = (SolutionStatus.OPTIMAL if termination is Termination.OPTIMAL
-                      else SolutionStatus.FEASIBLE if objective is not None else SolutionStatus.NONE)
-        return Result(termination, sol_status, objective=objective, bound=bound,
-                      gap=relative_gap(objective, bound, compiled.sense), solution=solution,
-                      stats={"backend": "scip", "device": "cpu", "nodes": int(m.getNNodes()), "kind": compiled.kind},
-                      message=status)
+        stats = {"backend": "scip", "device": "cpu", "nodes": int(m.getNNodes()), "kind": compiled.kind}
+        return backend_result(compiled, termination, holds_point="x" in solution, objective=objective, bound=bound,
+                              solution=solution, stats=stats, message=status, infinity=1e20)
