@@ -20,5 +20,5 @@ class FamilyModel:
 
     def solve(self, method: str | None = None, **options) -> Result:
         """Compile for ``method`` and solve; ``options`` are SolveOptions names or the method's extras."""
-        solver = get_solver(self.family, method)
+        solver = get_solver(self.family, method, options.get("device"))
         return solver.run(solver.compile(self), **options)

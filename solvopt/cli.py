@@ -1,140 +1,164 @@
 """The ``solvopt`` command line: ``solve``, ``info``, ``methods``, ``convert``.
 
-User mistakes (bad files, bad flags, missing backends) print one line on stderr and exit
-non-zero; only bugs show a traceback.
+One generic handler serves every family: the instance's reader names its family, the family's
+descriptor (:mod:`solvopt.core.family`) says which flags it takes and where each goes (the
+reader, the model built by ``from_instance``, or the solve options). A flag the family does
+not take is a one-line error naming the families that take it. User mistakes (bad files, bad
+flags, missing backends) print one line on stderr and exit non-zero; only bugs show a
+traceback. Ctrl-C stops the running instance, prints its best result, writes ``--out``, lists
+the instances not started as skipped and exits 130.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
 import os
+import shutil
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from .core.errors import ModelError, SolvoptError
-from .core.result import Result
+from .core.family import Family, Param, families
+from .core.interrupt import catching_sigint, stop_requested
+from .core.result import Result, Termination
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-# family -> "module:function" solving an Instance: f(instance, method, options, params) -> Result
-FAMILY_HANDLERS = {
-    "lp": "solvopt.cli:solve_lp_instance",
-    "khc": "solvopt.khc.cli:solve_instance",
-    "cvrp": "solvopt.dp.split_cli:solve_instance",
-    "irp": "solvopt.dp.inventory_cli:solve_instance",
-}
-
-# CLI flag -> SolveOptions name (common to every family)
+# CLI flag dest -> SolveOptions name (common to every family)
 OPTION_FLAGS = {"time_limit": "time_limit", "gap": "rel_gap", "abs_gap": "abs_gap", "seed": "seed",
                 "threads": "threads", "device": "device", "node_limit": "node_limit", "progress": "progress"}
-
-# Family parameters given as flags; only the ones the user set reach the family handler.
-FAMILY_FLAGS: list[tuple[str, dict[str, Any]]] = [
-    ("--k", dict(type=int, help="number of hyperplanes (k-HC point files; overrides the file's K)")),
-    ("--norms", dict(help="k-HC norm set, comma separated: 2 | 2,inf | 2,1 | 2,1,inf")),
-    ("--restarts", dict(type=int, help="k-HC heuristic restarts")),
-    ("--tour", dict(help="split: giant tour, 'identity' (file order) or a file of customer indices")),
-    ("--scenarios", dict(type=int, help="number of demand scenarios (stochastic split, IRP)")),
-    ("--demand", dict(help="demand model: 'poisson' or a .npy matrix of scenarios")),
-    ("--fleet", dict(type=int, help="split: at most this many routes")),
-    ("--penalty", dict(type=float, help="soft-capacity penalty per unit of excess load")),
-    ("--policy", dict(help="customers whose demand exceeds Q: 'penalty' or 'infeasible'")),
-    ("--chunk", dict(type=int, help="scenarios per chunk (bounds memory)")),
-    ("--stockout", dict(type=float, help="IRP stockout penalty per unit")),
-    ("--customer", dict(type=int, help="IRP customer index for the reinsertion DP")),
-]
 
 
 class CliError(SolvoptError):
     """A usage mistake detected by the CLI itself."""
 
 
-def _load(target: str) -> Callable:
-    module, func = target.split(":")
-    return getattr(importlib.import_module(module), func)
+def family_flags() -> dict[str, list[tuple[Family, Param]]]:
+    """Flag dest -> the (family, parameter) pairs that declare it, over every discovered family."""
+    out: dict[str, list[tuple[Family, Param]]] = {}
+    for fam in families():
+        for p in fam.params:
+            out.setdefault(p.name, []).append((fam, p))
+    return out
 
 
-def solve_lp_instance(instance, method: str | None, options: dict, params: dict) -> Result:
-    """LP/MILP/QP files (MPS, LP) go straight to the DSL's standard-form backends."""
-    if params:
-        raise ModelError(f"LP/MPS instances take no family flags, got: {', '.join('--' + p for p in params)}")
-    from solvopt.dsl.backends import solve_standard_form
-    return solve_standard_form(instance.data["standard_form"], method=method, **options)
+# --- solve ------------------------------------------------------------------------------------
+def solve_instance(instance, fam: Family, method: str | None, options: dict, given: dict[str, Any],
+                   reader_params: set[str]) -> Result:
+    """Route the flags the user gave by the family's descriptor, build the model, solve."""
+    from .core.registry import get_solver, solvers
+    model_params, solver_params = {}, {}
+    for name, value in given.items():
+        p = fam.param(name)
+        if p is None:
+            takers = [f.name for f, _ in family_flags().get(name, [])]
+            raise CliError(f"{instance.path}: --{name.replace('_', '-')} does not apply to {fam.name} instances; "
+                           f"it is a flag of: {', '.join(takers)}")
+        if p.target == "model":
+            model_params[name] = value
+        elif p.target == "solver":
+            solver_params[name] = value
+        elif name not in reader_params:
+            raise CliError(f"{instance.path}: --{name.replace('_', '-')} does not apply to {instance.format} files")
+    for p in fam.params:  # CLI defaults a family declares (e.g. a scenario count)
+        if p.name not in given and p.default is not None:
+            (model_params if p.target == "model" else solver_params if p.target == "solver" else {})[p.name] = p.default
+    solver = get_solver(fam.name, method, options.get("device"))
+    for name in list(solver_params):
+        if solver.option(name) is None:
+            if name not in given:  # a CLI default the chosen method does not take
+                del solver_params[name]
+                continue
+            takers = [s.name for s in solvers(fam.name) if s.option(name) is not None]
+            raise CliError(f"{instance.path}: --{name.replace('_', '-')} does not apply to method {solver.name!r}; "
+                           f"it applies to: {', '.join(takers) or 'none'}")
+    model = fam.build_model(instance, **model_params)
+    return model.solve(solver.name, **options, **solver_params)
 
 
-# --- commands ---------------------------------------------------------------------------------
 def cmd_solve(args) -> int:
-    from .io import read_instance
+    from .core.family import get_family
+    from .io import detect_format, read_instance, readers
+    flags = family_flags()
     options = {dest: getattr(args, flag) for flag, dest in OPTION_FLAGS.items() if getattr(args, flag) is not None}
-    params = {flag.lstrip("-").replace("-", "_"): getattr(args, flag.lstrip("-").replace("-", "_"))
-              for flag, _ in FAMILY_FLAGS}
-    params = {k: v for k, v in params.items() if v is not None}
+    given = {name: getattr(args, name) for name in flags if getattr(args, name, None) is not None}
     if args.out:
         os.makedirs(args.out, exist_ok=True)
     rows, status = [], EXIT_OK
-    for path in args.instances:
-        try:
-            read_params = {"k": params["k"]} if "k" in params else {}
-            instance = _read(read_instance, path, args.format, read_params)
-            family = args.family or instance.family
-            if family != instance.family:  # a reader's data only fits its own family's solvers
-                raise CliError(f"{path} was read as a {instance.family} instance ({instance.format}); "
-                               f"--family {family} cannot solve it (use --format to read it differently)")
-            if family not in FAMILY_HANDLERS:
-                raise CliError(f"{path}: no solver for instances of family {family!r}")
-            handler = _load(FAMILY_HANDLERS[family])
-            result = handler(instance, args.method, dict(options), dict(params))  # handlers reject flags they don't take
-        except SolvoptError as exc:
-            _error(str(exc))
-            status = EXIT_ERROR
-            continue
-        record = {"instance": instance.name, "path": path, **result.to_dict()}
-        if args.out:
-            with open(os.path.join(args.out, f"{instance.name}.json"), "w") as fh:
-                json.dump(record, fh, allow_nan=False)
-        if args.json:
-            print(json.dumps(record, allow_nan=False), flush=True)
-        else:
-            rows.append(_summary_row(instance.name, result))
+    with catching_sigint():
+        for position, path in enumerate(args.instances):
+            if stop_requested():
+                skipped = args.instances[position:]
+                _error(f"interrupted: skipped {len(skipped)} instance(s) not started: {', '.join(skipped)}")
+                status = EXIT_INTERRUPTED
+                break
+            try:
+                reader = detect_format(path) if args.format is None else next(
+                    (r for r in readers() if r.format == args.format), None)
+                reader_params = set(reader.params) if reader is not None else set()
+                instance = read_instance(path, format=args.format,
+                                         **{k: v for k, v in given.items() if k in reader_params})
+                family = args.family or instance.family
+                if family != instance.family:  # a reader's data only fits its own family's solvers
+                    raise CliError(f"{path} was read as a {instance.family} instance ({instance.format}); "
+                                   f"--family {family} cannot solve it (use --format to read it differently)")
+                try:
+                    fam = get_family(family)
+                except ModelError:
+                    raise CliError(f"{path}: no solver for instances of family {family!r}") from None
+                result = solve_instance(instance, fam, args.method, dict(options), given, reader_params)
+            except SolvoptError as exc:
+                message = str(exc)
+                _error(message if path in message else f"{path}: {message}")
+                status = EXIT_ERROR
+                continue
+            record = {"instance": instance.name, "path": path, **result.to_dict()}
+            if args.out:
+                with open(os.path.join(args.out, f"{instance.name}.json"), "w") as fh:
+                    json.dump(record, fh, allow_nan=False)
+            if args.json:
+                print(json.dumps(record, allow_nan=False), flush=True)
+            else:
+                rows.append(_summary_row(instance.name, result))
+            if result.termination is Termination.INTERRUPTED or stop_requested():
+                status = EXIT_INTERRUPTED
+                rest = args.instances[position + 1:]
+                if rest:
+                    _error(f"interrupted: skipped {len(rest)} instance(s) not started: {', '.join(rest)}")
+                break
     if rows:
         _print_table(rows)
     return status
 
 
-def _read(read_instance, path, fmt, params):
-    """Read an instance, giving the reader only the parameters it declares (--k for point sets).
-
-    A flag the reader does not take stays with the family handler, which rejects it by name.
-    """
-    from .io import detect_format, readers
-    if params:
-        if fmt is None:
-            reader = detect_format(path)
-        else:
-            reader = next((r for r in readers() if r.format == fmt), None)
-        if reader is not None:
-            params = {k: v for k, v in params.items() if k in reader.params}
-    return read_instance(path, format=fmt, **params)
+def format_gap(gap: float | None) -> str:
+    """A gap as a person reads it: '0%' below 1e-9, else 3 significant digits."""
+    if gap is None:
+        return "-"
+    if not math.isfinite(gap):
+        return "inf"
+    if gap < 1e-9:
+        return "0%"
+    return f"{100 * gap:.3g}%"
 
 
 def _summary_row(name: str, r: Result) -> list[str]:
     def num(x):
         return "-" if x is None else (f"{x:.10g}" if math.isfinite(x) else str(x))
-    gap = "-" if r.gap is None else (f"{100 * r.gap:.3g}%" if math.isfinite(r.gap) else "inf")
-    return [name, r.family or "-", r.method or "-", r.termination.value, num(r.objective), num(r.bound), gap,
-            f"{r.stats.get('wall_time', float('nan')):.3f}"]
+    return [name, r.family or "-", r.method or "-", r.termination.value, num(r.objective), num(r.bound),
+            format_gap(r.gap), f"{r.stats.get('wall_time', float('nan')):.3f}"]
 
 
-def _print_table(rows: list[list[str]]) -> None:
-    header = ["instance", "family", "method", "termination", "objective", "bound", "gap", "time_s"]
-    table = [header] + rows
+def _print_table(rows: list[list[str]], header: Sequence[str] = ("instance", "family", "method", "termination",
+                                                                   "objective", "bound", "gap", "time_s")) -> None:
+    table = [list(header)] + rows
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     for r in table:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
+# --- info, methods, convert --------------------------------------------------------------------
 def cmd_info(args) -> int:
     from .io import read_instance
     status = EXIT_OK
@@ -153,26 +177,53 @@ def cmd_info(args) -> int:
     return status
 
 
-def cmd_methods(args) -> int:
+def method_rows(family: str | None) -> list[dict[str, Any]]:
+    """One row per method (and one per family whose solvers failed to import), for ``methods``."""
+    from .core.family import broken_families, discover, get_family, load_solvers
     from .core.registry import solvers
+    names = [family] if family else sorted(discover())
+    if family:
+        get_family(family)  # unknown family: one-line error listing the known ones
     rows = []
-    for s in solvers(args.family):
-        if s.family.startswith("_"):
-            continue
-        rows.append({"family": s.family, "method": s.name, "default": bool(s.default),
-                     "availability": s.available().value, "accepts": ",".join(s.capabilities),
-                     "description": s.description, "install": s.install_hint})
-    if args.family and not rows:
-        raise CliError(f"no methods registered for family {args.family!r}")
+    for name in names:
+        state = load_solvers(name)
+        for s in solvers(name):
+            rows.append({"family": s.family, "method": s.name, "default": bool(s.default),
+                         "availability": s.available().value, "accepts": ",".join(s.capabilities),
+                         "honours": sorted(s.honours or ()), "description": s.description, "install": s.install_hint,
+                         "options": [{"name": o.name, "type": o.type_name, "default": o.default, "help": o.help}
+                                     for o in s.schema()]})
+        if state.error:
+            rows.append({"family": name, "method": "-", "default": False, "availability": "import failed",
+                         "accepts": "", "honours": [], "description": state.error, "install": "", "options": []})
+    if not family:
+        for state in broken_families():
+            rows.append({"family": state.module, "method": "-", "default": False, "availability": "import failed",
+                         "accepts": "", "honours": [], "description": state.error, "install": "", "options": []})
+    return rows
+
+
+def cmd_methods(args) -> int:
+    rows = method_rows(args.family)
     if args.json:
-        print(json.dumps(rows))
+        print(json.dumps(rows, default=str))
         return EXIT_OK
-    header = ["family", "method", "default", "availability", "accepts", "description"]
-    table = [header] + [[r["family"], r["method"], "*" if r["default"] else "", r["availability"], r["accepts"],
-                         r["description"]] for r in rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    for r in table:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
+    table = [[r["family"], r["method"], "*" if r["default"] else "", r["availability"], r["description"]]
+             for r in rows]
+    header = ["family", "method", "default", "availability", "description"]
+    widths = [max(len(r[i]) for r in [header] + table) for i in range(4)]
+    room = max(20, width - sum(widths) - 2 * 4)
+    for r in [header] + table:
+        desc = r[4] if len(r[4]) <= room else r[4][:room - 3] + "..."
+        print("  ".join([c.ljust(w) for c, w in zip(r[:4], widths)] + [desc]).rstrip())
+        if args.verbose and r is not header:
+            row = rows[table.index(r)]
+            if row["honours"]:
+                print(f"    honours: {', '.join(row['honours'])}")
+            for o in row["options"]:
+                line = f"    {o['name']} ({o['type']}, default {o['default']!r}): {o['help']}"
+                print(line if len(line) <= width else line[:width - 3] + "...")
     return EXIT_OK
 
 
@@ -191,35 +242,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"solvopt {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("solve", help="solve one or more instance files")
+    s = sub.add_parser("solve", help="solve one or more instance files",
+                       description="Solve instance files; the family is detected from each file. "
+                                   "Common options first, then each family's own flags.")
     s.add_argument("instances", nargs="+", metavar="INSTANCE")
     s.add_argument("--method", "-m", help="solver method (see `solvopt methods`); default: the family's default")
     s.add_argument("--family", help="override the detected problem family")
     s.add_argument("--format", help="override the detected file format")
     s.add_argument("--time-limit", dest="time_limit", type=_positive_float, help="seconds per instance")
     s.add_argument("--gap", type=_nonneg_float, help="relative gap to stop at (default 1e-6)")
-    s.add_argument("--abs-gap", dest="abs_gap", type=_nonneg_float, help="absolute gap to stop at")
-    s.add_argument("--node-limit", dest="node_limit", type=int, help="branch-and-bound node limit")
+    s.add_argument("--abs-gap", dest="abs_gap", type=_nonneg_float, help="absolute gap to stop at (default 1e-9)")
+    s.add_argument("--node-limit", dest="node_limit", type=_nonneg_int, help="branch-and-bound node limit")
     s.add_argument("--seed", type=int)
-    s.add_argument("--threads", type=int)
+    s.add_argument("--threads", type=_positive_int)
     s.add_argument("--device", choices=("auto", "cpu", "gpu"))
     s.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress lines on stderr (default: when stderr is a terminal)")
     s.add_argument("--json", action="store_true", help="one JSON object per instance on stdout")
     s.add_argument("--out", metavar="DIR", help="write each result (with its solution) to DIR/<name>.json")
-    for flag, kw in FAMILY_FLAGS:
-        s.add_argument(flag, **kw)
+    _add_family_groups(s)
     s.set_defaults(func=cmd_solve)
 
     i = sub.add_parser("info", help="what was detected in an instance file, and its size")
     i.add_argument("instances", nargs="+", metavar="INSTANCE")
     i.add_argument("--format")
-    i.add_argument("--k", type=int)
+    i.add_argument("--k", type=int, help="number of hyperplanes (needed to read a k-HC point file)")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_info)
 
     m = sub.add_parser("methods", help="list the registered solvers and whether they can run here")
     m.add_argument("--family")
+    m.add_argument("--verbose", "-v", action="store_true", help="each method's options")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=cmd_methods)
 
@@ -230,6 +283,44 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--k", type=int, help="number of hyperplanes (needed to read a k-HC point file)")
     c.set_defaults(func=cmd_convert)
     return p
+
+
+def _add_family_groups(parser: argparse.ArgumentParser) -> None:
+    """One argument group per family (a flag several families declare goes in a group naming them all)."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for name, decls in family_flags().items():
+        fams = [f.name for f, _ in decls]
+        types = {p.type for _, p in decls}
+        if len(types) > 1:
+            raise RuntimeError(f"--{name} is declared with different types by {', '.join(fams)}")
+        title = ", ".join(fams)
+        if title not in groups:
+            groups[title] = parser.add_argument_group(f"{title} flags" if len(fams) > 1 else f"{title} flags")
+        first = decls[0][1]
+        helps = [f"{f.name}: {p.help}" for f, p in decls] if len({p.help for _, p in decls}) > 1 else [first.help]
+        groups[title].add_argument(first.flag, dest=name, type=first.type, metavar=first.metavar,
+                                   help="; ".join(helps).replace("%", "%%"))
+
+
+def _positive_int(text: str) -> int:
+    v = _int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return v
+
+
+def _nonneg_int(text: str) -> int:
+    v = _int(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return v
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
 
 
 def _positive_float(text: str) -> float:

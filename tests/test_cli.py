@@ -63,7 +63,7 @@ def test_solve_writes_out_dir_and_table(tmp_path, capsys):
     (["solve", "/no/such/file.mps"], "no such file"),
     (["info", "/no/such/file.vrp"], "no such file"),
     (["solve", "{tmp}/junk.xyz"], "cannot detect the instance format"),
-    (["methods", "--family", "no-such-family"], "no methods registered"),
+    (["methods", "--family", "no-such-family"], "unknown family"),
 ])
 def test_user_errors_are_one_line_and_nonzero(tmp_path, capsys, argv, pattern):
     (tmp_path / "junk.xyz").write_text("hello\n")

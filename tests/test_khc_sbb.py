@@ -47,7 +47,7 @@ def khc(points, k, norms=None, big_m=None):
 
 
 def sbb(points, k, norms="2,inf", **options):
-    extra = {key: options.pop(key) for key in ("assignment_bound", "heuristic_restarts") if key in options}
+    extra = {key: options.pop(key) for key in ("assignment_bound", "restarts") if key in options}
     return get_solver("khc", "sbb").run(khc(points, k), norms=norms, **extra, **options)
 
 
@@ -109,7 +109,7 @@ def test_data_big_m_is_the_diameter():
 def test_sbb_matches_brute_force(norms, seed, m, k):
     pts = np.random.default_rng(seed).uniform(0, 10, (m, 2))
     ref = brute_force(pts, k)
-    res = sbb(pts, k, norms=norms, heuristic_restarts=0)
+    res = sbb(pts, k, norms=norms, restarts=0)
     assert res.termination is Termination.OPTIMAL
     assert res.objective == pytest.approx(ref, rel=1e-6, abs=1e-9)
     assert res.bound <= ref + 1e-7 * max(1.0, ref)
@@ -123,7 +123,7 @@ def test_sbb_without_the_assignment_bound_still_proves_optimality(seed, m, k):
     """The LP alone (secants, orthant/bisection branching) must close the gap: no eigenvalue help."""
     pts = np.random.default_rng(seed).uniform(0, 10, (m, 2))
     ref = brute_force(pts, k)
-    res = sbb(pts, k, norms="2,inf", assignment_bound=False, heuristic_restarts=0, rel_gap=1e-4)
+    res = sbb(pts, k, norms="2,inf", assignment_bound=False, restarts=0, rel_gap=1e-4)
     assert res.termination is Termination.OPTIMAL
     assert res.bound <= ref + 1e-6 * max(1.0, ref)
     assert res.objective <= ref * (1 + 1e-4) + 1e-7
@@ -132,7 +132,7 @@ def test_sbb_without_the_assignment_bound_still_proves_optimality(seed, m, k):
 def test_root_relaxation_of_the_plain_two_norm_model_is_zero():
     """Why multi-norm strengthening: without any branching the LP bound is 0."""
     pts = np.random.default_rng(3).uniform(0, 10, (7, 2))
-    res = sbb(pts, 2, norms="2", node_limit=1, heuristic_restarts=0, assignment_bound=False)
+    res = sbb(pts, 2, norms="2", node_limit=1, restarts=0, assignment_bound=False)
     assert res.stats["root_lp_bound"] == pytest.approx(0.0, abs=1e-9)
 
 
@@ -258,6 +258,6 @@ def test_sbb_after_another_highs_solve_in_the_process():
     m.maximize(y.sum())
     assert m.solve(threads=2).objective == pytest.approx(2.0)
     pts = np.random.default_rng(0).uniform(0, 10, (6, 2))
-    res = sbb(pts, 2, norms="2", heuristic_restarts=0, node_limit=5000)
+    res = sbb(pts, 2, norms="2", restarts=0, node_limit=5000)
     assert res.termination is Termination.OPTIMAL
     assert res.objective == pytest.approx(brute_force(pts, 2), rel=1e-6)

@@ -1,7 +1,13 @@
-"""Solve options shared by every family, with the same names everywhere.
+"""Solve options: the common ones (same name and meaning in every family) and each solver's typed extras.
 
-Unknown options are an error, never ignored: a solver declares its extra options (name ->
-default) and :func:`parse_options` rejects anything else.
+Unknown options are an error, never ignored. A solver declares its extra options as a tuple of
+:class:`Option` (name, type, default, help) and which common options beyond the universal
+ones it honours (``Solver.honours``); passing an option a method does not honour is an error
+naming the methods that do (see :func:`solvopt.core.registry.Solver.run`).
+
+Tolerances: a solve is reported OPTIMAL only when its proven gap is within
+:data:`DEFAULT_REL_GAP` (relative) or :data:`DEFAULT_ABS_GAP` (absolute), whatever ``rel_gap``
+the user asked to stop at (see :func:`solvopt.core.status.settle`).
 """
 from __future__ import annotations
 
@@ -12,13 +18,15 @@ from typing import Any, Callable, Mapping
 from .errors import ModelError
 
 DEVICES = ("auto", "cpu", "gpu")
+DEFAULT_REL_GAP = 1e-6    # proven (incumbent - bound) / max(|incumbent|, 1e-10) for OPTIMAL
+DEFAULT_ABS_GAP = 1e-9    # ... or proven incumbent - bound
 
 
 @dataclass
 class SolveOptions:
     time_limit: float | None = None      # seconds of wall time; None = no limit
-    rel_gap: float = 1e-6                # stop when (incumbent - bound) / |incumbent| <= rel_gap
-    abs_gap: float = 0.0                 # ... or when incumbent - bound <= abs_gap
+    rel_gap: float = DEFAULT_REL_GAP     # stop when (incumbent - bound) / |incumbent| <= rel_gap
+    abs_gap: float = DEFAULT_ABS_GAP     # ... or when incumbent - bound <= abs_gap
     threads: int | None = None           # None = the backend's default
     seed: int = 0
     device: str = "auto"                 # auto | cpu | gpu
@@ -30,21 +38,21 @@ class SolveOptions:
 
     def __post_init__(self):
         if self.time_limit is not None:
-            if not (isinstance(self.time_limit, (int, float)) and self.time_limit > 0 and not math.isnan(self.time_limit)):
+            if not (_is_real(self.time_limit) and self.time_limit > 0 and not math.isnan(self.time_limit)):
                 raise ModelError(f"time_limit must be a positive number of seconds, got {self.time_limit!r}")
         for name in ("rel_gap", "abs_gap"):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
+            if not (_is_real(v) and v >= 0 and math.isfinite(v)):
                 raise ModelError(f"{name} must be a finite number >= 0, got {v!r}")
-        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+        if self.threads is not None and (not _is_int(self.threads) or self.threads < 1):
             raise ModelError(f"threads must be a positive integer, got {self.threads!r}")
         if self.device not in DEVICES:
             raise ModelError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         for name in ("node_limit", "iteration_limit"):
             v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or v < 0):
+            if v is not None and (not _is_int(v) or v < 0):
                 raise ModelError(f"{name} must be an integer >= 0, got {v!r}")
-        if not isinstance(self.seed, int):
+        if not _is_int(self.seed):
             raise ModelError(f"seed must be an integer, got {self.seed!r}")
 
     def emit(self, line: str) -> None:
@@ -52,24 +60,103 @@ class SolveOptions:
         if self.log is not None:
             self.log(line)
 
+    def interrupted(self) -> bool:
+        """True once the user pressed Ctrl-C (or called :func:`solvopt.core.interrupt.request_stop`)."""
+        from .interrupt import stop_requested
+        return stop_requested()
+
+    def record(self) -> dict[str, Any]:
+        """The options as plain values, for ``Result.options`` (the log callable by name only)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("extra", "log")}
+        if self.log is not None:
+            out["log"] = getattr(self.log, "__name__", type(self.log).__name__)
+        out.update(self.extra)
+        return out
+
 
 COMMON_OPTIONS = tuple(f.name for f in fields(SolveOptions) if f.name != "extra")
+# Common options every method takes (they cost nothing to honour); the others must be declared
+# in ``Solver.honours`` by the methods that act on them.
+UNIVERSAL_OPTIONS = ("time_limit", "seed", "progress", "log")
 
 
-def parse_options(kwargs: Mapping[str, Any], extra_defaults: Mapping[str, Any] | None = None,
+def _is_int(v) -> bool:
+    import numbers
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_real(v) -> bool:
+    import numbers
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A solver's extra option: name, type, default and help; ``choices`` restricts its values.
+
+    ``type`` is a Python type (int, float, bool, str) or a callable that converts and validates
+    a value (raising ValueError / TypeError with a message); None accepts any value.
+    """
+
+    name: str
+    type: Any = None
+    default: Any = None
+    help: str = ""
+    choices: tuple | None = None
+
+    def convert(self, value: Any, where: str) -> Any:
+        if value is None and self.default is None:
+            return None
+        if self.choices is not None and value not in self.choices:
+            raise ModelError(f"option {self.name!r} of {where} must be one of "
+                             f"{', '.join(map(repr, self.choices))}, got {value!r}")
+        if self.type is None:
+            return value
+        if self.type is bool:
+            if isinstance(value, bool) or (_is_int(value) and value in (0, 1)):
+                return bool(value)
+            raise ModelError(f"option {self.name!r} of {where} must be True or False, got {value!r}")
+        if self.type is int:
+            if _is_int(value):
+                return int(value)
+            raise ModelError(f"option {self.name!r} of {where} must be an integer, got {value!r}")
+        if self.type is float:
+            if _is_real(value) and not isinstance(value, complex):
+                return float(value)
+            raise ModelError(f"option {self.name!r} of {where} must be a number, got {value!r}")
+        if self.type is str:
+            if isinstance(value, str):
+                return value
+            raise ModelError(f"option {self.name!r} of {where} must be a string, got {value!r}")
+        try:
+            return self.type(value)
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"option {self.name!r} of {where}: {exc}") from None
+
+    @property
+    def type_name(self) -> str:
+        if self.choices is not None:
+            return "|".join(map(str, self.choices))
+        return getattr(self.type, "__name__", "any") if self.type is not None else "any"
+
+
+def parse_options(kwargs: Mapping[str, Any], schema: tuple[Option, ...] | Mapping[str, Any] = (),
                   where: str = "solve") -> SolveOptions:
-    """Split ``kwargs`` into the common options and the solver's declared extras.
+    """Split ``kwargs`` into the common options and the solver's declared extras (typed).
 
+    ``schema`` is a tuple of :class:`Option` (or, for old callers, a name -> default mapping).
     Raises ModelError naming the unknown option and listing the valid ones.
     """
-    extra_defaults = dict(extra_defaults or {})
-    common, extra = {}, dict(extra_defaults)
+    if isinstance(schema, Mapping):
+        schema = tuple(Option(k, None, v) for k, v in schema.items())
+    by_name = {o.name: o for o in schema}
+    common, extra = {}, {o.name: o.default for o in schema}
     for key, value in kwargs.items():
         if key in COMMON_OPTIONS:
             common[key] = value
-        elif key in extra_defaults:
-            extra[key] = value
+        elif key in by_name:
+            extra[key] = by_name[key].convert(value, where)
         else:
-            valid = sorted(set(COMMON_OPTIONS) | set(extra_defaults))
+            valid = sorted(set(COMMON_OPTIONS) | set(by_name))
             raise ModelError(f"unknown option {key!r} for {where}; valid options: {', '.join(valid)}")
     return SolveOptions(**common, extra=extra)

@@ -1,36 +1,32 @@
 """The solver registry: ``(family, method name) -> Solver class``.
 
 Each solver declares what it accepts (``capabilities``), whether it can run here
-(``available()``), its extra options, and whether it is its family's default. Families
-register their solvers with :func:`register` in their own modules; the registry imports
-those modules on first use, so ``solvopt methods`` always sees every family.
+(``available()``), its typed extra options (``options``), which common options beyond the
+universal ones it honours (``honours``: rel_gap, abs_gap, threads, device, node_limit,
+iteration_limit), and whether it is its family's default. Solvers register with
+:func:`register` in their family's solver modules; the registry imports those modules lazily,
+per family and guarded, through the family descriptors (:mod:`solvopt.core.family`).
 """
 from __future__ import annotations
 
 import enum
-import importlib
 import importlib.util
+import sys
 import time
 from typing import Any, ClassVar
 
+from . import family as _family
 from .errors import BackendUnavailable, ModelError
-from .options import SolveOptions, parse_options
-from .result import Result
-
-# Modules that register solvers when imported. A family adds its module here.
-PROVIDER_MODULES = (
-    "solvopt.dsl.backends",
-    "solvopt.dp.solvers",
-    "solvopt.dp.split_solvers",
-    "solvopt.khc.solvers",
-    "solvopt.khc.sbb",
-)
+from .interrupt import catching_sigint
+from .options import UNIVERSAL_OPTIONS, Option, SolveOptions, parse_options
+from .result import Result, SolutionStatus, Termination
 
 
 class Availability(str, enum.Enum):
     AVAILABLE = "available"
     NOT_INSTALLED = "not installed"
     NO_DEVICE = "no device"
+    BROKEN = "import failed"
 
 
 def module_installed(name: str) -> bool:
@@ -41,22 +37,34 @@ def module_installed(name: str) -> bool:
         return False
 
 
+def package_version(name: str) -> str | None:
+    try:
+        from importlib.metadata import version
+        return version(name)
+    except Exception:  # noqa: BLE001 - not installed, or no metadata
+        return None
+
+
 class Solver:
     """Base class of every registered solver.
 
     Subclasses set ``family``, ``name``, ``description``, optionally ``capabilities``,
-    ``extra_options`` (name -> default), ``default``, ``requires_modules`` and ``install_hint``, and implement
-    :meth:`solve` on the family's compiled form.
+    ``options`` (a tuple of :class:`~solvopt.core.options.Option`), ``honours``, ``default``,
+    ``requires_modules``, ``backend_packages`` (distributions whose versions the result
+    records) and ``install_hint``, and implement :meth:`solve` on the family's compiled form.
     """
 
     family: ClassVar[str]
     name: ClassVar[str]
     description: ClassVar[str] = ""
     capabilities: ClassVar[tuple[str, ...]] = ()
-    extra_options: ClassVar[dict[str, Any]] = {}
+    options: ClassVar[tuple[Option, ...]] = ()
+    honours: ClassVar[frozenset[str] | None] = None   # None: not declared yet (accepts all; to be removed)
     default: ClassVar[bool] = False
     install_hint: ClassVar[str] = ""
-    requires_modules: ClassVar[tuple[str, ...]] = ()  # optional packages the method imports
+    requires_modules: ClassVar[tuple[str, ...]] = ()   # optional packages the method imports
+    backend_packages: ClassVar[tuple[str, ...]] = ()   # distributions whose version a result records
+    uses_cuda: ClassVar[bool] = False                  # preferred under device="auto" when a GPU is seen
 
     @classmethod
     def available(cls) -> Availability:
@@ -64,6 +72,15 @@ class Solver:
         if all(module_installed(m) for m in cls.requires_modules):
             return Availability.AVAILABLE
         return Availability.NOT_INSTALLED
+
+    @classmethod
+    def schema(cls) -> tuple[Option, ...]:
+        legacy = tuple(Option(k, None, v) for k, v in getattr(cls, "extra_options", {}).items())
+        return tuple(cls.options) + legacy
+
+    @classmethod
+    def option(cls, name: str) -> Option | None:
+        return next((o for o in cls.schema() if o.name == name), None)
 
     @classmethod
     def compile(cls, model: Any) -> Any:
@@ -77,22 +94,104 @@ class Solver:
         raise NotImplementedError
 
     @classmethod
+    def check_honoured(cls, kwargs: dict) -> None:
+        """An option the method does not act on is an error naming the methods that do."""
+        from .options import COMMON_OPTIONS
+        if cls.honours is None:
+            return
+        for key in kwargs:
+            if key in COMMON_OPTIONS and key not in UNIVERSAL_OPTIONS and key not in cls.honours:
+                takers = [s.name for s in solvers(cls.family) if s.honours is None or key in s.honours]
+                where = f"; it applies to: {', '.join(takers)}" if takers else f"; no {cls.family} method takes it"
+                raise ModelError(f"option {key!r} does not apply to method {cls.family}/{cls.name}{where}")
+
+    @classmethod
+    def parse(cls, kwargs: dict) -> SolveOptions:
+        cls.check_honoured(kwargs)
+        return parse_options(kwargs, cls.schema(), where=f"{cls.family}/{cls.name}")
+
+    @classmethod
     def run(cls, compiled: Any, **kwargs) -> Result:
-        """Parse options (unknown ones are an error), solve, and stamp family, method and time."""
-        options = parse_options(kwargs, cls.extra_options, where=f"{cls.family}/{cls.name}")
+        """Parse options, solve under the Ctrl-C guard, and stamp family, method, time, options, versions.
+
+        A Ctrl-C stops the solve (solvers poll :func:`~solvopt.core.interrupt.stop_requested`)
+        and returns the best so far with termination INTERRUPTED; no KeyboardInterrupt escapes.
+        """
+        options = cls.parse(kwargs)
         status = cls.available()
         if status is not Availability.AVAILABLE:
-            raise BackendUnavailable(f"method {cls.name!r} is unavailable ({status.value}): {cls.install_hint}")
+            raise BackendUnavailable(f"method {cls.family}/{cls.name} is unavailable ({status.value}): {cls.install_hint}")
         start = time.perf_counter()
-        result = cls().solve(compiled, options)
+        with catching_sigint(), _jit_timer() as jit:
+            try:
+                result = cls().solve(compiled, options)
+            except KeyboardInterrupt:
+                result = Result(Termination.INTERRUPTED, SolutionStatus.NONE,
+                                message="interrupted before the solver held a solution")
         result.family = result.family or cls.family
         result.method = result.method or cls.name
         result.stats.setdefault("wall_time", time.perf_counter() - start)
+        if jit.seconds:
+            result.stats.setdefault("compile_time", jit.seconds)
+        result.options = options.record()
+        result.versions = cls.versions()
         return result
+
+    @classmethod
+    def versions(cls) -> dict[str, str | None]:
+        from solvopt import __version__
+        out = {"solvopt": __version__}
+        for pkg in cls.backend_packages:
+            out[pkg] = package_version(pkg)
+        return out
+
+
+class _JitTimer:
+    seconds = 0.0
+
+
+class _jit_timer:
+    """Time spent compiling Numba functions during a solve (stats["compile_time"]).
+
+    Uses Numba's event API when Numba is already imported (a solver module that uses it has
+    imported it by now); otherwise measures nothing and imports nothing.
+    """
+
+    def __enter__(self):
+        self.timer = _JitTimer()
+        self._ctx = None
+        if "numba" in sys.modules:
+            try:
+                from numba.core import event
+                self._ctx = event.install_recorder("numba:compile")
+                self._rec = self._ctx.__enter__()
+            except Exception:  # noqa: BLE001 - an old Numba without the event API
+                self._ctx = None
+        return self.timer
+
+    def __exit__(self, *exc):
+        if self._ctx is not None:
+            self._ctx.__exit__(*exc)
+            self.timer.seconds = _outermost_compile_seconds(self._rec.buffer)
+        return False
+
+
+def _outermost_compile_seconds(buffer) -> float:
+    """Sum of the outermost numba:compile intervals (nested compiles are inside their caller's)."""
+    total, depth, started = 0.0, 0, 0.0
+    for ts, ev in buffer:
+        if ev.is_start:
+            if depth == 0:
+                started = ts
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                total += ts - started
+    return total
 
 
 _REGISTRY: dict[tuple[str, str], type[Solver]] = {}
-_loaded = False
 
 
 def register(cls: type[Solver]) -> type[Solver]:
@@ -104,48 +203,57 @@ def register(cls: type[Solver]) -> type[Solver]:
     return cls
 
 
-def _load_providers() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for mod in PROVIDER_MODULES:
-        if module_installed(mod):
-            importlib.import_module(mod)
-
-
 def solvers(family: str | None = None) -> list[type[Solver]]:
-    """All registered solvers (of one family), sorted by family then name."""
-    _load_providers()
+    """All registered solvers (of one family), sorted by family then name; loads families lazily."""
+    names = [family] if family is not None else [f.name for f in _family.families()]
+    for name in names:
+        if name in _family.discover():
+            _family.load_solvers(name)
     return sorted((c for (f, _), c in _REGISTRY.items() if family is None or f == family),
                   key=lambda c: (c.family, c.name))
 
 
 def families() -> list[str]:
-    return sorted({c.family for c in solvers()})
+    return [f.name for f in _family.families()]
 
 
-def get_solver(family: str, method: str | None = None) -> type[Solver]:
+def get_solver(family: str, method: str | None = None, device: str | None = None) -> type[Solver]:
     """The solver class for ``method`` (the family's default when None).
 
-    Unknown names raise ModelError listing the valid ones; the default falls back to the first
-    available solver when the declared default cannot run here.
+    Unknown names raise ModelError listing the valid ones. With no method, ``device="auto"``
+    (or None) prefers an available CUDA method when CuPy sees a device, ``"gpu"`` insists on
+    one, ``"cpu"`` avoids them; otherwise the declared default, falling back to the first
+    available solver when it cannot run here.
     """
     candidates = solvers(family)
     if not candidates:
+        reason = _family.unavailable_reason(family) if family in _family.discover() else None
+        if reason:
+            raise BackendUnavailable(f"family {family!r} is unavailable: {reason}")
+        _family.get_family(family)  # unknown family: raises with the known ones
         raise ModelError(f"no solvers registered for family {family!r}")
-    if method is None:
-        defaults = [c for c in candidates if c.default and c.available() is Availability.AVAILABLE]
-        usable = defaults or [c for c in candidates if c.available() is Availability.AVAILABLE]
-        if not usable:
-            raise BackendUnavailable(f"no available solver for family {family!r}")
-        return usable[0]
-    for c in candidates:
-        if c.name == method:
-            return c
-    raise ModelError(f"unknown method {method!r} for {family}; available: {', '.join(c.name for c in candidates)}")
+    if method is not None:
+        for c in candidates:
+            if c.name == method:
+                return c
+        raise ModelError(f"unknown method {method!r} for {family}; available: {', '.join(c.name for c in candidates)}")
+    usable = [c for c in candidates if c.available() is Availability.AVAILABLE]
+    if device in (None, "auto", "gpu"):
+        cuda = [c for c in usable if c.uses_cuda]
+        if cuda:
+            return next((c for c in cuda if c.default), cuda[0])
+        if device == "gpu" and any(c.uses_cuda for c in candidates):
+            from .backend import resolve_device
+            resolve_device("gpu")  # raises BackendUnavailable saying what to install
+    if device == "cpu":
+        usable = [c for c in usable if not c.uses_cuda]
+    defaults = [c for c in usable if c.default]
+    pick = defaults or usable
+    if not pick:
+        raise BackendUnavailable(f"no available solver for family {family!r}")
+    return pick[0]
 
 
 def solve(family: str, compiled: Any, method: str | None = None, **kwargs) -> Result:
     """Solve a family's compiled form with the chosen (or default) method."""
-    return get_solver(family, method).run(compiled, **kwargs)
+    return get_solver(family, method, kwargs.get("device")).run(compiled, **kwargs)

@@ -73,6 +73,8 @@ class Result:
     family: str | None = None
     method: str | None = None
     message: str = ""
+    options: dict[str, Any] = field(default_factory=dict)    # the options it ran with
+    versions: dict[str, Any] = field(default_factory=dict)   # solvopt's and the backend's versions
 
     def __post_init__(self):
         self.termination = Termination(self.termination)
@@ -97,6 +99,8 @@ class Result:
             "message": self.message,
             "solution": _plain(self.solution),
             "stats": _plain(self.stats),
+            "options": _plain(self.options),
+            "versions": _plain(self.versions),
         }
 
     def to_json(self, **kwargs) -> str:
@@ -117,6 +121,8 @@ class Result:
             family=data.get("family"),
             method=data.get("method"),
             message=data.get("message", ""),
+            options=dict(data.get("options") or {}),
+            versions=dict(data.get("versions") or {}),
         )
 
     @classmethod
@@ -178,6 +184,8 @@ def _plain(obj):
         return {str(k): _plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_plain(v) for v in obj]
+    if callable(obj):
+        return getattr(obj, "__name__", type(obj).__name__)
     raise TypeError(f"cannot convert {type(obj).__name__} to JSON")
 
 

@@ -15,7 +15,6 @@ from solvopt.core.result import Result
 
 from .inventory import reinsertion_from_instance
 
-ACCEPTED_FLAGS = ("customer", "scenarios", "demand", "stockout", "penalty", "chunk")
 DEFAULT_SCENARIOS = 1000
 
 
@@ -30,29 +29,29 @@ def _demand(value):
         raise ModelError(f"--demand {value}: cannot load the demand matrix ({exc})") from None
 
 
-def solve_instance(instance, method: str | None, options: dict, params: dict) -> Result:
-    """Solve the reinsertion DP of ``--customer`` of an ``archetti_irp`` instance."""
-    unknown = sorted(set(params) - set(ACCEPTED_FLAGS))
-    if unknown:
-        raise ModelError(f"IRP instances take {', '.join('--' + f for f in ACCEPTED_FLAGS)}; "
-                         f"not {', '.join('--' + f for f in unknown)}")
-    customer = params.get("customer", 1)
+class _InstanceModel:
+    """The reinsertion model of one customer, whose result says which customer and penalties."""
+
+    def __init__(self, model, customer: int):
+        self.model, self.customer = model, customer
+
+    def solve(self, method=None, **options) -> Result:
+        result = self.model.solve(method, **options)
+        result.solution["customer"] = self.customer
+        result.solution["stockout_penalty"] = self.model.stockout_penalty
+        result.solution["capacity_penalty"] = self.model.capacity_penalty
+        return result
+
+
+def model_from_instance(instance, customer: int = 1, scenarios: int | None = None, demand=None,
+                        stockout: float | None = None, penalty: float | None = None):
+    """The reinsertion DP of ``customer`` (1-based) of an ``archetti_irp`` instance."""
     n_customers = len(instance.data["demand"])
     if not 1 <= customer <= n_customers:
         raise ModelError(f"--customer must be in 1..{n_customers}, got {customer}")
-    demand = _demand(params.get("demand"))
-    if "scenarios" in params and demand is not None:
+    demand = _demand(demand)
+    if scenarios is not None and demand is not None:
         raise ModelError("--scenarios applies to Poisson demand; a --demand matrix sets its own scenario count")
-    model = reinsertion_from_instance(instance, customer - 1, scenarios=params.get("scenarios", DEFAULT_SCENARIOS),
-                                      stockout=params.get("stockout"), capacity_penalty=params.get("penalty"),
-                                      demand=demand)
-    options = dict(options)
-    if "chunk" in params:
-        options["chunk"] = params["chunk"]
-    options.setdefault("paths", 5)          # a few per-scenario plans; not one per scenario on stdout
-    options.setdefault("keep_values", 0)    # aggregates only in the JSON record
-    result = model.solve(method, **options)
-    result.solution["customer"] = customer
-    result.solution["stockout_penalty"] = model.stockout_penalty
-    result.solution["capacity_penalty"] = model.capacity_penalty
-    return result
+    model = reinsertion_from_instance(instance, customer - 1, scenarios=scenarios or DEFAULT_SCENARIOS,
+                                      stockout=stockout, capacity_penalty=penalty, demand=demand)
+    return _InstanceModel(model, customer)

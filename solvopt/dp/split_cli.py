@@ -76,3 +76,8 @@ def solve_instance(instance, method: str | None, options: dict, params: dict) ->
     """Build the model from the instance and flags and solve it with ``method`` (default ``split``)."""
     model = build_model(instance, params)
     return model.solve(method, **options)
+
+
+def model_from_instance(instance, **params):
+    """The family descriptor's entry: the model the CLI flags describe."""
+    return build_model(instance, params)

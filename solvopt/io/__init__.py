@@ -5,17 +5,15 @@ import importlib
 
 from .base import Instance, LineReader, Reader, detect_format, parse_number, read_instance, readers, register_reader
 
-# Modules that register a reader when imported (one module per format).
-READER_MODULES = ("ampl_khc", "points", "vrplib", "irp", "transport_npz", "mps")
+# Readers of formats no family owns yet (each family's descriptor names its own reader modules).
+ORPHAN_READER_MODULES = ("solvopt.io.transport_npz",)
 
 
 def _import_readers() -> None:
-    for name in READER_MODULES:
-        try:
-            importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
+    from solvopt.core.family import load_readers
+    load_readers()
+    for name in ORPHAN_READER_MODULES:
+        importlib.import_module(name)
 
 
 class _LoadAll:

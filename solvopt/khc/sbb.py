@@ -430,7 +430,7 @@ class SBBSolver(Solver):
     description = ("spatial branch-and-bound: HiGHS node LPs with tangent cuts, secants of ||w||^2 >= 1, "
                    "inf-/1-norm strengthening, orthant branching and FBBT")
     capabilities = ("exact", "time_limit", "bound", "norms")
-    extra_options = {"norms": None, "assignment_bound": True, "heuristic_restarts": 10, "point_rule": "maxmin",
+    extra_options = {"norms": None, "assignment_bound": True, "restarts": 10, "point_rule": "maxmin",
                      "cut_rounds": 1}
 
     @classmethod
@@ -440,7 +440,7 @@ class SBBSolver(Solver):
 
     def solve(self, compiled, options: SolveOptions) -> Result:
         points, k = model_data(compiled)
-        restarts = options.extra["heuristic_restarts"]
+        restarts = options.extra["restarts"]
         if not isinstance(restarts, (int, np.integer)) or restarts < 0:
             raise ModelError(f"heuristic_restarts must be an integer >= 0, got {restarts!r}")
         sbb = SpatialBranchAndBound(points, k, model_norms(compiled, options.extra["norms"]), options,

@@ -1,0 +1,238 @@
+"""The chunk protocol for scenario work, and the mergeable statistics every chunk returns.
+
+Scenario work (the min-plus engine, the stochastic split, the inventory DP) is cut into
+chunks. A chunk is a **pure function of (model, seed, chunk index)**: it regenerates its own
+scenarios from the seed and its index (counter-based random numbers), so the same chunk gives
+the same numbers in one process, on a GPU, or as a dask.distributed task on another machine.
+Each chunk returns a :class:`ScenarioStats`; statistics merge exactly (Chan, Golub and
+LeVeque's pairwise update), and :func:`run_chunks` merges them **in chunk-index order**, so
+the estimate, its standard error and interval are the same to the last bit for any chunk
+schedule that merges in that order (a distributed run does too: it merges results by index).
+
+Interface for a family::
+
+    plan = ChunkPlan(total=scenarios, size=chunk)          # which scenarios each chunk holds
+    def chunk(index: int, start: int, stop: int) -> ScenarioStats: ...   # pure
+    run = run_chunks(plan, chunk, deadline=..., progress=...)
+    run.stats, run.done, run.stopped                        # merged stats, scenarios done, why stopped
+
+The driver checks the deadline and Ctrl-C (:func:`solvopt.core.interrupt.stop_requested`)
+between chunks, so a run stops within one chunk's time and returns what has merged.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .errors import ModelError
+from .interrupt import stop_requested
+from .result import Termination
+
+Z95 = 1.959963984540054          # the 0.975 quantile of the standard normal: one constant everywhere
+DEFAULT_SAMPLE_LIMIT = 100_000   # scenarios kept (per row) for quantiles
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    """``total`` items (scenarios) cut into chunks of ``size`` (the last one may be shorter)."""
+
+    total: int
+    size: int
+
+    def __post_init__(self):
+        if not (isinstance(self.total, (int, np.integer)) and self.total >= 1):
+            raise ModelError(f"the number of scenarios must be a positive integer, got {self.total!r}")
+        if not (isinstance(self.size, (int, np.integer)) and self.size >= 1):
+            raise ModelError(f"chunk must be a positive integer, got {self.size!r}")
+
+    @property
+    def count(self) -> int:
+        return -(-int(self.total) // int(self.size))
+
+    def bounds(self, index: int) -> tuple[int, int]:
+        start = index * self.size
+        return start, min(start + self.size, self.total)
+
+
+class ScenarioStats:
+    """Mergeable statistics of per-scenario values, one row per quantity (e.g. per final state).
+
+    Per row: the number of finite values, their mean and sum of squared deviations (exact
+    under merge), the count of infinite ("unreachable" / infeasible) values, and a bounded
+    quantile sample: the values of the scenarios whose global index is a multiple of
+    ``stride`` (scenarios are i.i.d., so this is a uniform sample; exact when stride is 1).
+    """
+
+    def __init__(self, rows: int = 1, stride: int = 1):
+        self.rows = rows
+        self.stride = max(1, int(stride))
+        self.count = np.zeros(rows)
+        self.mean = np.zeros(rows)
+        self.m2 = np.zeros(rows)
+        self.infinite = np.zeros(rows, np.int64)
+        self._sample_index: list[np.ndarray] = []
+        self._sample_values: list[np.ndarray] = []
+
+    @staticmethod
+    def stride_for(total: int, sample_limit: int = DEFAULT_SAMPLE_LIMIT) -> int:
+        return max(1, math.ceil(total / max(1, sample_limit)))
+
+    @classmethod
+    def of(cls, values, start: int = 0, stride: int = 1, finite=None) -> "ScenarioStats":
+        """Statistics of a chunk: ``values`` (rows, n) or (n,) for scenarios start..start+n-1.
+
+        ``finite`` marks the values that count (default: np.isfinite); the others count as
+        infinite. Works on NumPy arrays; CuPy callers reduce on the device with
+        :meth:`from_moments` instead.
+        """
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim == 1:
+            values = values[None, :]
+        if finite is None:
+            finite = np.isfinite(values)
+        finite = np.asarray(finite, bool).reshape(values.shape)
+        n_finite = finite.sum(axis=1).astype(np.float64)
+        safe = np.where(finite, values, 0.0)
+        mean = safe.sum(axis=1) / np.maximum(n_finite, 1)
+        m2 = (np.where(finite, safe - mean[:, None], 0.0) ** 2).sum(axis=1)
+        out = cls.from_moments(n_finite, mean, m2, values.shape[1] - n_finite.astype(np.int64), stride)
+        first = (-start) % out.stride
+        if first < values.shape[1]:
+            idx = np.arange(start + first, start + values.shape[1], out.stride, dtype=np.int64)
+            picked = values[:, first::out.stride]
+            out._sample_index.append(idx)
+            out._sample_values.append(np.where(finite[:, first::out.stride], picked, np.inf))
+        return out
+
+    @classmethod
+    def from_moments(cls, count, mean, m2, infinite, stride: int = 1) -> "ScenarioStats":
+        """A chunk's statistics from per-row moments computed elsewhere (e.g. on a GPU)."""
+        count = np.atleast_1d(np.asarray(count, np.float64))
+        out = cls(rows=count.size, stride=stride)
+        out.count = count.copy()
+        out.mean = np.atleast_1d(np.asarray(mean, np.float64)).copy()
+        out.m2 = np.atleast_1d(np.asarray(m2, np.float64)).copy()
+        out.infinite = np.atleast_1d(np.asarray(infinite, np.int64)).copy()
+        return out
+
+    def add_sample(self, index: np.ndarray, values: np.ndarray) -> None:
+        """Attach quantile-sample values (rows, len(index)) computed elsewhere."""
+        self._sample_index.append(np.asarray(index, np.int64))
+        self._sample_values.append(np.asarray(values, np.float64).reshape(self.rows, -1))
+
+    def merge(self, other: "ScenarioStats") -> "ScenarioStats":
+        """Fold ``other`` into this one (Chan et al.'s pairwise update); returns self."""
+        if other.rows != self.rows:
+            raise ValueError(f"cannot merge statistics of {other.rows} rows into {self.rows}")
+        if other.stride != self.stride:
+            raise ValueError("cannot merge statistics sampled with different strides")
+        total = self.count + other.count
+        delta = other.mean - self.mean
+        with np.errstate(invalid="ignore", divide="ignore"):
+            weight = np.where(total > 0, other.count / np.maximum(total, 1), 0.0)
+        self.m2 = self.m2 + other.m2 + delta ** 2 * self.count * weight
+        self.mean = self.mean + delta * weight
+        self.count = total
+        self.infinite = self.infinite + other.infinite
+        self._sample_index += other._sample_index
+        self._sample_values += other._sample_values
+        return self
+
+    @property
+    def scenarios(self) -> int:
+        """Scenarios seen (finite or not), from row 0."""
+        return int(self.count[0] + self.infinite[0]) if self.rows else 0
+
+    def variance(self, row: int = 0) -> float:
+        n = self.count[row]
+        return float(self.m2[row] / (n - 1)) if n > 1 else 0.0
+
+    def std_error(self, row: int = 0) -> float:
+        n = self.count[row]
+        return math.sqrt(self.variance(row) / n) if n > 0 else math.inf
+
+    def interval(self, row: int = 0) -> tuple[float, float]:
+        """The 95% normal confidence interval of the mean over the finite values."""
+        mean, half = float(self.mean[row]), Z95 * self.std_error(row)
+        return mean - half, mean + half
+
+    def row_means(self) -> np.ndarray:
+        """Mean per row; +inf where some scenario's value is infinite."""
+        return np.where(self.infinite > 0, np.inf, self.mean)
+
+    def sample(self, row: int = 0) -> np.ndarray:
+        """The sampled values of one row in scenario order (+inf = infinite)."""
+        if not self._sample_index:
+            return np.zeros(0)
+        index = np.concatenate(self._sample_index)
+        values = np.concatenate([v[row] for v in self._sample_values])
+        return values[np.argsort(index, kind="stable")]
+
+    def summary(self, row: int = 0, levels=(0.05, 0.5, 0.95)) -> dict:
+        """Mean, variance, standard error, 95% interval (finite values), quantiles from the sample."""
+        n = int(self.count[row])
+        out = {"feasible_scenarios": n, "infinite_scenarios": int(self.infinite[row])}
+        if n == 0:
+            return out
+        lo, hi = self.interval(row)
+        out.update(mean=float(self.mean[row]), variance=self.variance(row), std_error=self.std_error(row),
+                   ci95=[lo, hi])
+        sample = self.sample(row)
+        sample = sample[np.isfinite(sample)]
+        if sample.size:
+            out["quantiles"] = {f"{q:g}": float(v) for q, v in zip(levels, np.quantile(sample, levels))}
+            out["quantile_sample"] = int(sample.size)
+        return out
+
+
+@dataclass
+class ChunkRun:
+    """What :func:`run_chunks` did: merged statistics, items done, and why it stopped (None = all done)."""
+
+    stats: object
+    done: int
+    chunks: int
+    stopped: Termination | None = None
+    wall_time: float = 0.0
+    extras: list = field(default_factory=list)
+
+
+def run_chunks(plan: ChunkPlan, chunk: Callable[[int, int, int], object], *, deadline: float | None = None,
+               progress=None, what: str = "scenarios", merge: Callable[[object, object], object] | None = None,
+               first: int = 0) -> ChunkRun:
+    """Run ``chunk(index, start, stop)`` for every chunk in index order and merge the results.
+
+    ``merge(acc, part)`` folds a chunk's result into the accumulator (default: ``acc.merge(part)``).
+    Stops early, returning what has merged, when ``deadline`` (a ``time.perf_counter()`` value)
+    passes or a stop is requested (Ctrl-C); the first chunk always runs. ``progress`` (a
+    :class:`~solvopt.core.progress.Progress`) gets a line with the rate and the ETA.
+    """
+    merge = merge or (lambda acc, part: acc.merge(part))
+    start_time = time.perf_counter()
+    acc, done, stopped, ran = None, 0, None, 0
+    for index in range(first, plan.count):
+        lo, hi = plan.bounds(index)
+        part = chunk(index, lo, hi)
+        acc = part if acc is None else merge(acc, part)
+        done += hi - lo
+        ran += 1
+        elapsed = time.perf_counter() - start_time
+        if progress is not None:
+            rate = done / elapsed if elapsed > 0 else math.inf
+            left = plan.total - (plan.bounds(first)[0] + done)
+            eta = left / rate if rate > 0 and math.isfinite(rate) else math.inf
+            progress(f"{done:,}/{plan.total - plan.bounds(first)[0]:,} {what}, {rate:,.0f}/s, ETA {eta:,.1f}s",
+                     force=index == plan.count - 1)
+        if index == plan.count - 1:
+            break
+        if stop_requested():
+            stopped = Termination.INTERRUPTED
+            break
+        if deadline is not None and time.perf_counter() >= deadline:
+            stopped = Termination.TIME_LIMIT
+            break
+    return ChunkRun(stats=acc, done=done, chunks=ran, stopped=stopped, wall_time=time.perf_counter() - start_time)

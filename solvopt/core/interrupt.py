@@ -1,0 +1,67 @@
+"""Ctrl-C returns the best: a process-wide stop request that solvers poll.
+
+While a solve runs (:func:`catching_sigint`, entered by ``Solver.run``), the first SIGINT does
+not raise: it sets the stop request, and each solver loop, chunk driver and backend callback
+(HiGHS, SCIP) checks :func:`stop_requested` and returns its incumbent and bound with
+termination INTERRUPTED. A second Ctrl-C raises KeyboardInterrupt for code that does not poll;
+``Solver.run`` turns that into an INTERRUPTED result too, so no KeyboardInterrupt escapes
+``solve()``. Outside the main thread signals cannot be caught; there :func:`request_stop` is
+the way to stop a run (e.g. from a GUI or a dask worker).
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+_stop = threading.Event()
+_depth = 0
+_lock = threading.Lock()
+
+
+def stop_requested() -> bool:
+    """True once a stop was requested (Ctrl-C or :func:`request_stop`) during the current solve."""
+    return _stop.is_set()
+
+
+def request_stop() -> None:
+    """Ask the running solve(s) to stop and return their best so far."""
+    _stop.set()
+
+
+def clear_stop() -> None:
+    _stop.clear()
+
+
+def _handler(signum, frame):
+    if _stop.is_set():  # second Ctrl-C: stop hard
+        raise KeyboardInterrupt
+    _stop.set()
+
+
+@contextlib.contextmanager
+def catching_sigint():
+    """Install the stop-request handler for SIGINT (main thread only; nests)."""
+    global _depth
+    main = threading.current_thread() is threading.main_thread()
+    with _lock:
+        outer = _depth == 0
+        _depth += 1
+    previous = None
+    if outer:
+        # a fresh outermost solve (or CLI batch) starts with no stop request; the CLI wraps its
+        # whole batch, so a Ctrl-C during one instance is still seen when it decides on the next
+        _stop.clear()
+        if main:
+            try:
+                previous = signal.signal(signal.SIGINT, _handler)
+            except ValueError:  # not the main interpreter thread
+                previous = None
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            last = _depth == 0
+        if last and main and previous is not None:
+            signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,1 @@
+"""Family ``cvrp``: the CVRP split of a giant tour, deterministic and over demand scenarios."""

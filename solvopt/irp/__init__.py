@@ -1,0 +1,1 @@
+"""Family ``irp``: inventory reinsertion under an order-up-to policy (Archetti IRP instances)."""

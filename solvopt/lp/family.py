@@ -1,0 +1,11 @@
+"""The ``lp`` family's descriptor (see :mod:`solvopt.core.family`)."""
+from solvopt.core.family import Family
+
+FAMILY = Family(
+    name="lp",
+    description="LP, MILP and QP models: the DSL's algebraic core, MPS and LP files",
+    solver_modules=("solvopt.dsl.backends",),
+    reader_modules=("solvopt.io.mps",),
+    models=("solvopt.dsl.model:Model",),
+    from_instance="solvopt.lp.instance:model_from_instance",
+)
