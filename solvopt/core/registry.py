@@ -131,7 +131,7 @@ class Solver:
         result.family = result.family or cls.family
         result.method = result.method or cls.name
         result.stats.setdefault("wall_time", time.perf_counter() - start)
-        if jit.seconds:
+        if jit.seconds is not None:  # Numba was in use: seconds spent compiling (0 when all came from its cache)
             result.stats.setdefault("compile_time", jit.seconds)
         result.options = options.record()
         result.versions = cls.versions()
@@ -147,7 +147,7 @@ class Solver:
 
 
 class _JitTimer:
-    seconds = 0.0
+    seconds: float | None = None
 
 
 class _jit_timer:
@@ -165,6 +165,7 @@ class _jit_timer:
                 from numba.core import event
                 self._ctx = event.install_recorder("numba:compile")
                 self._rec = self._ctx.__enter__()
+                self.timer.seconds = 0.0
             except Exception:  # noqa: BLE001 - an old Numba without the event API
                 self._ctx = None
         return self.timer
