@@ -2,45 +2,166 @@
 
 Both take the depot-first data of a CVRP instance (distance matrix, demands, capacity) and a
 giant tour, validate them at construction (``ModelError`` on anything malformed) and solve
-with the registered ``cvrp`` methods: ``split`` (default; Numba), ``split-numpy`` (reference),
-``split-cuda`` (CuPy + a device)::
+with the registered ``cvrp`` methods (found through the registry by family name):
+``split`` (Numba), ``split-numpy`` (reference), ``split-cuda`` (CuPy + a device; chosen by
+default when CuPy sees one)::
 
     from solvopt.io import read_instance
     from solvopt.dsl import Split, StochasticSplit
     inst = read_instance("X-n101-k25.vrp")
     Split.from_instance(inst).solve().objective                  # deterministic split of the file order
     StochasticSplit.from_instance(inst, scenarios=10**6).solve(seed=1).solution["ci95"]
+
+This module also holds the pure data checks and the tour geometry that the solvers in
+:mod:`solvopt.cvrp` share (:class:`TourGeometry`, :func:`tour_geometry`,
+:func:`validate_tour`, :func:`validate_demand_matrix`, :data:`POLICIES`): it imports only
+NumPy and :mod:`solvopt.core`.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from solvopt.core.errors import ModelError
-from solvopt.dp.split import TourGeometry, tour_geometry, validate_tour
-from solvopt.dp.split_stochastic import POLICIES, validate_demand_matrix
 
 from .family import FamilyModel
 
 DEFAULT_SCENARIOS = 10_000
-DEFAULT_CHUNK = 1 << 20
+POLICIES = ("infeasible", "penalty")     # what a scenario with a customer over the capacity becomes
+MAX_LOAD = 2 ** 31 - 1                   # the scenario kernels add loads in 32-bit integers
+MAX_TOTAL_DISTANCE = 1e290               # far below the kernels' masking sentinel (1e300)
+
+
+# --- tour geometry -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TourGeometry:
+    """The distances along one giant tour, in the form the split recursions use.
+
+    ``tour``: (n,) customer ids (1..N-1). ``entry[p]`` (p = 0..n-1) is the cost of opening a
+    route at tour position p+1 minus the distance already travelled along the tour up to it;
+    ``exit[i]`` (i = 1..n, ``exit[0]`` unused) is the distance along the tour up to position
+    i plus the way back to the depot. Route p+1..i costs ``entry[p] + exit[i]``, so the split
+    recursion ``J(i) = min_p J(p) + cost(p+1, i)`` is ``J(i) = exit[i] + min_p (J(p) + entry[p])``.
+    """
+
+    tour: np.ndarray
+    entry: np.ndarray
+    exit: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.tour.shape[0])
+
+    @property
+    def tour0(self) -> np.ndarray:
+        """The tour as 0-based customer indices (node id - 1): the demand columns in tour order."""
+        return self.tour - 1
+
+    def route_cost(self, first: int, last: int) -> float:
+        """Distance of the route serving tour positions first..last (1-based, inclusive)."""
+        return float(self.entry[first - 1] + self.exit[last])
+
+
+def tour_geometry(distances: np.ndarray, tour: np.ndarray) -> TourGeometry:
+    """Fold the distance matrix along ``tour`` into ``entry``/``exit`` (see :class:`TourGeometry`)."""
+    tour = np.asarray(tour, dtype=np.int64)
+    n = tour.shape[0]
+    out = distances[0, tour]                         # depot -> sigma_i
+    back = distances[tour, 0]                        # sigma_i -> depot
+    steps = distances[tour[:-1], tour[1:]]           # sigma_k -> sigma_{k+1}
+    along = np.zeros(n + 1)                          # along[i]: distance sigma_1 .. sigma_i
+    along[2:] = np.cumsum(steps)
+    entry = np.ascontiguousarray(out - along[1:])   # entry[p] for route starting at p+1
+    exit_ = np.zeros(n + 1)
+    exit_[1:] = along[1:] + back
+    return TourGeometry(tour=tour, entry=entry, exit=exit_)
+
+
+# --- data checks ---------------------------------------------------------------------------------------
+def _real_array(values, what: str) -> np.ndarray:
+    """``values`` as a float64 array; ModelError for text, objects, complex numbers or ragged data."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{what} must be an array of numbers ({exc})") from None
+    if arr.dtype.kind not in "biuf":
+        raise ModelError(f"{what} must hold real numbers, got dtype {arr.dtype}")
+    return arr.astype(np.float64, copy=False)
+
+
+def validate_tour(tour, n_nodes: int) -> np.ndarray:
+    """The tour as int64 ids; ModelError unless it is a permutation of the customers 1..n_nodes-1."""
+    try:
+        arr = np.asarray(tour)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"tour must be a 1-D sequence of customer ids ({exc})") from None
+    if arr.ndim != 1:
+        raise ModelError(f"tour must be a 1-D sequence of customer ids, got shape {arr.shape}")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise ModelError("tour must contain integer customer ids (got non-integer or NaN values)")
+    elif arr.dtype.kind not in "iu":
+        raise ModelError(f"tour must contain integer customer ids, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    expected = n_nodes - 1
+    if arr.shape[0] != expected or not np.array_equal(np.sort(arr), np.arange(1, n_nodes)):
+        bad = sorted(set(arr.tolist()) - set(range(1, n_nodes)))
+        missing = sorted(set(range(1, n_nodes)) - set(arr.tolist()))
+        detail = []
+        if bad:
+            detail.append(f"ids outside 1..{n_nodes - 1}: {bad[:5]}")
+        if missing:
+            detail.append(f"missing customers: {missing[:5]}")
+        if not detail:
+            detail.append("repeated customers")
+        raise ModelError(f"tour must be a permutation of the customers 1..{n_nodes - 1} "
+                         f"(length {expected}, got {arr.shape[0]}; {'; '.join(detail)})")
+    return arr
+
+
+def validate_demand_matrix(demands, n_customers: int) -> np.ndarray:
+    """A user-given (S, n) scenario matrix as int32; ModelError on shape, NaN, negatives, non-integers."""
+    try:
+        arr = np.asarray(demands)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"demand scenarios must be an (S, {n_customers}) matrix of integers ({exc})") from None
+    if arr.ndim != 2 or arr.shape[1] != n_customers or arr.shape[0] < 1:
+        raise ModelError(f"demand scenarios must be an (S, {n_customers}) matrix (one column per customer, "
+                         f"instance order), got shape {arr.shape}")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)):
+            raise ModelError("demand scenarios contain NaN or inf")
+        if not np.all(arr == np.round(arr)):
+            raise ModelError("demand scenarios must be integers (the split kernels use integer loads)")
+    elif arr.dtype.kind not in "iub":
+        raise ModelError(f"demand scenarios must be numeric, got dtype {arr.dtype}")
+    if np.any(arr < 0):
+        raise ModelError("demand scenarios must be >= 0")
+    if arr.size and float(arr.max()) * n_customers > MAX_LOAD:
+        raise ModelError(f"demand scenarios too large: a route's load (up to {float(arr.max()):g} x {n_customers} "
+                         f"customers) must stay below 2^31 for the kernels' 32-bit loads")
+    return np.ascontiguousarray(arr, dtype=np.int32)
 
 
 def _distances(distances) -> np.ndarray:
-    d = np.asarray(distances, dtype=float)
+    d = _real_array(distances, "distances")
     if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] < 2:
         raise ModelError(f"distances must be a square (N, N) matrix with N >= 2 (depot + customers), got {d.shape}")
     if not np.all(np.isfinite(d)):
         raise ModelError("distances contain NaN or inf")
     if np.any(d < 0):
         raise ModelError("distances must be >= 0")
+    if float(d.max()) * 2 * d.shape[0] > MAX_TOTAL_DISTANCE:
+        raise ModelError(f"distances up to {float(d.max()):g} are too large: a split's total distance must stay "
+                         f"below {MAX_TOTAL_DISTANCE:g} (rescale the instance)")
     return d
 
 
 def _demands(demands, n_nodes: int, integer: bool = False) -> np.ndarray:
-    q = np.asarray(demands, dtype=float)
+    q = _real_array(demands, "demands")
     if q.shape != (n_nodes,):
         raise ModelError(f"demands must have one entry per node (depot first), shape ({n_nodes},), got {q.shape}")
     if not np.all(np.isfinite(q)):
@@ -57,6 +178,8 @@ def _demands(demands, n_nodes: int, integer: bool = False) -> np.ndarray:
 
 def _capacity(capacity) -> float:
     try:
+        if isinstance(capacity, (complex, np.complexfloating, str, bytes)):
+            raise TypeError
         cap = float(capacity)
     except (TypeError, ValueError):
         raise ModelError(f"capacity must be a number, got {capacity!r}") from None
@@ -69,6 +192,8 @@ def _penalty(penalty) -> float | None:
     if penalty is None:
         return None
     try:
+        if isinstance(penalty, (complex, np.complexfloating, str, bytes)):
+            raise TypeError
         lam = float(penalty)
     except (TypeError, ValueError):
         raise ModelError(f"penalty must be a number, got {penalty!r}") from None
@@ -141,13 +266,13 @@ class StochasticSplit(_SplitBase):
     the solve's ``seed``) or an (S, N-1) integer matrix of demands (columns = customers 1..N-1
     in instance order). ``policy``: what a scenario in which one customer alone exceeds Q
     becomes: ``"infeasible"`` (counted, reported, left out of the mean) or ``"penalty"`` (that
-    customer gets its own route paying ``penalty * (q - Q)``). ``chunk`` scenarios are
-    evaluated at a time (memory is O(chunk), whatever S).
+    customer gets its own route paying ``penalty * (q - Q)``). How many scenarios run at a
+    time is a solve option (``solve(chunk=C)``; memory is O(C), whatever S).
     """
 
     def __init__(self, distances, demands, capacity, tour=None, *, scenarios=DEFAULT_SCENARIOS,
                  demand: str = "poisson", policy: str | None = None, penalty: float | None = None,
-                 chunk: int = DEFAULT_CHUNK, fleet: int | None = None):
+                 fleet: int | None = None):
         super().__init__(distances, demands, capacity, tour)
         if fleet is not None:
             raise ModelError("a limited fleet is supported by the deterministic split only (Split(fleet=K))")
@@ -161,10 +286,10 @@ class StochasticSplit(_SplitBase):
         if policy == "infeasible" and self.penalty is not None:
             raise ModelError("a penalty only applies with policy 'penalty'")
         self.policy = policy
-        if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
-            raise ModelError(f"chunk must be a positive integer, got {chunk!r}")
-        self.chunk = int(chunk)
-        if isinstance(scenarios, (int, np.integer)) and not isinstance(scenarios, bool):
+        if np.ndim(scenarios) == 0 and not isinstance(scenarios, (int, np.integer)) or isinstance(scenarios, bool):
+            raise ModelError(f"scenarios must be a positive integer or an (S, {self.n_customers}) demand matrix, "
+                             f"got {scenarios!r}")
+        if isinstance(scenarios, (int, np.integer)):
             if scenarios < 1:
                 raise ModelError(f"scenarios must be >= 1, got {scenarios}")
             if demand != "poisson":
@@ -174,9 +299,9 @@ class StochasticSplit(_SplitBase):
         else:
             self.demand_matrix = validate_demand_matrix(scenarios, self.n_customers)
             self.scenarios = int(self.demand_matrix.shape[0])
-        self.int_capacity = int(math.floor(self.capacity))   # integer loads: load <= Q iff load <= floor(Q)
-        if self.int_capacity >= 2 ** 31:
-            raise ModelError(f"capacity {self.capacity:g} is too large for the 32-bit loads of the scenario kernels")
+        # integer loads: load <= Q iff load <= floor(Q); every load the kernels see is <= MAX_LOAD
+        # (checked for matrices here, for sampled demands when compiled), so a larger Q is MAX_LOAD
+        self.int_capacity = int(min(math.floor(self.capacity), MAX_LOAD))
 
     @classmethod
     def from_instance(cls, instance, tour=None, **kwargs) -> "StochasticSplit":

@@ -1,21 +1,21 @@
 // Stochastic CVRP split on the GPU: one thread per demand scenario (grid-stride over a chunk).
 //
-// Each thread runs the split recursion of solvopt/dp/split_stochastic.py for its scenarios:
-//   value[p] = J(p) + entry[p],   J(i) = exit[i] + min over p with load(p+1..i) <= Q of value[p],
-// the one-customer route p = i-1 handled by the policy (penalty: lam * (q - Q) extra;
-// infeasible: the scenario is flagged). value[] and the prefix loads live in a per-thread
-// scratch laid out [p * nthreads + thread] so that a warp's accesses coalesce; entry/exit
-// and the tour sit in shared memory when they fit.
+// The kernels have the signature of solvopt/cvrp/kernels_numpy.py (scenario_costs; launched by
+// gpu/split.py) and evaluate its recursion, operation for operation:
+//   value[0] = entry[0];  best = min over p < i with load(p+1..i) <= Q of value[p]
+//   (the one-customer route p = i-1 by the policy: penalty lam * (q - Q) extra, or the
+//   scenario is infeasible);  value[i] = best + (entry[i] + exit[i]);  J(n) = best + exit[n].
+// The penalty product is rounded on its own (__dmul_rn, no fused multiply-add), so the costs
+// match the CPU kernels to the bit. value[] and the prefix loads live in a per-thread scratch
+// laid out [p * nthreads + thread] so that a warp's accesses coalesce; entry/exit and the tour
+// sit in shared memory when they fit. out[s] = J(n) of scenario first + s, +inf when infeasible;
+// the launcher reduces out on the device into the chunk's statistics.
 //
 // Demands come from a matrix (split_matrix) or are sampled in the kernel (split_fused) with
-// the stream of solvopt/dp/split_random.py: Philox4x32-10 (our own, no cuRAND), key = seed,
+// the stream of solvopt/cvrp/sampling.py: Philox4x32-10 (our own, no cuRAND), key = (k0, k1),
 // counter = (w lo, w hi, customer / 2, 0), 64-bit word o0:o1 (even customer) or o2:o3 (odd),
-// u = (word >> 11) * 2^-53, Poisson by inversion through a guide table. Same seed, same
+// u = (word >> 11) * 2^-53, Poisson by inversion through a guide table. Same key, same
 // demands as the CPU kernels.
-//
-// Statistics are reduced on the device: every block writes the sums of (cost - shift),
-// (cost - shift)^2 and the feasible count of its threads' scenarios; the launcher adds the
-// block partials with CuPy (on the device) and brings back three numbers per chunk.
 
 #define SPLIT_BIG 1e300
 #define SPLIT_BLOCK 128
@@ -60,10 +60,8 @@ __device__ void split_scenarios(const int* __restrict__ demands, int ncust, long
                                 const int* __restrict__ guide, const long long* __restrict__ guide_start,
                                 const long long* __restrict__ tour0_g, int n, const double* __restrict__ entry_g,
                                 const double* __restrict__ exit_g, int cap, double lam, int penalise,
-                                double* __restrict__ value, int* __restrict__ prefix, double shift,
-                                int keep_costs, double* __restrict__ out_cost, unsigned char* __restrict__ out_bad,
-                                double* __restrict__ block_sum, double* __restrict__ block_sumsq,
-                                u64* __restrict__ block_feasible, int use_shared) {
+                                double* __restrict__ value, int* __restrict__ prefix, double* __restrict__ out,
+                                int use_shared) {
     extern __shared__ double smem[];
     const double* entry = entry_g;
     const double* exit_ = exit_g;
@@ -82,10 +80,9 @@ __device__ void split_scenarios(const int* __restrict__ demands, int ncust, long
         exit_ = s_exit;
         tour0 = s_tour;
     }
+    const double inf = __longlong_as_double(0x7FF0000000000000LL);
     const long long nthreads = (long long)gridDim.x * blockDim.x;
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    double sum = 0.0, sumsq = 0.0;
-    u64 feasible = 0;
     for (long long s = t; s < count; s += nthreads) {
         const long long w = first + s;
         bool bad = false;
@@ -103,7 +100,7 @@ __device__ void split_scenarios(const int* __restrict__ demands, int ncust, long
             const int thr = load - cap;
             double best;
             if (penalise) {
-                best = prev + lam * (double)max(q - cap, 0);
+                best = __dadd_rn(prev, __dmul_rn(lam, (double)max(q - cap, 0)));
             } else if (q > cap) {
                 bad = true;
                 best = SPLIT_BIG;
@@ -122,44 +119,7 @@ __device__ void split_scenarios(const int* __restrict__ demands, int ncust, long
                 last = best + ex;
             }
         }
-        if (keep_costs) {
-            out_cost[s] = bad ? SPLIT_BIG : last;
-            out_bad[s] = bad ? 1 : 0;
-        }
-        if (!bad) {
-            const double x = last - shift;
-            sum += x;
-            sumsq += x * x;
-            feasible += 1;
-        }
-    }
-    // block reduction: warp shuffles, then one value per warp through shared memory
-    for (int off = 16; off > 0; off >>= 1) {
-        sum += __shfl_down_sync(0xFFFFFFFFu, sum, off);
-        sumsq += __shfl_down_sync(0xFFFFFFFFu, sumsq, off);
-        feasible += __shfl_down_sync(0xFFFFFFFFu, feasible, off);
-    }
-    __shared__ double warp_sum[SPLIT_BLOCK / 32];
-    __shared__ double warp_sumsq[SPLIT_BLOCK / 32];
-    __shared__ u64 warp_feasible[SPLIT_BLOCK / 32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) {
-        warp_sum[warp] = sum;
-        warp_sumsq[warp] = sumsq;
-        warp_feasible[warp] = feasible;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double bs = 0.0, bq = 0.0;
-        u64 bf = 0;
-        for (int k = 0; k < (int)(blockDim.x >> 5); ++k) {
-            bs += warp_sum[k];
-            bq += warp_sumsq[k];
-            bf += warp_feasible[k];
-        }
-        block_sum[blockIdx.x] = bs;
-        block_sumsq[blockIdx.x] = bq;
-        block_feasible[blockIdx.x] = bf;
+        out[s] = bad ? inf : last;
     }
 }
 
@@ -167,13 +127,9 @@ extern "C" __global__ void __launch_bounds__(SPLIT_BLOCK)
 split_matrix(const int* __restrict__ demands, int ncust, long long count,
              const long long* __restrict__ tour0, int n, const double* __restrict__ entry,
              const double* __restrict__ exit_, int cap, double lam, int penalise,
-             double* __restrict__ value, int* __restrict__ prefix, double shift,
-             int keep_costs, double* __restrict__ out_cost, unsigned char* __restrict__ out_bad,
-             double* __restrict__ block_sum, double* __restrict__ block_sumsq, u64* __restrict__ block_feasible,
-             int use_shared) {
+             double* __restrict__ value, int* __restrict__ prefix, double* __restrict__ out, int use_shared) {
     split_scenarios<false>(demands, ncust, 0, count, 0u, 0u, nullptr, nullptr, nullptr, nullptr, tour0, n, entry,
-                           exit_, cap, lam, penalise, value, prefix, shift, keep_costs, out_cost, out_bad, block_sum,
-                           block_sumsq, block_feasible, use_shared);
+                           exit_, cap, lam, penalise, value, prefix, out, use_shared);
 }
 
 extern "C" __global__ void __launch_bounds__(SPLIT_BLOCK)
@@ -182,11 +138,7 @@ split_fused(long long first, long long count, unsigned int k0, unsigned int k1,
             const int* __restrict__ guide, const long long* __restrict__ guide_start,
             const long long* __restrict__ tour0, int n, const double* __restrict__ entry,
             const double* __restrict__ exit_, int cap, double lam, int penalise,
-            double* __restrict__ value, int* __restrict__ prefix, double shift,
-            int keep_costs, double* __restrict__ out_cost, unsigned char* __restrict__ out_bad,
-            double* __restrict__ block_sum, double* __restrict__ block_sumsq, u64* __restrict__ block_feasible,
-            int use_shared) {
+            double* __restrict__ value, int* __restrict__ prefix, double* __restrict__ out, int use_shared) {
     split_scenarios<true>(nullptr, 0, first, count, k0, k1, cdf, cdf_start, guide, guide_start, tour0, n, entry,
-                          exit_, cap, lam, penalise, value, prefix, shift, keep_costs, out_cost, out_bad, block_sum,
-                          block_sumsq, block_feasible, use_shared);
+                          exit_, cap, lam, penalise, value, prefix, out, use_shared);
 }

@@ -1,7 +1,6 @@
 """CVRP split and stochastic split: against brute force, Vidal's split, the NumPy oracle, scipy's Poisson."""
 from __future__ import annotations
 
-import itertools
 import json
 
 import numpy as np
@@ -12,12 +11,12 @@ from hypothesis import strategies as st
 from solvopt.cli import main as cli_main
 from solvopt.core.errors import ModelError
 from solvopt.core.result import Termination
-from solvopt.dp.split import bellman_split, brute_force_split, tour_geometry, vidal_split
-from solvopt.dp.split_random import (philox4x32_numpy, poisson_tables, sample_demands_numba,
-                                     sample_demands_numpy)
-from solvopt.dp.split_saa import evaluate_tours
-from solvopt.dp.split_stochastic import ScenarioSplit, run_chunks, split_costs_numpy
+from solvopt.cvrp.deterministic import bellman_split, brute_force_split, vidal_split
+from solvopt.cvrp.kernels_numba import sample_demands_numba
+from solvopt.cvrp.saa import evaluate_tours
+from solvopt.cvrp.sampling import philox4x32_numpy, poisson_tables, sample_demands_numpy
 from solvopt.dsl import Split, StochasticSplit
+from solvopt.dsl.split import tour_geometry
 
 
 def random_instance(seed: int, n_nodes: int, max_demand: int = 9, capacity: int | None = None):
@@ -30,26 +29,6 @@ def random_instance(seed: int, n_nodes: int, max_demand: int = 9, capacity: int 
     cap = int(capacity if capacity is not None else rng.integers(max_demand, 3 * max_demand + 1))
     tour = rng.permutation(np.arange(1, n_nodes))
     return dist, demands, cap, tour
-
-
-def brute_force_scenario(dist, q, cap, tour, penalty=None):
-    """Stochastic-split oracle for one scenario: every cut set; an over-Q customer alone pays the penalty."""
-    n = len(tour)
-    geom = tour_geometry(dist, tour)
-    loads = q[tour - 1]
-    best = np.inf
-    for r in range(n):
-        for inner in itertools.combinations(range(1, n), r):
-            cuts = [0, *inner, n]
-            total = 0.0
-            for p, i in zip(cuts[:-1], cuts[1:]):
-                load = loads[p:i].sum()
-                if load > cap and not (penalty is not None and i - p == 1):
-                    total = np.inf
-                    break
-                total += geom.route_cost(p + 1, i) + (penalty * max(0, load - cap) if penalty is not None else 0.0)
-            best = min(best, total)
-    return best
 
 
 # --- deterministic split -------------------------------------------------------------------------------
@@ -156,34 +135,6 @@ def test_constant_scenarios_equal_the_deterministic_split():
         assert r.solution["feasible_scenarios"] == 37
 
 
-@settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10**6), n_nodes=st.integers(2, 30), policy=st.sampled_from(["infeasible", "penalty"]),
-       scenarios=st.integers(1, 70))
-def test_numba_kernel_matches_numpy_reference(seed, n_nodes, policy, scenarios):
-    dist, demands, cap, tour = random_instance(seed, n_nodes, capacity=12)
-    rng = np.random.default_rng(seed + 1)
-    matrix = rng.integers(0, 14, (scenarios, n_nodes - 1))     # some customers exceed Q = 12
-    problem = ScenarioSplit(tour_geometry(dist, tour), cap, policy, 2.5)
-    ref_cost, ref_bad = split_costs_numpy(problem, matrix)
-    est, _ = run_chunks(problem, scenarios=scenarios, demands=matrix.astype(np.int32), chunk=23, keep_costs=True)
-    cost = est.summary()["scenario_costs"]
-    np.testing.assert_array_equal(np.isinf(cost), ref_bad)
-    np.testing.assert_allclose(cost[~ref_bad], ref_cost[~ref_bad], rtol=1e-12)
-    assert est.infeasible == ref_bad.sum()
-
-
-@settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10**6), n_nodes=st.integers(2, 8), policy=st.sampled_from(["infeasible", "penalty"]))
-def test_stochastic_reference_matches_brute_force(seed, n_nodes, policy):
-    dist, demands, cap, tour = random_instance(seed, n_nodes, capacity=10)
-    matrix = np.random.default_rng(seed).integers(0, 12, (6, n_nodes - 1))
-    lam = 3.0 if policy == "penalty" else None
-    cost, bad = split_costs_numpy(ScenarioSplit(tour_geometry(dist, tour), cap, policy, lam or 0.0), matrix)
-    for w in range(matrix.shape[0]):
-        oracle = brute_force_scenario(dist, matrix[w], cap, tour, lam)
-        assert cost[w] == pytest.approx(oracle) if np.isfinite(oracle) else bad[w]
-
-
 def test_infeasible_scenarios_are_counted_not_dropped():
     dist, demands, cap, tour = random_instance(2, 12, capacity=10)
     matrix = np.full((10, 11), 2)
@@ -202,9 +153,10 @@ def test_infeasible_scenarios_are_counted_not_dropped():
 
 def test_time_limit_returns_the_estimate_so_far():
     dist, demands, cap, tour = random_instance(4, 30, capacity=30)
-    r = StochasticSplit(dist, demands, cap, tour, scenarios=5000, chunk=100).solve(time_limit=1e-6, seed=2)
-    assert r.termination is Termination.TIME_LIMIT and r.ok
+    r = StochasticSplit(dist, demands, cap, tour, scenarios=5000).solve(time_limit=1e-6, seed=2, chunk=100)
+    assert r.termination is Termination.TIME_LIMIT and r.ok and r.bound is None
     assert r.solution["scenarios"] == 100 and r.objective == pytest.approx(r.solution["mean"])
+    assert "after 100 of 5,000 scenarios" in r.message
 
 
 # --- sampler ---------------------------------------------------------------------------------------------
@@ -251,7 +203,7 @@ def test_fused_sampling_reproducible_and_independent_of_chunks_and_threads():
     again = model.solve(seed=5, keep_costs=True, threads=1)
     np.testing.assert_array_equal(base.solution["scenario_costs"], again.solution["scenario_costs"])
     assert base.objective == again.objective
-    chunked = StochasticSplit(dist, demands, cap, tour, scenarios=3000, chunk=257).solve(seed=5, keep_costs=True)
+    chunked = StochasticSplit(dist, demands, cap, tour, scenarios=3000).solve(seed=5, keep_costs=True, chunk=257)
     np.testing.assert_array_equal(base.solution["scenario_costs"], chunked.solution["scenario_costs"])
     assert chunked.objective == pytest.approx(base.objective, rel=1e-13)
     assert chunked.solution["std_error"] == pytest.approx(base.solution["std_error"], rel=1e-9)
@@ -259,8 +211,8 @@ def test_fused_sampling_reproducible_and_independent_of_chunks_and_threads():
     assert other.objective != base.objective
     # the fused kernel sees exactly the demands of the reference sampler
     matrix = sample_demands_numpy(poisson_tables(demands[1:]), 5, 0, 3000)
-    ref_cost, _ = split_costs_numpy(ScenarioSplit(tour_geometry(dist, tour), cap), matrix)
-    np.testing.assert_allclose(base.solution["scenario_costs"], ref_cost, rtol=1e-12)
+    reference = StochasticSplit(dist, demands, cap, tour, scenarios=matrix).solve("split-numpy", keep_costs=True)
+    np.testing.assert_array_equal(base.solution["scenario_costs"], reference.solution["scenario_costs"])
     numpy_method = StochasticSplit(dist, demands, cap, tour, scenarios=500).solve("split-numpy", seed=5)
     numba_method = StochasticSplit(dist, demands, cap, tour, scenarios=500).solve("split", seed=5)
     assert numpy_method.objective == pytest.approx(numba_method.objective, rel=1e-12)
@@ -309,7 +261,6 @@ def test_bad_input_raises_model_error(change, match):
     (dict(policy="penalty"), "penalty"),
     (dict(policy="drop"), "policy"),
     (dict(fleet=3), "fleet"),
-    (dict(chunk=0), "chunk"),
     (dict(scenarios=0), "scenarios"),
     (dict(demand="normal"), "poisson"),
 ])
@@ -367,34 +318,3 @@ def test_cli_end_to_end(tmp_path, capsys):
     bad_tour.write_text("1 2\n3 x\n")
     assert cli_main(["solve", str(path), "--tour", str(bad_tour)]) == 1
     assert "bad.txt:2" in capsys.readouterr().err
-
-
-# --- GPU (skipped without a CUDA device) ------------------------------------------------------------------
-@pytest.mark.gpu
-@pytest.mark.parametrize("policy", ["infeasible", "penalty"])
-def test_cuda_matches_numpy_reference_on_the_same_matrix(policy):
-    from solvopt.gpu import split as gpu_split
-    dist, demands, cap, tour = random_instance(17, 60, capacity=25)
-    matrix = np.random.default_rng(3).integers(0, 27, (3000, 59))
-    problem = ScenarioSplit(tour_geometry(dist, tour), cap, policy, 1.5)
-    ref_cost, ref_bad = split_costs_numpy(problem, matrix)
-    cost, bad = gpu_split.split_costs(problem, demands=matrix)
-    np.testing.assert_array_equal(bad, ref_bad)
-    np.testing.assert_allclose(cost[~bad], ref_cost[~bad], rtol=1e-12)
-
-
-@pytest.mark.gpu
-def test_cuda_fused_sampler_matches_cpu_stream():
-    from solvopt.gpu import split as gpu_split
-    dist, demands, cap, tour = random_instance(19, 80, max_demand=12, capacity=40)
-    tables = poisson_tables(demands[1:])
-    problem = ScenarioSplit(tour_geometry(dist, tour), cap)
-    cost, bad = gpu_split.split_costs(problem, tables=tables, seed=11, first=1000, count=5000)
-    ref_cost, ref_bad = split_costs_numpy(problem, sample_demands_numpy(tables, 11, 1000, 5000))
-    np.testing.assert_array_equal(bad, ref_bad)
-    np.testing.assert_allclose(cost[~bad], ref_cost[~bad], rtol=1e-12)
-    model = StochasticSplit(dist, demands, cap, tour, scenarios=20000, chunk=7000)
-    gpu = model.solve("split-cuda", seed=4)
-    cpu = model.solve("split", seed=4)
-    assert gpu.objective == pytest.approx(cpu.objective, rel=1e-12)
-    assert gpu.solution["std_error"] == pytest.approx(cpu.solution["std_error"], rel=1e-6)

@@ -4,7 +4,7 @@ from solvopt.core.family import Family, Param
 FAMILY = Family(
     name="cvrp",
     description="CVRP split of a giant tour; stochastic split over demand scenarios",
-    solver_modules=("solvopt.dp.split_solvers",),
+    solver_modules=("solvopt.cvrp.solvers",),
     reader_modules=("solvopt.io.vrplib",),
     models=("solvopt.dsl.split:Split", "solvopt.dsl.split:StochasticSplit"),
     params=(
@@ -14,7 +14,7 @@ FAMILY = Family(
         Param("fleet", int, "at most this many routes"),
         Param("penalty", float, "soft-capacity penalty per unit of excess load"),
         Param("policy", str, "customers whose demand exceeds Q: 'penalty' or 'infeasible'"),
-        Param("chunk", int, "scenarios per chunk (bounds memory)"),
+        Param("chunk", int, "scenarios per chunk (bounds memory)", target="solver"),
     ),
-    from_instance="solvopt.dp.split_cli:model_from_instance",
+    from_instance="solvopt.cvrp.instance:model_from_instance",
 )

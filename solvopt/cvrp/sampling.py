@@ -1,5 +1,10 @@
 """Counter-based demand sampling for the stochastic split: Philox4x32-10 and Poisson by inversion.
 
+This module is the pure-NumPy half: the Poisson tables, the Philox key of a seed, and the
+reference implementation of the stream (the oracle of the Numba sampler in
+:mod:`solvopt.cvrp.kernels_numba` and of the CUDA sampler in ``gpu/split.cu``). The kernels
+receive the tables and the key as plain arrays and integers.
+
 Every random demand is a pure function of (seed, scenario index w, customer): no generator
 state is carried between scenarios, so any chunking, thread count or device (Numba or CUDA,
 ``gpu/split.cu`` implements the same stream) gives the same demands.
@@ -27,9 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
-from ..core.errors import ModelError
+from solvopt.core.errors import ModelError
 
 MAX_POISSON_MEAN = 1e5
 TAIL = 2.0 ** -64
@@ -58,6 +62,11 @@ class PoissonTables:
     @property
     def max_demand(self) -> int:
         return int(np.max(np.diff(self.cdf_start))) - 1
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(cdf, cdf_start, guide, guide_start)``: the tables as the kernels take them."""
+        return self.cdf, self.cdf_start, self.guide, self.guide_start
 
 
 def poisson_tables(means) -> PoissonTables:
@@ -115,11 +124,15 @@ def philox4x32_numpy(counter: np.ndarray, key: tuple[int, int], rounds: int = 10
 
 def uniforms_numpy(seed: int, first: int, count: int, n_customers: int) -> np.ndarray:
     """(count, n_customers) uniforms of scenarios first..first+count-1 (the documented stream)."""
+    return _uniforms(philox_key(seed), first, count, n_customers)
+
+
+def _uniforms(key, first: int, count: int, n_customers: int) -> np.ndarray:
     pairs = (n_customers + 1) // 2
     w = np.repeat(np.arange(first, first + count, dtype=np.uint64), pairs)
     j = np.tile(np.arange(pairs, dtype=np.uint64), count)
     ctr = np.stack([w & MASK32, w >> SHIFT32, j, np.zeros_like(j)], axis=1)
-    o = philox4x32_numpy(ctr, philox_key(seed)).astype(np.uint64)
+    o = philox4x32_numpy(ctr, (int(key[0]), int(key[1]))).astype(np.uint64)
     words = np.empty((count * pairs, 2), dtype=np.uint64)
     words[:, 0] = (o[:, 0] << SHIFT32) | o[:, 1]
     words[:, 1] = (o[:, 2] << SHIFT32) | o[:, 3]
@@ -129,87 +142,14 @@ def uniforms_numpy(seed: int, first: int, count: int, n_customers: int) -> np.nd
 
 def sample_demands_numpy(tables: PoissonTables, seed: int, first: int, count: int) -> np.ndarray:
     """(count, n) int32 Poisson demands of scenarios first..: inversion by binary search (reference)."""
-    n = tables.means.shape[0]
-    u = uniforms_numpy(seed, first, count, n)
+    return sample_from_tables(first, count, philox_key(seed), tables.cdf, tables.cdf_start)
+
+
+def sample_from_tables(first: int, count: int, key, cdf, cdf_start) -> np.ndarray:
+    """The reference sampler on plain arrays: key ``(k0, k1)``, flat CDF tables (see :class:`PoissonTables`)."""
+    n = cdf_start.shape[0] - 1
+    u = _uniforms(key, first, count, n)
     out = np.empty((count, n), dtype=np.int32)
     for c in range(n):
-        cdf = tables.cdf[tables.cdf_start[c]:tables.cdf_start[c + 1]]
-        out[:, c] = np.searchsorted(cdf, u[:, c], side="right")
+        out[:, c] = np.searchsorted(cdf[cdf_start[c]:cdf_start[c + 1]], u[:, c], side="right")
     return out
-
-
-# --- Numba kernels (inlined into the split kernels) ----------------------------------------------
-@njit(cache=True, inline="always")
-def philox4x32(c0, c1, c2, c3, k0, k1):
-    """Philox4x32-10 on uint64 words holding 32-bit values; returns the four output words."""
-    for _ in range(10):
-        p0 = PHILOX_M0 * c0
-        p1 = PHILOX_M1 * c2
-        n0 = (p1 >> SHIFT32) ^ c1 ^ k0
-        n2 = (p0 >> SHIFT32) ^ c3 ^ k1
-        c0 = n0
-        c1 = p1 & MASK32
-        c2 = n2
-        c3 = p0 & MASK32
-        k0 = (k0 + PHILOX_W0) & MASK32
-        k1 = (k1 + PHILOX_W1) & MASK32
-    return c0, c1, c2, c3
-
-
-@njit(cache=True, inline="always")
-def poisson_inverse(u, c, cdf, cdf_start, guide, guide_start):
-    """min{k : F_c(k) > u}, started from the guide table entry of u."""
-    base = cdf_start[c]
-    g = guide_start[c]
-    k = np.int64(guide[g + np.int64(u * (guide_start[c + 1] - g))])
-    k += cdf[base + k] <= u          # one branch-free step covers most draws ...
-    while cdf[base + k] <= u:        # ... the loop the rare rest
-        k += 1
-    return k
-
-
-@njit(cache=True)
-def sample_block(dem, words, first, lanes, k0, k1, cdf, cdf_start, guide, guide_start):
-    """Fill ``dem[c, l]`` (customer-major, lanes contiguous) with the demands of scenario first+l.
-
-    The Philox loop over lanes has no branches, so it vectorises; ``words`` is (2, lanes) uint64
-    scratch between the generator and the (scalar) inversion.
-    """
-    n = dem.shape[0]
-    zero = np.uint64(0)
-    for j in range((n + 1) // 2):
-        jj = np.uint64(j)
-        for l in range(lanes):
-            w = np.uint64(first + l)
-            o0, o1, o2, o3 = philox4x32(w & MASK32, w >> SHIFT32, jj, zero, k0, k1)
-            words[0, l] = (o0 << SHIFT32) | o1
-            words[1, l] = (o2 << SHIFT32) | o3
-        for h in range(2):
-            c = 2 * j + h
-            if c < n:
-                for l in range(lanes):
-                    u = np.float64(words[h, l] >> SHIFT11) * TWO_POW_M53
-                    dem[c, l] = poisson_inverse(u, c, cdf, cdf_start, guide, guide_start)
-
-
-@njit(cache=True)
-def sample_matrix(tables_cdf, cdf_start, guide, guide_start, k0, k1, first, count):
-    """(count, n) int32 demands from the Numba sampler (for checks against the NumPy reference)."""
-    n = cdf_start.shape[0] - 1
-    lanes = 16
-    out = np.empty((count, n), dtype=np.int32)
-    dem = np.empty((n, lanes), dtype=np.int32)
-    words = np.empty((2, lanes), dtype=np.uint64)
-    for b in range(0, count, lanes):
-        sample_block(dem, words, first + b, lanes, k0, k1, tables_cdf, cdf_start, guide, guide_start)
-        for l in range(min(lanes, count - b)):
-            for c in range(n):
-                out[b + l, c] = dem[c, l]
-    return out
-
-
-def sample_demands_numba(tables: PoissonTables, seed: int, first: int, count: int) -> np.ndarray:
-    """The Numba sampler's demands for scenarios first..first+count-1 (same stream as the reference)."""
-    k0, k1 = philox_key(seed)
-    return sample_matrix(tables.cdf, tables.cdf_start, tables.guide, tables.guide_start,
-                         np.uint64(k0), np.uint64(k1), np.int64(first), np.int64(count))

@@ -5,7 +5,7 @@ sampled demand of customer c in scenario w depends on (seed, w, c) only, not on 
 a demand matrix is shared as is), so differences between tours are not blurred by different
 samples. Embed it in a tour-improvement loop::
 
-    from solvopt.dp.split_saa import evaluate_tours
+    from solvopt.cvrp.saa import evaluate_tours
     inst = read_instance("X-n101-k25.vrp")
     tours = [np.arange(1, 101), rng.permutation(np.arange(1, 101)), ...]
     best = evaluate_tours(inst, tours, scenarios=100_000, seed=1)
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvopt.core.errors import ModelError
+from solvopt.dsl.split import StochasticSplit
 
 
 @dataclass
@@ -31,7 +32,7 @@ class TourEvaluation:
 
     @property
     def means(self) -> np.ndarray:
-        return np.array([e["mean"] for e in self.estimates])
+        return np.array([e.get("mean", np.inf) for e in self.estimates])
 
 
 def evaluate_tours(instance_or_model, tours, *, scenarios=10_000, method: str | None = None,
@@ -44,7 +45,6 @@ def evaluate_tours(instance_or_model, tours, *, scenarios=10_000, method: str | 
     ``options`` go to every solve (``seed``, ``threads``, ``device``, ...); the same seed for
     every tour is what makes the numbers common.
     """
-    from solvopt.dsl.split import StochasticSplit
     if isinstance(instance_or_model, StochasticSplit):
         base = instance_or_model
     else:
@@ -57,7 +57,7 @@ def evaluate_tours(instance_or_model, tours, *, scenarios=10_000, method: str | 
         result = base.with_tour(tour).solve(method, **options)
         results.append(result)
         estimates.append(dict(result.solution, termination=result.termination.value))
-    means = np.array([e["mean"] for e in estimates])
+    means = np.array([e.get("mean", np.inf) for e in estimates])
     if not np.any(np.isfinite(means)):
         raise ModelError("no candidate tour has a feasible scenario")
     best = int(np.argmin(means))

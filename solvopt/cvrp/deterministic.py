@@ -6,7 +6,7 @@ least total distance:
 
     J(0) = 0,   J(i) = min_{p < i, load(p+1..i) <= Q}  J(p) + cost(p+1, i).
 
-Everything along the tour is folded into two arrays (see :class:`TourGeometry`):
+Everything along the tour is folded into two arrays (see :class:`solvopt.dsl.split.TourGeometry`):
 ``cost(p+1, i) = entry[p] + exit[i]``, so ``J(i) = exit[i] + min_p (J(p) + entry[p])``. That
 form is what every kernel (NumPy, Numba, CUDA, deterministic and stochastic) evaluates.
 
@@ -28,72 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import ModelError
-
-
-@dataclass(frozen=True)
-class TourGeometry:
-    """The distances along one giant tour, in the form the split recursions use.
-
-    ``tour``: (n,) customer ids (1..N-1). ``entry[p]`` (p = 0..n-1) is the cost of opening a
-    route at tour position p+1 minus the distance already travelled along the tour up to it;
-    ``exit[i]`` (i = 1..n, ``exit[0]`` unused) is the distance along the tour up to position
-    i plus the way back to the depot. Route p+1..i costs ``entry[p] + exit[i]``.
-    """
-
-    tour: np.ndarray
-    entry: np.ndarray
-    exit: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return int(self.tour.shape[0])
-
-    def route_cost(self, first: int, last: int) -> float:
-        """Distance of the route serving tour positions first..last (1-based, inclusive)."""
-        return float(self.entry[first - 1] + self.exit[last])
-
-
-def tour_geometry(distances: np.ndarray, tour: np.ndarray) -> TourGeometry:
-    """Fold the distance matrix along ``tour`` into ``entry``/``exit`` (see :class:`TourGeometry`)."""
-    tour = np.asarray(tour, dtype=np.int64)
-    n = tour.shape[0]
-    out = distances[0, tour]                         # depot -> sigma_i
-    back = distances[tour, 0]                        # sigma_i -> depot
-    steps = distances[tour[:-1], tour[1:]]           # sigma_k -> sigma_{k+1}
-    along = np.zeros(n + 1)                          # along[i]: distance sigma_1 .. sigma_i
-    along[2:] = np.cumsum(steps)
-    entry = out - along[1:]                          # entry[p] for route starting at p+1
-    exit_ = np.zeros(n + 1)
-    exit_[1:] = along[1:] + back
-    return TourGeometry(tour=tour, entry=entry, exit=exit_)
-
-
-def validate_tour(tour, n_nodes: int) -> np.ndarray:
-    """The tour as int64 ids; ModelError unless it is a permutation of the customers 1..n_nodes-1."""
-    arr = np.asarray(tour)
-    if arr.ndim != 1:
-        raise ModelError(f"tour must be a 1-D sequence of customer ids, got shape {arr.shape}")
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise ModelError("tour must contain integer customer ids (got non-integer or NaN values)")
-    elif arr.dtype.kind not in "iu":
-        raise ModelError(f"tour must contain integer customer ids, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64)
-    expected = n_nodes - 1
-    if arr.shape[0] != expected or not np.array_equal(np.sort(arr), np.arange(1, n_nodes)):
-        bad = sorted(set(arr.tolist()) - set(range(1, n_nodes)))
-        missing = sorted(set(range(1, n_nodes)) - set(arr.tolist()))
-        detail = []
-        if bad:
-            detail.append(f"ids outside 1..{n_nodes - 1}: {bad[:5]}")
-        if missing:
-            detail.append(f"missing customers: {missing[:5]}")
-        if not detail:
-            detail.append("repeated customers")
-        raise ModelError(f"tour must be a permutation of the customers 1..{n_nodes - 1} "
-                         f"(length {expected}, got {arr.shape[0]}; {'; '.join(detail)})")
-    return arr
+from solvopt.core.errors import ModelError
+from solvopt.dsl.split import TourGeometry
 
 
 @dataclass

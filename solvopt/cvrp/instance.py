@@ -1,9 +1,10 @@
-"""``solvopt solve FILE.vrp``: the CVRP split from the command line (family ``cvrp``).
+"""The ``cvrp`` model of an instance: :func:`model_from_instance` (the family descriptor's ``from_instance``).
 
-Flags: ``--tour identity|FILE`` (FILE: whitespace-separated customer ids), ``--fleet K``,
+The generic CLI (``solvopt solve FILE.vrp``) hands it the instance and the model flags:
+``--tour identity|FILE`` (FILE: whitespace-separated customer ids), ``--fleet K``,
 ``--penalty L``; stochastic when ``--scenarios S`` or ``--demand`` is given: ``--demand
 poisson`` (default) or ``--demand FILE.npy`` (an (S, N-1) matrix), ``--policy
-penalty|infeasible``, ``--chunk C``. The seed is the common ``--seed``.
+penalty|infeasible``. ``--chunk C`` and ``--seed`` are solve options, routed by the CLI.
 """
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import os
 import numpy as np
 
 from solvopt.core.errors import InstanceFormatError, ModelError
-from solvopt.core.result import Result
+from solvopt.dsl.split import Split, StochasticSplit
 from solvopt.io.base import LineReader, parse_number
 
-ACCEPTED = ("tour", "scenarios", "demand", "fleet", "penalty", "policy", "chunk")
+ACCEPTED = ("tour", "scenarios", "demand", "fleet", "penalty", "policy")
 
 
 def read_tour(path: str) -> np.ndarray:
@@ -44,9 +45,8 @@ def read_demand_matrix(path: str) -> np.ndarray:
         raise InstanceFormatError(path, None, f"not a NumPy .npy array ({exc})") from None
 
 
-def build_model(instance, params: dict):
-    """The Split or StochasticSplit model the flags describe."""
-    from solvopt.dsl.split import Split, StochasticSplit
+def model_from_instance(instance, **params):
+    """The Split or StochasticSplit model the flags describe (the family descriptor's ``from_instance``)."""
     unknown = sorted(set(params) - set(ACCEPTED))
     if unknown:
         raise ModelError(f"CVRP split does not take {', '.join('--' + u for u in unknown)}; "
@@ -55,29 +55,21 @@ def build_model(instance, params: dict):
     tour = None if tour == "identity" else read_tour(tour)
     stochastic = "scenarios" in params or "demand" in params
     if not stochastic:
-        for flag in ("policy", "chunk"):
-            if flag in params:
-                raise ModelError(f"--{flag} applies to the stochastic split: give --scenarios or --demand too")
+        if "policy" in params:
+            raise ModelError("--policy applies to the stochastic split: give --scenarios or --demand too")
         return Split.from_instance(instance, tour=tour, fleet=params.get("fleet"), penalty=params.get("penalty"))
-    kwargs = {k: params[k] for k in ("fleet", "penalty", "policy", "chunk") if k in params}
+    kwargs = {k: params[k] for k in ("fleet", "penalty", "policy") if k in params}
     demand = params.get("demand", "poisson")
     if demand == "poisson":
-        scenarios = params.get("scenarios", 10_000)
-    else:
-        scenarios = read_demand_matrix(demand)
-        if "scenarios" in params:
-            if params["scenarios"] > scenarios.shape[0]:
-                raise ModelError(f"--scenarios {params['scenarios']} but {demand} holds {scenarios.shape[0]} scenarios")
-            scenarios = scenarios[:params["scenarios"]]
-    return StochasticSplit.from_instance(instance, tour=tour, scenarios=scenarios, **kwargs)
-
-
-def solve_instance(instance, method: str | None, options: dict, params: dict) -> Result:
-    """Build the model from the instance and flags and solve it with ``method`` (default ``split``)."""
-    model = build_model(instance, params)
-    return model.solve(method, **options)
-
-
-def model_from_instance(instance, **params):
-    """The family descriptor's entry: the model the CLI flags describe."""
-    return build_model(instance, params)
+        return StochasticSplit.from_instance(instance, tour=tour, scenarios=params.get("scenarios", 10_000), **kwargs)
+    scenarios = read_demand_matrix(demand)
+    if "scenarios" in params:
+        if not 1 <= params["scenarios"] <= scenarios.shape[0]:
+            raise ModelError(f"--scenarios {params['scenarios']}: {demand} holds {scenarios.shape[0]} scenarios")
+        scenarios = scenarios[:params["scenarios"]]
+    try:
+        return StochasticSplit.from_instance(instance, tour=tour, scenarios=scenarios, **kwargs)
+    except ModelError as exc:   # name the file the bad matrix came from
+        if "demand scenarios" in str(exc):
+            raise ModelError(f"--demand {demand}: {exc}") from None
+        raise
