@@ -262,3 +262,71 @@ def test_table_prints_no_exponent_gap(capsys, samples):
     assert code == 0, err
     header, row = out.strip().splitlines()
     assert row.split()[header.split().index("gap")] == "0%"
+
+
+# --- clean output: progress on stderr only, results on stdout --------------------------------------
+class _Stream:
+    def __init__(self, tty):
+        self.tty, self.text = tty, ""
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_progress_default_follows_whether_stderr_is_a_terminal(monkeypatch):
+    from solvopt.core.progress import Progress
+    for tty in (False, True):
+        stream = _Stream(tty)
+        monkeypatch.setattr(sys, "stderr", stream)
+        Progress()("hello", force=True)
+        assert ("hello" in stream.text) is tty
+    quiet = _Stream(True)
+    Progress(False, stream=quiet)("x", force=True)
+    assert quiet.text == ""
+
+
+def test_progress_rate_line_has_rate_and_eta(capsys):
+    from solvopt.core.progress import Progress, format_duration, format_rate
+    assert format_rate(250_000, 1_000_000, 0.5) == "250,000/1,000,000 scenarios, 500,000/s, ETA 1.5s"
+    assert format_rate(3, 10, 6.0, "chunks") == "3/10 chunks, 0.5/s, ETA 14.0s"
+    assert format_rate(10, 10, 0.0).endswith("ETA 0.0s") and format_rate(0, 10, 1.0).endswith("ETA ?")
+    assert [format_duration(s) for s in (0.04, 59.94, 245, 7380, float("inf"))] == ["0.0s", "59.9s", "4m05s",
+                                                                                    "2h03m", "?"]
+    Progress(True).rate(5, 20, "scenarios", elapsed=1.0, force=True)
+    out, err = capsys.readouterr()
+    assert out == "" and "5/20 scenarios, 5/s, ETA 3.0s" in err
+
+
+def _stdout_lines_not_json(out):
+    bad = []
+    for line in out.splitlines():
+        try:
+            json.loads(line)
+        except ValueError:
+            bad.append(line)
+    return bad
+
+
+@pytest.mark.parametrize("instance, extra", [
+    ("khc/sr_10_2_2_1022.dat", ["--method", "sbb"]),
+    ("cvrp/X-n101-k25.vrp", ["--scenarios", "2000", "--seed", "1"]),
+    ("irp/abs1n5_1.dat", ["--scenarios", "200"]),
+    pytest.param("lp/knapsack.mps", ["--method", "highs"], marks=pytest.mark.xfail(
+        strict=True, reason="dsl/backends/highs.py: HiGHS' log goes to stdout under --progress")),
+    pytest.param("lp/knapsack.mps", ["--method", "scip"], marks=pytest.mark.xfail(
+        strict=True, reason="dsl/backends/scip.py: SCIP's log goes to stdout under --progress")),
+])
+def test_progress_json_keeps_stdout_to_json_lines(samples, instance, extra):
+    if "scip" in extra:
+        pytest.importorskip("pyscipopt")
+    proc = subprocess.run([sys.executable, "-m", "solvopt.cli", "solve", str(samples / instance), "--progress",
+                           "--json", "--time-limit", "30", *extra], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _stdout_lines_not_json(proc.stdout) == []
+    assert len(proc.stdout.splitlines()) == 1
