@@ -1,25 +1,6 @@
-"""Backends that solve a StandardForm: HiGHS (default), SCIP and Gurobi, plus the Pyomo export.
+"""Exports of a DSL model to other modelling tools (:mod:`.pyomo_export`); no solver lives here.
 
-Importing this package registers the ``lp`` family's solvers.
+The ``lp`` family's solvers (HiGHS, SCIP, Gurobi) are in :mod:`solvopt.lp`; ``Model.solve``
+finds them through the registry by family name. The HiGHS array handover is
+:mod:`solvopt.dsl.highs_export`.
 """
-from __future__ import annotations
-
-from solvopt.core.registry import get_solver
-from solvopt.core.result import Result
-
-from ..standard_form import StandardForm
-from . import gurobi, highs, scip  # noqa: F401  (registration)
-
-
-def solve_standard_form(sf: StandardForm, method: str | None = None, **options) -> Result:
-    """Solve a compiled model with the ``lp`` family's ``method`` (default HiGHS)."""
-    solver = get_solver("lp", method)
-    kinds = set(solver.capabilities)
-    if kinds and sf.kind not in kinds:
-        from solvopt.core.errors import ModelError
-        raise ModelError(f"method {solver.name!r} does not solve {sf.kind.upper()} models (it takes "
-                         f"{', '.join(sorted(kinds))}); try method='scip' or 'gurobi'")
-    return solver.run(sf, **options)
-
-
-__all__ = ["solve_standard_form"]

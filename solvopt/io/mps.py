@@ -3,9 +3,11 @@
 HiGHS parses the file; we convert its model (column-wise matrix, lower-triangular Hessian)
 into :class:`solvopt.dsl.standard_form.StandardForm`, and back for writing (used by
 ``solvopt convert``). HiGHS' free-MPS parser reads a non-numeric value as 0 without a word,
-so MPS files are first scanned for non-numeric and NaN values, which are reported with their
-line. HiGHS is created through the DSL backend's ``new_highs`` so that its banner never
-reaches stdout (the CLI prints JSON there).
+and drops entries that name an undefined row (inventing a column for an undefined bound), so
+MPS files are first scanned for non-numeric and NaN values and undefined names, which are
+reported with their line; an LP file with nothing but comments is refused (HiGHS reads it as an
+empty model). HiGHS is created through :func:`solvopt.dsl.highs_export.new_highs` so that its
+banner never reaches stdout (the CLI prints JSON there).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..core.errors import BackendUnavailable, InstanceFormatError, ModelError
+from ..dsl.highs_export import load_standard_form, new_highs
 from .base import Instance, Reader, register_reader
 from .points import instance_name
 
@@ -37,9 +40,8 @@ def _highspy():
 
 
 def quiet_highs():
-    """A ``highspy.Highs`` that prints nothing on stdout: the DSL HiGHS backend's ``new_highs``."""
+    """A ``highspy.Highs`` that prints nothing on stdout (:func:`solvopt.dsl.highs_export.new_highs`)."""
     _highspy()
-    from solvopt.dsl.backends.highs import new_highs
     return new_highs()
 
 
@@ -63,10 +65,31 @@ def _value_positions(section: str, tokens: list[str]) -> list[int]:
     return [2] if n == 3 else []
 
 
+def _bound_column(tokens: list[str]) -> str | None:
+    """The column a BOUNDS line names (with or without a bound-set name), None when unclear."""
+    n, kind = len(tokens), tokens[0].upper()
+    if n == 4:
+        return tokens[2]
+    if n == 3:
+        return tokens[1] if kind in _BOUND_TYPES_WITH_VALUE else tokens[2]
+    if n == 2 and kind not in _BOUND_TYPES_WITH_VALUE:
+        return tokens[1]
+    return None
+
+
 def check_mps_values(path: str) -> None:
-    """Raise InstanceFormatError (with the line) for a non-numeric or NaN value in an MPS file,
-    or for a file that ends before ``ENDATA``."""
+    """Raise InstanceFormatError (with the line) where HiGHS would read a different model than the file's.
+
+    A non-numeric or NaN value (HiGHS reads it as 0 or keeps the NaN), an entry naming a row
+    that ROWS does not define or a bound on a column that COLUMNS does not define (HiGHS drops
+    the one and invents a column for the other, with a warning at most), binary data, or a file
+    that ends before ``ENDATA``. Names are checked only while every ROWS / COLUMNS line has the
+    plain whitespace-separated layout (fixed-format names with spaces are left to HiGHS).
+    """
     section, no = None, 0
+    rows: set[str] = set()
+    columns: set[str] = set()
+    rows_clear = columns_clear = True
     try:
         with _open_text(path) as fh:
             for no, line in enumerate(fh, start=1):
@@ -79,10 +102,22 @@ def check_mps_values(path: str) -> None:
                     if section == "ENDATA":
                         return
                     continue
+                tokens = line.split()
+                if section == "ROWS":
+                    if len(tokens) == 2:
+                        rows.add(tokens[1])
+                    else:
+                        rows_clear = False
+                    continue
                 if section not in _NUMERIC_SECTIONS:
                     continue
-                tokens = line.split()
-                for pos in _value_positions(section, tokens):
+                positions = _value_positions(section, tokens)
+                if section == "COLUMNS":
+                    if positions:
+                        columns.add(tokens[0])
+                    elif not any("MARKER" in t for t in tokens):
+                        columns_clear = False
+                for pos in positions:
                     token = tokens[pos]
                     try:
                         value = float(token)
@@ -90,9 +125,33 @@ def check_mps_values(path: str) -> None:
                         raise InstanceFormatError(path, no, f"expected a number in {section}, got {token!r}") from None
                     if np.isnan(value) or (np.isinf(value) and not _NUMERIC_SECTIONS[section]):
                         raise InstanceFormatError(path, no, f"{section} value must be finite, got {token!r}")
+                    if section in ("COLUMNS", "RHS", "RANGES") and rows_clear and tokens[pos - 1] not in rows:
+                        raise InstanceFormatError(path, no, f"{section} entry names row {tokens[pos - 1]!r}, "
+                                                            f"which ROWS does not define")
+                if section == "BOUNDS" and columns_clear:
+                    column = _bound_column(tokens)
+                    if column is not None and column not in columns:
+                        raise InstanceFormatError(path, no, f"BOUNDS entry names column {column!r}, "
+                                                            f"which COLUMNS does not define")
     except (OSError, EOFError) as exc:  # e.g. a truncated or non-gzip .gz
         raise InstanceFormatError(path, None, f"cannot read: {exc}") from None
     raise InstanceFormatError(path, no + 1, "unexpected end of file, expected ENDATA (the file is truncated)")
+
+
+def check_lp_text(path: str) -> None:
+    """An LP file must state something: one with nothing but blanks and comments is an error.
+
+    (HiGHS reads such a file as an empty model, which would "solve" as optimal 0.)
+    """
+    try:
+        with _open_text(path) as fh:
+            for line in fh:
+                text = line.split("\\", 1)[0].strip()   # a backslash starts a comment
+                if text:
+                    return
+    except (OSError, EOFError) as exc:
+        raise InstanceFormatError(path, None, f"cannot read: {exc}") from None
+    raise InstanceFormatError(path, 1, "empty LP file: expected an objective section (minimize or maximize)")
 
 
 # --- HiGHS <-> StandardForm -------------------------------------------------------------------
@@ -196,7 +255,6 @@ def standard_form_to_highs(sf, h=None):
 
     HiGHS writes models it cannot solve (MIQPs); quadratic constraints are refused.
     """
-    from solvopt.dsl.backends.highs import load_standard_form
     h = quiet_highs() if h is None else h
     load_standard_form(h, sf, keep_names=True)
     return h
@@ -208,7 +266,9 @@ def read_model_file(path: str) -> Instance:
     highspy = _highspy()
     lower = path.lower()
     is_lp = lower.endswith(".lp")
-    if not is_lp:
+    if is_lp:
+        check_lp_text(path)
+    else:
         check_mps_values(path)
     h = quiet_highs()
     ok, messages = _with_highs_log(h, lambda: h.readModel(path) == highspy.HighsStatus.kOk)
@@ -216,6 +276,9 @@ def read_model_file(path: str) -> Instance:
         reason = "; ".join(_messages(messages, "ERROR") or messages) or "no reason given"
         raise InstanceFormatError(path, None, f"HiGHS could not read the model: {reason}")
     highs_warnings = _messages(messages, "WARNING")
+    dropped = [m for m in highs_warnings if "not defined" in m]
+    if dropped:  # HiGHS would solve a model without these entries: not the file's model
+        raise InstanceFormatError(path, None, f"HiGHS: {dropped[0]}")
     for message in highs_warnings:  # HiGHS reads on but may have dropped data: say so
         warnings.warn(f"{path}: HiGHS: {message}", stacklevel=2)
     sf = highs_to_standard_form(h, path)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from solvopt.core.result import Result
 
+from . import solve_standard_form
+
 
 class FileModel:
     """The model read from an MPS / LP file (already in standard form)."""
@@ -12,8 +14,10 @@ class FileModel:
     def __init__(self, standard_form):
         self.standard_form = standard_form
 
+    def compile(self, method: str | None = None):
+        return self.standard_form
+
     def solve(self, method: str | None = None, **options) -> Result:
-        from solvopt.dsl.backends import solve_standard_form
         return solve_standard_form(self.standard_form, method=method, **options)
 
 

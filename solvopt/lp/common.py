@@ -1,0 +1,114 @@
+"""What the ``lp`` solvers (HiGHS, SCIP, Gurobi) share: the base class, the kind check, the Result.
+
+Every backend reports its incumbent, its certified bound and why it stopped; :func:`lp_result`
+turns that into a :class:`~solvopt.core.result.Result` through the one gap rule
+(:func:`solvopt.core.status.settle`), so that OPTIMAL, FEASIBLE_WITHIN_GAP, the limits,
+INTERRUPTED and UNBOUNDED mean the same on every backend and in every family.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from solvopt.core.errors import ModelError
+from solvopt.core.options import Option, SolveOptions
+from solvopt.core.progress import Progress
+from solvopt.core.registry import Solver, solvers
+from solvopt.core.result import Result, SolutionStatus, Termination
+from solvopt.core.status import settle
+from solvopt.dsl.standard_form import StandardForm
+
+
+def _raw_params(value: Any) -> dict[str, Any]:
+    """A mapping of a backend's own parameter names to plain values (the escape hatch)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a dict of parameter name -> value, got {type(value).__name__}")
+    for key, v in value.items():
+        if not isinstance(key, str):
+            raise TypeError(f"parameter names must be strings, got {key!r}")
+        if not isinstance(v, (bool, int, float, str)):
+            raise TypeError(f"parameter {key!r} must be a bool, number or string, got {type(v).__name__}")
+    return dict(value)
+
+
+def params_option(backend: str) -> Option:
+    return Option("params", _raw_params, None,
+                  f"{backend}'s own parameters, name -> value, set after solvopt's (e.g. to tune the backend)")
+
+
+class LpSolver(Solver):
+    """Base of the ``lp`` family's solvers: they solve a :class:`StandardForm` of the kinds they list.
+
+    ``capabilities`` lists the kinds (lp, milp, qp, miqp, qcp) a backend takes; a model of
+    another kind is a ModelError pointing at the methods that take it.
+    """
+
+    family = "lp"
+
+    @classmethod
+    def compile(cls, model) -> StandardForm:
+        """A DSL ``Model`` (or a file's model) compiled to its StandardForm; a StandardForm as is."""
+        if isinstance(model, StandardForm):
+            return model
+        if not callable(getattr(model, "compile", None)):
+            raise ModelError(f"method lp/{cls.name} solves a DSL Model or a StandardForm, got {type(model).__name__}")
+        return model.compile()
+
+    def solve(self, compiled: StandardForm, options: SolveOptions) -> Result:
+        if not isinstance(compiled, StandardForm):
+            raise ModelError(f"method lp/{self.name} solves a StandardForm (Model.compile()), "
+                             f"got {type(compiled).__name__}")
+        kinds = set(self.capabilities)
+        if compiled.kind not in kinds:
+            takers = [s.name for s in solvers("lp") if compiled.kind in s.capabilities]
+            raise ModelError(f"method {self.name!r} does not solve {compiled.kind.upper()} models (it takes "
+                             f"{', '.join(sorted(kinds))}); try method={' or '.join(map(repr, takers)) or 'none'}")
+        return self.solve_form(compiled, options)
+
+    def solve_form(self, sf: StandardForm, options: SolveOptions) -> Result:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def lp_result(sf: StandardForm, stopped: Termination | None, *, objective: float | None, bound: float | None,
+              solution: dict, stats: dict, message: str, infinity: float = math.inf) -> Result:
+    """The Result of a backend's solve of ``sf``, settled by the one gap rule.
+
+    ``stopped`` is None when the backend finished by its own criterion (optimal, or its gap
+    target reached), else why it stopped (TIME_LIMIT, ITERATION_LIMIT, INTERRUPTED, INFEASIBLE,
+    UNBOUNDED, NUMERICAL_ERROR, ERROR). A bound at or beyond the backend's ``infinity`` is
+    -inf (+inf when maximising). An unbounded model has objective and bound -inf (+inf) and
+    solution status NONE: whatever point the backend holds is dropped.
+    """
+    if bound is not None and (abs(bound) >= infinity or math.isnan(bound)):
+        bound = -math.inf * sf.sense
+    if objective is not None and (abs(objective) >= infinity or math.isnan(objective)):
+        objective = None
+    has_solution = "x" in solution and objective is not None
+    termination, status, gap = settle(objective, bound, has_solution=has_solution, stopped=stopped, sense=sf.sense)
+    if termination is Termination.UNBOUNDED:
+        objective = bound = -math.inf * sf.sense
+        solution = {k: v for k, v in solution.items() if k != "x"}
+    elif status is SolutionStatus.NONE:
+        objective = None
+        solution = {k: v for k, v in solution.items() if k != "x"}
+    if termination in (Termination.INFEASIBLE, Termination.ERROR, Termination.NUMERICAL_ERROR):
+        bound = None
+    return Result(termination, status, objective=objective, bound=bound, gap=gap, solution=solution, stats=stats,
+                  message=message)
+
+
+def backend_log(options: SolveOptions, backend: str) -> Callable[[str], None] | None:
+    """Where a backend's log lines go: progress lines on stderr (when enabled) and ``options.log``.
+
+    None when neither is on, so the backend can leave its logging off. Solver logs never go
+    to stdout (the CLI prints JSON there).
+    """
+    progress = Progress(options.progress, log=options.log)
+    if not progress.enabled and options.log is None:
+        return None
+
+    def emit(line: str) -> None:
+        line = line.rstrip()
+        if line.strip():
+            progress(f"{backend}: {line}", force=True)
+    return emit
