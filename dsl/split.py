@@ -20,6 +20,7 @@ NumPy and :mod:`solvopt.core`.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -286,10 +287,11 @@ class StochasticSplit(_SplitBase):
         if policy == "infeasible" and self.penalty is not None:
             raise ModelError("a penalty only applies with policy 'penalty'")
         self.policy = policy
-        if np.ndim(scenarios) == 0 and not isinstance(scenarios, (int, np.integer)) or isinstance(scenarios, bool):
+        count = isinstance(scenarios, (int, np.integer)) and not isinstance(scenarios, (bool, np.bool_))
+        if not count and isinstance(scenarios, (numbers.Number, np.generic, str, bytes)):
             raise ModelError(f"scenarios must be a positive integer or an (S, {self.n_customers}) demand matrix, "
                              f"got {scenarios!r}")
-        if isinstance(scenarios, (int, np.integer)):
+        if count:
             if scenarios < 1:
                 raise ModelError(f"scenarios must be >= 1, got {scenarios}")
             if demand != "poisson":

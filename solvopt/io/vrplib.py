@@ -21,6 +21,8 @@ HEADER_KEYS = {"NAME", "COMMENT", "TYPE", "DIMENSION", "CAPACITY", "EDGE_WEIGHT_
 SECTIONS = ("NODE_COORD_SECTION", "DEMAND_SECTION", "DEPOT_SECTION", "EDGE_WEIGHT_SECTION")
 SUPPORTED_WEIGHTS = ("EUC_2D", "EXPLICIT")
 _VEHICLES_IN_NAME = re.compile(r"-k(\d+)$")
+MAX_INTEGER = 2 ** 53        # demands and capacity: integers float64 holds exactly
+MAX_COORDINATE = 1e150       # |x|, |y|: squared differences of coordinates stay finite
 _HEADER_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
@@ -95,6 +97,9 @@ def read_vrplib(path: str) -> Instance:
         raise InstanceFormatError(path, fields["DIMENSION"][0], f"DIMENSION must be >= 2 (a depot and a customer), got {dimension}")
     if capacity <= 0:
         raise InstanceFormatError(path, fields["CAPACITY"][0], f"CAPACITY must be positive, got {capacity}")
+    if capacity > MAX_INTEGER:
+        raise InstanceFormatError(path, fields["CAPACITY"][0], f"CAPACITY {capacity:.4g} is too large "
+                                                               f"(at most 2^53 = {MAX_INTEGER})")
     if "TYPE" in fields and fields["TYPE"][1] not in ("CVRP", "SDVRP"):
         raise InstanceFormatError(path, fields["TYPE"][0], f"expected TYPE : CVRP, got {fields['TYPE'][1]!r}")
     weight_no, weight_type = fields.get("EDGE_WEIGHT_TYPE", (None, "EUC_2D"))
@@ -122,6 +127,10 @@ def read_vrplib(path: str) -> Instance:
             coords = np.empty((dimension, 2))
             for i, (rno, t) in zip(ids, rows):
                 coords[i - 1] = [parse_number(v, path, rno, f"coordinate of node {i}") for v in t[1:]]
+                if max(abs(coords[i - 1])) > MAX_COORDINATE:
+                    raise InstanceFormatError(path, rno, f"coordinate of node {i} is too large: "
+                                                         f"{max(abs(coords[i - 1])):.4g} (at most {MAX_COORDINATE:g}, "
+                                                         "so that distances stay finite)")
         elif keyword == "DEMAND_SECTION":
             rows = _rows(lines, dimension, 2, "demands 'id demand'")
             ids = _node_ids(lines, rows, dimension, keyword)
@@ -130,6 +139,9 @@ def read_vrplib(path: str) -> Instance:
                 d = parse_number(t[1], path, rno, f"demand of node {i}", integer=True)
                 if d < 0:
                     raise InstanceFormatError(path, rno, f"demand of node {i} must be >= 0, got {d}")
+                if d > MAX_INTEGER:
+                    raise InstanceFormatError(path, rno, f"demand of node {i} is too large: {d:.4g} "
+                                                         f"(at most 2^53 = {MAX_INTEGER})")
                 demands[i - 1] = d
         elif keyword == "DEPOT_SECTION":
             depots = _depot_section(lines, dimension)
@@ -156,7 +168,7 @@ def read_vrplib(path: str) -> Instance:
     over = int(np.count_nonzero(demands > capacity))
     data = {"coords": coords, "demands": demands, "capacity": int(capacity), "depot": 0,
             "distances": distances, "vehicles": vehicles}
-    meta = {"customers": dimension - 1, "capacity": int(capacity), "total_demand": int(demands.sum()),
+    meta = {"customers": dimension - 1, "capacity": int(capacity), "total_demand": sum(int(d) for d in demands),
             "vehicles": vehicles, "edge_weight_type": weight_type, "customers_over_capacity": over}
     return Instance(family="cvrp", format="vrplib", name=name, path=path, data=data, meta=meta)
 
