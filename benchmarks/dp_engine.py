@@ -35,9 +35,10 @@ import numpy as np
 from solvopt.core.backend import gpu_available
 from solvopt.dp import kernels_numba, kernels_numpy
 from solvopt.dp.compiled import CompiledDP
-from solvopt.dp.inventory import compile_inventory, reinsertion_from_instance
 from solvopt.dsl import LayeredDP, Transitions
 from solvopt.io import read_instance
+from solvopt.irp.instance import model_from_instance
+from solvopt.irp.reinsertion import compile_inventory
 
 RESULTS = Path(__file__).resolve().parent / "results"
 IRP = Path(__file__).resolve().parents[2] / "shared" / "instances" / "irp"
@@ -58,7 +59,7 @@ def dag_sampled(S: int, L: int, W: int) -> LayeredDP:
 
 
 def irp_model(name: str, W: int):
-    return reinsertion_from_instance(read_instance(IRP / f"{name}.dat"), 0, scenarios=W)
+    return model_from_instance(read_instance(IRP / f"{name}.dat"), 1, scenarios=W)
 
 
 # --- timing ----------------------------------------------------------------------------------------------

@@ -20,7 +20,9 @@ Defaults: stockout penalty ``p`` = max(10 h, 2 max_{t,r} c_t^r / max(1, mean dai
 so that running out of one day's demand costs about twice the dearest detour; capacity penalty
 ``rho`` = p per unit over the residual capacity. Demand: a user matrix ``demand`` (W, T) of
 non-negative integers, or Poisson scenarios with ``mean_demand`` (scalar or (T,)) and
-``scenarios`` W, drawn reproducibly from the solve's ``seed``.
+``scenarios`` W (default :data:`DEFAULT_SCENARIOS`), drawn reproducibly from the solve's ``seed``.
+``customer``: the customer's 1-based id in its instance, reported in the result (optional).
+Bad data (wrong types, shapes, NaN, complex or non-numeric values) raises ``ModelError``.
 """
 from __future__ import annotations
 
@@ -31,6 +33,9 @@ import numpy as np
 from solvopt.core.errors import ModelError
 
 from .family import FamilyModel
+from .layered_dp import real_array
+
+DEFAULT_SCENARIOS = 1000      # Poisson scenarios when ``scenarios`` is not given
 
 
 class InventoryReinsertion(FamilyModel):
@@ -42,7 +47,7 @@ class InventoryReinsertion(FamilyModel):
                  insertion_costs: Sequence, route_slack: Sequence | None = None,
                  supplier_holding_cost: float = 0.0, stockout_penalty: float | None = None,
                  capacity_penalty: float | None = None, demand=None, mean_demand=None,
-                 scenarios: int | None = None, name: str = "customer"):
+                 scenarios: int | None = None, name: str = "customer", customer: int | None = None):
         self.horizon = _positive_int(horizon, "horizon")
         self.max_level = _positive_int(max_level, "max_level")
         self.start_level = _int(start_level, "start_level")
@@ -60,7 +65,12 @@ class InventoryReinsertion(FamilyModel):
             for t, (c, s) in enumerate(zip(self.insertion_costs, self.route_slack)):
                 if s.shape != c.shape:
                     raise ModelError(f"day {t}: route_slack has {s.size} options but insertion_costs has {c.size}")
-        self.name = name
+        self.name = str(name)
+        if customer is not None:
+            customer = _positive_int(customer, "customer")
+        self.customer = customer
+        if demand is None and scenarios is None:
+            scenarios = DEFAULT_SCENARIOS
         self.demand, self.mean_demand = self._demand(demand, mean_demand, scenarios)
         self.scenarios = self.demand.shape[0] if self.demand is not None else int(scenarios)
         mean = self.mean_demand if self.demand is None else self.demand.mean(axis=0)
@@ -75,7 +85,7 @@ class InventoryReinsertion(FamilyModel):
         if (demand is None) == (mean_demand is None):
             raise ModelError("give either a demand matrix (W, T) or mean_demand with scenarios (Poisson)")
         if demand is not None:
-            d = np.asarray(demand, dtype=float)
+            d = real_array(demand, "demand")
             if d.ndim == 1 and self.horizon == d.size:
                 d = d[None, :]
             if d.ndim != 2 or d.shape[1] != self.horizon:
@@ -85,8 +95,9 @@ class InventoryReinsertion(FamilyModel):
             if scenarios is not None and scenarios != d.shape[0]:
                 raise ModelError(f"scenarios={scenarios} but the demand matrix has {d.shape[0]} rows")
             return d.astype(np.int64), None
-        mean = np.broadcast_to(np.asarray(mean_demand, dtype=float), (self.horizon,)).copy() \
-            if np.ndim(mean_demand) in (0, 1) and np.size(mean_demand) in (1, self.horizon) else None
+        mean = real_array(mean_demand, "mean_demand")
+        mean = np.broadcast_to(mean, (self.horizon,)).copy() if mean.ndim in (0, 1) and mean.size in (1, self.horizon) \
+            else None
         if mean is None or not np.all(np.isfinite(mean)) or np.any(mean < 0):
             raise ModelError(f"mean_demand must be a number >= 0 or {self.horizon} of them, got {mean_demand!r}")
         if not (isinstance(scenarios, (int, np.integer)) and scenarios >= 1):
@@ -123,11 +134,13 @@ def _nonnegative(value, what: str) -> float:
 
 def _per_day(values, horizon: int, what: str, allow_inf: bool = False,
              allow_negative: bool = False) -> list[np.ndarray]:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise ModelError(f"{what} needs one array per day ({horizon}), got {type(values).__name__} {values!r}")
     if len(values) != horizon:
         raise ModelError(f"{what} needs one array per day ({horizon}), got {len(values)}")
     out = []
     for t, v in enumerate(values):
-        a = np.atleast_1d(np.asarray(v, dtype=float))
+        a = np.atleast_1d(real_array(v, f"{what}[{t}]"))
         bad = a.ndim != 1 or np.isnan(a).any() or np.isneginf(a).any() or (not allow_inf and np.isinf(a).any()) \
             or (not allow_negative and np.any(a < 0))
         if bad:

@@ -40,6 +40,7 @@ depend on the chunk size.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Callable, Sequence
 
 import numpy as np
@@ -49,8 +50,54 @@ from solvopt.core.errors import ModelError
 
 from .family import FamilyModel
 
-# Finite costs must stay far below the kernels' masking sentinel (1e300, or 1e30 in float32).
+# The kernels' masking sentinel: forbidden slots hold it instead of +inf; values >= SENTINEL / 2
+# mean "unreachable". Finite costs must stay far below it, and so must every path's partial sums
+# (:func:`check_path_sums`): in float32 fifty layers of 1e28 already reach 5e29 = SENTINEL / 2.
+SENTINEL = {np.dtype(np.float64): 1e300, np.dtype(np.float32): 1e30}
 MAX_ABS_COST = {np.dtype(np.float64): 1e290, np.dtype(np.float32): 1e28}
+
+
+def finite_max(a) -> float | None:
+    """The largest finite entry of ``a`` (None when it has none)."""
+    a = np.asarray(a, dtype=float)
+    high = a.max(initial=-np.inf)
+    if np.isfinite(high):
+        return float(high)
+    finite = a[np.isfinite(a)]
+    return float(finite.max()) if finite.size else None
+
+
+def path_sum_bound(initial_high: float | None, layer_highs) -> float:
+    """An upper bound on every finite partial path sum V_l (l = 0..L): the largest finite initial
+    value plus, layer by layer, the largest finite cost (prefix maxima, since costs may be negative)."""
+    total = 0.0 if initial_high is None else initial_high
+    bound = total
+    for high in layer_highs:
+        if high is not None:
+            total += high
+            bound = max(bound, total)
+    return bound
+
+
+def check_path_sums(initial_high, layer_highs, dtype, where: str = "") -> None:
+    """ModelError when a finite path could reach the sentinel's half (it would read as unreachable).
+
+    The answer would be representable in float64; float32 cannot tell it from a masked path, so
+    the model is refused (not silently promoted): the message says to use dtype=float64.
+    """
+    dtype = np.dtype(dtype)
+    half = SENTINEL[dtype] / 2
+    bound = path_sum_bound(initial_high, layer_highs)
+    if bound >= half:
+        raise ModelError(f"{where}path sums can reach {bound:.3g}, at or above {half:.3g} where {dtype} values "
+                         f"count as unreachable (half the masking sentinel {SENTINEL[dtype]:g}); "
+                         + ("use dtype=float64" if dtype == np.float32 else "scale the costs down"))
+
+
+def sums_can_reach_sentinel(n_layers: int, dtype) -> bool:
+    """Whether costs within MAX_ABS_COST over ``n_layers`` layers could reach the sentinel's half at all."""
+    dtype = np.dtype(dtype)
+    return MAX_ABS_COST[dtype] * (n_layers + 1) >= SENTINEL[dtype] / 2
 
 
 class Transitions:
@@ -75,20 +122,22 @@ class Transitions:
     def slots(cls, ptr, src, costs=None, n_sources: int | None = None) -> "Transitions":
         """The engine's native form: for target t, slots ``ptr[t]..ptr[t+1]-1`` with ``src``/``costs``."""
         self = cls.__new__(cls)
-        ptr = np.asarray(ptr)
+        ptr = _array(ptr, "slots: ptr")
         if ptr.ndim != 1 or ptr.size < 2 or ptr.dtype.kind not in "iu":
             raise ModelError("slots: ptr must be a 1-D integer array of length n_targets + 1 >= 2")
         if ptr[0] != 0 or np.any(np.diff(ptr) < 0):
             raise ModelError("slots: ptr must start at 0 and be non-decreasing")
         n_slots = int(ptr[-1])
         src = _as_int_array(src, "slots: src")
-        if src.shape[-1] != n_slots or src.ndim not in (1, 2):
+        if src.ndim not in (1, 2) or src.shape[-1] != n_slots:
             raise ModelError(f"slots: src must have shape (K,) or (W, K) with K = ptr[-1] = {n_slots}, got {src.shape}")
         if src.size and src.min() < 0:
             raise ModelError("slots: src has a negative state index")
         inferred = int(src.max()) + 1 if src.size else 1
         if n_sources is None:
             n_sources = inferred
+        elif not _is_int(n_sources) or n_sources < 1:
+            raise ModelError(f"slots: n_sources must be a positive integer, got {n_sources!r}")
         if n_sources < inferred:
             raise ModelError(f"slots: src refers to state {inferred - 1} but the layer has only {n_sources} sources")
         self.n_sources, self.n_targets = int(n_sources), int(ptr.size - 1)
@@ -100,10 +149,10 @@ class Transitions:
     def variants(cls, ptr, src, costs, choice=None, n_sources: int | None = None) -> "Transitions":
         """D versions of a slot layer: ``src`` (K,) or (D, K), ``costs`` (D, K); scenario w uses
         version ``choice[w]`` (``choice`` may be left to the sampler)."""
-        costs = np.asarray(costs, dtype=float)
+        costs = real_array(costs, "variants: costs")
         if costs.ndim != 2:
             raise ModelError(f"variants: costs must be a (D, K) table, got shape {costs.shape}")
-        src = np.asarray(src)
+        src = _as_int_array(src, "variants: src")
         if src.ndim == 1:
             src = np.broadcast_to(src, (costs.shape[0], src.size))
         self = cls.slots(ptr, src, costs, n_sources=n_sources)
@@ -128,7 +177,10 @@ class Transitions:
     def _from_pairs(self, costs, mask, shape) -> None:
         if mask is None and costs is None:
             raise ModelError("Transitions needs costs, a mask, or both")
-        dense_costs = None if costs is None else _check_finite_or_inf(np.asarray(costs, dtype=float), "costs")
+        dense_costs = None if costs is None else _check_finite_or_inf(real_array(costs, "costs"), "costs")
+        if shape is not None and not (isinstance(shape, (tuple, list)) and len(shape) == 2
+                                      and all(_is_int(x) for x in shape)):
+            raise ModelError(f"shape must be a pair of integers (S_l, S_l+1), got {shape!r}")
         if mask is not None and sp.issparse(mask):
             allowed = sp.csr_matrix(mask, dtype=bool)
             allowed.sum_duplicates()
@@ -139,7 +191,7 @@ class Transitions:
             pairs_rowmajor = rows * n_t + allowed.indices
         else:
             if mask is not None:
-                mask = np.asarray(mask)
+                mask = _array(mask, "mask")
                 if mask.dtype != bool or mask.ndim != 2:
                     raise ModelError("mask must be a 2-D boolean array or a scipy sparse matrix, "
                                      f"got {mask.dtype} {mask.shape}")
@@ -210,7 +262,7 @@ class Transitions:
                 raise ModelError(f"{where}: sampled src must have shape {(count, self.n_slots)}, got {src.shape}")
             if src.size and (src.min() < 0 or src.max() >= self.n_sources):
                 raise ModelError(f"{where}: sampled src outside 0..{self.n_sources - 1}")
-        drawn = np.asarray(drawn, dtype=float)
+        drawn = real_array(drawn, f"{where} costs")
         if self.dense_index is not None and drawn.shape == (count, self.n_sources, self.n_targets):
             drawn = drawn.reshape(count, -1)[:, self.dense_index]
         if drawn.shape != (count, self.n_slots):
@@ -239,15 +291,22 @@ class LayeredDP(FamilyModel):
                  sampler: Callable | None = None, final: str = "per_scenario", dtype=np.float64,
                  sample_block: int = 1024):
         states = _check_states(states)
+        if isinstance(transitions, (str, bytes, Transitions)) or not hasattr(transitions, "__len__"):
+            raise ModelError(f"transitions must be a list with one layer spec per layer, got {type(transitions).__name__}")
         if len(transitions) != len(states) - 1:
             raise ModelError(f"{len(states)} layers of states need {len(states) - 1} transition layers, "
                              f"got {len(transitions)}")
         self.states = states
         self.layers = [self._layer(i, t, states) for i, t in enumerate(transitions)]
-        self.dtype = np.dtype(dtype)
+        try:
+            with warnings.catch_warnings():                  # e.g. NumPy's deprecated aliases: refused below
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self.dtype = np.dtype(dtype)
+        except TypeError:
+            raise ModelError(f"dtype must be float64 or float32, got {dtype!r}") from None
         if self.dtype not in MAX_ABS_COST:
             raise ModelError(f"dtype must be float64 or float32, got {self.dtype}")
-        if final not in ("per_scenario", "shared"):
+        if not isinstance(final, str) or final not in ("per_scenario", "shared"):
             raise ModelError(f"final must be 'per_scenario' or 'shared', got {final!r}")
         self.final = final
         if sampler is not None and not callable(sampler):
@@ -264,6 +323,11 @@ class LayeredDP(FamilyModel):
                 raise ModelError(f"layer {i} has no costs (or no variant choice) and there is no sampler")
             if layer.costs is not None and np.any(np.abs(layer.costs[np.isfinite(layer.costs)]) > limit):
                 raise ModelError(f"layer {i}: finite costs must have magnitude <= {limit:g} for {self.dtype}")
+        # largest finite cost per layer (None: drawn by the sampler) and initial value: the engine
+        # refuses a model whose path sums could reach the sentinel (checked again on sampled chunks)
+        self.layer_highs = [None if layer.costs is None else finite_max(layer.costs) for layer in self.layers]
+        self.initial_high = finite_max(self.initial)
+        check_path_sums(self.initial_high, self.layer_highs, self.dtype)
 
     @staticmethod
     def _layer(index: int, spec, states) -> Transitions:
@@ -308,9 +372,13 @@ class LayeredDP(FamilyModel):
 
 def _check_states(states) -> list[int]:
     try:
-        states = [int(s) for s in states]
-    except (TypeError, ValueError):
-        raise ModelError("states must be a sequence of integers (one per layer)") from None
+        values = list(states)
+    except TypeError:
+        values = None
+    if values is None or not all(_is_int(s) or (isinstance(s, (float, np.floating)) and float(s).is_integer())
+                                 for s in values):
+        raise ModelError(f"states must be a sequence of integers (one per layer), got {states!r}")
+    states = [int(s) for s in values]
     if len(states) < 2:
         raise ModelError("a layered DP needs at least two layers of states (states=[S_0, S_1, ...])")
     if min(states) < 1:
@@ -318,8 +386,36 @@ def _check_states(states) -> list[int]:
     return states
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _array(value, what: str) -> np.ndarray:
+    """np.asarray, with ragged input a ModelError."""
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ModelError(f"{what} must be a (rectangular) array, got {type(value).__name__}") from None
+
+
+def real_array(value, what: str) -> np.ndarray:
+    """``value`` as a float64 array: integers and floats only (inf allowed; the caller checks NaN/-inf).
+
+    Complex, boolean, text and object data are a ModelError naming ``what`` (complex values are
+    never truncated to their real part)."""
+    arr = _array(value, what)
+    if arr.dtype.kind not in "iuf":
+        kind = {"c": "complex numbers", "b": "booleans", "U": "text", "S": "bytes", "O": "Python objects"}
+        raise ModelError(f"{what} must hold real numbers, got {kind.get(arr.dtype.kind, f'dtype {arr.dtype}')}")
+    return arr.astype(np.float64, copy=False)
+
+
 def _as_int_array(a, what: str) -> np.ndarray:
-    a = np.asarray(a)
+    a = _array(a, what)
+    if a.ndim == 0:
+        raise ModelError(f"{what} must be an array of integer state indices, got the scalar {a.item()!r}")
+    if a.dtype.kind not in "iuf":
+        raise ModelError(f"{what} must hold integer state indices, got dtype {a.dtype}")
     if a.dtype.kind not in "iu":
         if a.dtype.kind == "f" and np.all(np.isfinite(a)) and np.all(a == np.round(a)):
             return a.astype(np.int64)
@@ -336,14 +432,14 @@ def _check_finite_or_inf(costs: np.ndarray, what: str) -> np.ndarray:
 
 
 def _check_costs(costs, tail: tuple[int, ...], what: str) -> np.ndarray:
-    costs = np.asarray(costs, dtype=float)
+    costs = real_array(costs, what)
     if costs.shape[-len(tail):] != tail or costs.ndim not in (len(tail), len(tail) + 1):
         raise ModelError(f"{what} must have shape {tail} or (W, {', '.join(map(str, tail))}), got {costs.shape}")
     return _check_finite_or_inf(costs, what)
 
 
 def _check_initial(initial, n0: int) -> np.ndarray:
-    v = np.asarray(initial, dtype=float)
+    v = real_array(initial, "initial values")
     if v.ndim == 0:
         v = np.full(n0, float(v))
     if v.shape[-1] != n0 or v.ndim > 2:

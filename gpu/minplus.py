@@ -1,5 +1,8 @@
 """CuPy launcher of ``minplus.cu``: the GPU kernel of the DP engine, same signature as the CPU ones.
 
+This module knows only CuPy and the kernel source; the engine (``solvopt.dp``) builds its
+backend from :func:`forward` (dependencies point dp -> gpu -> core).
+
 ``forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots)`` launches one kernel per
 layer, ping-ponging two value buffers on the device. Schedule ``auto`` uses one thread per
 (target, scenario) when there are at least 128 scenarios in the chunk, else one warp per
@@ -17,6 +20,7 @@ from .harness import load_module
 THREADS = 256
 WARP_BELOW = 128          # scenarios per chunk under which the warp-per-target schedule is used
 MAX_GRID_Y = 65535
+SCHEDULES = ("auto", "scenarios", "warp")
 
 
 def _suffix(real_dtype, index_dtype) -> str:
@@ -63,11 +67,3 @@ def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, sch
         cur, nxt = nxt, cur
     out[...] = cur
 
-
-def backend():
-    """The engine backend (kernel + device transfers) for CuPy."""
-    import cupy as cp
-
-    from solvopt.dp.engine import Backend
-    return Backend("cuda", "gpu", forward, to_device=cp.asarray, to_host=cp.asnumpy, empty=cp.empty,
-                   synchronize=lambda: cp.cuda.Device().synchronize())

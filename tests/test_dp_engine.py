@@ -1,8 +1,12 @@
-"""The min-plus DP engine: NumPy reference vs brute force, Numba/CUDA kernels vs the reference,
-back-tracked paths, chunking, seeding, shared final decisions and bad input."""
+"""The min-plus DP engine: NumPy reference vs brute force; every kernel (one backend fixture over
+numpy / numba / cuda) vs the reference; back-tracked paths, chunking, seeding, shared final
+decisions, statuses, stops, the sentinel and bad input."""
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
+import threading
 import time
 
 import numpy as np
@@ -11,14 +15,56 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from solvopt.core.chunks import Z95, ScenarioStats
 from solvopt.core.errors import ModelError
+from solvopt.core.interrupt import request_stop
 from solvopt.core.registry import Availability, get_solver
-from solvopt.core.result import Result, Termination
+from solvopt.core.result import Result, SolutionStatus, Termination
 from solvopt.dp import kernels_numba, kernels_numpy
+from solvopt.dp.aggregate import chunk_stats
 from solvopt.dp.compiled import CompiledDP
 from solvopt.dsl import LayeredDP, Transitions
 
 SETTINGS = settings(max_examples=40, deadline=None)
+
+
+# --- one backend fixture: the same test body on numpy, numba and cuda (cuda only with a device) -----
+class KernelBackend:
+    """A kernel backend as the tests use it: its solver method, schedules and a host-array kernel call."""
+
+    SCHEDULES = {"numpy": (None,), "numba": ("blocks", "targets"), "cuda": ("scenarios", "warp")}
+
+    def __init__(self, name: str):
+        self.name = self.method = name
+        self.schedules = self.SCHEDULES[name]
+
+    def run(self, compiled: CompiledDP, track: bool = True, schedule=None, tensors=None):
+        """(out (Smax, n), slots) on the host for one chunk (default: all scenarios)."""
+        t = compiled.chunk(0, compiled.scenarios) if tensors is None else tensors
+        shape = (compiled.n_layers, compiled.max_states, t.count) if track else (0, 0, 0)
+        args = (t.initial, compiled.ptr, t.src, t.cost, t.choice, compiled.n_states, compiled.sentinel)
+        kw = {} if schedule is None else {"schedule": schedule}
+        if self.name == "cuda":
+            import cupy as cp
+
+            from solvopt.gpu import minplus
+            out = cp.empty((compiled.max_states, t.count), compiled.dtype)
+            slots = cp.empty(shape, compiled.slot_index_dtype)
+            minplus.forward(*args, out, slots, **kw)
+            return cp.asnumpy(out), cp.asnumpy(slots)
+        forward = kernels_numpy.forward if self.name == "numpy" else kernels_numba.forward
+        out = np.empty((compiled.max_states, t.count), compiled.dtype)
+        slots = np.empty(shape, compiled.slot_index_dtype)
+        forward(*args, out, slots, **kw)
+        return out, slots
+
+
+BACKENDS = ["numpy", "numba", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request) -> KernelBackend:
+    return KernelBackend(request.param)
 
 
 # --- random layered DAGs -----------------------------------------------------------------------
@@ -98,15 +144,6 @@ def brute_force(model: LayeredDP) -> np.ndarray:
     return final
 
 
-def run_kernel(forward, compiled: CompiledDP, track=True, **kw):
-    t = compiled.chunk(0, compiled.scenarios)
-    out = np.empty((compiled.max_states, t.count), compiled.dtype)
-    slots = np.empty((compiled.n_layers, compiled.max_states, t.count) if track else (0, 0, 0),
-                     compiled.slot_index_dtype)
-    forward(t.initial, compiled.ptr, t.src, t.cost, t.choice, compiled.n_states, compiled.sentinel, out, slots, **kw)
-    return out, slots
-
-
 def as_inf(values, compiled):
     v = np.asarray(values, dtype=float)
     return np.where(v >= compiled.sentinel / 2, np.inf, v)
@@ -118,46 +155,67 @@ def as_inf(values, compiled):
 def test_numpy_reference_matches_brute_force(seed):
     model = random_model(seed)
     compiled = CompiledDP(model)
-    out, _ = run_kernel(kernels_numpy.forward, compiled)
+    out, _ = KernelBackend("numpy").run(compiled)
     got = as_inf(out[: model.states[-1]], compiled)
     np.testing.assert_allclose(got, brute_force(model), rtol=1e-12, atol=1e-12)
 
 
-# --- the Numba kernels against the reference ------------------------------------------------------
+# --- every kernel against the reference (one backend fixture) --------------------------------------------
 @SETTINGS
-@given(st.integers(0, 2**31 - 1), st.sampled_from(["blocks", "targets"]))
-def test_numba_kernel_equals_numpy_reference(seed, schedule):
-    compiled = CompiledDP(random_model(seed))
-    ref_out, ref_slots = run_kernel(kernels_numpy.forward, compiled)
-    out, slots = run_kernel(kernels_numba.forward, compiled, schedule=schedule)
-    np.testing.assert_array_equal(out, ref_out)            # same additions, same min: bit-identical
-    np.testing.assert_array_equal(slots, ref_slots)        # ties go to the lowest slot in both
+@given(st.integers(0, 2**31 - 1), st.sampled_from([np.float64, np.float32]))
+def test_kernel_equals_numpy_reference(backend, seed, dtype):
+    compiled = CompiledDP(random_model(seed, max_w=300 if backend.name == "cuda" else 6, dtype=dtype))
+    ref_out, ref_slots = KernelBackend("numpy").run(compiled)
+    for schedule in backend.schedules:
+        out, slots = backend.run(compiled, schedule=schedule)
+        np.testing.assert_array_equal(out, ref_out)            # same additions, same min: bit-identical
+        np.testing.assert_array_equal(slots, ref_slots)        # ties go to the lowest slot everywhere
+        out, _ = backend.run(compiled, track=False, schedule=schedule)
+        np.testing.assert_array_equal(out, ref_out)            # tracking does not change the values
 
 
-@pytest.mark.parametrize("schedule", ["blocks", "targets"])
-def test_numba_many_scenarios_several_blocks(schedule):
+def test_many_scenarios_several_blocks_and_unreached_targets(backend):
     rng = np.random.default_rng(3)
-    W, states = 700, [4, 6, 5, 3]
+    W, states = 700, [4, 6, 5, 3]                           # 700: not a multiple of any block size
     layers = [rng.normal(size=(W, a, b)) for a, b in zip(states, states[1:])]
     layers[1][:, :, 2] = np.inf                             # a target nobody reaches
     compiled = CompiledDP(LayeredDP(states, layers))
-    ref_out, ref_slots = run_kernel(kernels_numpy.forward, compiled)
-    out, slots = run_kernel(kernels_numba.forward, compiled, schedule=schedule)
-    np.testing.assert_array_equal(out, ref_out)
-    np.testing.assert_array_equal(slots, ref_slots)
+    ref_out, ref_slots = KernelBackend("numpy").run(compiled)
+    assert np.all(ref_out[:3] < compiled.sentinel)          # every final state reachable around it
+    for schedule in backend.schedules:
+        out, slots = backend.run(compiled, schedule=schedule)
+        np.testing.assert_array_equal(out, ref_out)
+        np.testing.assert_array_equal(slots, ref_slots)
 
 
-def test_float32_kernels_agree_and_track_float64():
+def test_float32_solves_agree_with_float64(backend):
     m64 = random_model(11, max_w=40)
     m32 = LayeredDP(m64.states, m64.layers, initial=m64.initial, scenarios=m64.scenarios, dtype=np.float32)
     c32 = CompiledDP(m32)
     assert c32.sentinel == 1e30 and c32.dtype == np.float32
-    ref, _ = run_kernel(kernels_numpy.forward, c32)
-    for schedule in ("blocks", "targets"):
-        out, _ = run_kernel(kernels_numba.forward, c32, schedule=schedule)
-        np.testing.assert_array_equal(out, ref)
-    r64, r32 = m64.solve("numpy"), m32.solve("numba")
+    r64, r32 = m64.solve("numpy"), m32.solve(backend.method)
     np.testing.assert_allclose(r32.solution["scenario_values"], r64.solution["scenario_values"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+def test_results_independent_of_chunk_size_and_equal_across_backends(backend, sampled):
+    """Scenario values, paths and decisions are bit-identical for every chunk size and backend;
+    merged means agree to rounding (the merge order of floating sums changes with the chunking)."""
+    model = _sampled_model(W=300, block=16) if sampled else random_model(21, max_w=30)
+    reference = model.solve("numpy", seed=3, paths=7)
+    sizes = (16, 48, 112) if sampled else (1, 4, 7)
+    for chunk in sizes + (None,):
+        r = model.solve(backend.method, seed=3, chunk=chunk, paths=7)
+        np.testing.assert_array_equal(r.solution["scenario_values"], reference.solution["scenario_values"])
+        np.testing.assert_array_equal(r.solution["paths"], reference.solution["paths"])
+        np.testing.assert_array_equal(r.solution["path_slots"], reference.solution["path_slots"])
+        assert r.termination == reference.termination and r.message == reference.message
+        assert r.solution["feasible_scenarios"] == reference.solution["feasible_scenarios"]
+        if "mean" in reference.solution:
+            assert r.solution["mean"] == pytest.approx(reference.solution["mean"], rel=1e-12)
+            assert r.solution["variance"] == pytest.approx(reference.solution["variance"], rel=1e-9)
+        if chunk is not None:
+            assert r.stats["chunks"] == -(-model.scenarios // chunk)
 
 
 # --- results, paths, edge cases ---------------------------------------------------------------------
@@ -177,10 +235,10 @@ def path_cost(model: LayeredDP, compiled: CompiledDP, scenario: int, states, slo
 
 
 @SETTINGS
-@given(st.integers(0, 2**31 - 1), st.sampled_from(["numpy", "numba"]))
-def test_backtracked_paths_have_the_reported_cost(seed, method):
+@given(st.integers(0, 2**31 - 1))
+def test_backtracked_paths_have_the_reported_cost(backend, seed):
     model = random_model(seed)
-    result = model.solve(method, paths=list(range(model.scenarios)))
+    result = model.solve(backend.method, paths=list(range(model.scenarios)))
     compiled = CompiledDP(model)
     values = result.solution["scenario_values"]
     np.testing.assert_allclose(values, brute_force(model).min(axis=0), rtol=1e-12, atol=1e-12)
@@ -191,8 +249,9 @@ def test_backtracked_paths_have_the_reported_cost(seed, method):
             assert path_cost(model, compiled, w, states, slots) == pytest.approx(values[w], abs=1e-9)
         else:
             assert np.all(states == -1)
-    if np.isfinite(values).all():
+    if np.isfinite(values).all():           # scenarios given in the model: exact, bound = objective
         assert result.termination is Termination.OPTIMAL and result.objective == pytest.approx(values.mean())
+        assert result.bound == result.objective and result.gap == 0.0
     else:
         assert result.termination is Termination.INFEASIBLE and result.objective == np.inf
 
@@ -250,23 +309,27 @@ def test_aggregates():
     assert s["ci95"][0] < 5.5 < s["ci95"][1] and s["quantiles"] == {"0.5": 5.5}
 
 
-def test_streaming_stats_match_numpy_over_chunks_and_subsample():
-    from solvopt.dp.aggregate import StreamingStats
+def test_chunk_stats_merge_to_the_core_statistics_of_one_pass():
+    """The engine's device reduction gives the core's ScenarioStats: merged over chunks it equals
+    ScenarioStats.of on all values (sentinel = infinite), with the same stride sample."""
     rng = np.random.default_rng(12)
     values = rng.normal(5.0, 2.0, size=(3, 1000))
     values[1, ::97] = 1e300                                 # unreachable entries of row 1 (sentinel)
-    stats = StreamingStats(3, 1000, sample_limit=100)
+    stride = ScenarioStats.stride_for(1000, 100)
+    merged = None
     for start in range(0, 1000, 64):
-        stats.add(values[:, start:start + 64], start, 0.5e300, np.asarray)
-    for row in (0, 1):
-        finite = values[row][values[row] < 1e299]
-        summary = stats.summary(row, [0.5])
-        assert summary["feasible_scenarios"] == finite.size
-        assert summary["mean"] == pytest.approx(finite.mean(), rel=1e-12)
-        assert summary["variance"] == pytest.approx(finite.var(ddof=1), rel=1e-10)
-    assert stats.unreachable.tolist() == [0, 11, 0]
-    assert stats.stride == 10 and np.array_equal(stats.samples(0), values[0, ::10])
-    assert np.isinf(stats.row_means()[1]) and stats.summary(0, [0.5])["quantile_sample"] == 100
+        part = chunk_stats(values[:, start:start + 64], start, stride, 0.5e300)
+        merged = part if merged is None else merged.merge(part)
+    whole = ScenarioStats.of(np.where(values >= 0.5e300, np.inf, values), 0, stride)
+    for row in (0, 1, 2):
+        a, b = merged.summary(row, [0.5]), whole.summary(row, [0.5])
+        assert a["feasible_scenarios"] == b["feasible_scenarios"] and a["quantiles"] == b["quantiles"]
+        assert a["mean"] == pytest.approx(b["mean"], rel=1e-12)
+        assert a["variance"] == pytest.approx(b["variance"], rel=1e-10)
+        assert a["ci95"][1] - a["mean"] == pytest.approx(Z95 * a["std_error"])
+    assert merged.infinite.tolist() == [0, 11, 0] and stride == 10
+    np.testing.assert_array_equal(merged.sample(0), values[0, ::10])
+    assert np.isinf(merged.row_means()[1]) and merged.summary(0, [0.5])["quantile_sample"] == 100
 
 
 def test_large_batches_return_aggregates_only():
@@ -284,16 +347,6 @@ def test_large_batches_return_aggregates_only():
 
 
 # --- chunking and seeding ----------------------------------------------------------------------------
-def test_chunked_equals_unchunked_with_given_costs():
-    model = random_model(21, max_w=30)
-    whole = model.solve("numba", paths=5)
-    for chunk in (1, 4, 7):
-        part = model.solve("numba", chunk=chunk, paths=5)
-        np.testing.assert_array_equal(part.solution["scenario_values"], whole.solution["scenario_values"])
-        np.testing.assert_array_equal(part.solution["paths"], whole.solution["paths"])
-        assert part.stats["chunks"] == -(-model.scenarios // chunk)
-
-
 def _sampled_model(W=40, block=8):
     structure = [Transitions(mask=np.ones((3, 4), bool)), Transitions.slots([0, 2, 3], [0, 3, 1], n_sources=4)]
 
@@ -302,16 +355,6 @@ def _sampled_model(W=40, block=8):
         src = np.stack([np.minimum(3, d), np.zeros(count, int), np.ones(count, int)], axis=1)
         return [rng.normal(size=(count, 3, 4)), (src, rng.exponential(size=(count, 3)))]
     return LayeredDP([3, 4, 2], structure, scenarios=W, sampler=sampler, sample_block=block)
-
-
-def test_chunked_equals_unchunked_with_sampled_costs():
-    model = _sampled_model()
-    whole = model.solve("numba", seed=3)
-    for chunk in (8, 16, 24):
-        part = model.solve("numba", seed=3, chunk=chunk)
-        np.testing.assert_array_equal(part.solution["scenario_values"], whole.solution["scenario_values"])
-    ref = model.solve("numpy", seed=3, chunk=8)
-    np.testing.assert_array_equal(ref.solution["scenario_values"], whole.solution["scenario_values"])
 
 
 def test_same_seed_same_result_other_seed_other_sample():
@@ -330,7 +373,46 @@ def test_time_limit_returns_the_scenarios_done():
     model = LayeredDP([2, 2], structure, scenarios=64, sampler=slow_sampler, sample_block=8)
     r = model.solve("numpy", chunk=8, time_limit=0.01)
     assert r.termination is Termination.TIME_LIMIT and r.ok
-    assert 8 <= r.stats["scenarios"] < 64 and r.bound is None
+    assert 8 <= r.stats["scenarios"] < 64 and r.stats["scenarios_total"] == 64 and r.bound is None
+    assert f"first {r.stats['scenarios']} of 64 scenarios" in r.message
+    assert r.solution["feasible_scenarios"] == r.stats["scenarios"] and "ci95" in r.solution
+
+
+def test_ctrl_c_returns_what_has_merged():
+    structure = [Transitions(mask=np.ones((2, 2), bool))]
+
+    def slow_sampler(rng, count):
+        time.sleep(0.05)
+        return [rng.random((count, 2, 2))]
+    model = LayeredDP([2, 2], structure, scenarios=800, sampler=slow_sampler, sample_block=8)
+    timer = threading.Timer(0.3, request_stop)
+    timer.start()
+    try:
+        r = model.solve("numba", chunk=8)
+    finally:
+        timer.cancel()
+    assert r.termination is Termination.INTERRUPTED and r.solution_status is SolutionStatus.FEASIBLE
+    done = r.stats["scenarios"]
+    assert 8 <= done < 800 and done % 8 == 0 and r.bound is None
+    assert r.message.startswith(f"interrupted: mean over the first {done} of 800 scenarios")
+    # what merged is exactly a run over those scenarios alone (sampling blocks depend on their index only)
+    alone = LayeredDP([2, 2], structure, scenarios=done, sampler=slow_sampler, sample_block=8).solve("numba", chunk=8)
+    assert alone.termination is Termination.FEASIBLE_WITHIN_GAP
+    assert r.objective == pytest.approx(alone.objective, rel=1e-12)
+    np.testing.assert_array_equal(r.solution["scenario_values"], alone.solution["scenario_values"])
+
+
+def test_sampled_result_is_an_estimate_with_its_interval_not_a_bound():
+    model = _sampled_model(W=200, block=8)
+    r = model.solve("numba", seed=5)
+    assert r.termination is Termination.FEASIBLE_WITHIN_GAP and r.solution_status is SolutionStatus.FEASIBLE
+    assert r.bound is None and r.gap is None and r.stats["sampled"]
+    lo, hi = r.solution["ci95"]
+    assert lo < r.objective < hi and hi - r.objective == pytest.approx(Z95 * r.solution["std_error"])
+    assert "95% CI" in r.message and "no certified bound" in r.message
+    given = LayeredDP([2, 2], [np.random.default_rng(1).normal(size=(50, 2, 2))])
+    exact = given.solve("numba")
+    assert exact.termination is Termination.OPTIMAL and exact.bound == exact.objective and "ci95" in exact.solution
 
 
 # --- variant layers -------------------------------------------------------------------------------------
@@ -405,8 +487,10 @@ def test_threads_option_applies_to_the_call_only():
 
 def test_registry_and_cuda_availability():
     from solvopt.core.backend import gpu_available
-    assert get_solver("dp").name == "auto"
+    assert get_solver("dp").name == ("cuda" if gpu_available() else "numba")   # device="auto": the registry's pick
+    assert get_solver("dp", None, "cpu").name == "numba"
     cuda = get_solver("dp", "cuda")
+    assert cuda.uses_cuda and not get_solver("dp", "numba").uses_cuda
     expected = Availability.AVAILABLE if gpu_available() else (Availability.NO_DEVICE, Availability.NOT_INSTALLED)
     assert cuda.available() in (expected if isinstance(expected, tuple) else (expected,))
     r = LayeredDP([1, 1], [np.ones((1, 1))]).solve(device="cpu")
@@ -461,30 +545,99 @@ def test_bad_options_and_bad_sampler_output():
         nan.solve("numba")
 
 
-# --- the CUDA kernel (runs only where CuPy sees a device) ------------------------------------------
-@pytest.mark.gpu
-@pytest.mark.parametrize("schedule", ["scenarios", "warp"])
-@pytest.mark.parametrize("seed", range(12))
-def test_cuda_kernel_equals_numpy_reference(seed, schedule):
-    import cupy as cp
-
-    from solvopt.gpu import minplus
-    for dtype in (np.float64, np.float32):
-        compiled = CompiledDP(random_model(seed, max_w=300, dtype=dtype))
-        ref_out, ref_slots = run_kernel(kernels_numpy.forward, compiled)
-        t = compiled.chunk(0, compiled.scenarios)
-        out = cp.empty((compiled.max_states, t.count), compiled.dtype)
-        slots = cp.empty((compiled.n_layers, compiled.max_states, t.count), compiled.slot_index_dtype)
-        minplus.forward(t.initial, compiled.ptr, t.src, t.cost, t.choice, compiled.n_states, compiled.sentinel, out,
-                        slots, schedule=schedule)
-        np.testing.assert_array_equal(cp.asnumpy(out), ref_out)
-        np.testing.assert_array_equal(cp.asnumpy(slots), ref_slots)
+def test_options_are_typed_and_honoured_options_declared():
+    from solvopt.dp.solvers import DPCuda, DPNumba, DPNumpy
+    assert DPNumpy.honours == {"device"} and DPNumba.honours == {"device", "threads"} and DPCuda.honours == {"device"}
+    assert {o.name for o in DPNumba.options} == {"chunk", "paths", "quantiles", "keep_values", "schedule"}
+    assert not hasattr(DPNumba, "extra_options")
+    model = LayeredDP([2, 2], [np.ones((2, 2))])
+    with pytest.raises(ModelError, match="'threads' does not apply to method dp/numpy; it applies to: numba"):
+        model.solve("numpy", threads=1)
+    for bad in (dict(chunk=2.5), dict(chunk=True), dict(paths=-1), dict(paths="x"), dict(quantiles=[1.5]),
+                dict(quantiles=[0.5j]), dict(keep_values=-1)):
+        with pytest.raises(ModelError, match=next(iter(bad))):
+            model.solve("numba", **bad)
+    r = model.solve("numba", paths=(0,), quantiles=0.5, chunk=1)
+    assert r.options["paths"] == (0,) and r.options["quantiles"] == (0.5,) and r.options["schedule"] == "auto"
 
 
-@pytest.mark.gpu
-def test_cuda_solver_matches_numba_with_sampling_and_chunks():
-    model = _sampled_model(W=4000, block=256)
-    a = model.solve("cuda", seed=4, chunk=1024)
-    b = model.solve("numba", seed=4)
-    np.testing.assert_array_equal(a.solution["scenario_values"], b.solution["scenario_values"])
-    np.testing.assert_array_equal(a.solution["paths"], b.solution["paths"])
+# --- the sentinel: float32 path sums must not be mistaken for masked paths ----------------------------------
+def test_float32_path_sums_reaching_the_sentinel_are_refused():
+    L = 60                                                   # 60 x 1e28 = 6e29 >= 5e29 = float32 sentinel / 2
+    layers = [np.full((1, 1), 1e28)] * L
+    with pytest.raises(ModelError, match=r"path sums can reach 6e\+29.*use dtype=float64"):
+        LayeredDP([1] * (L + 1), layers, dtype=np.float32)
+    r = LayeredDP([1] * (L + 1), layers).solve("numba")      # float64 holds the answer
+    assert r.termination is Termination.OPTIMAL and r.objective == pytest.approx(6e29)
+    # negative costs later do not hide a partial sum that already reached the threshold
+    with pytest.raises(ModelError, match="path sums"):
+        LayeredDP([1] * 62, layers + [np.full((1, 1), -1e28)], dtype=np.float32)
+    ok = LayeredDP([1] * 41, [np.full((1, 1), 1e28)] * 40, dtype=np.float32).solve("numba")
+    assert ok.objective == pytest.approx(4e29, rel=1e-6)
+    # sampled costs: checked per chunk, when drawn
+    sampled = LayeredDP([1] * (L + 1), [Transitions(mask=np.ones((1, 1), bool))] * L, scenarios=4, sample_block=4,
+                        dtype=np.float32, sampler=lambda rng, n: [np.full((n, 1, 1), 1e28)] * L)
+    with pytest.raises(ModelError, match="sampled scenarios 0..3: path sums"):
+        sampled.solve("numba")
+
+
+# --- bad input of every kind: a ModelError, never a raw ValueError / TypeError ----------------------------
+BAD_VALUES = [5.0, 2.5, "a", None, [1j], 1j, np.array([object()]), [[1.0], [2.0, [3]]], -1, 1e20, float("nan"), True,
+              [], {}, object(), np.full((2, 2), "a"), np.ones((2, 2)) * (1 + 1j), np.array([[1, 2], [3, 4]], dtype=object),
+              10**30, [2, 2.5]]
+BUILDERS = {
+    "states": lambda b: LayeredDP(b, [np.ones((2, 2))]),
+    "transitions": lambda b: LayeredDP([2, 2], b),
+    "layer": lambda b: LayeredDP([2, 2], [b]),
+    "initial": lambda b: LayeredDP([2, 2], [np.ones((2, 2))], initial=b),
+    "scenarios": lambda b: LayeredDP([2, 2], [np.ones((2, 2))], scenarios=b),
+    "dtype": lambda b: LayeredDP([2, 2], [np.ones((2, 2))], dtype=b),
+    "final": lambda b: LayeredDP([2, 2], [np.ones((2, 2))], final=b),
+    "sample_block": lambda b: LayeredDP([2, 2], [np.ones((2, 2))], sample_block=b),
+    "sampler": lambda b: LayeredDP([2, 2], [np.ones((2, 2))], sampler=b, scenarios=3),
+    "mask": lambda b: Transitions(np.ones((2, 2)), mask=b),
+    "costs": lambda b: Transitions(b, mask=np.ones((2, 2), bool)),
+    "shape": lambda b: Transitions(np.ones((2, 2)), shape=b),
+    "slots ptr": lambda b: Transitions.slots(b, [0, 1], [1.0, 2.0]),
+    "slots src": lambda b: Transitions.slots([0, 1, 2], b, [1.0, 2.0]),
+    "slots costs": lambda b: Transitions.slots([0, 1, 2], [0, 1], b),
+    "slots n_sources": lambda b: Transitions.slots([0, 1, 2], [0, 1], [1.0, 2.0], n_sources=b),
+    "variants src": lambda b: Transitions.variants([0, 1, 2], b, np.ones((2, 2))),
+    "variants costs": lambda b: Transitions.variants([0, 1, 2], [0, 1], b),
+    "variants choice": lambda b: Transitions.variants([0, 1, 2], [0, 1], np.ones((2, 2)), b),
+    "sampler output": lambda b: LayeredDP([2, 2], [Transitions(mask=np.ones((2, 2), bool))], scenarios=2,
+                                          sampler=lambda rng, n: b, sample_block=2).solve("numpy"),
+    "sampled layer": lambda b: LayeredDP([2, 2], [Transitions(mask=np.ones((2, 2), bool))], scenarios=2,
+                                         sampler=lambda rng, n: [b], sample_block=2).solve("numpy"),
+    "sampled initial": lambda b: LayeredDP([2, 2], [np.ones((2, 2))], scenarios=2, sample_block=2,
+                                           sampler=lambda rng, n: {"layers": [None], "initial": b}).solve("numpy"),
+}
+
+
+@pytest.mark.parametrize("where", sorted(BUILDERS))
+def test_bad_values_anywhere_raise_model_error_only(where):
+    import warnings
+    for value in BAD_VALUES:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)   # complex is refused, never cut
+            try:
+                BUILDERS[where](value)
+            except ModelError:
+                pass
+
+
+# --- JIT: one kernel per run -------------------------------------------------------------------------------
+def test_a_run_with_paths_compiles_one_numba_kernel_only():
+    """The back-tracking re-run uses the schedule of the main pass, so the first run of a process
+    compiles (or loads) one parallel kernel, not two."""
+    code = ("import numpy as np\n"
+            "from solvopt.dsl import LayeredDP\n"
+            "from solvopt.dp import kernels_numba as k\n"
+            "rng = np.random.default_rng(0)\n"
+            "m = LayeredDP([8] * 4, [rng.normal(size=(8, 8))] * 3, initial=rng.normal(size=(5000, 8)))\n"
+            "r = m.solve('numba', paths=3, threads=1)\n"
+            "assert r.solution['paths'].shape == (3, 4)\n"
+            "print(len(k.forward_blocks.signatures), len(k._layer_targets.signatures))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "0"]

@@ -20,7 +20,9 @@ compiled in scenario mode (variant tables are expanded per chunk).
 Masks are folded into the costs: forbidden slots (+inf costs, padding) hold the finite
 ``sentinel`` (1e300 in float64, 1e30 in float32), so no kernel ever computes inf - inf.
 Values >= sentinel / 2 mean "unreachable"; kernels clamp them back to the sentinel after each
-layer (so sums of sentinels never overflow) and results report them as +inf.
+layer (so sums of sentinels never overflow) and results report them as +inf. A model whose
+finite path sums could reach sentinel / 2 is refused (ModelError: at construction for given
+costs, per chunk for sampled ones), never reported as unreachable.
 """
 from __future__ import annotations
 
@@ -29,10 +31,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvopt.core.errors import ModelError
-from solvopt.dsl.layered_dp import MAX_ABS_COST
+from solvopt.dsl.layered_dp import (MAX_ABS_COST, SENTINEL, check_path_sums, finite_max, real_array,
+                                    sums_can_reach_sentinel)
 
 NO_CHOICE = np.zeros((0, 0), np.int32)
-SENTINEL = {np.dtype(np.float64): 1e300, np.dtype(np.float32): 1e30}
 
 
 @dataclass
@@ -102,6 +104,8 @@ class CompiledDP:
                 if layer.costs is not None and layer.costs.ndim == 1:
                     self._fixed_cost[l, : layer.n_slots, 0] = self._fold(layer.costs)
         self.slot_index_dtype = np.int16 if self.max_in_degree < np.iinfo(np.int16).max else np.int32
+        # sampled costs: check each chunk's path sums against the sentinel (when they could reach it)
+        self._check_sampled_sums = self.sampler is not None and sums_can_reach_sentinel(self.n_layers, self.dtype)
 
     # -- sizes -----------------------------------------------------------------------------
     def bytes_per_scenario(self) -> int:
@@ -156,6 +160,7 @@ class CompiledDP:
             cost = np.full((L, K, count), self.sentinel, self.dtype)
         initial = np.full((S, count), self.sentinel, self.dtype)
         pieces = self._sample(start, count, seed) if self.sampler is not None else [(0, count, None, None)]
+        highs = list(model.layer_highs) + [model.initial_high]   # largest finite cost per layer, initial
         for offset, n, drawn, drawn_initial in pieces:       # one piece per sampling block
             cols, first = slice(offset, offset + n), start + offset
             for l, layer in enumerate(model.layers):
@@ -167,16 +172,22 @@ class CompiledDP:
                         choice[l, cols] = layer_choice
                 elif self.mode == "scenario":
                     layer_src, layer_cost = self._scenario_columns(layer, l, kind, data, layer_choice, first, n)
+                    if kind == "scenario" and self._check_sampled_sums:
+                        highs[l] = _max_or_none(highs[l], finite_max(data[1]))
                     if self.per_scenario_src:
                         src[l, : layer.n_slots, cols] = layer_src
                     cost[l, : layer.n_slots, cols] = layer_cost
             if drawn_initial is not None:
                 init = drawn_initial.T
+                if self._check_sampled_sums:
+                    highs[-1] = _max_or_none(highs[-1], finite_max(init))
             elif model.initial.ndim == 2:
                 init = model.initial[first:first + n].T
             else:
                 init = model.initial[:, None]
             initial[: self.n_states[0], cols] = self._fold(init)
+        if self._check_sampled_sums:
+            check_path_sums(highs[-1], highs[:-1], self.dtype, f"sampled scenarios {start}..{start + count - 1}: ")
         return ChunkTensors(start, count, initial, src, cost, choice)
 
     def _scenario_columns(self, layer, l, kind, data, choice, first, n):
@@ -221,13 +232,17 @@ class CompiledDP:
         return pieces
 
     def _sampled_initial(self, initial, n: int) -> np.ndarray:
-        initial = np.asarray(initial, dtype=float)
+        initial = real_array(initial, "the sampler's initial values")
         if initial.ndim == 1:
             initial = np.repeat(initial[:, None], self.n_states[0], axis=1)
         if initial.shape != (n, self.n_states[0]) or np.isnan(initial).any() or np.isneginf(initial).any():
             raise ModelError(f"the sampler's initial values must be ({n},) or ({n}, {self.n_states[0]}) "
                              "without NaN or -inf")
         return initial
+
+
+def _max_or_none(a, b):
+    return b if a is None else a if b is None else max(a, b)
 
 
 def _head(data, n: int):

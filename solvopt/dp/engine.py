@@ -1,77 +1,115 @@
-"""The chunked driver of the min-plus engine: kernels over scenario chunks -> aggregates, paths, Result.
+"""The min-plus engine's scenario chunks, and the solve that runs them through the core's chunk driver.
 
-Scenarios are processed in chunks of bounded size (option ``chunk``): each chunk's tensors
-are built (or sampled), the chosen kernel runs all layers, and the chunk's final values are
-reduced where the kernel ran (min over final states, sums for mean and variance); only those
-sums, a bounded quantile sample (:mod:`solvopt.dp.aggregate`) and -- when small enough
-(``keep_values``) -- the final values come back to the host. Back-tracking runs the kernel a
+Scenarios are cut into chunks (option ``chunk``; :class:`solvopt.core.chunks.ChunkPlan`).
+:func:`scenario_chunk` is the unit of work: a **pure function of (compiled model, seed, chunk
+index)** -- it builds (or samples, block by block from the seed) the chunk's tensors, runs the
+kernel over all layers, reduces the final values where the kernel ran (min over final states,
+or per final state for ``final="shared"``) into a :class:`~solvopt.core.chunks.ScenarioStats`,
+and keeps, when asked, the final values and the tensors of the scenarios to back-track. The
+solve runs the chunks through :func:`solvopt.core.chunks.run_chunks` (deadline, Ctrl-C,
+progress with rate and ETA), merging them in chunk order. Back-tracking then runs the kernel a
 second time on just the requested scenarios with slot tracking on, so the argmin footprint is
 L x Smax x (#paths).
 
 Objective: ``final="per_scenario"`` -> value_w = min over final states of V_L[s, w],
 objective = mean_w value_w. ``final="shared"`` -> the final state s* minimising mean_w V_L[s, w]
 (a decision shared by every scenario), value_w = V_L[s*, w], objective = that mean.
+
+What the termination means (see docs/dp.md): with the scenarios given in the model (no
+sampler) the objective is computed exactly -- ``optimal``, bound = objective. With a sampler
+the objective is a sample-average estimate of an expectation: each scenario is solved exactly,
+but no bound is certified (bound None, termination ``feasible_within_gap`` by the one gap rule,
+:func:`solvopt.core.status.settle`); ``solution["ci95"]`` is its 95% confidence interval. A
+time limit or Ctrl-C returns what has merged (``time_limit`` / ``interrupted``, the message
+and ``stats["scenarios"]`` say how many scenarios were done).
 """
 from __future__ import annotations
 
+import math
+import numbers
 import time
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
+from solvopt.core.chunks import ChunkPlan, ScenarioStats, run_chunks
 from solvopt.core.errors import ModelError
-from solvopt.core.options import SolveOptions
+from solvopt.core.options import Option, SolveOptions
 from solvopt.core.progress import Progress
-from solvopt.core.result import Result, SolutionStatus, Termination
+from solvopt.core.result import Result, Termination
+from solvopt.core.status import settle
 
-from .aggregate import StreamingStats
+from solvopt.dsl.layered_dp import real_array
+
+from .aggregate import chunk_stats
 from .compiled import ChunkTensors, CompiledDP
 
 DEFAULT_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 QUANTILE_SAMPLE = 1_000_000      # most values kept on the host for quantiles (exact below that)
 
-# options every DP solver accepts besides the common ones
-DP_OPTIONS = {"chunk": None, "paths": 16, "quantiles": DEFAULT_QUANTILES, "keep_values": 1_000_000}
+
+# --- the engine's typed options (every dp and irp method takes them) -----------------------------
+def positive_int(value) -> int:
+    if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1):
+        raise ValueError(f"must be a positive integer, got {value!r}")
+    return int(value)
 
 
-@dataclass
-class Backend:
-    """A kernel with the shared signature plus how to move arrays to and from its device."""
+def nonnegative_int(value) -> int:
+    if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0):
+        raise ValueError(f"must be an integer >= 0, got {value!r}")
+    return int(value)
 
-    name: str
-    device: str
-    forward: Callable
-    to_device: Callable = np.asarray
-    to_host: Callable = np.asarray
-    empty: Callable = np.empty
-    synchronize: Callable = lambda: None
-    options: dict = field(default_factory=dict)
+
+def path_request(value):
+    """An int n (back-track the first n scenarios) or a sequence of scenario indices."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return nonnegative_int(value)
+    try:
+        idx = np.asarray(value)
+    except Exception:  # noqa: BLE001 - ragged or exotic input
+        idx = None
+    if idx is None or idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+        raise ValueError(f"must be an integer >= 0 or a list of scenario indices, got {value!r}")
+    return tuple(int(i) for i in idx)
+
+
+def quantile_levels(value) -> tuple[float, ...]:
+    try:
+        levels = tuple(float(x) for x in np.atleast_1d(real_array(value, "quantile levels")))
+    except ModelError as exc:
+        raise ValueError(str(exc)) from None
+    if not all(0 <= x <= 1 for x in levels):
+        raise ValueError(f"must lie in [0, 1], got {value!r}")
+    return levels
+
+
+ENGINE_OPTIONS = (
+    Option("chunk", positive_int, None, "scenarios per chunk (default: what fits in 256 MiB; "
+           "rounded to whole sample blocks when sampling)"),
+    Option("paths", path_request, 16, "back-track the first n scenarios (an int) or the listed scenario indices"),
+    Option("quantiles", quantile_levels, DEFAULT_QUANTILES, "quantile levels of the scenario values"),
+    Option("keep_values", nonnegative_int, 1_000_000,
+           "return the final values V_L and the per-scenario values when they hold at most this many entries"),
+)
+_DEFAULTS = {o.name: o.default for o in ENGINE_OPTIONS}
 
 
 def requested_paths(paths, scenarios: int) -> np.ndarray:
     """Scenario indices to back-track: an int n (the first n) or a list of indices."""
     if paths is None:
         return np.zeros(0, np.int64)
-    if isinstance(paths, (int, np.integer)) and not isinstance(paths, bool):
-        if paths < 0:
-            raise ModelError(f"paths must be >= 0 or a list of scenario indices, got {paths}")
-        return np.arange(min(int(paths), scenarios))
-    idx = np.unique(np.asarray(paths, dtype=np.int64).ravel())
+    if isinstance(paths, numbers.Integral) and not isinstance(paths, bool):
+        return np.arange(min(nonnegative_int(paths), scenarios))
+    idx = np.unique(np.asarray(path_request(paths), dtype=np.int64).ravel())
     if idx.size and (idx[0] < 0 or idx[-1] >= scenarios):
         raise ModelError(f"paths must be scenario indices in 0..{scenarios - 1}")
     return idx
 
 
-def _check_quantiles(q) -> tuple[float, ...]:
-    q = tuple(float(x) for x in np.atleast_1d(q))
-    if any(not 0 <= x <= 1 for x in q):
-        raise ModelError(f"quantiles must lie in [0, 1], got {q}")
-    return q
-
-
-def run_chunk(compiled: CompiledDP, backend: Backend, tensors: ChunkTensors, track: bool):
-    """Run the kernel on one chunk; returns (final values (S_L, n) on the host, slots or None)."""
+# --- one kernel run, back-tracking ------------------------------------------------------------------
+def run_kernel(compiled: CompiledDP, backend, tensors: ChunkTensors, track: bool):
+    """Run the kernel on one chunk; returns (final values (S_L, n) on the device, slots on the host or None)."""
     to_dev = backend.to_device
     n = tensors.count
     out = backend.empty((compiled.max_states, n), dtype=compiled.dtype)
@@ -106,46 +144,79 @@ def backtrack(compiled: CompiledDP, tensors: ChunkTensors, slots: np.ndarray, fi
     return states, chosen
 
 
-def solve(compiled: CompiledDP, backend: Backend, options: SolveOptions) -> Result:
-    """Run the engine over all scenario chunks and assemble the Result (see the module docstring)."""
-    extra = options.extra
+# --- the chunk ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ChunkSpec:
+    """What every chunk of a solve returns besides its statistics (the same for all chunks)."""
+
+    stride: int                         # quantile sample: scenarios whose index is a multiple of it
+    keep_values: bool                   # return the final values V_L (S_L, n)
+    paths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # scenarios to back-track
+
+
+@dataclass
+class EngineChunk:
+    """A chunk's (or a merged run's) output: statistics, kernel seconds, kept values, scenarios to back-track."""
+
+    stats: ScenarioStats
+    kernel_time: float = 0.0
+    values: list = field(default_factory=list)          # [(start, (S_L, n) host array, +inf = unreachable)]
+    paths: list = field(default_factory=list)           # [(start, ChunkTensors of those scenarios, local indices)]
+
+    def merge(self, other: "EngineChunk") -> "EngineChunk":
+        self.stats.merge(other.stats)
+        self.kernel_time += other.kernel_time
+        self.values += other.values
+        self.paths += other.paths
+        return self
+
+
+def scenario_chunk(compiled: CompiledDP, backend, seed: int, plan: ChunkPlan, index: int,
+                   spec: ChunkSpec) -> EngineChunk:
+    """Chunk ``index`` of ``plan``: a pure function of (compiled model, seed, chunk index).
+
+    Its scenarios are ``plan.bounds(index)``; sampled costs come from the seed's sampling blocks
+    (whole blocks per chunk), so any process or device computing chunk ``index`` gets the same
+    numbers. Returns its statistics (one row, or one per final state with ``final="shared"``).
+    """
+    start, stop = plan.bounds(index)
+    tensors = compiled.chunk(start, stop - start, seed)
+    t0 = time.perf_counter()
+    final, _ = run_kernel(compiled, backend, tensors, track=False)
+    backend.synchronize()
+    kernel_time = time.perf_counter() - t0
+    half = compiled.sentinel / 2
+    rows = final if compiled.final == "shared" else final.min(axis=0)[None, :]
+    out = EngineChunk(chunk_stats(rows, start, spec.stride, half, backend.to_host), kernel_time)
+    if spec.keep_values:
+        host = np.asarray(backend.to_host(final), dtype=np.float64)
+        out.values.append((start, np.where(host >= half, np.inf, host)))
+    local = spec.paths[(spec.paths >= start) & (spec.paths < stop)] - start
+    if local.size:
+        out.paths.append((start, tensors.columns(local), local))
+    return out
+
+
+# --- the solve ---------------------------------------------------------------------------------------------
+def solve(compiled: CompiledDP, backend, options: SolveOptions) -> Result:
+    """Run every chunk through the core's chunk driver and assemble the Result (see the module docstring)."""
+    extra = {**_DEFAULTS, **options.extra}
+    begin = time.perf_counter()
     W = compiled.scenarios
-    chunk = compiled.chunk_size(extra.get("chunk"))
-    quantile_levels = _check_quantiles(extra.get("quantiles", DEFAULT_QUANTILES))
-    want_paths = requested_paths(extra.get("paths", 16), W)
-    keep_values = int(extra.get("keep_values", DP_OPTIONS["keep_values"]))
+    plan = ChunkPlan(W, compiled.chunk_size(extra["chunk"]))
+    levels = quantile_levels(extra["quantiles"])
     shared = compiled.final == "shared"
     n_final = int(compiled.n_states[-1])
-    half = compiled.sentinel / 2
-    finals = np.empty((n_final, W)) if n_final * W <= keep_values else None
-    # shared: statistics of every final state (the decision is taken at the end); else of the best one
-    stats = StreamingStats(n_final if shared else 1, W, max(1, QUANTILE_SAMPLE // (n_final if shared else 1)))
-    path_data: dict[int, tuple] = {}
-    progress = Progress(options.progress, log=options.log)
-    start_time = time.perf_counter()
-    kernel_time, processed, n_chunks = 0.0, 0, 0
-    termination = Termination.OPTIMAL
-    for start in range(0, W, chunk):
-        if options.time_limit is not None and time.perf_counter() - start_time > options.time_limit and processed:
-            termination = Termination.TIME_LIMIT
-            break
-        count = min(chunk, W - start)
-        tensors = compiled.chunk(start, count, options.seed)
-        t0 = time.perf_counter()
-        final, _ = run_chunk(compiled, backend, tensors, track=False)
-        backend.synchronize()
-        kernel_time += time.perf_counter() - t0
-        # reduced where the kernel ran; only per-row sums and the quantile sample come back
-        stats.add(final if shared else final.min(axis=0)[None, :], start, half, backend.to_host)
-        if finals is not None:
-            host = np.asarray(backend.to_host(final), dtype=float)
-            finals[:, start:start + count] = np.where(host >= half, np.inf, host)
-        local = want_paths[(want_paths >= start) & (want_paths < start + count)] - start
-        if local.size:
-            path_data[start] = (tensors.columns(local), local)
-        processed += count
-        n_chunks += 1
-        progress(f"dp: {processed}/{W} scenarios ({n_chunks} chunks)")
+    rows = n_final if shared else 1
+    spec = ChunkSpec(stride=ScenarioStats.stride_for(W, max(1, QUANTILE_SAMPLE // rows)),
+                     keep_values=n_final * W <= extra["keep_values"], paths=requested_paths(extra["paths"], W))
+    if getattr(backend, "prepare", None) is not None:
+        backend.prepare(plan.size, compiled)
+    deadline = None if options.time_limit is None else begin + options.time_limit
+    run = run_chunks(plan, lambda index, lo, hi: scenario_chunk(compiled, backend, options.seed, plan, index, spec),
+                     deadline=deadline, progress=Progress(options.progress, log=options.log), what="scenarios")
+    acc: EngineChunk = run.stats
+    stats, processed = acc.stats, run.done
     solution: dict = {}
     row, final_state = 0, None
     if shared:
@@ -155,31 +226,31 @@ def solve(compiled: CompiledDP, backend: Backend, options: SolveOptions) -> Resu
             row = final_state = int(np.argmin(state_means))
             solution["final_state"] = final_state
         else:
-            row = int(np.argmin(stats.unreachable))
-    if finals is not None:
-        solution["values"] = finals[:, :processed]
-    if stats.stride == 1 and W <= keep_values:
-        solution["scenario_values"] = stats.samples(row)
-    solution.update(stats.summary(row, quantile_levels))
-    if path_data:
-        solution.update(_paths(compiled, backend, path_data, final_state))
-    wall = time.perf_counter() - start_time
+            row = int(np.argmin(stats.infinite))
+    if spec.keep_values:
+        solution["values"] = np.concatenate([v for _, v in acc.values], axis=1)
+    if spec.stride == 1 and W <= extra["keep_values"]:
+        solution["scenario_values"] = stats.sample(row)
+    solution.update(stats.summary(row, levels))
+    if acc.paths:
+        solution.update(_paths(compiled, backend, acc.paths, final_state))
     transitions = compiled.model.n_transitions * processed
-    run_stats = {"backend": backend.name, "device": backend.device, "scenarios": processed, "chunks": n_chunks,
-                 "chunk_size": chunk, "layers": compiled.n_layers, "transitions": transitions,
-                 "kernel_time": kernel_time,
-                 "transitions_per_second": transitions / kernel_time if kernel_time else None,
-                 "ns_per_transition": 1e9 * kernel_time / transitions if transitions else None,
-                 "dtype": str(compiled.dtype), "wall_time": wall}
-    unreachable = int(stats.unreachable[row])
-    return _result(solution, unreachable, processed, termination, run_stats, W)
+    run_stats = {"backend": backend.name, "device": backend.device, "scenarios": processed, "scenarios_total": W,
+                 "chunks": run.chunks, "chunk_size": plan.size, "layers": compiled.n_layers,
+                 "transitions": transitions, "kernel_time": acc.kernel_time,
+                 "transitions_per_second": transitions / acc.kernel_time if acc.kernel_time else None,
+                 "ns_per_transition": 1e9 * acc.kernel_time / transitions if transitions else None,
+                 "dtype": str(compiled.dtype), "sampled": compiled.sampler is not None}
+    if "build_time" in compiled.__dict__:
+        run_stats["build_time"] = compiled.build_time
+    return _result(compiled, solution, int(stats.infinite[row]), processed, run.stopped, run_stats)
 
 
 def _paths(compiled, backend, path_data, final_state) -> dict:
     """Re-run the kernel with slot tracking on the requested scenarios and back-track them."""
     scenarios, states, chosen = [], [], []
-    for start, (sub, local) in sorted(path_data.items()):
-        final, slots = run_chunk(compiled, backend, sub, track=True)
+    for start, sub, local in path_data:
+        final, slots = run_kernel(compiled, backend, sub, track=True)
         final = np.asarray(backend.to_host(final), dtype=float)
         end = final.argmin(axis=0) if final_state is None else np.full(len(local), final_state)
         end = np.where(final[end, np.arange(len(local))] >= compiled.sentinel / 2, -1, end)
@@ -191,14 +262,29 @@ def _paths(compiled, backend, path_data, final_state) -> dict:
             "path_slots": np.concatenate(chosen)}
 
 
-def _result(solution, unreachable, processed, termination, stats, total) -> Result:
+def _result(compiled: CompiledDP, solution: dict, unreachable: int, processed: int, stopped, stats: dict) -> Result:
+    total = compiled.scenarios
+    done = f"{processed:,} of {total:,} scenarios"
     if unreachable or "mean" not in solution:
-        return Result(Termination.INFEASIBLE, SolutionStatus.NONE, objective=float("inf"), solution=solution,
-                      stats=stats, message=f"{unreachable} of {processed} scenarios have no path to a final state")
+        termination, status, _ = settle(None, None, has_solution=False, stopped=Termination.INFEASIBLE)
+        return Result(termination, status, objective=math.inf, solution=solution, stats=stats,
+                      message=f"{unreachable} of {processed} scenarios have no path to a final state")
     objective = float(solution["mean"])
-    if termination is Termination.TIME_LIMIT:
-        return Result(termination, SolutionStatus.FEASIBLE, objective=objective, solution=solution, stats=stats,
-                      message=f"time limit: mean over the first {processed} of {total} scenarios")
-    return Result(Termination.OPTIMAL, SolutionStatus.OPTIMAL, objective=objective, bound=objective, gap=0.0,
-                  solution=solution, stats=stats,
-                  guarantee="exact: the minimum of the sample-average objective over the given scenarios")
+    sampled = compiled.sampler is not None
+    # exact over the given scenarios: the bound is the objective itself; a sample average certifies none
+    bound = objective if not sampled and stopped is None else None
+    termination, status, gap = settle(objective, bound, has_solution=True, stopped=stopped)
+    lo, hi = solution.get("ci95", (objective, objective))
+    if stopped is not None:
+        message = f"{stopped.value.replace('_', ' ')}: mean over the first {done} (95% CI [{lo:.6g}, {hi:.6g}])"
+        guarantee = None
+    elif sampled:
+        message = (f"sample-average estimate over {total:,} sampled scenarios, each solved exactly; "
+                   f"95% CI of the expected cost [{lo:.6g}, {hi:.6g}]; no certified bound")
+        guarantee = "none beyond the sample: the objective estimates an expectation (solution['ci95'])"
+    else:
+        message = ""
+        guarantee = ("exact: the minimum over the DP's paths" if total == 1 else
+                     "exact: the minimum of the sample-average objective over the given scenarios")
+    return Result(termination, status, objective=objective, bound=bound, gap=gap, solution=solution, stats=stats,
+                  message=message, guarantee=guarantee)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from solvopt.core.errors import ModelError
+
 
 @njit(cache=True)
 def _relax_target(values, nxt, arg, ptr, src, cost, choice, layer, t, w0, m, sentinel, track):
@@ -144,6 +146,24 @@ def block_size(n_states_max: int, itemsize: int) -> int:
 
 
 SERIAL_BELOW = 1 << 18      # transitions x scenarios under which one thread beats waking the others
+SCHEDULES = ("auto", "blocks", "targets")
+
+
+def effective_threads(threads: int | None, transitions: int, n_scenarios: int) -> int:
+    """Threads a call uses: the requested (or Numba's current) count, 1 for small problems."""
+    import numba
+    threads = min(threads or numba.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+    return 1 if transitions * n_scenarios < SERIAL_BELOW else threads
+
+
+def choose_schedule(n_scenarios: int, n_max: int, itemsize: int, threads: int) -> str:
+    """``blocks`` when there are at least 2 x threads x min(block, 64) scenarios, else ``targets``.
+
+    The engine picks the schedule once per solve from its chunk size, so that the back-tracking
+    re-run on a few scenarios uses the kernel already compiled for the main pass (each
+    schedule is a separate parallel function: compiling both would double the first run's JIT time).
+    """
+    return "blocks" if n_scenarios >= 2 * threads * min(block_size(n_max, itemsize), 64) else "targets"
 
 
 def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, schedule: str = "auto",
@@ -158,13 +178,11 @@ def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, sch
     n_max, n = initial.shape
     block = block_size(n_max, initial.dtype.itemsize)
     before = numba.get_num_threads()
-    threads = min(threads or before, numba.config.NUMBA_NUM_THREADS)
-    if int(ptr[:, -1].sum()) * n < SERIAL_BELOW:
-        threads = 1
+    threads = effective_threads(threads, int(ptr[:, -1].sum()), n)
     if schedule == "auto":
-        schedule = "blocks" if n >= 2 * threads * min(block, 64) else "targets"
+        schedule = choose_schedule(n, n_max, initial.dtype.itemsize, threads)
     if schedule not in ("blocks", "targets"):
-        raise ValueError(f"unknown schedule {schedule!r}")
+        raise ModelError(f"unknown schedule {schedule!r} (auto | blocks | targets)")
     # never more threads than parallel work items (an idle thread still costs a wake-up)
     threads = max(1, min(threads, -(-n // block) if schedule == "blocks" else n_max))
     numba.set_num_threads(threads)

@@ -1,15 +1,20 @@
-"""The ``irp`` family's descriptor (see :mod:`solvopt.core.family`)."""
+"""The ``irp`` family's descriptor (see :mod:`solvopt.core.family`).
+
+CLI defaults live here, once: ``--paths 5`` and ``--keep-values 0`` keep a JSON line short (the
+API's defaults are the engine options' own); the Poisson scenario count defaults to the
+model's ``DEFAULT_SCENARIOS`` (1000).
+"""
 from solvopt.core.family import Family, Param
 
 FAMILY = Family(
     name="irp",
     description="inventory reinsertion DP of one customer under order-up-to, over demand scenarios",
-    solver_modules=("solvopt.dp.solvers",),
+    solver_modules=("solvopt.irp.solvers",),
     reader_modules=("solvopt.io.irp",),
     models=("solvopt.dsl.inventory:InventoryReinsertion",),
     params=(
         Param("customer", int, "customer index (1-based, default 1)"),
-        Param("scenarios", int, "number of demand scenarios (default 1000)"),
+        Param("scenarios", int, "number of Poisson demand scenarios (default 1000)"),
         Param("demand", str, "demand model: 'poisson' or a .npy (W, T) matrix of integer demands"),
         Param("stockout", float, "stockout penalty per unit"),
         Param("penalty", float, "soft-capacity penalty per unit of excess load"),
@@ -17,5 +22,5 @@ FAMILY = Family(
         Param("paths", int, "per-scenario plans to keep in the result", target="solver", default=5),
         Param("keep_values", int, "scenarios whose values to keep in the result", target="solver", default=0),
     ),
-    from_instance="solvopt.dp.inventory_cli:model_from_instance",
+    from_instance="solvopt.irp.instance:model_from_instance",
 )

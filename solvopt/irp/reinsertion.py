@@ -1,4 +1,4 @@
-"""The inventory reinsertion DP expressed on the min-plus engine, and its route options from an IRP file.
+"""The inventory reinsertion DP expressed on the min-plus engine: compile (with a memory estimate) and decode.
 
 The recurrence of :mod:`solvopt.dsl.inventory` runs backwards in time; the engine runs
 forwards over layers, so engine layer l holds the value function of day T - l:
@@ -25,16 +25,17 @@ over the scenarios.
 """
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from solvopt.core.errors import ModelError
 from solvopt.core.result import Result
+from solvopt.dp.compiled import CompiledDP
 from solvopt.dsl.inventory import InventoryReinsertion
 from solvopt.dsl.layered_dp import LayeredDP, Transitions
-
-from .compiled import CompiledDP
 
 
 # --- the recurrence on the engine ------------------------------------------------------------------
@@ -126,14 +127,56 @@ class CompiledInventory:
     dp: CompiledDP
 
 
-def compile_inventory(model: InventoryReinsertion) -> CompiledInventory:
-    """Reduce the route options, then build and compile the engine model (idempotent)."""
+# bytes per entry of a day's (U+1) x 2(U+1) variant table while it is built: day_slots' int64
+# sources and float64 costs, the LayeredDP's int32/float64 copies, the compiled padded
+# int32/float64 copies (the first two are freed day by day, the last two are kept)
+BYTES_PER_TABLE_ENTRY = 16 + 12 + 12
+
+
+def compile_bytes(model: InventoryReinsertion) -> int:
+    """Peak memory (bytes) to compile the model: its T variant tables of (U+1) x 2(U+1) entries."""
+    U = model.max_level
+    return BYTES_PER_TABLE_ENTRY * model.horizon * (U + 1) * 2 * (U + 1)
+
+
+def memory_budget() -> int:
+    """Half the machine's physical memory (8 GiB when it cannot be read)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (AttributeError, ValueError, OSError):
+        return 8 << 30
+
+
+def check_memory(model: InventoryReinsertion, budget: int | None = None) -> None:
+    """ModelError, before anything is allocated, when the compiled tables would not fit the budget."""
+    need, budget = compile_bytes(model), memory_budget() if budget is None else budget
+    if need > budget:
+        raise ModelError(f"{model.name}: the reinsertion DP over levels 0..{model.max_level} needs about "
+                         f"{_size(need)} ({model.horizon} days x {model.max_level + 1} x {2 * (model.max_level + 1)} "
+                         f"table entries), more than the {_size(budget)} allowed (half this machine's memory); "
+                         "the maximum inventory is too large for this DP")
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024 or unit == "EiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g}"
+
+
+def compile_inventory(model: InventoryReinsertion, budget: int | None = None) -> CompiledInventory:
+    """Check the memory, reduce the route options, then build and compile the engine model (idempotent)."""
     if isinstance(model, CompiledInventory):
         return model
     if not isinstance(model, InventoryReinsertion):
         raise ModelError(f"family irp solves an InventoryReinsertion, got {type(model).__name__}")
+    check_memory(model, budget)
+    start = time.perf_counter()
     cost, option = delivery_tables(model)
-    return CompiledInventory(model, cost, option, CompiledDP(layered_dp(model, cost)))
+    compiled = CompiledInventory(model, cost, option, CompiledDP(layered_dp(model, cost)))
+    compiled.dp.build_time = time.perf_counter() - start
+    return compiled
 
 
 def decode(compiled: CompiledInventory, result: Result) -> Result:
@@ -158,76 +201,8 @@ def decode(compiled: CompiledInventory, result: Result) -> Result:
         start = np.clip(inventory[:, :T], 0, U)
         sol["route_options"] = np.where(deliveries, compiled.deliver_option[np.arange(T)[None, :], start], -1)
         sol["plan_scenarios"] = sol.pop("path_scenarios")
-    result.family = "irp"
+    if model.customer is not None:
+        sol["customer"] = model.customer
+    sol["stockout_penalty"] = model.stockout_penalty
+    sol["capacity_penalty"] = model.capacity_penalty
     return result
-
-
-# --- route options from an Archetti IRP instance ------------------------------------------------------
-def nearest_neighbour_tour(distances: np.ndarray, stops) -> list[int]:
-    """Depot 0, then repeatedly the nearest unvisited stop, then back to 0 (ties: lowest index)."""
-    tour, left = [0], sorted(int(s) for s in stops)
-    while left:
-        here = tour[-1]
-        nxt = min(left, key=lambda s: (distances[here, s], s))
-        tour.append(nxt)
-        left.remove(nxt)
-    return tour + [0]
-
-
-def order_up_to_routes(data: dict, exclude: int) -> list[tuple[list[int], float]]:
-    """Per day, (tour, load) of the other customers under a deterministic order-up-to policy.
-
-    Customer j (j != exclude) is served on day t when its level would fall below its minimum
-    after the day's demand; it then receives max_inventory - level. Node ids: 0 = supplier,
-    j + 1 = customer j.
-    """
-    level = data["start_inventory"].astype(float).copy()
-    upper, lower, demand = data["max_inventory"], data["min_inventory"], data["demand"]
-    days = []
-    for _ in range(data["horizon"]):
-        served = np.flatnonzero(level - demand < lower)
-        served = served[served != exclude]
-        load = float(np.sum(upper[served] - level[served]))
-        level[served] = upper[served]
-        level -= demand
-        days.append((nearest_neighbour_tour(data["distances"], served + 1), load))
-    return days
-
-
-def route_options(data: dict, customer: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Per day (insertion costs, residual capacities): the cheapest detours into each edge of the
-    day's order-up-to route, and the customer's own route depot-customer-depot (full capacity)."""
-    dist, Q, node = data["distances"], data["vehicle_capacity"], customer + 1
-    costs, slack = [], []
-    for tour, load in order_up_to_routes(data, customer):
-        c = [2 * dist[0, node]]
-        s = [Q]
-        if len(tour) > 2:
-            for a, b in zip(tour[:-1], tour[1:]):
-                c.append(dist[a, node] + dist[node, b] - dist[a, b])
-                s.append(Q - load)
-        costs.append(np.maximum(0.0, np.array(c)))
-        slack.append(np.array(s))
-    return costs, slack
-
-
-def reinsertion_from_instance(instance, customer: int = 0, scenarios: int = 1000, stockout: float | None = None,
-                              capacity_penalty: float | None = None, demand=None) -> InventoryReinsertion:
-    """The reinsertion model of one customer (0-based) of an ``archetti_irp`` instance.
-
-    ``demand``: None / "poisson" (Poisson with the customer's daily demand as mean) or a
-    (W, T) matrix of scenarios.
-    """
-    data = instance.data
-    n_customers = len(data["demand"])
-    if not (isinstance(customer, (int, np.integer)) and 0 <= customer < n_customers):
-        raise ModelError(f"customer must be in 1..{n_customers} (1-based on the command line), got {customer}")
-    costs, slack = route_options(data, customer)
-    common = dict(horizon=data["horizon"], max_level=int(round(data["max_inventory"][customer])),
-                  start_level=int(round(data["start_inventory"][customer])),
-                  holding_cost=data["holding_cost"][customer], insertion_costs=costs, route_slack=slack,
-                  supplier_holding_cost=data["supplier"]["holding_cost"], stockout_penalty=stockout,
-                  capacity_penalty=capacity_penalty, name=f"{instance.name}:customer{customer + 1}")
-    if demand is None or (isinstance(demand, str) and demand == "poisson"):
-        return InventoryReinsertion(**common, mean_demand=data["demand"][customer], scenarios=scenarios)
-    return InventoryReinsertion(**common, demand=demand)
