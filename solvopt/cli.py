@@ -114,9 +114,9 @@ def cmd_solve(args) -> int:
                 status = EXIT_ERROR
                 continue
             record = {"instance": instance.name, "path": path, **result.to_dict()}
-            if args.out:
-                with open(os.path.join(args.out, f"{instance.name}.json"), "w") as fh:
-                    json.dump(record, fh, allow_nan=False)
+            if args.out:  # plain JSON (+ a family's own files) that reads without solvopt
+                from .io.results import write_result
+                write_result(args.out, {"instance": instance.name, "path": path}, result, instance)
             if args.json:
                 print(json.dumps(record, allow_nan=False), flush=True)
             else:

@@ -239,7 +239,6 @@ def test_write_result_non_finite_values_are_strings(tmp_path):
     assert "NaN" not in text and "Infinity" not in text
 
 
-@pytest.mark.xfail(strict=True, reason="cli.py's --out branch does not call solvopt.io.results.write_result yet")
 def test_cli_out_writes_plain_json_and_a_sol_file(tmp_path, capsys, samples):
     code, out, err = _run(capsys, "solve", str(samples / "cvrp" / "X-n101-k25.vrp"), "--out", str(tmp_path))
     assert code == 0, err
@@ -317,10 +316,8 @@ def _stdout_lines_not_json(out):
     ("khc/sr_10_2_2_1022.dat", ["--method", "sbb"]),
     ("cvrp/X-n101-k25.vrp", ["--scenarios", "2000", "--seed", "1"]),
     ("irp/abs1n5_1.dat", ["--scenarios", "200"]),
-    pytest.param("lp/knapsack.mps", ["--method", "highs"], marks=pytest.mark.xfail(
-        strict=True, reason="dsl/backends/highs.py: HiGHS' log goes to stdout under --progress")),
-    pytest.param("lp/knapsack.mps", ["--method", "scip"], marks=pytest.mark.xfail(
-        strict=True, reason="dsl/backends/scip.py: SCIP's log goes to stdout under --progress")),
+    ("lp/knapsack.mps", ["--method", "highs"]),
+    ("lp/knapsack.mps", ["--method", "scip"]),
 ])
 def test_progress_json_keeps_stdout_to_json_lines(samples, instance, extra):
     if "scip" in extra:
