@@ -26,11 +26,47 @@ SENSES = ("<=", ">=", "==")
 
 
 def _as_const(value, where: str) -> np.ndarray:
-    """A finite float array from a scalar / array-like (a Param is an ndarray already)."""
-    arr = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(arr)):
+    """A finite float array from a number / array-like (a Param is an ndarray already).
+
+    Anything that is not plain real numbers (complex, text, objects, dates) is a ModelError
+    naming ``where``, never a silent conversion (complex numbers are not truncated).
+    """
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        arr = np.asarray(value, dtype=np.float64)
+    else:
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ModelError(f"{where}: constants must be arrays of real numbers ({exc})") from None
+        kind = arr.dtype.kind
+        if kind == "c":
+            raise ModelError(f"{where}: complex constants are not supported (dtype {arr.dtype}); "
+                             "pass the real part (.real) if that is what you mean")
+        if kind in "US":
+            raise ModelError(f"{where}: constants must be real numbers, got text {_short(value)}")
+        if kind == "O":
+            if any(isinstance(v, _Operand) for v in arr.ravel()[:1000]):
+                raise ModelError(f"{where}: an array of expressions is not a constant; combine expressions "
+                                 "with +, *, @ and .sum() instead of collecting them in a NumPy array")
+            if any(isinstance(v, complex) for v in arr.ravel()[:1000]):
+                raise ModelError(f"{where}: complex constants are not supported; pass the real part")
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError, OverflowError):
+                raise ModelError(f"{where}: constants must be real numbers, got an object array holding "
+                                 f"{type(arr.ravel()[0]).__name__ if arr.size else 'nothing'}") from None
+        elif kind not in "biuf":
+            raise ModelError(f"{where}: constants must be real numbers, got dtype {arr.dtype}")
+        else:
+            arr = arr.astype(np.float64, copy=False)
+    if not np.isfinite(arr).all():
         raise ModelError(f"{where}: constants must be finite (found NaN or inf)")
     return arr
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _widen(matrix: sp.csr_matrix, ncols: int) -> sp.csr_matrix:
@@ -42,8 +78,30 @@ def _widen(matrix: sp.csr_matrix, ncols: int) -> sp.csr_matrix:
 
 def _scale_rows(matrix: sp.csr_matrix, factor: np.ndarray) -> sp.csr_matrix:
     """diag(factor) @ matrix without a matrix product: each stored value times its row's factor."""
-    data = matrix.data * np.repeat(factor, np.diff(matrix.indptr))
+    if _unit_rows(matrix):
+        data = matrix.data * factor
+    else:
+        data = matrix.data * np.repeat(factor, np.diff(matrix.indptr))
     return sp.csr_matrix((data, matrix.indices, matrix.indptr), shape=matrix.shape)
+
+
+def _unit_rows(matrix: sp.csr_matrix) -> bool:
+    """True when every row holds exactly one stored entry (a selection of single variables)."""
+    n = matrix.shape[0]
+    return matrix.nnz == n and (n == 0 or bool((np.diff(matrix.indptr) == 1).all()))
+
+
+def _take_rows(matrix: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
+    """``matrix[rows]`` (rows may repeat) as flat gathers: no per-row Python work."""
+    shape = (len(rows), matrix.shape[1])
+    if _unit_rows(matrix):
+        indptr = np.arange(len(rows) + 1, dtype=matrix.indptr.dtype)
+        return sp.csr_matrix((matrix.data[rows], matrix.indices[rows], indptr), shape=shape)
+    lengths = np.diff(matrix.indptr)[rows]
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    pos = np.repeat(matrix.indptr[rows] - indptr[:-1], lengths) + np.arange(indptr[-1], dtype=np.int64)
+    return sp.csr_matrix((matrix.data[pos], matrix.indices[pos], indptr), shape=shape)
 
 
 def _broadcast_rows(shape: tuple, target: tuple) -> np.ndarray:
@@ -52,26 +110,48 @@ def _broadcast_rows(shape: tuple, target: tuple) -> np.ndarray:
     return np.broadcast_to(idx, target).ravel()
 
 
-def _aggregation(shape: tuple, axis) -> tuple[sp.csr_matrix, tuple]:
-    """Sparse 0/1 matrix summing a flat array of ``shape`` over ``axis``, and the result shape."""
-    n = int(np.prod(shape, dtype=np.int64))
-    if axis is None:
-        return sp.csr_matrix((np.ones(n), (np.zeros(n, dtype=np.int64), np.arange(n))), shape=(1, n)), ()
-    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+def _sum_axes(shape: tuple, axis) -> tuple[int, ...]:
+    """The summed axes of ``shape`` (all of them for None), normalised and sorted."""
     ndim = len(shape)
-    try:
-        axes = tuple(sorted({a % ndim if -ndim <= a < ndim else _bad_axis(a, ndim) for a in axes}))
-    except ZeroDivisionError:
-        raise ModelError("cannot sum over an axis of a scalar expression") from None
-    keep = [d for d in range(ndim) if d not in axes]
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    if ndim == 0:
+        raise ModelError("cannot sum over an axis of a scalar expression")
+    out = set()
+    for a in axes:
+        if not isinstance(a, numbers.Integral) or isinstance(a, bool):
+            raise ModelError(f"axis must be an integer or a tuple of integers, got {a!r}")
+        out.add(int(a) % ndim if -ndim <= a < ndim else _bad_axis(a, ndim))
+    return tuple(sorted(out))
+
+
+def _grouping(shape: tuple, axis) -> tuple[np.ndarray | None, int, tuple]:
+    """How a sum over ``axis`` groups the flat elements of ``shape``.
+
+    Returns ``(perm, group, out_shape)``: after reordering the elements by ``perm`` (None: they
+    are in order already, as for a sum over trailing axes), each output element is the sum of
+    ``group`` consecutive elements.
+    """
+    axes = _sum_axes(shape, axis)
+    keep = tuple(d for d in range(len(shape)) if d not in axes)
+    out_shape = tuple(shape[d] for d in keep)
+    group = int(np.prod([shape[d] for d in axes], dtype=np.int64))
+    if keep + axes == tuple(range(len(shape))):
+        return None, group, out_shape
+    n = int(np.prod(shape, dtype=np.int64))
+    perm = np.arange(n, dtype=np.int64).reshape(shape).transpose(keep + axes).ravel()
+    return perm, group, out_shape
+
+
+def _sum_targets(shape: tuple, axis) -> tuple[np.ndarray, tuple]:
+    """The output element of every input element under a sum over ``axis``, and the output shape."""
+    axes = _sum_axes(shape, axis)
+    keep = [d for d in range(len(shape)) if d not in axes]
     out_shape = tuple(shape[d] for d in keep)
     m = int(np.prod(out_shape, dtype=np.int64))
-    # output index of every input element: the kept axes' index, broadcast over the summed ones
-    expanded = tuple(shape[d] if d in keep else 1 for d in range(ndim))
-    out_flat = np.broadcast_to(np.arange(m, dtype=np.int64).reshape(expanded), shape).ravel()
-    # one entry per column: build it column-wise, no sorting needed
-    agg = sp.csc_matrix((np.ones(n), out_flat, np.arange(n + 1, dtype=np.int64)), shape=(m, n))
-    return agg.tocsr(), out_shape
+    expanded = tuple(shape[d] if d in keep else 1 for d in range(len(shape)))
+    return np.broadcast_to(np.arange(m, dtype=np.int64).reshape(expanded), shape).ravel(), out_shape
 
 
 def _bad_axis(a, ndim):
@@ -99,6 +179,18 @@ class _Operand:
         holder = np.empty((), dtype=object)
         holder[()] = self
         return holder
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy functions on expressions: ``np.sum``, ``np.dot``, ``np.transpose``, ``np.reshape``, ...
+
+        Anything else is a ModelError naming the expression methods to use instead.
+        """
+        handler = _ARRAY_FUNCTIONS.get(func)
+        if handler is None:
+            raise ModelError(f"numpy.{func.__name__} does not take solvopt expressions; use the expression's own "
+                             "operations (+, -, *, /, @, .sum(axis), .T, .reshape, indexing) or "
+                             f"numpy.{'/numpy.'.join(sorted(f.__name__ for f in _ARRAY_FUNCTIONS))}")
+        return handler(*args, **kwargs)
 
     def __len__(self):
         if not self.shape:
@@ -148,6 +240,10 @@ class _Operand:
 class LinExpr(_Operand):
     """An array of affine expressions: ``coef @ x + const`` reshaped to ``shape``."""
 
+    # first column when ``coef`` is exactly the identity on columns start .. start + size and
+    # ``const`` is zero (a whole variable array): lets ``A @ x`` reuse A's structure as it is
+    _block_start: int | None = None
+
     def __init__(self, coef: sp.csr_matrix, const: np.ndarray, shape: tuple, model=None):
         self.coef = coef.tocsr() if not sp.isspmatrix_csr(coef) else coef
         self.const = np.asarray(const, dtype=float).ravel()
@@ -167,7 +263,7 @@ class LinExpr(_Operand):
         return self.coef.shape[1]
 
     def _select(self, rows: np.ndarray, shape: tuple) -> "LinExpr":
-        return LinExpr(self.coef[rows], self.const[rows], shape, self.model)
+        return LinExpr(_take_rows(self.coef, rows), self.const[rows], shape, self.model)
 
     def _coerce(self, other) -> "LinExpr":
         if isinstance(other, LinExpr):
@@ -182,7 +278,7 @@ class LinExpr(_Operand):
         idx = np.arange(self.size, dtype=np.int64).reshape(self.shape)
         try:
             sel = idx[key]
-        except (IndexError, TypeError) as exc:
+        except (IndexError, TypeError, ValueError) as exc:
             raise ModelError(f"bad index {key!r} for an expression of shape {self.shape}: {exc}") from None
         sel = np.asarray(sel)
         return self._select(sel.ravel(), sel.shape)
@@ -190,7 +286,10 @@ class LinExpr(_Operand):
     def reshape(self, *shape) -> "LinExpr":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        new = np.empty(self.shape, dtype=np.int8).reshape(shape).shape
+        try:
+            new = np.empty(self.shape, dtype=np.int8).reshape(shape).shape
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"cannot reshape an expression of shape {self.shape} to {shape}: {exc}") from None
         return LinExpr(self.coef, self.const, new, self.model)
 
     def ravel(self) -> "LinExpr":
@@ -198,7 +297,15 @@ class LinExpr(_Operand):
 
     @property
     def T(self) -> "LinExpr":
-        idx = np.arange(self.size, dtype=np.int64).reshape(self.shape).T
+        return self.transpose()
+
+    def transpose(self, *axes) -> "LinExpr":
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        try:
+            idx = np.arange(self.size, dtype=np.int64).reshape(self.shape).transpose(*(axes or ()))
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"cannot transpose an expression of shape {self.shape} by {axes}: {exc}") from None
         return self._select(idx.ravel(), idx.shape)
 
     def broadcast_to(self, shape: tuple) -> "LinExpr":
@@ -212,8 +319,21 @@ class LinExpr(_Operand):
         return self._select(rows, shape)
 
     def sum(self, axis=None) -> "LinExpr":
-        agg, out_shape = _aggregation(self.shape, axis)
-        return LinExpr(agg @ self.coef, agg @ self.const, out_shape, self.model)
+        """Sum over ``axis`` (all axes when None), as NumPy's ``sum``.
+
+        The terms of each output element are the concatenated terms of its inputs (one gather
+        when the summed axes are not the trailing ones, none when they are); a variable met twice
+        in one output keeps two entries, summed where the matrix is used.
+        """
+        perm, group, out_shape = _grouping(self.shape, axis)
+        coef = self.coef if perm is None else _take_rows(self.coef, perm)
+        const = self.const if perm is None else self.const[perm]
+        m = int(np.prod(out_shape, dtype=np.int64))
+        if group == 0:
+            return LinExpr.constant(np.zeros(out_shape), self._ncols(), self.model)
+        indptr = coef.indptr[::group]
+        out = sp.csr_matrix((coef.data, coef.indices, indptr), shape=(m, self._ncols()))
+        return LinExpr(out, const.reshape(m, group).sum(axis=1), out_shape, self.model)
 
     # --- arithmetic ------------------------------------------------------------------------
     def __add__(self, other):
@@ -223,7 +343,13 @@ class LinExpr(_Operand):
         shape = _broadcast_shape(self.shape, other.shape)
         a, b = self.broadcast_to(shape), other.broadcast_to(shape)
         n = max(a._ncols(), b._ncols())
-        return LinExpr(_widen(a.coef, n) + _widen(b.coef, n), a.const + b.const, shape, self.model or other.model)
+        if b.coef.nnz == 0:      # adding a constant: the terms stay as they are
+            coef = _widen(a.coef, n)
+        elif a.coef.nnz == 0:
+            coef = _widen(b.coef, n)
+        else:
+            coef = _widen(a.coef, n) + _widen(b.coef, n)
+        return LinExpr(coef, a.const + b.const, shape, self.model or other.model)
 
     def __mul__(self, other):
         if isinstance(other, LinExpr):
@@ -244,31 +370,43 @@ class LinExpr(_Operand):
         raise ModelError(f"only powers 1 and 2 are supported, got {power!r}")
 
     def __matmul__(self, other):
+        """``expr @ other`` with NumPy's matmul rules for 1-D and 2-D operands."""
         if isinstance(other, _Operand):
             raise ModelError("the product of two expressions with @ is not supported; use (x * y).sum()")
         mat = other if sp.issparse(other) else _as_const(other, "matmul")
-        if self.ndim != 1:
-            raise ModelError(f"expr @ matrix needs a 1-D expression, got shape {self.shape}")
-        # (x @ M)_j = sum_i x_i M_ij  ->  coef rows combined by M^T
-        if mat.ndim == 1:
-            return (self * np.asarray(mat)).sum()
-        left = sp.csr_matrix(mat.T) if sp.issparse(mat) else mat.T
-        return _left_multiply(left, self)
+        if self.ndim == 0 or mat.ndim == 0:
+            raise ModelError("matmul needs operands of at least one dimension; use * for scalars")
+        if mat.ndim == 1:            # (..., k) @ (k,): sum over the last axis
+            if self.shape[-1] != mat.shape[0]:
+                raise ModelError(f"matmul shapes do not match: expression {self.shape} @ vector {mat.shape}")
+            return (self * np.asarray(mat)).sum(axis=-1)
+        if mat.ndim != 2:
+            raise ModelError(f"expr @ array supports 1-D and 2-D arrays, got shape {mat.shape}")
+        if self.ndim == 1:           # (x @ M)_j = sum_i x_i M_ij
+            left = sp.csr_matrix(mat.T) if sp.issparse(mat) else mat.T
+            return _left_multiply(left, self)
+        if self.ndim == 2:           # X @ M = (M^T @ X^T)^T
+            return _matrix_times_2d(mat.T, self.T).T
+        raise ModelError(f"expr @ array supports 1-D and 2-D expressions, got shape {self.shape}")
 
     def __rmatmul__(self, other):
+        """``other @ expr`` with NumPy's matmul rules for 1-D and 2-D operands."""
         mat = other if sp.issparse(other) else _as_const(other, "matmul")
-        if mat.ndim == 1:
-            if self.ndim != 1:
-                raise ModelError("vector @ expr needs a 1-D expression")
-            return (self * np.asarray(mat)).sum()
+        if self.ndim == 0 or mat.ndim == 0:
+            raise ModelError("matmul needs operands of at least one dimension; use * for scalars")
+        if mat.ndim == 1:            # (k,) @ (..., k, p): sum over the second-to-last axis
+            axis = -1 if self.ndim == 1 else -2
+            if self.shape[axis] != mat.shape[0]:
+                raise ModelError(f"matmul shapes do not match: vector {mat.shape} @ expression {self.shape}")
+            w = np.asarray(mat) if self.ndim == 1 else np.asarray(mat)[:, None]
+            return (self * w).sum(axis=axis)
+        if mat.ndim != 2:
+            raise ModelError(f"array @ expr supports 1-D and 2-D arrays, got shape {mat.shape}")
         if self.ndim == 1:
             return _left_multiply(mat, self)
-        if self.ndim == 2:  # (A @ X)[:, j] for each column j of X
-            cols = [_left_multiply(mat, self[:, j]) for j in range(self.shape[1])]
-            stacked = LinExpr(sp.vstack([c.coef for c in cols]).tocsr(), np.concatenate([c.const for c in cols]),
-                              (self.shape[1], mat.shape[0]), self.model)
-            return stacked.T
-        raise ModelError(f"matrix @ expr supports 1-D and 2-D expressions, got shape {self.shape}")
+        if self.ndim == 2:
+            return _matrix_times_2d(mat, self)
+        raise ModelError(f"array @ expr supports 1-D and 2-D expressions, got shape {self.shape}")
 
     # --- values ----------------------------------------------------------------------------
     def evaluate(self, x: np.ndarray) -> np.ndarray:
@@ -287,13 +425,38 @@ class LinExpr(_Operand):
 
 
 def _left_multiply(mat, expr: LinExpr) -> LinExpr:
-    """``mat @ expr`` for a 1-D expression: a sparse/dense matrix product on the rows of coef."""
+    """``mat @ expr`` for a 1-D expression: a sparse/dense matrix product on the rows of coef.
+
+    When each row of the expression is a single variable (a variable array, or a selection of
+    one), the product is ``mat`` itself with its column indices mapped to those variables: no
+    sparse matrix product.
+    """
     if mat.shape[1] != expr.size:
         raise ModelError(f"matmul shapes do not match: matrix {mat.shape} @ expression {expr.shape}")
-    left = mat if sp.issparse(mat) else sp.csr_matrix(mat)
-    coef = (left @ expr.coef).tocsr()
+    left = mat.tocsr() if sp.issparse(mat) else sp.csr_matrix(mat)
+    ncols = expr._ncols()
+    if expr._block_start is not None:
+        indices = left.indices.astype(np.int64 if ncols > np.iinfo(np.int32).max else np.int32)
+        indices += expr._block_start
+        coef = sp.csr_matrix((left.data.copy(), indices, left.indptr.copy()), shape=(left.shape[0], ncols))
+    elif _unit_rows(expr.coef):
+        coef = sp.csr_matrix((left.data * expr.coef.data[left.indices], expr.coef.indices[left.indices],
+                              left.indptr.copy()), shape=(left.shape[0], ncols))
+    else:
+        coef = (left @ expr.coef).tocsr()
     const = np.asarray(left @ expr.const).ravel()
     return LinExpr(coef, const, (mat.shape[0],), expr.model)
+
+
+def _matrix_times_2d(mat, expr: LinExpr) -> LinExpr:
+    """``mat @ X`` for a 2-D expression X (p, q): one block-diagonal product on X's columns."""
+    p, q = expr.shape
+    if mat.shape[1] != p:
+        raise ModelError(f"matmul shapes do not match: matrix {mat.shape} @ expression {expr.shape}")
+    left = mat.tocsr() if sp.issparse(mat) else sp.csr_matrix(mat)
+    blocks = sp.kron(sp.identity(q, format="csr"), left, format="csr")   # column j of X -> rows j*m ..
+    cols = _left_multiply(blocks, expr.T.ravel())
+    return cols.reshape(q, mat.shape[0]).T
 
 
 def _broadcast_shape(a: tuple, b: tuple) -> tuple:
@@ -342,8 +505,8 @@ class QuadExpr(_Operand):
         return cls(elem, A.indices[ia], B.indices[ib], A.data[ia] * B.data[ib], lin)
 
     def sum(self, axis=None) -> "QuadExpr":
-        agg, out_shape = _aggregation(self.shape, axis)
-        return QuadExpr(_map_elements(agg, self.elem), self.vi, self.vj, self.q, self.lin.sum(axis))
+        target, _ = _sum_targets(self.shape, axis)
+        return QuadExpr(target[self.elem], self.vi, self.vj, self.q, self.lin.sum(axis))
 
     def __add__(self, other):
         if isinstance(other, QuadExpr):
@@ -400,14 +563,6 @@ class QuadExpr(_Operand):
         return f"QuadExpr(shape={self.shape}, quadratic terms={len(self.q)})"
 
 
-def _map_elements(agg: sp.csr_matrix, elem: np.ndarray) -> np.ndarray:
-    """The output element of each input element under a 0/1 aggregation matrix."""
-    target = np.empty(agg.shape[1], dtype=np.int64)
-    coo = agg.tocoo()
-    target[coo.col] = coo.row
-    return target[elem]
-
-
 @dataclass
 class Constraint:
     """``body sense 0`` elementwise, with ``body`` = lhs - rhs (linear or quadratic)."""
@@ -421,6 +576,8 @@ class Constraint:
 
     @classmethod
     def build(cls, lhs, rhs, sense: str) -> "Constraint":
+        if not isinstance(rhs, _Operand):
+            rhs = _as_const(rhs, f"right-hand side of {sense}")
         body = lhs - rhs
         if not isinstance(body, (LinExpr, QuadExpr)):
             raise ModelError("a constraint needs at least one expression side")
@@ -441,3 +598,53 @@ class Constraint:
 
     def __bool__(self):
         raise TypeError("a constraint has no truth value; add it to a model with model.add(...)")
+
+
+# --- NumPy functions on expressions (``__array_function__``) ------------------------------------
+def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
+    if dtype is not None or out is not None or keepdims or unsupported:
+        raise ModelError("numpy.sum on an expression takes only `axis` (no dtype, out, keepdims, initial, where)")
+    if not isinstance(a, _Operand):
+        raise ModelError("numpy.sum: the summed operand must be the expression")
+    return a.sum(axis=axis)
+
+
+def _np_dot(a, b, out=None):
+    if out is not None:
+        raise ModelError("numpy.dot on an expression does not take `out`")
+    nd_a, nd_b = np.ndim(a) if not isinstance(a, _Operand) else a.ndim, \
+        np.ndim(b) if not isinstance(b, _Operand) else b.ndim
+    if nd_a == 0 or nd_b == 0:
+        return a * b
+    if nd_a > 2 or nd_b > 2:
+        raise ModelError("numpy.dot on expressions supports 1-D and 2-D operands; use @ or .sum(axis)")
+    return a @ b
+
+
+def _np_transpose(a, axes=None):
+    return a.transpose(axes)
+
+
+def _np_reshape(a, shape=None, order="C", **kwargs):
+    if order != "C":
+        raise ModelError("expressions reshape in C order only")
+    shape = kwargs.pop("newshape", shape)
+    return a.reshape(shape)
+
+
+def _np_ravel(a, order="C"):
+    if order != "C":
+        raise ModelError("expressions ravel in C order only")
+    return a.ravel()
+
+
+def _np_broadcast_to(a, shape, subok=False):
+    return a.broadcast_to(shape if isinstance(shape, tuple) else (shape,))
+
+
+_ARRAY_FUNCTIONS = {
+    np.sum: _np_sum, np.dot: _np_dot, np.transpose: _np_transpose, np.reshape: _np_reshape,
+    np.ravel: _np_ravel, np.broadcast_to: _np_broadcast_to,
+    np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim, np.size: lambda a, axis=None: (
+        a.size if axis is None else a.shape[axis]),
+}

@@ -12,19 +12,86 @@ sparse-matrix operations, not 10^6 Python objects.
 """
 from __future__ import annotations
 
+import numbers
+import os
+
 import numpy as np
 import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError
+from solvopt.core.registry import get_solver, solvers
 from solvopt.core.result import Result
 
 from .expr import Constraint, LinExpr, QuadExpr, _as_const, _widen
+from .highs_export import load_standard_form, new_highs
 from .standard_form import QuadConstraint, StandardForm
 
 VTYPES = ("continuous", "binary", "integer")
 # keys of Result.solution set by the backends (a variable named "x" replaces the full vector there;
 # Model.solution_vector keeps it)
 RESERVED_NAMES = ("row_dual", "reduced_cost")
+# bytes one variable costs while it is built (bounds, its identity block, temporaries): the
+# estimate add_var checks against the machine's memory before allocating anything
+BYTES_PER_VARIABLE = 64
+
+
+def _machine_memory() -> int | None:
+    """Physical memory in bytes (None when the platform does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if n < 1000 or unit == "PB":
+            return f"{n:.3g} {unit}"
+        n /= 1000
+    return f"{n:.3g} PB"  # pragma: no cover
+
+
+def _shape(shape) -> tuple[int, ...]:
+    """A variable shape from an int or a sequence of ints; anything else is a ModelError."""
+    if isinstance(shape, (tuple, list)):
+        items = tuple(shape)
+    elif isinstance(shape, np.ndarray):
+        items = tuple(shape.ravel()) if shape.ndim else (shape[()],)
+    else:
+        items = (shape,)
+    out = []
+    for s in items:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Integral):
+            raise ModelError(f"variable shape must be integers, got {shape!r}")
+        if s < 0:
+            raise ModelError(f"variable shape must be non-negative, got {shape!r}")
+        out.append(int(s))
+    return tuple(out)
+
+
+class Components(list):
+    """The model's variables or constraints, in order; also looked up by name: ``m.constraints["supply"]``."""
+
+    def __init__(self, what: str):
+        super().__init__()
+        self.what = what
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            for item in self:
+                if item.name == key:
+                    return item
+            known = ", ".join(repr(n) for n in self.names()[:20]) or "none"
+            raise ModelError(f"no {self.what} named {key!r} (the model has: {known})")
+        return super().__getitem__(key)
+
+    def __contains__(self, key) -> bool:
+        if isinstance(key, str):
+            return any(item.name == key for item in self)
+        return super().__contains__(key)
+
+    def names(self) -> list[str]:
+        return [item.name for item in self]
 
 
 class Param(np.ndarray):
@@ -45,9 +112,12 @@ class Var(LinExpr):
     def __init__(self, model: "Model", start: int, shape: tuple, lb: np.ndarray, ub: np.ndarray, vtype: str,
                  name: str):
         n = int(np.prod(shape, dtype=np.int64))
-        coef = sp.csr_matrix((np.ones(n), np.arange(start, start + n), np.arange(n + 1)), shape=(n, start + n))
+        itype = np.int32 if start + n < np.iinfo(np.int32).max else np.int64
+        coef = sp.csr_matrix((np.ones(n), np.arange(start, start + n, dtype=itype), np.arange(n + 1, dtype=itype)),
+                             shape=(n, start + n))
         super().__init__(coef, np.zeros(n), shape, model)
         self.start, self.name, self.vtype = start, name, vtype
+        self._block_start = start
         self.lb, self.ub = lb, ub
 
     @property
@@ -71,8 +141,8 @@ class Model:
 
     def __init__(self, name: str = "model"):
         self.name = name
-        self.vars: list[Var] = []
-        self.constraints: list[Constraint] = []
+        self.vars: Components = Components("variable")
+        self.constraints: Components = Components("constraint")
         self.objective: LinExpr | QuadExpr | None = None
         self.sense = 1
         self.num_vars = 0
@@ -81,21 +151,27 @@ class Model:
 
     # --- building -----------------------------------------------------------------------------
     def add_var(self, shape=(), lb=0.0, ub=np.inf, vtype: str = "continuous", name: str | None = None) -> Var:
-        """Add a variable array. ``lb``/``ub`` broadcast to ``shape``; binary forces [0, 1]."""
-        shape = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
-        if any(s < 0 for s in shape):
-            raise ModelError(f"variable shape must be non-negative, got {shape}")
+        """Add a variable array. ``lb``/``ub`` broadcast to ``shape``; binary forces [0, 1].
+
+        The memory the array needs is estimated before anything is allocated: a shape beyond the
+        machine's memory is a ModelError that says how much it would take.
+        """
+        shape = _shape(shape)
         if vtype not in VTYPES:
             raise ModelError(f"vtype must be one of {', '.join(VTYPES)}, got {vtype!r}")
+        if name is not None and not isinstance(name, str):
+            raise ModelError(f"a variable name must be a string, got {type(name).__name__}")
         name = name or f"v{len(self.vars)}"
         if name in RESERVED_NAMES:
             raise ModelError(f"{name!r} is reserved in results (the duals); choose another name")
-        if any(v.name == name for v in self.vars):
+        if name in self.vars:
             raise ModelError(f"a variable named {name!r} already exists")
-        try:
-            lb_a, ub_a = (np.broadcast_to(np.asarray(b, dtype=float), shape).ravel().copy() for b in (lb, ub))
-        except ValueError:
-            raise ModelError(f"bounds of {name!r} do not broadcast to its shape {shape}") from None
+        size = int(np.prod(shape, dtype=object))   # exact: no overflow for absurd shapes
+        need, have = BYTES_PER_VARIABLE * size, _machine_memory()
+        if have is not None and need > have:
+            raise ModelError(f"variable {name!r} of shape {shape} has {size:,} entries and would need about "
+                             f"{_bytes(need)} of memory; this machine has {_bytes(have)}")
+        lb_a, ub_a = (self._bound(b, shape, name, which) for b, which in ((lb, "lower"), (ub, "upper")))
         if np.isnan(lb_a).any() or np.isnan(ub_a).any():
             raise ModelError(f"bounds of {name!r} contain NaN")
         if np.any(lb_a == np.inf) or np.any(ub_a == -np.inf):
@@ -104,19 +180,53 @@ class Model:
             lb_a, ub_a = np.maximum(lb_a, 0.0), np.minimum(ub_a, 1.0)
         if np.any(lb_a > ub_a):
             raise ModelError(f"variable {name!r} has a lower bound above its upper bound")
-        var = Var(self, self.num_vars, shape, lb_a, ub_a, vtype, name)
+        try:
+            var = Var(self, self.num_vars, shape, lb_a, ub_a, vtype, name)
+        except MemoryError:
+            raise ModelError(f"out of memory building variable {name!r} of shape {shape} (about "
+                             f"{_bytes(need)})") from None
         self.num_vars += var.size
         self.vars.append(var)
         return var
 
+    @staticmethod
+    def _bound(value, shape, name, which) -> np.ndarray:
+        """A bound broadcast to ``shape`` as a flat float array (inf allowed, NaN checked by the caller)."""
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"{which} bound of {name!r} is not an array of numbers ({exc})") from None
+        if arr.dtype.kind not in "biuf":
+            what = "complex" if arr.dtype.kind == "c" else f"dtype {arr.dtype}"
+            raise ModelError(f"{which} bound of {name!r} must be real numbers, got {what}")
+        try:
+            return np.broadcast_to(arr.astype(float, copy=False), shape).ravel().copy()
+        except ValueError:
+            raise ModelError(f"{which} bound of {name!r} does not broadcast to its shape {shape}") from None
+
     def add(self, constraint: Constraint, name: str | None = None) -> Constraint:
-        """Add a constraint array (built with <=, >= or == on expressions)."""
+        """Add a constraint array (built with <=, >= or == on expressions); ``name`` finds it again.
+
+        ``m.constraints[name]`` returns it (after a solve its ``dual`` holds the LP duals).
+        """
         if not isinstance(constraint, Constraint):
             raise ModelError("model.add takes a constraint such as `A @ x <= b` (got "
                              f"{type(constraint).__name__})")
         if constraint.body.model is not None and constraint.body.model is not self:
             raise ModelError("the constraint uses variables of another model")
-        constraint.name = name or constraint.name or f"c{len(self.constraints)}"
+        if constraint.model is self:
+            raise ModelError(f"constraint {constraint.name!r} is already in this model")
+        if name is not None and not isinstance(name, str):
+            raise ModelError(f"a constraint name must be a string, got {type(name).__name__}")
+        name = name or constraint.name
+        if name is None:
+            k = len(self.constraints)
+            while f"c{k}" in self.constraints:
+                k += 1
+            name = f"c{k}"
+        if name in self.constraints:
+            raise ModelError(f"a constraint named {name!r} already exists")
+        constraint.name = name
         constraint.model = self
         self.constraints.append(constraint)
         return constraint
@@ -137,13 +247,17 @@ class Model:
         self.objective, self.sense = expr, sense
 
     # --- compiling ------------------------------------------------------------------------
-    def compile(self) -> StandardForm:
-        """The standard form: CSR rows, bounds, integrality, Q and quadratic constraints."""
+    def compile(self, method: str | None = None) -> StandardForm:
+        """The standard form: the matrix column-wise (CSC, as HiGHS stores it), bounds, integrality, Q.
+
+        The same for every ``lp`` method (``method`` is accepted for the spine's signature).
+        """
         n = self.num_vars
         c, offset, Q = np.zeros(n), 0.0, None
         if self.objective is not None:
             lin = self.objective.lin if isinstance(self.objective, QuadExpr) else self.objective
-            c = np.asarray(_widen(lin.coef, n).todense()).ravel() if lin.coef.nnz else np.zeros(n)
+            if lin.coef.nnz:
+                c = np.bincount(lin.coef.indices, weights=lin.coef.data, minlength=n).astype(float, copy=False)
             offset = float(lin.const[0])
             if isinstance(self.objective, QuadExpr):
                 Q = _symmetric(self.objective.vi, self.objective.vj, self.objective.q, n)
@@ -162,8 +276,13 @@ class Model:
             upper.append(hi)
             con.rows = np.arange(row, row + body.size)
             row += body.size
-        A = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, n))
-        A.sum_duplicates()
+        if not blocks:
+            A = sp.csc_matrix((0, n))
+        elif len(blocks) == 1:
+            A = blocks[0].tocsc()
+        else:
+            A = sp.vstack(blocks, format="csr").tocsc()   # stacking rows is concatenation; one transpose pass
+        A.sum_duplicates()    # a fresh matrix: sums terms met twice in a row (cheap check when there are none)
         lb = np.concatenate([v.lb for v in self.vars]) if self.vars else np.zeros(0)
         ub = np.concatenate([v.ub for v in self.vars]) if self.vars else np.zeros(0)
         integrality = np.concatenate([np.full(v.size, v.vtype != "continuous", dtype=np.int8)
@@ -173,16 +292,38 @@ class Model:
                             integrality=integrality, Q=Q, offset=offset, sense=self.sense, quad_constraints=quad,
                             var_names=None, row_names=None)
 
+    def to_highspy(self):
+        """A silent ``highspy.Highs`` with this model loaded (call ``run()`` on it, as with linopy's).
+
+        The matrix goes over column-wise in one ``passModel`` call on the arrays themselves.
+        """
+        h = new_highs()
+        load_standard_form(h, self.compile())
+        return h
+
     # --- solving ----------------------------------------------------------------------------
     def solve(self, method: str | None = None, **options) -> Result:
-        """Compile, solve with ``method`` (default HiGHS) and store the values on the variables."""
-        from .backends import solve_standard_form
-        sf = self.compile()
-        result = solve_standard_form(sf, method=method, **options)
+        """Compile, solve with the ``lp`` family's ``method`` (default HiGHS) and store the values.
+
+        The solver is found through the registry by family name; a method that does not take the
+        model's kind (e.g. quadratic constraints on HiGHS) is a ModelError naming those that do.
+        """
+        solver = get_solver("lp", method, options.get("device"))
+        compiled = solver.compile(self)
+        if compiled is self:
+            compiled = self.compile()
+        kinds = set(solver.capabilities)
+        kind = getattr(compiled, "kind", None)
+        if kinds and kind is not None and kind not in kinds:
+            takers = [s.name for s in solvers("lp") if kind in s.capabilities]
+            raise ModelError(f"method {solver.name!r} does not solve {kind.upper()} models (it takes "
+                             f"{', '.join(sorted(kinds))}); try method={' or '.join(repr(t) for t in takers) or '?'}")
+        result = solver.run(compiled, **options)
         self._absorb(result)
         return result
 
     def _absorb(self, result: Result) -> None:
+        _clean_zeros(result)
         x = result.solution.get("x")
         self.solution_vector = None if x is None else np.asarray(x, dtype=float)
         self.last_result = result
@@ -194,14 +335,48 @@ class Model:
         for con in self.constraints:
             con.dual_values = None if duals is None or con.rows is None else np.asarray(duals)[con.rows]
 
+    # --- Pyomo ------------------------------------------------------------------------------
     def to_pyomo(self):
-        """A Pyomo ConcreteModel of this very model (any Pyomo solver can take it)."""
+        """A Pyomo ConcreteModel of this very model (any Pyomo solver can take it).
+
+        Each variable array is one indexed Var and each constraint array one indexed Constraint,
+        with the DSL's names and shapes (a name Pyomo reserves, such as ``name``, gets a trailing
+        underscore; ``pm.solvopt_names`` maps every DSL name to its Pyomo component name).
+        """
         from .backends.pyomo_export import to_pyomo
         return to_pyomo(self)
+
+    def load_pyomo_solution(self, pyomo_model) -> None:
+        """Take the values (and duals, when the model has an imported ``dual`` Suffix) of a solved
+        :meth:`to_pyomo` export back into this model's variables and constraints.
+
+        Afterwards ``x.value``, expression values and ``constraint.dual`` read the Pyomo solve.
+        """
+        from .backends.pyomo_export import read_pyomo_duals, read_pyomo_values
+        x = read_pyomo_values(self, pyomo_model) + 0.0
+        if np.isnan(x).any():
+            missing = [v.name for v in self.vars if np.isnan(x[v.start:v.start + v.size]).any()]
+            raise ModelError(f"the Pyomo model holds no values for {', '.join(missing)} (was it solved?)")
+        self.solution_vector = x
+        duals = read_pyomo_duals(self, pyomo_model)
+        for con in self.constraints:
+            d = None if duals is None else duals.get(con.name)
+            con.dual_values = None if d is None else d + 0.0
 
     def __repr__(self):
         return (f"Model({self.name!r}, variables={self.num_vars}, constraint blocks={len(self.constraints)}, "
                 f"objective={'set' if self.objective is not None else 'none'})")
+
+
+def _clean_zeros(result: Result) -> None:
+    """Turn -0.0 into 0.0 in the result's numbers (values, duals, objective, bound)."""
+    for key in ("x", "row_dual", "reduced_cost"):
+        if result.solution.get(key) is not None:
+            result.solution[key] = np.asarray(result.solution[key], dtype=float) + 0.0
+    for attr in ("objective", "bound"):
+        value = getattr(result, attr, None)
+        if isinstance(value, float) and value == 0.0:
+            setattr(result, attr, 0.0)
 
 
 def _symmetric(vi, vj, q, n) -> sp.csr_matrix:
