@@ -1,8 +1,13 @@
 """Export a DSL model to a Pyomo ConcreteModel, so any Pyomo solver solves the very same model.
 
-Each variable array becomes one indexed Pyomo variable with the DSL name; each constraint
-array one indexed constraint; quadratic terms stay quadratic. Building Pyomo objects is
-Python-loop work by nature: this is the export path, not the fast path.
+Each variable array becomes one indexed Pyomo ``Var`` and each constraint array one indexed
+``Constraint``, with the DSL's name and shape (index ``i`` for 1-D arrays, ``(i, j, ...)``
+beyond); scalars stay scalar components. A DSL name that Pyomo reserves on a model (``name``,
+``solve``, ...) or that is already taken gets trailing underscores; ``pm.solvopt_names`` maps
+``("var" | "constraint" | "objective", dsl name)`` to the Pyomo component name. Quadratic terms
+stay quadratic. Building Pyomo objects is Python-loop work by nature: this is the export path,
+not the fast path. :func:`read_pyomo_values` and :func:`read_pyomo_duals` read a solved export
+back (``Model.load_pyomo_solution``).
 """
 from __future__ import annotations
 
@@ -10,9 +15,24 @@ import math
 
 import numpy as np
 
-from solvopt.core.errors import BackendUnavailable
+from solvopt.core.errors import BackendUnavailable, ModelError
 
 from ..expr import QuadExpr, _widen
+
+
+def _index(shape: tuple) -> list:
+    """Pyomo indices of an array of ``shape`` in C order: ints for 1-D, tuples beyond."""
+    if len(shape) == 1:
+        return list(range(shape[0]))
+    return list(np.ndindex(*shape))
+
+
+def _component_name(pm, name: str) -> str:
+    """``name``, or ``name_``, ``name__``, ... when Pyomo reserves it or the model already holds it."""
+    out = name
+    while hasattr(pm, out):
+        out += "_"
+    return out
 
 
 def to_pyomo(model):
@@ -21,15 +41,14 @@ def to_pyomo(model):
     except ImportError:
         raise BackendUnavailable("Pyomo is not installed: pip install pyomo") from None
     pm = pyo.ConcreteModel(name=model.name)
+    names: dict[tuple[str, str], str] = {}
     columns: list = [None] * model.num_vars
     for v in model.vars:
-        index = list(np.ndindex(*v.shape)) if v.shape else [None]
         domain = {"continuous": pyo.Reals, "binary": pyo.Binary, "integer": pyo.Integers}[v.vtype]
-        if v.shape:
-            pv = pyo.Var(index, domain=domain)
-        else:
-            pv = pyo.Var(domain=domain)
-        setattr(pm, v.name, pv)
+        index = _index(v.shape) if v.shape else [None]
+        pv = pyo.Var(index, domain=domain) if v.shape else pyo.Var(domain=domain)
+        names[("var", v.name)] = _component_name(pm, v.name)
+        pm.add_component(names[("var", v.name)], pv)
         for k, idx in enumerate(index):
             comp = pv[idx] if idx is not None else pv
             lb, ub = v.lb[k], v.ub[k]
@@ -39,14 +58,14 @@ def to_pyomo(model):
     n = model.num_vars
 
     def rows_of(expr):
-        """Pyomo expressions for every element of a LinExpr or QuadExpr."""
+        """Pyomo expressions for every element of a LinExpr or QuadExpr (floats where no variable is left)."""
         lin = expr.lin if isinstance(expr, QuadExpr) else expr
         coef = _widen(lin.coef, n).tocsr()
         out = []
         for e in range(lin.size):
             lo, hi = coef.indptr[e], coef.indptr[e + 1]
-            out.append(sum(float(a) * columns[j] for j, a in zip(coef.indices[lo:hi], coef.data[lo:hi]))
-                       + float(lin.const[e]))
+            terms = [float(a) * columns[j] for j, a in zip(coef.indices[lo:hi], coef.data[lo:hi])]
+            out.append(pyo.quicksum(terms, linear=True) + float(lin.const[e]) if terms else float(lin.const[e]))
         if isinstance(expr, QuadExpr):
             for e, i, j, q in zip(expr.elem, expr.vi, expr.vj, expr.q):
                 out[e] = out[e] + float(q) * columns[i] * columns[j]
@@ -54,29 +73,79 @@ def to_pyomo(model):
 
     for con in model.constraints:
         body = rows_of(con.body)
-        cl = pyo.ConstraintList()
-        setattr(pm, con.name, cl)
-        for b in body:
-            if con.sense == "<=":
-                cl.add(b <= 0)
-            elif con.sense == ">=":
-                cl.add(b >= 0)
-            else:
-                cl.add(b == 0)
+        relations = [_relation(pyo, b, con.sense, f"{con.name}[{k}]") for k, b in enumerate(body)]
+        if con.shape:
+            index = _index(con.shape)
+            by_index = dict(zip(index, relations))
+            pc = pyo.Constraint(index, rule=lambda _m, *i: by_index[i[0] if len(i) == 1 else i])
+        else:
+            pc = pyo.Constraint(rule=lambda _m: relations[0])
+        names[("constraint", con.name)] = _component_name(pm, con.name)
+        pm.add_component(names[("constraint", con.name)], pc)
     if model.objective is not None:
         (obj,) = rows_of(model.objective)
-        pm.objective = pyo.Objective(expr=obj, sense=pyo.minimize if model.sense > 0 else pyo.maximize)
+        names[("objective", "objective")] = _component_name(pm, "objective")
+        pm.add_component(names[("objective", "objective")],
+                         pyo.Objective(expr=obj, sense=pyo.minimize if model.sense > 0 else pyo.maximize))
+    pm.solvopt_names = names
     return pm
+
+
+def _relation(pyo, body, sense: str, where: str):
+    """``body sense 0`` as a Pyomo relation; a row without variables is skipped when it holds."""
+    if isinstance(body, float):
+        holds = body <= 1e-9 if sense == "<=" else body >= -1e-9 if sense == ">=" else abs(body) <= 1e-9
+        if not holds:
+            raise ModelError(f"constraint {where} has no variables and cannot hold ({body:g} {sense} 0)")
+        return pyo.Constraint.Skip
+    if sense == "<=":
+        return body <= 0
+    if sense == ">=":
+        return body >= 0
+    return body == 0
+
+
+def _component(model, pm, kind: str, name: str):
+    names = getattr(pm, "solvopt_names", None)
+    if names is None:
+        raise ModelError("this Pyomo model was not made by Model.to_pyomo() (it has no solvopt_names)")
+    if (kind, name) not in names:
+        raise ModelError(f"the Pyomo model has no {kind} {name!r}: was it exported from this model?")
+    return getattr(pm, names[(kind, name)])
 
 
 def read_pyomo_values(model, pm) -> np.ndarray:
     """The full variable vector from a solved Pyomo export (None values become NaN)."""
     x = np.full(model.num_vars, np.nan)
     for v in model.vars:
-        pv = getattr(pm, v.name)
-        index = list(np.ndindex(*v.shape)) if v.shape else [None]
+        pv = _component(model, pm, "var", v.name)
+        index = _index(v.shape) if v.shape else [None]
         for k, idx in enumerate(index):
             val = (pv[idx] if idx is not None else pv).value
             if val is not None:
                 x[v.start + k] = float(val)
     return x
+
+
+def read_pyomo_duals(model, pm) -> dict[str, np.ndarray] | None:
+    """Per linear constraint name, its duals from the export's ``dual`` Suffix (None when there is none).
+
+    Rows Pyomo skipped (no variables) and rows without a dual read NaN.
+    """
+    import pyomo.environ as pyo
+    suffix = getattr(pm, "dual", None)
+    if not isinstance(suffix, pyo.Suffix):
+        return None
+    out = {}
+    for con in model.constraints:
+        if con.is_quadratic:
+            continue
+        pc = _component(model, pm, "constraint", con.name)
+        index = _index(con.shape) if con.shape else [None]
+        duals = np.full(len(index), np.nan)
+        for k, idx in enumerate(index):
+            data = pc if idx is None else pc[idx] if idx in pc else None
+            if data is not None and data in suffix:
+                duals[k] = float(suffix[data])
+        out[con.name] = duals.reshape(con.shape)
+    return out
