@@ -47,8 +47,8 @@ def _interrupt_callbacks(h):
 
 
 def _stop_check(event) -> None:
-    if stop_requested():
-        event.interrupt()
+    # set both ways: HiGHS keeps the flag from an earlier interrupted run of the same Highs
+    event.interrupt(stop_requested())
 
 
 @contextlib.contextmanager
