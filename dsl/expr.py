@@ -25,6 +25,12 @@ from solvopt.core.errors import ModelError
 SENSES = ("<=", ">=", "==")
 
 
+class ExpressionUseError(ModelError, TypeError):
+    """An expression used where Python needs a plain value: ``if expr:``, ``bool(constraint)``, ``len`` of a scalar.
+
+    A ModelError that is also a TypeError (what Python raises there for other objects)."""
+
+
 def _as_const(value, where: str) -> np.ndarray:
     """A finite float array from a number / array-like (a Param is an ndarray already).
 
@@ -50,6 +56,8 @@ def _as_const(value, where: str) -> np.ndarray:
                                  "with +, *, @ and .sum() instead of collecting them in a NumPy array")
             if any(isinstance(v, complex) for v in arr.ravel()[:1000]):
                 raise ModelError(f"{where}: complex constants are not supported; pass the real part")
+            if any(v is None for v in arr.ravel()):
+                raise ModelError(f"{where}: constants must be real numbers, got an object array holding None")
             try:
                 arr = arr.astype(np.float64)
             except (TypeError, ValueError, OverflowError):
@@ -115,7 +123,7 @@ def _sum_axes(shape: tuple, axis) -> tuple[int, ...]:
     ndim = len(shape)
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    axes = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
     if ndim == 0:
         raise ModelError("cannot sum over an axis of a scalar expression")
     out = set()
@@ -194,7 +202,7 @@ class _Operand:
 
     def __len__(self):
         if not self.shape:
-            raise TypeError("len() of a scalar expression")
+            raise ExpressionUseError("len() of a scalar expression")
         return self.shape[0]
 
     def __neg__(self):
@@ -234,7 +242,7 @@ class _Operand:
     __hash__ = object.__hash__
 
     def __bool__(self):
-        raise TypeError("an expression has no truth value; did you mean to add a constraint with model.add(...)?")
+        raise ExpressionUseError("an expression has no truth value; did you mean to add a constraint with model.add(...)?")
 
 
 class LinExpr(_Operand):
@@ -597,7 +605,8 @@ class Constraint:
         return None if self.dual_values is None else self.dual_values.reshape(self.shape)
 
     def __bool__(self):
-        raise TypeError("a constraint has no truth value; add it to a model with model.add(...)")
+        raise ExpressionUseError("a constraint has no truth value (NumPy object arrays of expressions compare "
+                           "element by element and need one); add it to a model with model.add(...)")
 
 
 # --- NumPy functions on expressions (``__array_function__``) ------------------------------------

@@ -361,7 +361,7 @@ class Model:
         duals = read_pyomo_duals(self, pyomo_model)
         for con in self.constraints:
             d = None if duals is None else duals.get(con.name)
-            con.dual_values = None if d is None else d + 0.0
+            con.dual_values = None if d is None else np.asarray(d, dtype=float).ravel() + 0.0
 
     def __repr__(self):
         return (f"Model({self.name!r}, variables={self.num_vars}, constraint blocks={len(self.constraints)}, "

@@ -65,7 +65,7 @@ def to_pyomo(model):
         for e in range(lin.size):
             lo, hi = coef.indptr[e], coef.indptr[e + 1]
             terms = [float(a) * columns[j] for j, a in zip(coef.indices[lo:hi], coef.data[lo:hi])]
-            out.append(pyo.quicksum(terms, linear=True) + float(lin.const[e]) if terms else float(lin.const[e]))
+            out.append(pyo.quicksum(terms) + float(lin.const[e]) if terms else float(lin.const[e]))
         if isinstance(expr, QuadExpr):
             for e, i, j, q in zip(expr.elem, expr.vi, expr.vj, expr.q):
                 out[e] = out[e] + float(q) * columns[i] * columns[j]
@@ -128,7 +128,7 @@ def read_pyomo_values(model, pm) -> np.ndarray:
 
 
 def read_pyomo_duals(model, pm) -> dict[str, np.ndarray] | None:
-    """Per linear constraint name, its duals from the export's ``dual`` Suffix (None when there is none).
+    """Per linear constraint name, its flat duals from the export's ``dual`` Suffix (None without one).
 
     Rows Pyomo skipped (no variables) and rows without a dual read NaN.
     """
@@ -147,5 +147,5 @@ def read_pyomo_duals(model, pm) -> dict[str, np.ndarray] | None:
             data = pc if idx is None else pc[idx] if idx in pc else None
             if data is not None and data in suffix:
                 duals[k] = float(suffix[data])
-        out[con.name] = duals.reshape(con.shape)
+        out[con.name] = duals
     return out
