@@ -31,9 +31,12 @@ def _raw_params(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
+_raw_params.__name__ = "dict"   # the type `solvopt methods --verbose` shows
+
+
 def params_option(backend: str) -> Option:
     return Option("params", _raw_params, None,
-                  f"{backend}'s own parameters, name -> value, set after solvopt's (e.g. to tune the backend)")
+                  f"{backend} parameters by their {backend} names, set after solvopt's (name -> value)")
 
 
 class LpSolver(Solver):

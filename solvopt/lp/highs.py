@@ -67,6 +67,11 @@ def _stop_reason(model_status) -> Termination | None:
     return table.get(model_status, Termination.ERROR)
 
 
+def _option(h, name: str):
+    value = h.getOptionValue(name)   # highspy returns (status, value)
+    return value[1] if isinstance(value, tuple) else value
+
+
 def _errors(lines: list[str]) -> list[str]:
     return [line.split(":", 1)[1].strip() for line in lines if line.startswith("ERROR:")]
 
@@ -85,7 +90,9 @@ def solve_with_highs(sf: StandardForm, options: SolveOptions) -> Result:
         if show is not None:
             show(line)
 
-    with watch_interrupt(h), forward_log(h, sink):
+    # cuPDLP-C prints its log with printf (to stdout) whenever HiGHS' output is on: keep it off there
+    logged = None if _option(h, "solver") == "pdlp" else sink
+    with watch_interrupt(h), forward_log(h, logged):
         status = h.run()
         if status != highspy.HighsStatus.kError and h.getModelStatus() == highspy.HighsModelStatus.kUnboundedOrInfeasible:
             # presolve could not tell which: settle it without presolve (the answer differs for users)
