@@ -38,10 +38,13 @@ import numpy as np
 from numba import njit, prange
 
 from solvopt.core.backend import gpu_available
-from solvopt.dp.split import tour_geometry
-from solvopt.dp.split_random import philox_key, poisson_tables, sample_demands_numba, sample_demands_numpy
-from solvopt.dp.split_stochastic import (LANES, ScenarioSplit, SAAEstimate, run_chunks, split_costs_fused,
-                                         split_costs_matrix, split_costs_numpy)
+from solvopt.cvrp.kernels_numba import LANES, sample_demands_numba
+from solvopt.cvrp.kernels_numba import scenario_costs as numba_costs
+from solvopt.cvrp.kernels_numpy import scenario_costs as numpy_costs
+from solvopt.cvrp.sampling import philox_key, poisson_tables, sample_demands_numpy
+from solvopt.cvrp.solvers import compile_split
+from solvopt.cvrp.stochastic import run_scenarios
+from solvopt.dsl.split import StochasticSplit, tour_geometry
 from solvopt.io import read_instance
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -109,36 +112,40 @@ def cpu_name() -> str:
 
 
 class Case:
-    """One instance: its tour geometry, the sampler tables and the problem for the kernels."""
+    """One instance: its tour geometry, the sampler tables and the arguments of the shared kernel signature."""
+
+    NO_MATRIX = np.zeros((0, 0), np.int32)
 
     def __init__(self, name: str):
-        data = read_instance(CVRP / f"{name}.vrp").data
+        self.instance = read_instance(CVRP / f"{name}.vrp")
+        data = self.instance.data
         self.name = name
         self.n = data["demands"].shape[0] - 1
         self.tour = np.arange(1, self.n + 1, dtype=np.int64)
         self.dist = data["distances"]
         self.means = data["demands"][1:].astype(float)
         self.capacity = int(data["capacity"])
-        self.problem = ScenarioSplit(tour_geometry(self.dist, self.tour), self.capacity)
+        self.geom = tour_geometry(self.dist, self.tour)
+        self.tour0 = self.geom.tour0
         self.tables = poisson_tables(self.means)
-        g = self.problem.geom
-        self.args = (self.problem.tour0, g.entry, g.exit, np.int32(self.capacity), np.float64(0.0), False)
+        # (tour0, entry, exit_, capacity, penalty, penalise): policy "infeasible"
+        self.problem = (self.geom.tour0, self.geom.entry, self.geom.exit, self.capacity, 0.0, False)
 
-    def ours_matrix(self, demands, threads):
-        S = demands.shape[0]
-        cost, bad = np.empty(S), np.empty(S, dtype=np.bool_)
-        with numba.parallel_chunksize(1):          # as run_chunks does: slots handed out dynamically
-            split_costs_matrix(demands, *self.args, cost, bad, threads)
-        return cost
+    def costs(self, kernel, S, demands=None, seed=1):
+        """One call of a kernel of the shared signature: a demand matrix, or S scenarios sampled inside."""
+        out = np.empty(S)
+        kernel(0, self.NO_MATRIX if demands is None else demands, philox_key(seed), *self.tables.arrays,
+               *self.problem, out)
+        return out
 
-    def ours_fused(self, S, threads, seed=1):
-        cost, bad = np.empty(S), np.empty(S, dtype=np.bool_)
-        k0, k1 = philox_key(seed)
-        t = self.tables
-        with numba.parallel_chunksize(1):
-            split_costs_fused(np.int64(0), np.int64(S), np.uint64(k0), np.uint64(k1), t.cdf, t.cdf_start, t.guide,
-                              t.guide_start, *self.args, cost, bad, threads)
-        return cost
+    def ours_matrix(self, demands):
+        return self.costs(numba_costs, demands.shape[0], demands)
+
+    def ours_fused(self, S, seed=1):
+        return self.costs(numba_costs, S, seed=seed)
+
+    def reference(self, demands):
+        return self.costs(numpy_costs, demands.shape[0], demands)
 
     def anchor(self, demands):
         out = np.empty(demands.shape[0])
@@ -164,8 +171,8 @@ def cuda_fns(case: Case):
     if not gpu_available():
         return None
     from solvopt.gpu import split as gpu_split
-    return (lambda d: gpu_split.split_costs(case.problem, demands=d),
-            lambda S: gpu_split.split_costs(case.problem, tables=case.tables, seed=1, count=S))
+    return (lambda d: case.costs(gpu_split.scenario_costs, d.shape[0], d),
+            lambda S: case.costs(gpu_split.scenario_costs, S))
 
 
 # --- the runs ---------------------------------------------------------------------------------------------
@@ -173,16 +180,16 @@ def bench_case(case: Case, sizes, repeats, budget_s: float) -> list[dict]:
     rows = []
     # warm up every kernel (JIT compile / cache load) and check they agree
     d = sample_demands_numpy(case.tables, 1, 0, 64)
-    ref, _ = split_costs_numpy(case.problem, d)
-    assert np.allclose(case.ours_matrix(d, 2), ref) and np.allclose(case.anchor(d), ref)
-    case.ours_fused(64, 2)
+    ref = case.reference(d)
+    assert np.array_equal(case.ours_matrix(d), ref) and np.allclose(case.anchor(d), ref)
+    case.ours_fused(64)
     case.anchor_e2e(64)                     # compiles the anchor for NumPy's int64 demands
     cuda = cuda_fns(case)
     slow_rate = {}           # seconds per scenario seen so far, to skip runs beyond the budget
     for S in sizes:
         fits = S * case.n <= MAX_MATRIX          # a demand matrix this big fits in memory
         demands = sample_demands_numba(case.tables, 1, 0, S if fits else 2000)
-        trans = transitions_per_scenario(demands[:2000], case.problem.tour0, case.capacity)
+        trans = transitions_per_scenario(demands[:2000], case.tour0, case.capacity)
         reps = repeats if S < 10**6 else 1
         timings, cpu, skipped = {}, {}, {}
 
@@ -198,17 +205,16 @@ def bench_case(case: Case, sizes, repeats, budget_s: float) -> list[dict]:
             slow_rate[label] = t / S
             timings[label], cpu[label] = t, c
 
-        timed("kernel numpy", lambda: split_costs_numpy(case.problem, demands), 1, True)
+        timed("kernel numpy", lambda: case.reference(demands), 1, True)
         timed("kernel anchor", with_threads(2, lambda: case.anchor(demands)), needs_matrix=True)
-        timed("kernel ours 1t", with_threads(1, lambda: case.ours_matrix(demands, 1)), needs_matrix=True)
-        timed("kernel ours 2t", with_threads(2, lambda: case.ours_matrix(demands, 2)), needs_matrix=True)
+        timed("kernel ours 1t", with_threads(1, lambda: case.ours_matrix(demands)), needs_matrix=True)
+        timed("kernel ours 2t", with_threads(2, lambda: case.ours_matrix(demands)), needs_matrix=True)
         if cuda:
             timed("kernel cuda", lambda: cuda[0](demands), needs_matrix=True)
-        timed("e2e numpy", lambda: split_costs_numpy(case.problem, sample_demands_numpy(case.tables, 1, 0, S)), 1,
-              True)
+        timed("e2e numpy", lambda: case.costs(numpy_costs, S), 1, True)
         timed("e2e anchor", with_threads(2, lambda: case.anchor_e2e(S)), needs_matrix=True)
-        timed("e2e ours 1t", with_threads(1, lambda: case.ours_fused(S, 1)))
-        timed("e2e ours 2t", with_threads(2, lambda: case.ours_fused(S, 2)))
+        timed("e2e ours 1t", with_threads(1, lambda: case.ours_fused(S)))
+        timed("e2e ours 2t", with_threads(2, lambda: case.ours_fused(S)))
         if cuda:
             timed("e2e cuda", lambda: cuda[1](S))
         row = {"instance": case.name, "n": case.n, "S": S, "transitions_per_scenario": trans, "seconds": timings,
@@ -233,15 +239,15 @@ def constant_memory_run(case: Case, scenarios: int, chunk: int = 1 << 20) -> dic
                     return int(line.split()[1]) / 1024
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     numba.set_num_threads(2)
-    run_chunks(case.problem, scenarios=chunk, tables=case.tables, seed=3, chunk=chunk)   # warm
+    compiled = compile_split(StochasticSplit.from_instance(case.instance, scenarios=scenarios))
+    run_scenarios(compile_split(StochasticSplit.from_instance(case.instance, scenarios=chunk)), seed=3,
+                  chunk=chunk)   # warm
     before = rss_mib()
     t0 = time.perf_counter()
-    est, _ = run_chunks(case.problem, scenarios=scenarios, tables=case.tables, seed=3, chunk=chunk,
-                        shift=0.0)
+    run = run_scenarios(compiled, seed=3, backend="numba", chunk=chunk)     # the chunk protocol, as solve runs it
     wall = time.perf_counter() - t0
     after = rss_mib()
-    assert isinstance(est, SAAEstimate)
-    s = est.summary()
+    s = run.stats.summary()
     return {"instance": case.name, "scenarios": scenarios, "chunk": chunk, "seconds": wall,
             "us_per_scenario": 1e6 * wall / scenarios, "rss_before_mib": before, "rss_after_mib": after,
             "mean": s["mean"], "std_error": s["std_error"], "extrapolated_1e8_s": wall * 1e8 / scenarios}
