@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError
-from solvopt.core.registry import get_solver, solvers
+from solvopt.core.registry import get_solver
 from solvopt.core.result import Result
 
 from .expr import Constraint, LinExpr, QuadExpr, _as_const, _widen
@@ -305,20 +305,12 @@ class Model:
     def solve(self, method: str | None = None, **options) -> Result:
         """Compile, solve with the ``lp`` family's ``method`` (default HiGHS) and store the values.
 
-        The solver is found through the registry by family name; a method that does not take the
-        model's kind (e.g. quadratic constraints on HiGHS) is a ModelError naming those that do.
+        The solver is found through the registry by family name; the ``lp`` solvers check the
+        model's kind (a method that does not take it, e.g. quadratic constraints on HiGHS, is a
+        ModelError naming those that do).
         """
         solver = get_solver("lp", method, options.get("device"))
-        compiled = solver.compile(self)
-        if compiled is self:
-            compiled = self.compile()
-        kinds = set(solver.capabilities)
-        kind = getattr(compiled, "kind", None)
-        if kinds and kind is not None and kind not in kinds:
-            takers = [s.name for s in solvers("lp") if kind in s.capabilities]
-            raise ModelError(f"method {solver.name!r} does not solve {kind.upper()} models (it takes "
-                             f"{', '.join(sorted(kinds))}); try method={' or '.join(repr(t) for t in takers) or '?'}")
-        result = solver.run(compiled, **options)
+        result = solver.run(solver.compile(self), **options)
         self._absorb(result)
         return result
 

@@ -6,7 +6,9 @@
                  x_j integer where integrality[j] == 1
                  quadratic constraints  lower <= x^T P x + q^T x <= upper   (export only)
 
-Infinite bounds are +-inf. HiGHS loads (c, A, bounds, integrality, Q) as arrays; the Pyomo
+Infinite bounds are +-inf. ``A`` is any scipy sparse matrix: ``Model.compile`` gives it
+column-wise (CSC, the layout HiGHS stores, so :mod:`.highs_export` hands it over as it is); the
+MPS/LP readers give it row-wise. HiGHS loads (c, A, bounds, integrality, Q) as arrays; the Pyomo
 export also carries the quadratic constraints, so SCIP/Gurobi solve the very same model.
 """
 from __future__ import annotations
@@ -29,7 +31,7 @@ class QuadConstraint:
 @dataclass
 class StandardForm:
     c: np.ndarray
-    A: sp.csr_matrix
+    A: sp.spmatrix                               # CSC from Model.compile, CSR from the file readers
     row_lower: np.ndarray
     row_upper: np.ndarray
     col_lower: np.ndarray
