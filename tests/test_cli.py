@@ -144,6 +144,7 @@ def test_plain_converts_arrays_sparse_and_non_finite_floats():
     m = sp.csr_matrix(np.array([[0, 2.0], [3.0, 0]]))
     assert plain(m) == {"row": [0, 1], "col": [1, 0], "data": [2.0, 3.0], "shape": [2, 2]}
     assert plain((float("inf"), np.float64(-np.inf))) == ["inf", "-inf"]
+    assert json.dumps(plain([-0.0, np.array([-0.0, 1.0])])) == "[0.0, [0.0, 1.0]]"
     json.dumps(plain(np.array([np.nan])), allow_nan=False)
 
 

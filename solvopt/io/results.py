@@ -5,7 +5,7 @@
 - arrays are nested lists (a (3, 2) array is ``[[..], [..], [..]]``), scalars are numbers;
 - sparse matrices are ``{"row": [...], "col": [...], "data": [...], "shape": [m, n]}`` (COO);
 - non-finite floats are the strings ``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no such numbers);
-- enums are their values (``"optimal"``).
+- enums are their values (``"optimal"``); ``-0.0`` is written ``0.0``.
 
 It holds the record's own keys (``instance``, ``path``) and every field of the
 :class:`~solvopt.core.result.Result`. Beside it:
@@ -69,10 +69,12 @@ def plain(obj: Any) -> Any:
 def _float(x: float):
     if math.isnan(x):
         return "nan"
-    return _NONFINITE.get(x, x)
+    return _NONFINITE.get(x, x + 0.0)  # + 0.0: no "-0.0" in the file
 
 
 def _array(a: np.ndarray):
+    if a.dtype.kind == "f":
+        a = a + 0.0  # no "-0.0" in the file
     if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
         return plain(a.tolist()) if a.ndim else _float(float(a))
     if a.dtype.kind == "c":
@@ -105,7 +107,7 @@ def write_result(out_dir: str | os.PathLike, record: dict, result, instance=None
     name = str(record["instance"])
     json_path = os.path.join(out_dir, f"{name}.json")
     with open(json_path, "w", encoding="utf-8") as fh:
-        json.dump(result_document(record, result, instance), fh, allow_nan=False, indent=1)
+        json.dump(result_document(record, result, instance), fh, allow_nan=False)
         fh.write("\n")
     written = [json_path]
     routes = (result.solution or {}).get("routes") if result.family == "cvrp" else None
