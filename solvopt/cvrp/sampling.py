@@ -19,7 +19,7 @@ The stream, exactly:
   different tours see the same demands, common random numbers).
 - A 64-bit word ``x`` becomes ``u = (x >> 11) * 2^-53`` in [0, 1).
 - Poisson(mu) by inversion: ``X = min{k : F(k) > u}`` with ``F`` the Poisson CDF tabulated in
-  float64 (scipy) up to the first k whose upper tail ``P(X > k) < 2^-64``; that last entry is
+  float64 (scipy.special) up to the first k whose upper tail ``P(X > k) < 2^-64``; that last entry is
   set to 1 (the truncated tail mass is below 2^-64, beneath the 2^-53 resolution of ``u``).
   A guide table (Chen and Asau) with ``GUIDE_FACTOR`` cells per table entry points each ``u``
   at its answer or just before it, so the search costs O(1) expected comparisons.
@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import pdtr, pdtrc
 
 from solvopt.core.errors import ModelError
 
@@ -70,8 +71,11 @@ class PoissonTables:
 
 
 def poisson_tables(means) -> PoissonTables:
-    """Inversion tables for Poisson demands with the given means (one per customer)."""
-    from scipy.stats import poisson
+    """Inversion tables for Poisson demands with the given means (one per customer).
+
+    The CDF and tail come from ``scipy.special.pdtr`` / ``pdtrc``, the functions
+    ``scipy.stats.poisson.cdf`` / ``sf`` evaluate (without the second of importing scipy.stats).
+    """
 
     means = np.asarray(means, dtype=float)
     if means.ndim != 1 or not np.all(np.isfinite(means)) or np.any(means < 0):
@@ -86,9 +90,9 @@ def poisson_tables(means) -> PoissonTables:
         else:
             kmax = int(mu + 20 * np.sqrt(mu) + 60)
             ks = np.arange(kmax + 1)
-            tail = poisson.sf(ks, mu)
+            tail = pdtrc(ks, mu)
             length = int(np.argmax(tail < TAIL)) + 1       # first k with P(X > k) < 2^-64
-            cdf = poisson.cdf(ks[:length], mu)
+            cdf = pdtr(ks[:length], mu)
             cdf = np.maximum.accumulate(cdf)
             cdf[-1] = 1.0
         m = GUIDE_FACTOR * cdf.shape[0]
