@@ -120,3 +120,24 @@ def test_sigint_on_the_cli_prints_the_interrupted_json_and_exits_130(method, tmp
     assert record["termination"] == "interrupted" and record["solution_status"] == "feasible"
     assert isinstance(record["objective"], float) and isinstance(record["bound"], float)
     assert record["bound"] >= record["objective"]
+
+
+def test_a_hard_stop_inside_a_highs_callback_is_interrupted_not_an_error(monkeypatch):
+    """A second Ctrl-C raises KeyboardInterrupt inside HiGHS' callback; HiGHS reports a solve error."""
+    from solvopt.lp import highs_session
+    from solvopt.core.interrupt import stop_requested
+
+    def raising_check(event):
+        if stop_requested():
+            raise KeyboardInterrupt
+    monkeypatch.setattr(highs_session, "_stop_check", raising_check)
+    model, x, W, cap, p = hard_knapsack()
+    timer = threading.Timer(1.0, request_stop)
+    timer.start()
+    try:
+        r = model.solve(time_limit=60)
+    finally:
+        timer.cancel()
+    assert r.termination is Termination.INTERRUPTED, r.summary()
+    # HiGHS' numbers after such a stop are not trustworthy (a dual bound of 0 here): none is reported
+    assert r.solution_status is SolutionStatus.NONE and r.objective is None and r.bound is None

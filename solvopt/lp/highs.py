@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from solvopt.core.errors import ModelError, SolverError
+from solvopt.core.interrupt import stop_requested
 from solvopt.core.options import Option, SolveOptions
 from solvopt.core.registry import register
 from solvopt.core.result import Result, Termination
@@ -16,7 +17,7 @@ from solvopt.dsl.highs_export import load_standard_form
 from solvopt.dsl.standard_form import StandardForm
 
 from .common import LpSolver, backend_log, lp_result, params_option
-from .highs_session import forward_log, highspy_module, new_highs, watch_interrupt
+from .highs_session import forward_log, highspy_module, new_highs, was_interrupted, watch_interrupt
 
 __all__ = ["HighsSolver", "apply_options", "new_highs", "solve_with_highs", "watch_interrupt"]
 
@@ -99,22 +100,24 @@ def solve_with_highs(sf: StandardForm, options: SolveOptions) -> Result:
             h.setOptionValue("presolve", "off")
             status = h.run()
     model_status = h.getModelStatus()
-    if status == highspy.HighsStatus.kError and model_status not in (highspy.HighsModelStatus.kInterrupt,
-                                                                      highspy.HighsModelStatus.kHighsInterrupt):
+    # a second Ctrl-C raises KeyboardInterrupt inside a callback, which HiGHS turns into a solve error
+    hard_stop = status == highspy.HighsStatus.kError and stop_requested()
+    if status == highspy.HighsStatus.kError and not hard_stop and not was_interrupted(h):
         reasons = _errors(lines)
         if sf.Q is not None and sf.Q.nnz and any("non-convex" in r or "semidefinite" in r for r in reasons):
             raise SolverError("HiGHS solves convex QPs only and this quadratic objective is not convex "
                               f"({reasons[0]}); use method='scip' or 'gurobi'")
         raise SolverError(f"HiGHS failed to solve the model: {'; '.join(reasons) or 'no reason given'}")
-    stopped = _stop_reason(model_status)
+    stopped = Termination.INTERRUPTED if hard_stop else _stop_reason(model_status)
     info = h.getInfo()
     sol = h.getSolution()
-    has_primal = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    # after a hard stop HiGHS' info is not trustworthy (it reports a dual bound of 0): keep nothing
+    has_primal = info.primal_solution_status == 2 and not hard_stop  # kSolutionStatusFeasible
     solution, objective, bound = {}, None, None
     if has_primal:
         solution["x"] = np.asarray(sol.col_value, dtype=float)
         objective = float(info.objective_function_value)
-    if sf.is_mip:
+    if sf.is_mip and not hard_stop:
         bound = float(info.mip_dual_bound)
     elif model_status == highspy.HighsModelStatus.kOptimal:
         bound = objective
@@ -129,7 +132,8 @@ def solve_with_highs(sf: StandardForm, options: SolveOptions) -> Result:
     if sf.is_mip:
         stats["nodes"] = int(info.mip_node_count)
     return lp_result(sf, stopped, objective=objective, bound=bound, solution=solution, stats=stats,
-                     message=h.modelStatusToString(model_status), infinity=float(highspy.kHighsInf))
+                     message="stopped hard (a second Ctrl-C): HiGHS keeps no usable incumbent or bound"
+                     if hard_stop else h.modelStatusToString(model_status), infinity=float(highspy.kHighsInf))
 
 
 @register
