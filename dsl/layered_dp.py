@@ -321,11 +321,13 @@ class LayeredDP(FamilyModel):
         for i, layer in enumerate(self.layers):
             if sampler is None and (layer.costs is None or (layer.n_variants is not None and layer.choice is None)):
                 raise ModelError(f"layer {i} has no costs (or no variant choice) and there is no sampler")
-            if layer.costs is not None and np.any(np.abs(layer.costs[np.isfinite(layer.costs)]) > limit):
-                raise ModelError(f"layer {i}: finite costs must have magnitude <= {limit:g} for {self.dtype}")
         # largest finite cost per layer (None: drawn by the sampler) and initial value: the engine
         # refuses a model whose path sums could reach the sentinel (checked again on sampled chunks)
         self.layer_highs = [None if layer.costs is None else finite_max(layer.costs) for layer in self.layers]
+        for i, (layer, high) in enumerate(zip(self.layers, self.layer_highs)):
+            # costs hold no NaN or -inf (checked), so their minimum is finite
+            if layer.costs is not None and (layer.costs.min(initial=0.0) < -limit or (high or 0.0) > limit):
+                raise ModelError(f"layer {i}: finite costs must have magnitude <= {limit:g} for {self.dtype}")
         self.initial_high = finite_max(self.initial)
         check_path_sums(self.initial_high, self.layer_highs, self.dtype)
 
@@ -424,9 +426,10 @@ def _as_int_array(a, what: str) -> np.ndarray:
 
 
 def _check_finite_or_inf(costs: np.ndarray, what: str) -> np.ndarray:
-    if np.isnan(costs).any():
+    low = costs.min(initial=0.0)                            # one pass: NaN propagates, -inf shows
+    if np.isnan(low):
         raise ModelError(f"{what} contain NaN")
-    if np.isneginf(costs).any():
+    if np.isneginf(low):
         raise ModelError(f"{what} contain -inf (only +inf, meaning 'not allowed', is accepted)")
     return costs
 

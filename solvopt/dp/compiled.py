@@ -177,8 +177,8 @@ class CompiledDP:
                     if self.per_scenario_src:
                         src[l, : layer.n_slots, cols] = layer_src
                     cost[l, : layer.n_slots, cols] = layer_cost
-            if drawn_initial is not None:
-                init = drawn_initial.T
+            if drawn_initial is not None:                    # (n,) broadcasts over the start states
+                init = drawn_initial.T if drawn_initial.ndim == 2 else drawn_initial[None, :]
                 if self._check_sampled_sums:
                     highs[-1] = _max_or_none(highs[-1], finite_max(init))
             elif model.initial.ndim == 2:
@@ -232,10 +232,11 @@ class CompiledDP:
         return pieces
 
     def _sampled_initial(self, initial, n: int) -> np.ndarray:
+        """The sampler's initial values, (n,) (one per scenario, every start state) or (n, S_0)."""
         initial = real_array(initial, "the sampler's initial values")
-        if initial.ndim == 1:
-            initial = np.repeat(initial[:, None], self.n_states[0], axis=1)
-        if initial.shape != (n, self.n_states[0]) or np.isnan(initial).any() or np.isneginf(initial).any():
+        low = initial.min(initial=0.0)                      # one pass: NaN propagates, -inf shows
+        shape_ok = initial.shape == (n,) or initial.shape == (n, self.n_states[0])
+        if not shape_ok or np.isnan(low) or np.isneginf(low):
             raise ModelError(f"the sampler's initial values must be ({n},) or ({n}, {self.n_states[0]}) "
                              "without NaN or -inf")
         return initial
