@@ -246,15 +246,23 @@ def _pyomo_load(m):
 
 
 # --- timing -------------------------------------------------------------------------------------
-def timed(fn, *args, repeats=3):
-    times = []
+def once(fn, *args):
+    gc.collect()
+    t0 = time.perf_counter()
+    out = fn(*args)
+    elapsed = time.perf_counter() - t0
+    del out
+    return elapsed
+
+
+def interleaved(calls: dict, repeats: int) -> dict:
+    """Median seconds of each call, the calls taking turns within each repeat (a shared machine's
+    load then weighs on all of them alike)."""
+    times = {name: [] for name in calls}
     for _ in range(repeats):
-        gc.collect()
-        t0 = time.perf_counter()
-        out = fn(*args)
-        times.append(time.perf_counter() - t0)
-        del out
-    return statistics.median(times)
+        for name, (fn, args) in calls.items():
+            times[name].append(once(fn, *args))
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def check_same_model(name, hs):
@@ -288,8 +296,8 @@ def have(module):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small sizes (smoke run; writes nothing)")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--large-repeats", type=int, default=3, help="repeats at 10^7 nonzeros")
+    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--large-repeats", type=int, default=5, help="repeats from 5x10^6 nonzeros")
     p.add_argument("--no-pyomo", action="store_true")
     p.add_argument("--no-linopy", action="store_true")
     args = p.parse_args(argv)
@@ -304,15 +312,18 @@ def main(argv=None):
             repeats = args.large_repeats if dims["nonzeros"] >= 5 * 10**6 else args.repeats
             arrays = spec["prebuilt"](*data)
             rec = {"model": model, **dims, "repeats": repeats}
-            hs = {"ours": spec["ours"](*data), "highspy_prebuilt": load_pointers(arrays)}
-            rec["ours_s"] = timed(spec["ours"], *data, repeats=repeats)
-            rec["highspy_prebuilt_s"] = timed(load_pointers, arrays, repeats=repeats)
+            hs = {"ours": spec["ours"](*data), "highspy_prebuilt": load_pointers(arrays)}   # also warms up
+            calls = {"ours": (spec["ours"], data), "highspy_prebuilt": (load_pointers, (arrays,))}
             if use_linopy:
                 hs["linopy"] = spec["linopy"](*data)
-                rec["linopy_s"] = timed(spec["linopy"], *data, repeats=repeats)
-                rec["linopy_over_ours"] = rec["linopy_s"] / rec["ours_s"]
+                calls["linopy"] = (spec["linopy"], data)
             if use_pyomo and size <= spec["pyomo_max"]:
-                rec["pyomo_s"] = timed(spec["pyomo"], *data, repeats=min(repeats, 3))
+                calls["pyomo"] = (spec["pyomo"], data)
+            medians = interleaved(calls, repeats)
+            rec.update({f"{tool}_s": t for tool, t in medians.items()})
+            if "linopy_s" in rec:
+                rec["linopy_over_ours"] = rec["linopy_s"] / rec["ours_s"]
+            if "pyomo_s" in rec:
                 rec["pyomo_over_ours"] = rec["pyomo_s"] / rec["ours_s"]
             rec["ours_over_prebuilt"] = rec["ours_s"] / rec["highspy_prebuilt_s"]
             check_same_model(f"{model} {size}", hs)
@@ -325,8 +336,7 @@ def main(argv=None):
         spec = MODELS[model]
         arrays = spec["prebuilt"](*spec["data"](size))
         row = {"model": model, **spec["size"](size)}
-        for name, loader in LOADERS.items():
-            row[name] = timed(loader, arrays, repeats=args.repeats)
+        row.update(interleaved({name: (loader, (arrays,)) for name, loader in LOADERS.items()}, args.repeats))
         loads.append(row)
         print(json.dumps(row), flush=True)
     meta = {"date": datetime.date.today().isoformat(), "python": platform.python_version(),
@@ -359,7 +369,8 @@ def report(records, loads, meta) -> str:
     lines = [f"# DSL build + load into HiGHS ({meta['date']}, {meta['cores']} cores, Python {meta['python']}, "
              f"highspy {v['highspy']}, linopy {v['linopy']}, Pyomo {v['pyomo']})", "",
              "Build the model and hand it to a `highspy.Highs` (no solve); medians of "
-             f"{meta['repeats']} repeats ({meta['large_repeats']} at 10^7 nonzeros) on a shared machine. "
+             f"{meta['repeats']} repeats ({meta['large_repeats']} from 5x10^6 nonzeros), the tools taking "
+             "turns within each repeat, on a shared machine. "
              "ours = `Model` + `to_highspy()`; linopy = its model + `to_highspy()`; highspy prebuilt = "
              "the arrays already built, one column-wise `passModel` (the floor). "
              "Ratios: linopy / ours and Pyomo / ours (> 1: ours is faster), ours / prebuilt.", "",

@@ -452,7 +452,10 @@ def _left_multiply(mat, expr: LinExpr) -> LinExpr:
                               left.indptr.copy()), shape=(left.shape[0], ncols))
     else:
         coef = (left @ expr.coef).tocsr()
-    const = np.asarray(left @ expr.const).ravel()
+    if expr._block_start is not None or not expr.const.any():
+        const = np.zeros(left.shape[0])
+    else:
+        const = np.asarray(left @ expr.const).ravel()
     return LinExpr(coef, const, (mat.shape[0],), expr.model)
 
 
@@ -556,6 +559,11 @@ class QuadExpr(_Operand):
     def __getitem__(self, key):
         raise ModelError("indexing a quadratic expression is not supported; index the linear factors first")
 
+    def __matmul__(self, other):
+        raise ModelError("@ with a quadratic expression is not supported; use (q * w).sum(axis) instead")
+
+    __rmatmul__ = __matmul__
+
     def evaluate(self, x: np.ndarray) -> np.ndarray:
         out = self.lin.evaluate(x).ravel().copy()
         np.add.at(out, self.elem, self.q * x[self.vi] * x[self.vj])
@@ -630,25 +638,31 @@ def _np_dot(a, b, out=None):
     return a @ b
 
 
+def _linear(a, what: str) -> "LinExpr":
+    if not isinstance(a, LinExpr):
+        raise ModelError(f"numpy.{what} takes a linear expression here; quadratic ones support +, -, * and .sum()")
+    return a
+
+
 def _np_transpose(a, axes=None):
-    return a.transpose(axes)
+    return _linear(a, "transpose").transpose(axes)
 
 
 def _np_reshape(a, shape=None, order="C", **kwargs):
     if order != "C":
         raise ModelError("expressions reshape in C order only")
     shape = kwargs.pop("newshape", shape)
-    return a.reshape(shape)
+    return _linear(a, "reshape").reshape(shape)
 
 
 def _np_ravel(a, order="C"):
     if order != "C":
         raise ModelError("expressions ravel in C order only")
-    return a.ravel()
+    return _linear(a, "ravel").ravel()
 
 
 def _np_broadcast_to(a, shape, subok=False):
-    return a.broadcast_to(shape if isinstance(shape, tuple) else (shape,))
+    return _linear(a, "broadcast_to").broadcast_to(shape if isinstance(shape, tuple) else (shape,))
 
 
 _ARRAY_FUNCTIONS = {

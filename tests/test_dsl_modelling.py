@@ -94,6 +94,12 @@ def test_unsupported_numpy_functions_say_what_to_use():
         np.mean(x)
     with pytest.raises(ModelError, match="only `axis`"):
         np.sum(x, keepdims=True)
+    q = x ** 2
+    assert np.sum(q).shape == ()
+    with pytest.raises(ModelError, match=r"\.sum"):
+        np.ones(3) @ q
+    with pytest.raises(ModelError, match="linear expression"):
+        np.transpose(q)
 
 
 def test_constraints_and_variables_by_name():
@@ -201,3 +207,38 @@ def test_loading_an_unsolved_or_foreign_pyomo_model_is_an_error():
         m.load_pyomo_solution(m.to_pyomo())
     with pytest.raises(ModelError, match="to_pyomo"):
         m.load_pyomo_solution(pyo.ConcreteModel())
+
+
+# --- the vectorised internals against NumPy on random shapes ------------------------------------------
+@pytest.mark.parametrize("seed", range(6))
+def test_sums_gathers_and_products_match_numpy_on_random_shapes(seed):
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(s) for s in rng.integers(1, 5, size=3))
+    m = Model()
+    x = m.add_var(shape=shape, lb=-3, name="x")
+    y = m.add_var(shape=shape[1:], lb=-3, name="y")
+    full = rng.normal(size=m.num_vars)
+    xv, yv = full[:x.size].reshape(shape), full[x.size:].reshape(shape[1:])
+    # terms met twice in one row (x + 2x), permuted rows (transpose), mixed variables (+ y)
+    e = x + 2 * x.transpose(0, 1, 2) - y + 1.5
+    ev = 3 * xv - yv + 1.5
+    for axis in (None, 0, 1, 2, -1, (0, 2), (1, 2), (0, 1, 2)):
+        np.testing.assert_allclose(e.sum(axis=axis).evaluate(full), ev.sum(axis=axis), atol=1e-12,
+                                   err_msg=str(axis))
+    t = e.transpose(2, 0, 1)
+    np.testing.assert_allclose(t.evaluate(full), ev.transpose(2, 0, 1), atol=1e-12)
+    np.testing.assert_allclose(t[..., ::-1].sum(axis=1).evaluate(full), ev.transpose(2, 0, 1)[..., ::-1].sum(axis=1),
+                               atol=1e-12)
+    M = rng.normal(size=(3, shape[2]))
+    flat = e[0]                                       # 2-D (shape[1], shape[2])
+    np.testing.assert_allclose((M @ flat.T).evaluate(full), M @ ev[0].T, atol=1e-12)
+    np.testing.assert_allclose((flat @ M.T).evaluate(full), ev[0] @ M.T, atol=1e-12)
+    # compiling the same expressions as constraints: A x + const reproduces them row by row
+    m.add(e.sum(axis=1) <= 5, name="s1")
+    m.add(M @ x[0, 0] + x[0, 0][::-1] @ M.T @ np.ones(3) >= -5, name="mm")
+    sf = m.compile()
+    rows = sf.A @ full
+    body = np.concatenate([c.body.evaluate(full).ravel() for c in m.constraints])
+    const = np.concatenate([c.body.const for c in m.constraints])
+    np.testing.assert_allclose(rows + const, body, atol=1e-10)
+    assert sf.A.has_canonical_format
