@@ -15,6 +15,7 @@ A ``QuadExpr`` adds, per element, quadratic terms (element, var_i, var_j, coeffi
 from __future__ import annotations
 
 import numbers
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,6 +71,35 @@ def _as_const(value, where: str) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise ModelError(f"{where}: constants must be finite (found NaN or inf)")
     return arr
+
+
+def _machine_memory() -> int | None:
+    """Physical memory in bytes (None when the platform does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if n < 1000:
+            return f"{n:.3g} {unit}"
+        n /= 1000
+    return f"{n:.3g} PB"
+
+
+# bytes an expression element costs at least (a row pointer, one term, a constant, temporaries)
+BYTES_PER_ELEMENT = 40
+
+
+def _check_size(shape: tuple, what: str) -> None:
+    """Refuse an expression whose elements alone would not fit in memory (before allocating)."""
+    size = int(np.prod(shape, dtype=object))
+    need, have = BYTES_PER_ELEMENT * size, _machine_memory()
+    if have is not None and need > have:
+        raise ModelError(f"{what} of shape {shape} has {size:,} elements and would need over {_bytes(need)} of "
+                         f"memory; this machine has {_bytes(have)}")
 
 
 def _short(value) -> str:
@@ -320,6 +350,7 @@ class LinExpr(_Operand):
         shape = tuple(shape)
         if shape == self.shape:
             return self
+        _check_size(shape, "broadcasting an expression")
         try:
             rows = _broadcast_rows(self.shape, shape)
         except ValueError:
@@ -545,6 +576,7 @@ class QuadExpr(_Operand):
         shape = tuple(shape)
         if shape == self.shape:
             return self
+        _check_size(shape, "broadcasting an expression")
         rows = _broadcast_rows(self.shape, shape)  # new element e takes old element rows[e]
         order = np.argsort(rows, kind="stable")
         counts = np.bincount(rows, minlength=self.size)

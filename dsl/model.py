@@ -13,7 +13,6 @@ sparse-matrix operations, not 10^6 Python objects.
 from __future__ import annotations
 
 import numbers
-import os
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +21,7 @@ from solvopt.core.errors import ModelError
 from solvopt.core.registry import get_solver
 from solvopt.core.result import Result
 
-from .expr import Constraint, LinExpr, QuadExpr, _as_const, _widen
+from .expr import Constraint, LinExpr, QuadExpr, _as_const, _bytes, _machine_memory, _widen
 from .highs_export import load_standard_form, new_highs
 from .standard_form import QuadConstraint, StandardForm
 
@@ -33,22 +32,6 @@ RESERVED_NAMES = ("row_dual", "reduced_cost")
 # bytes one variable costs while it is built (bounds, its identity block, temporaries): the
 # estimate add_var checks against the machine's memory before allocating anything
 BYTES_PER_VARIABLE = 64
-
-
-def _machine_memory() -> int | None:
-    """Physical memory in bytes (None when the platform does not say)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
-def _bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
-        if n < 1000 or unit == "PB":
-            return f"{n:.3g} {unit}"
-        n /= 1000
-    return f"{n:.3g} PB"  # pragma: no cover
 
 
 def _shape(shape) -> tuple[int, ...]:

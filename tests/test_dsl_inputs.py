@@ -66,6 +66,9 @@ def test_huge_variables_are_refused_with_an_estimate_before_allocating():
     assert "memory" in str(err)
     _refused(lambda: m.add_var(shape=(10**6, 10**6, 10**6)), "memory")
     assert m.num_vars == 0 and len(m.vars) == 0     # nothing was added
+    x, y = m.add_var(shape=10**6, name="x"), m.add_var(shape=10**6, name="y")
+    _refused(lambda: x[:, None] + y[None, :], r"broadcasting.*1,000,000,000,000 elements.*memory")
+    _refused(lambda: x[:, None] * y[None, :], r"broadcasting.*memory")
 
 
 def test_numbers_too_large_for_floats_are_refused():
