@@ -43,3 +43,19 @@ def test_wheel_contains_every_package_and_cuda_source(tmp_path):
         rel = init.relative_to(REPO).as_posix()
         rel = rel if rel.startswith("solvopt/") else "solvopt/" + rel
         assert rel in names, f"{rel} missing from the wheel: add its package to setup.cfg"
+
+
+def test_setup_cfg_lists_every_package_folder():
+    """setup.cfg's `packages =` names exactly the package folders (solvopt/*, dsl/* as solvopt.dsl.*, gpu/)."""
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    listed = set(cfg["options"]["packages"].split())
+    mapping = dict(line.split(" = ") for line in cfg["options"]["package_dir"].strip().splitlines())
+    assert mapping == {"solvopt": "solvopt", "solvopt.dsl": "dsl", "solvopt.gpu": "gpu"}
+    found = set()
+    for package, folder in mapping.items():
+        for init in (REPO / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(REPO / folder).parts
+            found.add(".".join((package, *rel)))
+    assert listed == found, f"missing from setup.cfg: {sorted(found - listed)}; not a folder: {sorted(listed - found)}"
