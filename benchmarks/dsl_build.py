@@ -303,6 +303,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     use_linopy = not args.no_linopy and have("linopy")
     use_pyomo = not args.no_pyomo and have("pyomo")
+    start_load = _load()
     _highs()  # the banner once, outside the timings
     records = []
     for model, spec in MODELS.items():
@@ -342,7 +343,8 @@ def main(argv=None):
     meta = {"date": datetime.date.today().isoformat(), "python": platform.python_version(),
             "machine": platform.processor() or platform.machine(), "cores": os.cpu_count(),
             "repeats": args.repeats, "large_repeats": args.large_repeats, "quick": args.quick,
-            "versions": {pkg: _version(pkg) for pkg in ("highspy", "linopy", "pyomo", "numpy", "scipy")}}
+            "versions": {pkg: _version(pkg) for pkg in ("highspy", "linopy", "pyomo", "numpy", "scipy")},
+            "load_average_at_start": start_load, "load_average_at_end": _load()}
     text = report(records, loads, meta)
     print(text)
     if not args.quick:
@@ -352,6 +354,13 @@ def main(argv=None):
                                                            indent=2))
         plot(records, RESULTS / "dsl_build.png")
     return 0
+
+
+def _load():
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def _version(pkg):
@@ -370,7 +379,8 @@ def report(records, loads, meta) -> str:
              f"highspy {v['highspy']}, linopy {v['linopy']}, Pyomo {v['pyomo']})", "",
              "Build the model and hand it to a `highspy.Highs` (no solve); medians of "
              f"{meta['repeats']} repeats ({meta['large_repeats']} from 5x10^6 nonzeros), the tools taking "
-             "turns within each repeat, on a shared machine. "
+             f"turns within each repeat, on a shared machine (1-minute load average {meta['load_average_at_start']} "
+             f"at the start, {meta['load_average_at_end']} at the end). "
              "ours = `Model` + `to_highspy()`; linopy = its model + `to_highspy()`; highspy prebuilt = "
              "the arrays already built, one column-wise `passModel` (the floor). "
              "Ratios: linopy / ours and Pyomo / ours (> 1: ours is faster), ours / prebuilt.", "",

@@ -4,9 +4,18 @@ A ``LinExpr`` of shape ``s`` is N = prod(s) affine functions stored as one spars
 ``coef`` (N x number of model variables, CSR) and a constant vector ``const`` (N,). Every
 operation is a whole-array scipy/numpy operation, never a Python loop per scalar:
 
-- indexing and broadcasting select (possibly repeated) rows of ``coef``;
-- ``sum(axis)`` and ``A @ x`` multiply ``coef`` by a sparse or dense matrix on the left;
-- ``+``, ``-`` and ``*``/``/`` by arrays add matrices or scale rows.
+- indexing, transposing and broadcasting gather (possibly repeated) rows of ``coef``;
+- ``sum(axis)`` concatenates the terms of each group of rows (a gather when the summed axes
+  are not the trailing ones; a variable met twice in one row keeps two entries, summed where
+  the matrix is used: ``Model.compile`` sums them);
+- ``A @ x`` multiplies ``coef`` by ``A`` on the left; on a variable array (or any expression
+  with one variable per element) it is ``A`` itself with its column indices mapped;
+- ``+``, ``-`` and ``*``/``/`` by arrays add matrices or scale rows;
+- ``w @ Y``, ``Y @ v``, ``A @ Y`` on 2-D expressions follow NumPy's matmul rules; ``np.sum``,
+  ``np.dot``, ``np.transpose``, ... work through ``__array_function__``.
+
+Expressions may share ``coef`` arrays (a sum's output reuses its input's data and indices): they
+are never modified in place.
 
 A ``QuadExpr`` adds, per element, quadratic terms (element, var_i, var_j, coefficient) to a
 ``LinExpr``; it comes from elementwise products of two linear expressions and supports
