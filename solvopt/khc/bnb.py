@@ -42,6 +42,7 @@ import numpy as np
 from numba import njit
 
 from ..core.errors import ModelError
+from ..core.interrupt import stop_requested
 from ..core.progress import Progress
 from .geometry import assignment_cost
 from .heuristics import kplane, local_search
@@ -390,7 +391,7 @@ class BnbOutcome:
     objective: float
     bound: float
     complete: bool          # the whole problem was searched to the gap
-    stopped_by: str | None  # "time" / "nodes" / None
+    stopped_by: str | None  # "time" / "nodes" / "interrupt" / None
     nodes: int
     dolls_solved: int
 
@@ -398,10 +399,15 @@ class BnbOutcome:
 def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int | None = None,
               rel_gap: float = 1e-6, abs_gap: float = 0.0, restarts: int = 10, seed: int = 0,
               order: str = "farthest", progress: Progress | None = None,
-              suffix_bounds: bool = False) -> BnbOutcome:
+              suffix_bounds: bool = False, cost_unit: float = 1.0) -> BnbOutcome:
     """Solve k-HC2 on ``points`` exactly (to the gap) by branch-and-bound.
 
     ``suffix_bounds=True`` adds the Russian-doll suffix bounds R (see the module docstring).
+    ``restarts=0`` starts from a trivial incumbent instead of the k-plane heuristic. Between
+    kernel batches (at most ~0.4 s apart) the search checks the time and node limits and a stop
+    request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`): a stopped search returns its
+    incumbent and a valid bound with ``stopped_by`` "time", "nodes" or "interrupt".
+    ``cost_unit`` multiplies the costs shown in progress lines (the caller's units).
     """
     if order == "dynamic" and suffix_bounds:
         raise ModelError("the suffix bounds need a static branching order; order='dynamic' cannot use them")
@@ -411,7 +417,11 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     m, n = pts.shape
     progress = progress or Progress(enabled=False)
 
-    labels, cost = kplane(pts, k, restarts=restarts, seed=seed, time_limit=time_limit)
+    if restarts > 0:
+        labels, cost = kplane(pts, k, restarts=restarts, seed=seed, time_limit=time_limit)
+    else:  # a trivial start: n points per cluster in input order
+        labels = np.minimum(np.arange(m) // max(n, 1), k - 1).astype(np.int64)
+        cost = assignment_cost(pts, labels, k)
     perm = branching_order(pts, k, order, labels)
     X = np.ascontiguousarray(pts[perm])
     inv_labels = labels[perm]
@@ -452,9 +462,13 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
             open_count, _ = search.open_nodes()
             bound_now = search.bound()
             gap_now = (search.incumbent - bound_now) / max(abs(search.incumbent), 1e-10)
-            progress(f"bnb {doll}nodes {nodes + search.nodes} open {open_count} incumbent {search.incumbent:.8g} "
-                     f"bound {bound_now:.8g} gap {100 * gap_now:.3g}%", force=done and s == 0)
+            progress(f"bnb {doll}nodes {nodes + search.nodes} open {open_count} "
+                     f"incumbent {search.incumbent * cost_unit:.8g} bound {bound_now * cost_unit:.8g} "
+                     f"gap {100 * gap_now:.3g}%", force=done and s == 0)
             if done:
+                break
+            if stop_requested():
+                stopped = "interrupt"
                 break
             if node_limit is not None and nodes + search.nodes >= node_limit:
                 stopped = "nodes"

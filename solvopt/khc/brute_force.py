@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from ..core.errors import ModelError
+from ..core.interrupt import stop_requested
 
 MAX_ASSIGNMENTS = 1e7     # refuse when k^m / k! exceeds this
 BATCH = 100_000           # assignments per kernel call between time checks
@@ -91,5 +92,5 @@ def solve_brute_force(points: np.ndarray, k: int, time_limit: float | None = Non
     while True:
         if _enumerate(X, k, labels, best, best_cost, BATCH):
             return best, float(best_cost[0]), True
-        if deadline is not None and time.perf_counter() > deadline:
+        if stop_requested() or (deadline is not None and time.perf_counter() > deadline):
             return best, float(best_cost[0]), False

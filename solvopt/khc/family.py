@@ -1,4 +1,9 @@
-"""The ``khc`` family's descriptor (see :mod:`solvopt.core.family`)."""
+"""The ``khc`` family's descriptor (see :mod:`solvopt.core.family`): its one declaration.
+
+Solvers: :mod:`solvopt.khc.solvers` (bnb, heuristic, brute-force), :mod:`solvopt.khc.sbb`
+(sbb) and :mod:`solvopt.khc.external` (scip, gurobi). Readers: AMPL ``.dat`` and point files
+(``.csv``, ``.npy``). Model: :class:`solvopt.dsl.hyperplane.HyperplaneClustering`.
+"""
 from solvopt.core.family import Family, Param
 
 FAMILY = Family(
@@ -8,10 +13,11 @@ FAMILY = Family(
     reader_modules=("solvopt.io.ampl_khc", "solvopt.io.points"),
     models=("solvopt.dsl.hyperplane:HyperplaneClustering",),
     params=(
-        Param("k", int, "number of hyperplanes (overrides the file's K; needed for point files)"),
-        Param("norms", str, "norm set of the MINLP methods, comma separated: 2 | 2,inf | 2,1 | 2,1,inf",
-              target="solver"),
-        Param("restarts", int, "heuristic restarts (bnb, heuristic, sbb)", target="solver"),
+        Param("k", int, "number of hyperplanes (overrides the file's K; needed for point files)", metavar="K"),
+        Param("norms", str, "norm set of the MINLP methods (sbb, scip, gurobi): 2 | 2,inf | 2,1 | 2,1,inf, "
+                            "or the p-norm relaxations inf | 1", target="solver", metavar="SET"),
+        Param("restarts", int, "k-plane restarts (heuristic; first incumbent of bnb and sbb, 0: none)",
+              target="solver", metavar="N"),
     ),
-    from_instance="solvopt.khc.cli:model_from_instance",
+    from_instance="solvopt.khc.instance:model_from_instance",
 )

@@ -8,11 +8,7 @@ passes through any n points). All work is in float64 on centred data (numericall
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
-
-from solvopt.core.errors import ModelError
 
 # Components smaller than this (relative to 1 = the norm of the normal) are treated as zero
 # when choosing the sign of a normal, so that rounding noise cannot flip it.
@@ -123,36 +119,3 @@ def khc_solution(points, assignment, k: int) -> dict[str, np.ndarray]:
     distances = all_distances[np.arange(pts.shape[0]), labels] if pts.shape[0] else np.zeros(0)
     return {"assignment": labels, "normals": normals, "offsets": offsets, "distances": distances,
             "cluster_costs": costs}
-
-
-def diameter(points: np.ndarray) -> float:
-    """Largest distance between two of the points (0 for a single point).
-
-    A valid big-M for the distance rows of the MINLP: an optimal plane passes through its
-    cluster's centroid, inside the convex hull, so no point is farther from it than this.
-    """
-    pts = _as_points(points)
-    if pts.shape[0] < 2:
-        return 0.0
-    sq = np.einsum("ij,ij->i", pts, pts)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * pts @ pts.T, 0.0)
-    return float(np.sqrt(d2.max()))
-
-
-def model_data(model) -> tuple[np.ndarray, int]:
-    """Points (float64, finite, m x n) and k (1..m) of a k-HC model, validated.
-
-    Solvers call it on their compiled form, so they also run on plain objects with .points/.k.
-    """
-    try:
-        points, k = model.points, model.k
-    except AttributeError:
-        raise ModelError("expected a HyperplaneClustering model (with .points and .k)") from None
-    pts = np.asarray(points, dtype=np.float64)
-    if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] < 1:
-        raise ModelError(f"points must be a non-empty (m, n) array, got shape {pts.shape}")
-    if not np.all(np.isfinite(pts)):
-        raise ModelError("points contain NaN or inf")
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= pts.shape[0]:
-        raise ModelError(f"k must be an integer in 1..m = {pts.shape[0]}, got {k!r}")
-    return pts, int(k)

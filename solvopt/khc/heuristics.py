@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from ..core.errors import ModelError
+from ..core.interrupt import stop_requested
 from .geometry import assignment_cost, cluster_plane, fit_planes, point_distances
 
 # Largest m * k * n^3 for which every single-point move is evaluated exactly.
@@ -106,6 +107,11 @@ class ClusterStats:
         return gains
 
 
+def _expired(deadline: float | None) -> bool:
+    """True past the deadline or once a stop (Ctrl-C) was requested: the loops then return their best."""
+    return stop_requested() or (deadline is not None and time.perf_counter() > deadline)
+
+
 def _tolerance(total: float) -> float:
     return 1e-12 * (1.0 + abs(total))
 
@@ -124,7 +130,7 @@ def local_search(points, assignment, k: int, exact: bool | None = None, max_pass
     if exact is None:
         exact = m * k * n ** 3 <= EXACT_MOVE_BUDGET
     for _ in range(max_passes):
-        if deadline is not None and time.perf_counter() > deadline:
+        if _expired(deadline):
             break
         stats = ClusterStats(pts, labels, k)
         moved = _screened_pass(pts, labels, stats)
@@ -203,7 +209,7 @@ def _lloyd(points: np.ndarray, labels: np.ndarray, k: int, max_iter: int, deadli
         if np.array_equal(new, labels):
             break
         labels = new
-        if deadline is not None and time.perf_counter() > deadline:
+        if _expired(deadline):
             break
     return labels
 
@@ -255,7 +261,7 @@ def _perturbation_search(points: np.ndarray, k: int, best: tuple[float, np.ndarr
     size = max(1, int(round(PERTURB_FRACTION * m)))
     best_cost, best_labels = best
     for _ in range(rounds):
-        if deadline is not None and time.perf_counter() > deadline:
+        if _expired(deadline):
             break
         labels = best_labels.copy()
         chosen = rng.choice(m, size=size, replace=False)
@@ -289,8 +295,9 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
            time_limit: float | None = None) -> tuple[np.ndarray, float]:
     """Best k-HC2 assignment found by seeded k-plane restarts plus local search: ``(assignment, cost)``.
 
-    ``init`` (an assignment) is used as an extra first start. ``time_limit`` (seconds) stops
-    starting new restarts; at least one start always completes. ``cost`` equals
+    ``init`` (an assignment) is used as an extra first start. ``time_limit`` (seconds) or a stop
+    request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`) stops starting new restarts
+    and cuts the running one short; at least one start always yields an assignment. ``cost`` equals
     ``assignment_cost(points, assignment, k)``.
     """
     pts, k, init = _validate(points, k, restarts, max_iter, init)
@@ -308,9 +315,8 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
     work = pts if sample is None else pts[sample]
 
     candidates: list[tuple[float, np.ndarray]] = []
-    starts = list(_starts(work, k, restarts, rng))
-    for r, start in enumerate(starts):
-        if r > 0 and deadline is not None and time.perf_counter() > deadline:
+    for r, start in enumerate(_starts(work, k, restarts, rng)):   # lazily: a stop cuts the seeding short too
+        if r > 0 and _expired(deadline):
             break
         labels = _lloyd(work, start, k, max_iter, deadline)
         if sample is None:
@@ -330,7 +336,7 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
             full = _lloyd(pts, full, k, max_iter, deadline)
             full = local_search(pts, full, k, max_passes=max_iter, deadline=deadline)
             refined.append((assignment_cost(pts, full, k), full))
-            if deadline is not None and time.perf_counter() > deadline:
+            if _expired(deadline):
                 break
         candidates = refined
     if init is not None:

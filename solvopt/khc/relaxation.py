@@ -20,14 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .geometry import cluster_plane, diameter
+from solvopt.dsl.hyperplane import data_big_m  # noqa: F401  (the diameter big-M, re-exported for the node LP)
+
+from .geometry import cluster_plane
 
 FEAS_TOL = 1e-9
-
-
-def data_big_m(points: np.ndarray) -> float:
-    """A valid, positive big-M for the distance rows: the diameter of the point set (see geometry.diameter)."""
-    return max(diameter(points), 1e-9)
 
 
 def secant(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, float]:

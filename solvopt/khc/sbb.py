@@ -16,7 +16,10 @@ then on the sign of a component of an infeasible normal (orthant), then by bisec
 selection is best-bound with dives; every LP rounding is refitted and locally improved into
 an incumbent, the first one comes from the k-plane heuristic. The global bound is the smallest
 bound of the open nodes at every moment, so any stop (time, nodes, gap) returns incumbent and
-a valid bound. Methods "scip" and "gurobi" (the same MINLP through the DSL) are registered by
+a valid bound. A stop request (Ctrl-C) is checked before every node: the search then returns
+its incumbent and bound with termination INTERRUPTED. The engine works on the points in unit
+scale (:class:`~solvopt.khc.problem.KhcProblem`) and reports in the user's units. Methods
+"scip" and "gurobi" (the same MINLP through the DSL) are registered by
 :mod:`solvopt.khc.external`, imported here.
 """
 from __future__ import annotations
@@ -30,17 +33,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvopt.core.errors import ModelError
-from solvopt.core.options import SolveOptions
+from solvopt.core.interrupt import stop_requested
+from solvopt.core.options import Option, SolveOptions
 from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
-from solvopt.core.result import Result, SolutionStatus, Termination, relative_gap
+from solvopt.core.result import Result, Termination, relative_gap
 
 from . import relaxation as rx
-from .formulation import model_norms
-from .geometry import assignment_cost, khc_solution, model_data
+from .geometry import assignment_cost
+from .heuristics import kplane, local_search
 from .node_lp import NodeLP
+from .options import NORMS, count_option, problem_norms, restarts_option
+from .problem import KhcProblem
 
 INTEGRALITY_TOL = 1e-6
+_WHY = {None: "search complete", Termination.TIME_LIMIT: "time limit reached",
+        Termination.ITERATION_LIMIT: "node limit reached", Termination.INTERRUPTED: "interrupted"}
 NORM_TOL = 1e-6
 
 
@@ -65,11 +73,19 @@ class Node:
 
 
 class SpatialBranchAndBound:
-    """One solve of k-HC2 (or of a p-norm relaxation) by spatial branch-and-bound."""
+    """One solve of k-HC2 (or of a p-norm relaxation) by spatial branch-and-bound.
+
+    ``points`` are solved as given (costs, ``big_m`` and ``options.abs_gap`` in their units);
+    ``problem`` (a :class:`~solvopt.khc.problem.KhcProblem` whose ``unit`` points these are)
+    reports the result in the user's units. ``restarts``: k-plane restarts of the first
+    incumbent (0: none); ``initial``: an assignment to start from instead.
+    """
 
     def __init__(self, points: np.ndarray, k: int, norms: frozenset[str], options: SolveOptions,
                  big_m: float | None = None, symmetry_breaking: bool = True, assignment_bound: bool = True,
-                 heuristic_restarts: int = 10, point_rule: str = "maxmin", cut_rounds: int = 1):
+                 restarts: int = 10, point_rule: str = "maxmin", cut_rounds: int = 1,
+                 problem: KhcProblem | None = None, initial: np.ndarray | None = None):
+        self.problem = problem if problem is not None else KhcProblem.identity(points, k)
         self.points = points
         self.m, self.n = points.shape
         self.k = k
@@ -80,7 +96,8 @@ class SpatialBranchAndBound:
         # the fixed-assignment bound assumes unit 2-norm normals; a p-norm model allows
         # ||w||_2 >= 1/sqrt(n) (||w||_inf >= 1/sqrt n, or ||w||_1 >= 1), which scales costs by 1/n
         self.assignment_scale = 1.0 if self.two_norm else 1.0 / self.n
-        self.heuristic_restarts = heuristic_restarts
+        self.restarts = restarts
+        self.initial = initial
         if point_rule not in ("maxmin", "fractional"):
             raise ModelError(f"point_rule must be 'maxmin' or 'fractional', got {point_rule!r}")
         self.point_rule = point_rule
@@ -119,7 +136,6 @@ class SpatialBranchAndBound:
             return
         self.seen_roundings.add(key)
         if improve:
-            from .heuristics import local_search
             assignment = local_search(self.points, assignment, self.k)
         cost = assignment_cost(self.points, assignment, self.k)
         if cost < self.best_cost - 1e-12 * (1 + abs(cost)):
@@ -133,9 +149,11 @@ class SpatialBranchAndBound:
 
     def initial_incumbent(self) -> None:
         self.offer(np.zeros(self.m, dtype=np.int64))
-        if self.heuristic_restarts > 0 and self.k > 1:
-            from .heuristics import kplane
-            assignment, _ = kplane(self.points, self.k, restarts=self.heuristic_restarts, seed=self.options.seed)
+        if self.initial is not None:
+            self.offer(self.canonical_labels(np.asarray(self.initial)))
+        elif self.restarts > 0 and self.k > 1:
+            assignment, _ = kplane(self.points, self.k, restarts=self.restarts, seed=self.options.seed,
+                                   time_limit=self.options.time_limit)
             self.offer(self.canonical_labels(np.asarray(assignment)))
 
     def canonical_labels(self, assignment: np.ndarray) -> np.ndarray:
@@ -357,25 +375,27 @@ class SpatialBranchAndBound:
         self.initial_incumbent()
         heap: list[tuple] = []   # (bound, -depth, order, node)
         dive: list[Node] = [self.root()]
-        termination = None
+        stopped = None           # why the search stopped early (None: tree closed or gap reached)
         max_dive = self.m + 2 * self.k * self.n
         dive_length = 0
+        unit = self.problem.cost(1.0)
         while True:
             lower = self.global_bound(heap, dive)
             gap = relative_gap(self.best_cost, lower)
-            progress(f"nodes {self.stats['nodes']} open {len(heap) + len(dive)} incumbent {self.best_cost:.8g} "
-                     f"bound {lower:.8g} gap {100 * gap:.3g}%")
+            progress(f"sbb nodes {self.stats['nodes']} open {len(heap) + len(dive)} incumbent "
+                     f"{self.best_cost * unit:.8g} bound {lower * unit:.8g} gap {100 * gap:.3g}%")
             if not heap and not dive:
-                termination = Termination.OPTIMAL
                 break
             if self.upper - lower <= self.tolerance():
-                termination = Termination.OPTIMAL
+                break
+            if stop_requested():
+                stopped = Termination.INTERRUPTED
                 break
             if deadline is not None and time.perf_counter() >= deadline:
-                termination = Termination.TIME_LIMIT
+                stopped = Termination.TIME_LIMIT
                 break
             if opts.node_limit is not None and self.stats["nodes"] >= opts.node_limit:
-                termination = Termination.ITERATION_LIMIT
+                stopped = Termination.ITERATION_LIMIT
                 break
             node = dive.pop() if dive else heapq.heappop(heap)[-1]
             if self.prunable(node.bound):
@@ -385,7 +405,7 @@ class SpatialBranchAndBound:
             children = self.process(node, deadline)
             if children is None:             # HiGHS ran out of time: the node stays open
                 heapq.heappush(heap, (node.bound, -node.depth, node.order, node))
-                termination = Termination.TIME_LIMIT
+                stopped = Termination.TIME_LIMIT
                 break
             for child in children:
                 child.bound = max(child.bound, node.bound)
@@ -399,28 +419,26 @@ class SpatialBranchAndBound:
             for child in children:
                 heapq.heappush(heap, (child.bound, -child.depth, child.order, child))
         lower = min(self.global_bound(heap, dive), self.best_cost)
-        return self.result(termination, lower, time.perf_counter() - start)
+        return self.result(stopped, lower, time.perf_counter() - start)
 
-    def result(self, termination: Termination, lower: float, wall: float) -> Result:
-        solution = khc_solution(self.points, self.best_assignment, self.k)
-        objective = float(solution["cluster_costs"].sum())
-        gap = relative_gap(objective, lower)
-        solved_k_hc2 = self.two_norm and termination is Termination.OPTIMAL
+    def result(self, stopped: Termination | None, lower: float, wall: float) -> Result:
+        """The Result in the user's units (the gap rule decides OPTIMAL; a p-norm run's bound is LB_p)."""
+        pb = self.problem
         stats = dict(self.stats, wall_time=wall, cuts=self.lp.num_cuts, norms=sorted(self.norms),
-                     big_m=self.big_m, assignment_bound=self.assignment_bound, backend="highs", threads=1)
-        message = ""
+                     big_m=self.big_m * pb.scale, assignment_bound=self.assignment_bound, backend="highs", threads=1)
+        if "root_lp_bound" in stats:
+            stats["root_lp_bound"] = pb.cost(stats["root_lp_bound"])
+        message = _WHY[stopped]
         if not self.two_norm:
-            stats["p_norm_bound"] = lower
-            stats["p_norm_objective"] = self.upper
+            stats["p_norm_bound"] = pb.cost(lower)
+            stats["p_norm_objective"] = pb.cost(self.upper)
             # the p-norm solution rescaled to unit 2-norm planes (refitted): a k-HC2 solution
-            stats["p_norm_solution_cost"] = assignment_cost(self.points, self.upper_assignment, self.k)
-            message = (f"solved the {'+'.join(sorted(self.norms))}-norm relaxation: bound = its optimum LB_p <= OPT_2,"
+            stats["p_norm_solution_cost"] = pb.cost(assignment_cost(self.points, self.upper_assignment, self.k))
+            stats["p_norm_status"] = "solved" if stopped is None else "stopped"
+            message += (f"; solved the {'+'.join(sorted(self.norms))}-norm relaxation: bound = its optimum LB_p <= OPT_2,"
                        " objective = the best k-HC2 solution met (the p-norm solution refitted:"
                        " stats['p_norm_solution_cost'])")
-        return Result(termination=termination,
-                      solution_status=SolutionStatus.OPTIMAL if solved_k_hc2 else SolutionStatus.FEASIBLE,
-                      objective=objective, bound=lower, gap=gap, solution=solution, stats=stats,
-                      family="khc", method="sbb", message=message)
+        return pb.result(self.best_assignment, lower, stopped=stopped, method="sbb", stats=stats, message=message)
 
 
 @register
@@ -430,26 +448,54 @@ class SBBSolver(Solver):
     description = ("spatial branch-and-bound: HiGHS node LPs with tangent cuts, secants of ||w||^2 >= 1, "
                    "inf-/1-norm strengthening, orthant branching and FBBT")
     capabilities = ("exact", "time_limit", "bound", "norms")
-    extra_options = {"norms": None, "assignment_bound": True, "restarts": 10, "point_rule": "maxmin",
-                     "cut_rounds": 1}
+    honours = frozenset({"rel_gap", "abs_gap", "node_limit"})
+    backend_packages = ("highspy",)
+    options = (
+        NORMS,
+        Option("assignment_bound", bool, True, "bound nodes by the cost of the points already fixed to clusters"),
+        restarts_option(0, "for the first incumbent (0: none)"),
+        Option("point_rule", str, "maxmin", "which open point to branch on", choices=("maxmin", "fractional")),
+        count_option("cut_rounds", 0, 1, "rounds of tangent cuts per node LP"),
+    )
 
     @classmethod
-    def compile(cls, model):
-        model_data(model)          # validate early
-        return model
+    def compile(cls, model) -> KhcProblem:
+        return KhcProblem.of(model)
 
     def solve(self, compiled, options: SolveOptions) -> Result:
-        points, k = model_data(compiled)
-        restarts = options.extra["restarts"]
-        if not isinstance(restarts, (int, np.integer)) or restarts < 0:
-            raise ModelError(f"heuristic_restarts must be an integer >= 0, got {restarts!r}")
-        sbb = SpatialBranchAndBound(points, k, model_norms(compiled, options.extra["norms"]), options,
-                                    big_m=getattr(compiled, "big_m", None),
-                                    symmetry_breaking=getattr(compiled, "symmetry_breaking", True),
-                                    assignment_bound=bool(options.extra["assignment_bound"]),
-                                    heuristic_restarts=int(restarts), point_rule=options.extra["point_rule"],
-                                    cut_rounds=options.extra["cut_rounds"])
+        problem = KhcProblem.of(compiled)
+        extra = options.extra
+        # the heuristic's cost sets the scale of the node LPs; with restarts=0 one start only estimates it
+        initial, cost = kplane(problem.unit, problem.k, restarts=max(extra["restarts"], 1), seed=options.seed,
+                               time_limit=options.time_limit)
+        if extra["restarts"] == 0:
+            initial = None
+        problem = problem.rescaled(cost_scale(problem.unit, cost))
+        sbb = SpatialBranchAndBound(problem.unit, problem.k, problem_norms(problem, extra["norms"]),
+                                    problem.unit_options(options), big_m=problem.unit_big_m(),
+                                    symmetry_breaking=problem.symmetry_breaking,
+                                    assignment_bound=extra["assignment_bound"], restarts=extra["restarts"],
+                                    point_rule=extra["point_rule"], cut_rounds=extra["cut_rounds"], problem=problem,
+                                    initial=initial)
         return sbb.solve()
+
+
+def cost_scale(points: np.ndarray, cost: float) -> float:
+    """A power of two f such that the points times f have a first incumbent cost near 1.
+
+    HiGHS' tolerances are absolute (1e-7): a node LP cannot separate bounds closer than that, so
+    an instance whose optimum is 1e-4 stalls a few digits short of a 1e-6 gap. Scaling the points
+    by f scales every cost by f^2 (k-HC2 is equivariant), so solving the scaled points keeps the
+    gap target well above the LP's noise. f keeps the coordinates within [2^-4, 2^10] in size.
+    """
+    if not cost > 0.0 or not math.isfinite(cost):
+        return 1.0
+    size = float(np.max(np.abs(points))) if points.size else 0.0
+    if not size > 0.0:
+        return 1.0
+    exponent = -round(math.log2(cost) / 2)
+    low, high = math.ceil(math.log2(2.0 ** -4 / size)), math.floor(math.log2(2.0 ** 10 / size))
+    return math.ldexp(1.0, max(low, min(high, exponent)))
 
 
 # the SCIP / Gurobi methods on the exported MINLP live beside us and register on import

@@ -1,4 +1,5 @@
-"""How a k-HC instance file becomes a :class:`~solvopt.dsl.hyperplane.HyperplaneClustering` model."""
+"""How a k-HC instance file becomes a :class:`~solvopt.dsl.hyperplane.HyperplaneClustering` model
+(the family descriptor's ``from_instance``)."""
 from __future__ import annotations
 
 from solvopt.dsl.hyperplane import HyperplaneClustering

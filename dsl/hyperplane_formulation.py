@@ -10,8 +10,8 @@
 
 Both blocks are implied by ||w_j||_2 >= 1 (valid MILP strengthening). Without "2" the model is
 the p-norm problem whose optimum LB_p is a lower bound on OPT_2. SCIP and Gurobi solve the very
-model built here (through the DSL's StandardForm / Pyomo export), so comparisons with our
-"sbb" are on the same formulation.
+model built here (through the DSL's StandardForm / Pyomo export), so comparisons with the "sbb"
+method are on the same formulation. Imports only the DSL core and solvopt.core.
 """
 from __future__ import annotations
 
@@ -19,66 +19,27 @@ import math
 
 import numpy as np
 
-from solvopt.core.errors import ModelError
-
-from .geometry import model_data
-from .relaxation import data_big_m
-
-# The norm sets of the published models: the 2-norm MINLP with optional strengthening blocks,
-# and the pure p-norm problems whose optima are lower bounds LB_p <= OPT_2.
-NORM_SETS = (frozenset({"2"}), frozenset({"2", "inf"}), frozenset({"2", "1"}), frozenset({"2", "1", "inf"}),
-             frozenset({"inf"}), frozenset({"1"}))
-DEFAULT_NORMS = frozenset({"2", "inf"})
+from .hyperplane import data_big_m, parse_norms, validate_big_m, validate_k, validate_points
+from .model import Model
 
 
-def parse_norms(norms) -> frozenset[str]:
-    """A norm set from "2,inf", ("2", "inf"), {"1"}, ...; ModelError for anything else."""
-    if isinstance(norms, str):
-        items = [p.strip() for p in norms.replace("+", ",").split(",") if p.strip()]
-    else:
-        try:
-            items = [str(p).strip() for p in norms]
-        except TypeError:
-            raise ModelError(f"norms must be a set of '2', '1', 'inf', got {norms!r}") from None
-    items = ["inf" if p.lower() in ("inf", "infinity", "max") else p for p in items]
-    result = frozenset(items)
-    if result not in NORM_SETS:
-        valid = ", ".join("{" + ",".join(sorted(s)) + "}" for s in NORM_SETS)
-        raise ModelError(f"norms {sorted(result)} is not a supported norm set; valid: {valid}")
-    return result
+def khc_minlp(points, k: int, norms=frozenset({"2", "inf"}), big_m: float | None = None,
+              symmetry_breaking: bool = True):
+    """The k-HC2 MINLP of ``points`` (m, n) and ``k`` as a DSL :class:`~solvopt.dsl.Model`, and its handles.
 
-
-def model_norms(hc, norms=None) -> frozenset[str]:
-    """The norm set to use: the explicit one, else the model's, else {2, inf}."""
-    if norms is None:
-        norms = getattr(hc, "norms", None) or DEFAULT_NORMS
-    return parse_norms(norms)
-
-
-def model_big_m(hc, points: np.ndarray) -> float:
-    """The model's big-M, or a valid one from the data (the diameter of the point set)."""
-    big_m = getattr(hc, "big_m", None)
-    if big_m is None:
-        return data_big_m(points)
-    if not (isinstance(big_m, (int, float, np.number)) and math.isfinite(big_m) and big_m > 0):
-        raise ModelError(f"big_m must be a positive finite number, got {big_m!r}")
-    return float(big_m)
-
-
-def build_model(hc, norms=None):
-    """The k-HC2 MINLP of ``hc`` as a DSL :class:`~solvopt.dsl.Model`, and its variable handles.
-
-    ``norms`` overrides ``hc.norms``. Returns ``(model, handles)`` with handles ``x, w, gamma,
-    d`` and, per block, ``u`` (inf) or ``p, q, s`` (1-norm).
+    ``big_m=None`` uses the diameter of the points (valid, see
+    :attr:`~solvopt.dsl.hyperplane.HyperplaneClustering.big_m`). Returns ``(model, handles)``
+    with handles ``x, w, gamma, d`` and, per block, ``u`` (inf) or ``p, q, s`` (1-norm).
     """
-    from solvopt.dsl import Model
-
-    points, k = model_data(hc)
-    norms = model_norms(hc, norms)
+    points = validate_points(points)
     m, n = points.shape
-    big_m = model_big_m(hc, points)
+    k = validate_k(k, m)
+    norms = parse_norms(norms)
+    big_m = validate_big_m(big_m)
+    if big_m is None:
+        big_m = data_big_m(points)
     allowed = np.ones((m, k))
-    if getattr(hc, "symmetry_breaking", True):
+    if symmetry_breaking:
         allowed = (np.arange(k)[None, :] <= np.arange(m)[:, None]).astype(float)
     gamma_bound = float(np.abs(points).sum(axis=1).max()) + 1.0   # |a^T w| <= ||a||_1 for w in [-1, 1]^n
 

@@ -1,0 +1,51 @@
+"""The typed options the k-HC2 methods share: one name, one meaning, one declaration.
+
+``restarts`` is the number of k-plane restarts (:func:`~solvopt.khc.heuristics.kplane`) wherever
+a method takes it (the heuristic itself; the first incumbent of "bnb" and "sbb", where 0 means a
+trivial first incumbent). ``norms`` is the norm set of the MINLP methods ("sbb", "scip",
+"gurobi"); None takes the model's.
+"""
+from __future__ import annotations
+
+import numbers
+
+from solvopt.core.options import Option
+from solvopt.dsl.hyperplane import DEFAULT_NORMS, norm_names, parse_norms
+
+
+def _count(minimum: int):
+    """A converter accepting integers >= minimum (not bools, not floats)."""
+    def convert(value):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+            raise ValueError(f"expected an integer >= {minimum}, got {value!r}")
+        return int(value)
+    convert.__name__ = f"int>={minimum}"
+    return convert
+
+
+def norm_set(value) -> str:
+    """A norm set option as its canonical text ("2,inf"); ModelError for an unsupported set."""
+    return norm_names(parse_norms(value))
+
+
+norm_set.__name__ = "norms"
+
+
+def restarts_option(minimum: int, what: str) -> Option:
+    return Option("restarts", _count(minimum), 10, f"k-plane restarts {what}")
+
+
+def count_option(name: str, minimum: int, default: int, help: str) -> Option:
+    return Option(name, _count(minimum), default, help)
+
+
+NORMS = Option("norms", norm_set, None,
+               "norm blocks of the MINLP: 2 | 2,inf | 2,1 | 2,1,inf, or the p-norm relaxations inf | 1 "
+               "(default: the model's, else 2,inf)")
+
+
+def problem_norms(problem, option: str | None) -> frozenset[str]:
+    """The norm set to solve: the option's, else the model's, else {2, inf}."""
+    if option is not None:
+        return parse_norms(option)
+    return problem.norms or DEFAULT_NORMS
