@@ -85,7 +85,7 @@ class KhcProblem:
         """A unit-scale cost in the user's units (times scale^2, without an intermediate overflow)."""
         if value is None or not math.isfinite(value):
             return value
-        return (value * self.scale) * self.scale
+        return (value * self.scale) * self.scale   # Python floats: an overflow gives inf, no warning
 
     def unit_cost(self, value: float) -> float:
         """A cost in the user's units in unit scale (e.g. an absolute gap)."""
@@ -104,11 +104,13 @@ class KhcProblem:
         reported in the user's units. ModelError when a cost exceeds the float range."""
         sol = khc_solution(self.unit, assignment, self.k)
         s = self.scale
-        sol["offsets"] = sol["offsets"] * s + sol["normals"] @ self.centre
-        sol["distances"] = (sol["distances"] * s) * s
-        sol["cluster_costs"] = (sol["cluster_costs"] * s) * s
+        with np.errstate(over="ignore", invalid="ignore"):   # an overflow is reported below, as an error
+            sol["offsets"] = sol["offsets"] * s + sol["normals"] @ self.centre
+            sol["distances"] = (sol["distances"] * s) * s
+            sol["cluster_costs"] = (sol["cluster_costs"] * s) * s
+            total = sol["cluster_costs"].sum()
         for key in ("offsets", "distances", "cluster_costs"):
-            if not np.all(np.isfinite(sol[key])) or (key == "cluster_costs" and not math.isfinite(sol[key].sum())):
+            if not np.all(np.isfinite(sol[key])) or (key == "cluster_costs" and not math.isfinite(total)):
                 raise ModelError(f"the k-HC2 solution cannot be represented in float64: its {key.replace('_', ' ')} "
                                  f"exceed {np.finfo(float).max:.3g} (points spread over {2 * s:.3g}; squared "
                                  f"distances of that size overflow); rescale the points")
@@ -122,11 +124,12 @@ class KhcProblem:
         ``stopped``: None when the method finished by its own criterion (tree exhausted or the
         user's gap reached), else why it stopped (TIME_LIMIT, ITERATION_LIMIT, INTERRUPTED).
         The objective is the cost of the assignment with its planes refitted; the bound is
-        capped at it.
+        capped at it and floored at 0.
         """
         solution = self.solution(assignment)
         objective = float(solution["cluster_costs"].sum())
-        bound = None if unit_bound is None else min(self.cost(float(unit_bound)), objective)
+        # costs are sums of squares: 0 is always a bound (a backend's -1e-9 is its tolerance)
+        bound = None if unit_bound is None else min(max(self.cost(float(unit_bound)), 0.0), objective)
         termination, status, gap = settle(objective, bound, has_solution=True, stopped=stopped)
         stats = dict(stats or {})
         if self.scale != 1.0 or np.any(self.centre):
