@@ -17,6 +17,7 @@ on a loaded machine).
     python benchmarks/khc_bnb.py --time-limit 300          # writes benchmarks/results/khc_bnb.md
     python benchmarks/khc_bnb.py --time-limit 300 --random # also five random instances, m = 40..60
     python benchmarks/khc_bnb.py --time-limit 60 --repeats 1 --dolls-limit 5
+    python benchmarks/khc_bnb.py --time-limit 120 --random --dolls-limit 5 --out benchmarks/results/khc_bnb_check.md
 """
 from __future__ import annotations
 
@@ -110,6 +111,7 @@ def write_markdown(rows: list[dict], args) -> Path:
         f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} by "
         f"`python benchmarks/khc_bnb.py --time-limit {args.time_limit:g} --repeats {args.repeats} "
         f"{'--random ' if args.random else ''}"
+        f"{'' if args.out == RESULTS / 'khc_bnb.md' else f'--out {args.out} '}"
         f"--dolls-limit {args.dolls_limit:g}` on a shared 2-core machine (load average at the end: "
         f"{os.getloadavg()[0]:.1f}).",
         "",
@@ -141,8 +143,8 @@ def write_markdown(rows: list[dict], args) -> Path:
                      f"{'solved' if r['dolls_solved'] else 'open'} | {r['dolls_time']:.3f} | {ratio} | "
                      f"{r['dynamic_nodes']} | {r['dynamic_time']:.3f} | {dyn_ratio} | "
                      f"{r['heuristic_ratio']:.4f} |")
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "khc_bnb.md"
+    out = args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     return out
 
@@ -154,6 +156,8 @@ def main() -> None:
     parser.add_argument("--dolls-limit", type=float, default=20.0, help="seconds per run with suffix bounds")
     parser.add_argument("--instances", type=Path, default=INSTANCES)
     parser.add_argument("--random", action="store_true", help="also the larger random instances (m 40-60)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "khc_bnb.md",
+                        help="markdown file to write (default: the recorded results, benchmarks/results/khc_bnb.md)")
     args = parser.parse_args()
     if not args.instances.is_dir():
         raise SystemExit(f"no instances at {args.instances}")

@@ -37,6 +37,9 @@ def _feastol(value) -> float:
     return float(value)
 
 
+_feastol.__name__ = "float"
+
+
 def assignment_from_x(x: np.ndarray) -> np.ndarray:
     """Cluster labels from (near-)binary assignment values."""
     return np.argmax(np.asarray(x), axis=1).astype(np.int64)
