@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
+from collections.abc import Hashable
 from typing import Any, Callable, Mapping
 
 from .errors import ModelError
@@ -46,7 +47,7 @@ class SolveOptions:
                 raise ModelError(f"{name} must be a finite number >= 0, got {v!r}")
         if self.threads is not None and (not _is_int(self.threads) or self.threads < 1):
             raise ModelError(f"threads must be a positive integer, got {self.threads!r}")
-        if self.device not in DEVICES:
+        if not isinstance(self.device, str) or self.device not in DEVICES:
             raise ModelError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         for name in ("node_limit", "iteration_limit"):
             v = getattr(self, name)
@@ -107,7 +108,7 @@ class Option:
     def convert(self, value: Any, where: str) -> Any:
         if value is None and self.default is None:
             return None
-        if self.choices is not None and value not in self.choices:
+        if self.choices is not None and (not isinstance(value, Hashable) or value not in self.choices):
             raise ModelError(f"option {self.name!r} of {where} must be one of "
                              f"{', '.join(map(repr, self.choices))}, got {value!r}")
         if self.type is None:

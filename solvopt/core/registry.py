@@ -10,6 +10,7 @@ per family and guarded, through the family descriptors (:mod:`solvopt.core.famil
 from __future__ import annotations
 
 import enum
+import functools
 import importlib.util
 import sys
 import time
@@ -37,6 +38,7 @@ def module_installed(name: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=None)
 def package_version(name: str) -> str | None:
     try:
         from importlib.metadata import version
