@@ -63,5 +63,7 @@ def catching_sigint():
         with _lock:
             _depth -= 1
             last = _depth == 0
-        if last and main and previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        if last:
+            _stop.clear()  # the request belonged to this solve (or CLI batch); it has been answered
+            if main and previous is not None:
+                signal.signal(signal.SIGINT, previous)

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvopt.core.errors import BackendUnavailable, SolverError
+from solvopt.dsl.highs_export import new_highs
 
 from . import relaxation as rx
 
@@ -162,7 +163,6 @@ class NodeLP:
         lp.a_matrix_.value_ = A.data.astype(float)
         lp.a_matrix_.num_col_ = self.num_cols
         lp.a_matrix_.num_row_ = r
-        from solvopt.dsl.backends.highs import new_highs
         h = new_highs()     # silent: no banner on stdout (JSON output stays clean)
         h.setOptionValue("presolve", "off")       # warm-started re-solves: presolve would discard the basis
         # no `threads` option: HiGHS' simplex is serial, and the option fails every run once another
