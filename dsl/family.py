@@ -5,6 +5,7 @@ chosen solver's compile step, ``solve(method, **options)`` compiles and solves.
 """
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 from solvopt.core.registry import get_solver
@@ -21,4 +22,11 @@ class FamilyModel:
     def solve(self, method: str | None = None, **options) -> Result:
         """Compile for ``method`` and solve; ``options`` are SolveOptions names or the method's extras."""
         solver = get_solver(self.family, method, options.get("device"))
-        return solver.run(solver.compile(self), **options)
+        start = time.perf_counter()
+        compiled = solver.compile(self)
+        built = time.perf_counter() - start
+        result = solver.run(compiled, **options)
+        # the time to compile the model is part of the solve's wall time, and said separately
+        result.stats.setdefault("build_time", built)
+        result.stats["wall_time"] = result.stats.get("wall_time", 0.0) + built
+        return result

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from .core.errors import ModelError, SolvoptError
 from .core.family import Family, Param, families
 from .core.interrupt import catching_sigint, stop_requested
-from .core.result import Result, Termination
+from .core.result import Result, Termination, format_gap
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -130,17 +130,6 @@ def cmd_solve(args) -> int:
     if rows:
         _print_table(rows)
     return status
-
-
-def format_gap(gap: float | None) -> str:
-    """A gap as a person reads it: '0%' below 1e-9, else 3 significant digits."""
-    if gap is None:
-        return "-"
-    if not math.isfinite(gap):
-        return "inf"
-    if gap < 1e-9:
-        return "0%"
-    return f"{100 * gap:.3g}%"
 
 
 def _summary_row(name: str, r: Result) -> list[str]:
@@ -265,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress lines on stderr (default: when stderr is a terminal)")
     s.add_argument("--json", action="store_true", help="one JSON object per instance on stdout")
-    s.add_argument("--out", metavar="DIR", help="write each result (with its solution) to DIR/<name>.json")
+    s.add_argument("--out", metavar="DIR", help="write each result to DIR/<name>.json (plain JSON; plus <name>.sol for split routes)")
     _add_family_groups(s)
     s.set_defaults(func=cmd_solve)
 

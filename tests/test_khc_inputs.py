@@ -5,11 +5,11 @@ at scale 1 (solved by brute force, independent of the scaling code) and that ide
 """
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
 
+from khc_reference import brute_force
 from solvopt.cli import main
 from solvopt.core.errors import ModelError, SolvoptError
 from solvopt.core.result import Termination
@@ -18,20 +18,6 @@ from solvopt.io import read_instance
 from solvopt.io.ampl_khc import format_ampl_khc
 
 METHODS = ("bnb", "sbb", "heuristic", "brute-force")
-
-
-def brute_force(points: np.ndarray, k: int) -> float:
-    best = np.inf
-    for labels in itertools.product(range(k), repeat=len(points)):
-        labels = np.array(labels)
-        cost = 0.0
-        for j in range(k):
-            members = points[labels == j]
-            if len(members) > points.shape[1]:
-                centred = members - members.mean(axis=0)
-                cost += max(0.0, np.linalg.eigvalsh(centred.T @ centred)[0])
-        best = min(best, cost)
-    return best
 
 
 def base_points(m: int = 8, seed: int = 0) -> np.ndarray:

@@ -5,7 +5,6 @@ scatter, computed here independently of solvopt.khc.geometry), SCIP on the very 
 """
 from __future__ import annotations
 
-import itertools
 import math
 from types import SimpleNamespace
 
@@ -14,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from khc_reference import brute_force
 from solvopt.core.errors import ModelError
 from solvopt.core.options import SolveOptions
 from solvopt.core.registry import Availability, get_solver
@@ -25,21 +25,6 @@ from solvopt.khc.sbb import SpatialBranchAndBound
 
 scip_installed = get_solver("khc", "scip").available() is Availability.AVAILABLE
 gurobi_installed = get_solver("khc", "gurobi").available() is Availability.AVAILABLE
-
-
-def brute_force(points: np.ndarray, k: int) -> float:
-    """Optimal k-HC2 cost by enumerating every assignment (m <= 7)."""
-    best = math.inf
-    for labels in itertools.product(range(k), repeat=len(points)):
-        labels = np.array(labels)
-        cost = 0.0
-        for j in range(k):
-            members = points[labels == j]
-            if len(members) > points.shape[1]:
-                centred = members - members.mean(axis=0)
-                cost += np.linalg.eigvalsh(centred.T @ centred)[0]
-        best = min(best, cost)
-    return best
 
 
 def khc(points, k, norms=None, big_m=None):

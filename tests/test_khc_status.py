@@ -6,13 +6,13 @@ solvopt.core.status; objectives are checked against brute force.
 """
 from __future__ import annotations
 
-import itertools
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from khc_reference import brute_force
 from solvopt.core.errors import ModelError
 from solvopt.core.family import get_family
 from solvopt.core.registry import Availability, get_solver, solvers
@@ -22,20 +22,6 @@ from solvopt.dsl import HyperplaneClustering
 KHC_METHODS = ("bnb", "heuristic", "brute-force", "sbb", "scip", "gurobi")
 scip_installed = get_solver("khc", "scip").available() is Availability.AVAILABLE
 EXACT = ["bnb", "sbb"] + (["scip"] if scip_installed else [])
-
-
-def brute_force(points: np.ndarray, k: int) -> float:
-    best = np.inf
-    for labels in itertools.product(range(k), repeat=len(points)):
-        labels = np.array(labels)
-        cost = 0.0
-        for j in range(k):
-            members = points[labels == j]
-            if len(members) > points.shape[1]:
-                centred = members - members.mean(axis=0)
-                cost += max(0.0, np.linalg.eigvalsh(centred.T @ centred)[0])
-        best = min(best, cost)
-    return best
 
 
 def expected_termination(objective: float, bound: float) -> Termination:

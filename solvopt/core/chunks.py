@@ -222,11 +222,8 @@ def run_chunks(plan: ChunkPlan, chunk: Callable[[int, int, int], object], *, dea
         ran += 1
         elapsed = time.perf_counter() - start_time
         if progress is not None:
-            rate = done / elapsed if elapsed > 0 else math.inf
-            left = plan.total - (plan.bounds(first)[0] + done)
-            eta = left / rate if rate > 0 and math.isfinite(rate) else math.inf
-            progress(f"{done:,}/{plan.total - plan.bounds(first)[0]:,} {what}, {rate:,.0f}/s, ETA {eta:,.1f}s",
-                     force=index == plan.count - 1)
+            progress.rate(done, plan.total - plan.bounds(first)[0], what, elapsed=elapsed,
+                          force=index == plan.count - 1)
         if index == plan.count - 1:
             break
         if stop_requested():

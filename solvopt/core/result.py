@@ -53,6 +53,17 @@ def relative_gap(objective: float | None, bound: float | None, sense: int = 1) -
     return diff / max(abs(objective), 1e-10)
 
 
+def format_gap(gap: float | None) -> str:
+    """A gap as a person reads it: '0%' below 1e-9, else 3 significant digits ('-' when none)."""
+    if gap is None:
+        return "-"
+    if not math.isfinite(gap):
+        return "inf"
+    if gap < 1e-9:
+        return "0%"
+    return f"{100 * gap:.3g}%"
+
+
 @dataclass
 class Result:
     """What every ``solve`` returns.
@@ -136,8 +147,8 @@ class Result:
             parts.append(f"obj={self.objective:.10g}")
         if self.bound is not None:
             parts.append(f"bound={self.bound:.10g}")
-        if self.gap is not None and math.isfinite(self.gap):
-            parts.append(f"gap={100 * self.gap:.4g}%")
+        if self.gap is not None:
+            parts.append(f"gap={format_gap(self.gap)}")
         if "wall_time" in self.stats:
             parts.append(f"time={self.stats['wall_time']:.3f}s")
         return " ".join(parts)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core.errors import InstanceFormatError
 from .base import LineReader, Reader, parse_number, register_reader
-from .points import BOM, khc_instance
+from .points import khc_instance
 
 _TOKEN = re.compile(r":=|[:;]|[^\s:;]+")
 _STATEMENT_START = re.compile(r"^\s*(set\s+[MNK]\b|param\s+a\b)", re.MULTILINE)
@@ -33,7 +33,7 @@ def sniff_ampl_khc(path: str, head: str) -> bool:
 def _tokens(path: str) -> tuple[list[tuple[int, str]], int]:
     """All tokens of the file with their 1-based line numbers (``#`` comments and a UTF-8 byte-order mark removed)."""
     lines = LineReader(path, comment="#")
-    tokens = [(no, t) for no, line in lines.lines for t in _TOKEN.findall(line.lstrip(BOM) if no == 1 else line)]
+    tokens = [(no, t) for no, line in lines.lines for t in _TOKEN.findall(line)]
     return tokens, lines.last_line
 
 

@@ -112,7 +112,7 @@ class LineReader:
         with open(path, "rb") as fh:
             raw = fh.read()
         try:
-            text = raw.decode("utf-8")
+            text = raw.decode("utf-8-sig")  # a leading byte-order mark (spreadsheet exports) is dropped
         except UnicodeDecodeError as exc:
             line = raw.count(b"\n", 0, exc.start) + 1
             raise InstanceFormatError(path, line, f"not a UTF-8 text file ({exc.reason})") from None

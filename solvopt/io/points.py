@@ -42,7 +42,6 @@ def khc_instance(path: str, fmt: str, points: np.ndarray, k: int | None, k_from_
                     meta={"m": int(m), "n": int(n), "k": int(k)})
 
 
-BOM = "\ufeff"
 
 
 def _is_number(token: str) -> bool:
@@ -58,12 +57,7 @@ def read_csv_points(path: str) -> np.ndarray:
 
     A leading UTF-8 byte-order mark is skipped.
     """
-    lines = LineReader(path, comment="#")
-    if lines.lines and lines.lines[0][1].startswith(BOM):  # a UTF-8 byte-order mark (spreadsheet exports)
-        no, first = lines.lines[0]
-        lines.lines[0] = (no, first[len(BOM):].strip())
-        if not lines.lines[0][1]:
-            del lines.lines[0]
+    lines = LineReader(path, comment="#")  # drops a leading UTF-8 byte-order mark
     if lines.at_end():
         lines.next("a row of comma-separated coordinates")  # raises: the file has no data
     _, first = lines.peek()
