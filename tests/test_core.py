@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+
+from solvopt.core.options import Option
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
@@ -51,14 +53,14 @@ def test_options_reject_unknown_and_bad_values():
         SolveOptions(device="tpu")
     with pytest.raises(ModelError, match="threads"):
         SolveOptions(threads=0)
-    opts = parse_options({"time_limit": 2.5, "scenarios": 10}, {"scenarios": 100, "policy": "penalty"})
+    opts = parse_options({"time_limit": 2.5, "scenarios": 10}, (Option("scenarios", int, 100), Option("policy", str, "penalty")))
     assert opts.time_limit == 2.5 and opts.extra == {"scenarios": 10, "policy": "penalty"}
 
 
 class _Echo(Solver):
     family = "_test"
     name = "echo"
-    extra_options = {"value": 1.0}
+    options = (Option("value", float, 1.0),)
     default = True
 
     def solve(self, compiled, options):

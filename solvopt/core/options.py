@@ -141,15 +141,11 @@ class Option:
         return getattr(self.type, "__name__", "any") if self.type is not None else "any"
 
 
-def parse_options(kwargs: Mapping[str, Any], schema: tuple[Option, ...] | Mapping[str, Any] = (),
-                  where: str = "solve") -> SolveOptions:
+def parse_options(kwargs: Mapping[str, Any], schema: tuple[Option, ...] = (), where: str = "solve") -> SolveOptions:
     """Split ``kwargs`` into the common options and the solver's declared extras (typed).
 
-    ``schema`` is a tuple of :class:`Option` (or, for old callers, a name -> default mapping).
     Raises ModelError naming the unknown option and listing the valid ones.
     """
-    if isinstance(schema, Mapping):
-        schema = tuple(Option(k, None, v) for k, v in schema.items())
     by_name = {o.name: o for o in schema}
     common, extra = {}, {o.name: o.default for o in schema}
     for key, value in kwargs.items():

@@ -61,7 +61,7 @@ class Solver:
     description: ClassVar[str] = ""
     capabilities: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[Option, ...]] = ()
-    honours: ClassVar[frozenset[str] | None] = None   # None: not declared yet (accepts all; to be removed)
+    honours: ClassVar[frozenset[str]] = frozenset()
     default: ClassVar[bool] = False
     install_hint: ClassVar[str] = ""
     requires_modules: ClassVar[tuple[str, ...]] = ()   # optional packages the method imports
@@ -77,8 +77,7 @@ class Solver:
 
     @classmethod
     def schema(cls) -> tuple[Option, ...]:
-        legacy = tuple(Option(k, None, v) for k, v in getattr(cls, "extra_options", {}).items())
-        return tuple(cls.options) + legacy
+        return tuple(cls.options)
 
     @classmethod
     def option(cls, name: str) -> Option | None:
@@ -99,11 +98,9 @@ class Solver:
     def check_honoured(cls, kwargs: dict) -> None:
         """An option the method does not act on is an error naming the methods that do."""
         from .options import COMMON_OPTIONS
-        if cls.honours is None:
-            return
         for key in kwargs:
             if key in COMMON_OPTIONS and key not in UNIVERSAL_OPTIONS and key not in cls.honours:
-                takers = [s.name for s in solvers(cls.family) if s.honours is None or key in s.honours]
+                takers = [s.name for s in solvers(cls.family) if key in s.honours]
                 where = f"; it applies to: {', '.join(takers)}" if takers else f"; no {cls.family} method takes it"
                 raise ModelError(f"option {key!r} does not apply to method {cls.family}/{cls.name}{where}")
 
