@@ -350,6 +350,8 @@ def main() -> None:
     (RESULTS / "dp_split.json").write_text(json.dumps({"meta": meta, "rows": rows, "memory": memory}, indent=1))
     (RESULTS / "dp_split.md").write_text(markdown(meta, rows, memory))
     print((RESULTS / "dp_split.md").read_text())
+    from plots import figure, time_vs_scenarios      # benchmarks/plots.py: the figure from the JSON just written
+    figure(time_vs_scenarios, RESULTS / "dp_split.json", RESULTS / "dp_split.png")
 
 
 if __name__ == "__main__":

@@ -216,6 +216,8 @@ def main(argv=None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.with_suffix(".md").write_text(table)
         out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+        from plots import figure, time_vs_scenarios  # benchmarks/plots.py: the figure from the JSON just written
+        figure(time_vs_scenarios, out.with_suffix(".json"), out.with_suffix(".png"))
     return 0
 
 

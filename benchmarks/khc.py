@@ -218,6 +218,7 @@ def main(argv=None) -> None:
         args.argv = meta["command"].split()[2:]
         args.saved_meta = {key: meta[key] for key in ("date", "cpu", "cores", "load_average", "command")}
         write(saved["runs"], meta["methods"], args, meta["finished"])
+        draw_profile()
         return
     methods = args.methods or [m for m in DEFAULT_METHODS
                                if get_solver("khc", METHODS[m][0]).available() is Availability.AVAILABLE]
@@ -240,6 +241,13 @@ def main(argv=None) -> None:
                   f"bound={fmt(row['bound'], 8)} time={row['time']:.2f}", flush=True)
         write(rows, methods, args, finished=False)
     write(rows, methods, args, finished=True)
+    draw_profile()
+
+
+def draw_profile() -> None:
+    """The performance profile of khc.json (benchmarks/plots.py), after the last write."""
+    from plots import figure, performance_profile
+    figure(performance_profile, RESULTS / "khc.json", RESULTS / "khc_profile.png")
 
 
 if __name__ == "__main__":

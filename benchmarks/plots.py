@@ -1,0 +1,252 @@
+"""Figures drawn from the recorded benchmark results (the JSON in results/); no solver runs here.
+
+- ``time_vs_scenarios``: the DP benchmarks (``dp_split.json`` from dp.py, ``dp_engine.json`` from
+  dp_engine.py): median wall time against the number of scenarios on log-log axes, one line per
+  backend / method, one panel per instance (or case) and mode (kernel only, end to end);
+- ``performance_profile``: a Dolan-More performance profile of a k-HC comparison (``khc.json``,
+  ``khc_subset12_20s.json`` from khc.py): for each method, the share of instances it solved within
+  a factor tau of the fastest method on that instance (unsolved: never), against log2 tau.
+
+matplotlib (the ``bench`` extra) is imported inside the functions only, with the Agg backend.
+
+    python benchmarks/plots.py          # (re)draws every figure whose JSON is recorded; ~10 s
+    python benchmarks/plots.py khc      # only the figures whose JSON name contains "khc"
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import textwrap
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SOLVED_GAP = 1e-6        # khc.py's rule: proved optimal, or relative gap <= 1e-6
+
+# the dp.py method labels -> (legend label, colour, marker)
+SPLIT_METHODS = {
+    "numpy": ("NumPy reference", "tab:gray", "s"),
+    "anchor": ("straightforward Numba (anchor, 2 threads)", "tab:orange", "^"),
+    "ours 1t": ("ours, 1 thread", "tab:blue", "o"),
+    "ours 2t": ("ours, 2 threads", "tab:green", "D"),
+    "cuda": ("CuPy (CUDA)", "tab:red", "v"),
+}
+ENGINE_BACKENDS = {
+    "numpy": ("NumPy reference", "tab:gray", "s"),
+    "numba-1t": ("Numba, 1 thread", "tab:blue", "o"),
+    "numba-2t": ("Numba, 2 threads", "tab:green", "D"),
+    "cuda": ("CuPy (CUDA)", "tab:red", "v"),
+}
+MODES = {"kernel": "kernel only", "e2e": "end to end"}
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _machine(meta: dict) -> str:
+    """The date and machine line of a results file, from whichever fields it has."""
+    parts = [meta.get("date")]
+    if "machine" in meta:
+        parts.append(meta["machine"])
+    else:
+        cpu = meta.get("cpu")
+        if cpu:
+            parts.append(f"{cpu}, {meta['cores']} cores" if meta.get("cores") else cpu)
+        for key in ("load_start", "load_average"):
+            if isinstance(meta.get(key), (int, float)):
+                parts.append(f"load average {meta[key]:.1f}" + (" at start" if key == "load_start" else ""))
+        if meta.get("gpu"):
+            parts.append(f"GPU: {meta['gpu']}")
+    if meta.get("quick"):
+        parts.append("QUICK run")
+    return "; ".join(p for p in parts if p)
+
+
+# --- the DP: time against scenarios ------------------------------------------------------------------------
+def _dp_series(data: dict) -> tuple[str, dict, dict] | None:
+    """(kind, {(mode, panel): {method: [(scenarios, seconds)]}}, styles) from either DP results file,
+    or None when the rows carry no scenario counts."""
+    rows = data.get("rows") or []
+    panels: dict[tuple[str, str], dict[str, list]] = {}
+    if rows and all("S" in r and "seconds" in r for r in rows):             # dp.py (dp_split.json)
+        for r in rows:
+            for label, seconds in r["seconds"].items():
+                if seconds is None:                    # skipped: over the time budget or no room for the matrix
+                    continue
+                mode, method = label.split(" ", 1)
+                panels.setdefault((mode, f"{r['instance']} (n = {r['n']})"), {}).setdefault(method, []).append(
+                    (r["S"], seconds))
+        return "split", panels, SPLIT_METHODS
+    if rows and all("scenarios" in r and "ns_per_transition" in r and "transitions" in r for r in rows):
+        for r in rows:                                 # dp_engine.py: median ns/transition x transitions = median s
+            for backend, ns in r["ns_per_transition"].items():
+                panels.setdefault((r["mode"], r["case"]), {}).setdefault(backend, []).append(
+                    (r["scenarios"], ns * r["transitions"] * 1e-9))
+        return "engine", panels, ENGINE_BACKENDS
+    return None
+
+
+def time_vs_scenarios(json_path, png_path) -> bool:
+    """Median wall time against the number of scenarios (log-log) from dp_split.json or dp_engine.json:
+    one row of panels per mode (kernel only, end to end), one panel per instance or case, one line per
+    backend. Returns False (and says why) when the file has no scenario counts."""
+    json_path, png_path = Path(json_path), Path(png_path)
+    data = json.loads(json_path.read_text())
+    found = _dp_series(data)
+    if found is None:
+        print(f"{json_path.name}: no rows with scenario counts; no figure", file=sys.stderr)
+        return False
+    kind, panels, styles = found
+    plt = _pyplot()
+    modes = [m for m in MODES if any(mode == m for mode, _ in panels)]
+    columns = list(dict.fromkeys(panel for _, panel in panels))
+    width = max(11.0, 3.4 * len(columns) + 0.6)           # a quick run has fewer panels: keep room for the legend
+    fig, axes = plt.subplots(len(modes), len(columns), figsize=(width, 3.2 * len(modes) + 1.5),
+                             sharex=True, sharey=True, squeeze=False)
+    handles = {}
+    for i, mode in enumerate(modes):
+        for j, panel in enumerate(columns):
+            ax = axes[i][j]
+            for method, points in panels.get((mode, panel), {}).items():
+                label, colour, marker = styles.get(method, (method, None, "x"))
+                points.sort()
+                (line,) = ax.loglog(*zip(*points), marker=marker, color=colour, label=label, markersize=5)
+                handles.setdefault(label, line)
+            ax.set_title(f"{panel}\n{MODES[mode]}", fontsize=9)
+            ax.grid(True, which="major", alpha=0.4)
+            ax.grid(True, which="minor", alpha=0.12)
+            if j == 0:
+                ax.set_ylabel("wall time, s (median)")
+            if i == len(modes) - 1:
+                ax.set_xlabel("scenarios")
+    order = [s[0] for s in styles.values() if s[0] in handles] + [h for h in handles if h not in
+                                                                 [s[0] for s in styles.values()]]
+    fig.legend([handles[h] for h in order], order, loc="lower center", ncol=len(order), fontsize=9, frameon=False)
+    meta = data.get("meta", {})
+    if kind == "split":
+        title = "Stochastic CVRP split (dp.py): time against scenarios"
+        repeats = f"{meta['repeats']} repeats" if meta.get("repeats") else "repeats"
+        note = (f"Medians of {repeats} (1 from 10^6 scenarios). Missing points: skipped, over the time budget or "
+                "the demand matrix would not fit in memory (the fused kernel needs none).")
+    else:
+        title = "Min-plus DP engine (dp_engine.py): time against scenarios"
+        note = ("Median seconds = recorded median ns per transition x transitions. Kernel-only runs with "
+                "per-scenario costs stop at one chunk (16384 scenarios). The 2 cores are shared with other jobs: "
+                "single points can be off by 2x.")
+    chars = int(width * 12)
+    fig.suptitle(f"{title}\n" + textwrap.fill(_machine(meta), chars), fontsize=10)
+    fig.text(0.5, 0.055, textwrap.fill(note, int(width * 17)), ha="center", va="center", fontsize=8, color="0.3")
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
+    fig.savefig(png_path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {png_path}")
+    return True
+
+
+# --- k-HC: performance profile -------------------------------------------------------------------------------
+def _solved(row: dict) -> bool:
+    return row.get("termination") == "optimal" or (row.get("gap") is not None and row["gap"] <= SOLVED_GAP)
+
+
+def profile_ratios(runs: dict[str, dict[str, dict]], methods: list[str]) -> dict[str, list[float]]:
+    """method -> its time / the best time on each instance (math.inf when it did not solve the instance,
+    or when no method did)."""
+    ratios = {m: [] for m in methods}
+    for per_method in runs.values():
+        times = {m: per_method[m]["time"] for m in methods if m in per_method and _solved(per_method[m])}
+        best = min(times.values(), default=None)
+        for m in methods:
+            ratios[m].append(times[m] / best if m in times and best and best > 0 else
+                             (1.0 if m in times else math.inf))
+    return ratios
+
+
+def performance_profile(json_path, png_path) -> bool:
+    """Dolan-More performance profile of the methods of a khc.py results file: the share of instances each
+    method solved within a factor tau of the fastest, against log2 tau (one step line per method)."""
+    json_path, png_path = Path(json_path), Path(png_path)
+    data = json.loads(json_path.read_text())
+    runs = data.get("runs") or {}
+    meta = data.get("meta", {})
+    methods = meta.get("methods") or list(dict.fromkeys(m for per in runs.values() for m in per))
+    if not runs or not methods:
+        print(f"{json_path.name}: no runs; no figure", file=sys.stderr)
+        return False
+    plt = _pyplot()
+    ratios = profile_ratios(runs, methods)
+    n = len(runs)
+    finite = [math.log2(r) for rs in ratios.values() for r in rs if math.isfinite(r)]
+    right = max(1.0, math.ceil(max(finite, default=1.0))) + 0.5
+    fig, ax = plt.subplots(figsize=(10, 5))
+    styles = ["-", "--", "-.", ":"]
+    colours = plt.get_cmap("tab10").colors
+    for k, m in enumerate(methods):
+        xs = sorted(math.log2(r) for r in ratios[m] if math.isfinite(r))
+        solved = len(xs)
+        # rho(tau) steps up by 1/n at each ratio; flat to the right edge; unsolved instances never count
+        step_x = [0.0] + xs + [right]
+        step_y = [0.0] + [(i + 1) / n for i in range(solved)] + [solved / n]
+        ax.step(step_x, step_y, where="post", linestyle=styles[k % len(styles)], linewidth=2,
+                color=colours[k % len(colours)],
+                label=f"{m} ({solved}/{n} solved)")
+    ax.set_xlim(-0.15, right)
+    ax.set_ylim(0, 1.04)
+    ax.set_xlabel(r"$\log_2 \tau$  (time within a factor $\tau$ of the fastest method on the instance)")
+    ax.set_ylabel(r"share of instances, $\rho(\tau)$")
+    ax.grid(True, alpha=0.35)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, title="method (solved in the limit)",
+              title_fontsize=9, frameon=False)
+    limit = meta.get("time_limit")
+    head = f"k-HC2 exact methods: performance profile, {n} instances" + (f", {limit:g} s limit" if limit else "")
+    threads = f", {meta['threads']} threads" if meta.get("threads") else ""
+    ax.set_title(f"{head}{threads}\n{_machine(meta)}", fontsize=10)
+    fig.text(0.5, 0.01, f"Solved: optimality proved or relative gap <= {SOLVED_GAP:g}; unsolved runs (time limit, "
+             "errors) never count. Wall times on a shared 2-core machine.", ha="center", fontsize=8, color="0.3")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(png_path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {png_path}")
+    return True
+
+
+# --- all figures ------------------------------------------------------------------------------------------------
+FIGURES = [
+    (time_vs_scenarios, "dp_split.json", "dp_split.png"),
+    (time_vs_scenarios, "dp_engine.json", "dp_engine.png"),
+    (performance_profile, "khc.json", "khc_profile.png"),
+    (performance_profile, "khc_subset12_20s.json", "khc_subset12_20s_profile.png"),
+]
+
+
+def figure(fn, json_path, png_path) -> bool:
+    """Draw one figure (``fn``: time_vs_scenarios or performance_profile); the benchmark scripts call this
+    after writing their JSON. False, with a line on stderr, when the file or matplotlib is missing."""
+    json_path = Path(json_path)
+    if not json_path.is_file():
+        print(f"{json_path}: not recorded; skipped", file=sys.stderr)
+        return False
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print(f"matplotlib is not installed: no {Path(png_path).name} (pip install -e '.[bench]')", file=sys.stderr)
+        return False
+    return fn(json_path, png_path)
+
+
+def main(argv=None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in args):
+        print(__doc__)
+        return 0
+    for fn, source, png in FIGURES:
+        if not args or any(a in source for a in args):
+            figure(fn, RESULTS / source, RESULTS / png)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
