@@ -14,11 +14,12 @@ from .family import FamilyModel
 from .model import Components, Model, Param, Var
 from .standard_form import QuadConstraint, StandardForm
 
-__all__ = ["Components", "Constraint", "FamilyModel", "LinExpr", "Model", "Param", "QuadConstraint", "QuadExpr",
-           "StandardForm", "Var"]
+# Family models (a new family adds its model module's import here).
+from .hyperplane import HyperplaneClustering
+from .inventory import InventoryReinsertion
+from .layered_dp import LayeredDP, Transitions
+from .split import Split, StochasticSplit
 
-# Family models (each module adds its class to the namespace below).
-from .layered_dp import LayeredDP, Transitions  # noqa: E402
-from .inventory import InventoryReinsertion  # noqa: E402
-from .split import Split, StochasticSplit  # noqa: E402
-from .hyperplane import HyperplaneClustering  # noqa: E402
+__all__ = ["Components", "Constraint", "FamilyModel", "HyperplaneClustering", "InventoryReinsertion", "LayeredDP",
+           "LinExpr", "Model", "Param", "QuadConstraint", "QuadExpr", "Split", "StandardForm", "StochasticSplit",
+           "Transitions", "Var"]

@@ -36,6 +36,7 @@ from .family import FamilyModel
 from .layered_dp import real_array
 
 DEFAULT_SCENARIOS = 1000      # Poisson scenarios when ``scenarios`` is not given
+MAX_DEMAND = 2 ** 53          # demands (and Poisson means) beyond this are not exact integers in float64
 
 
 class InventoryReinsertion(FamilyModel):
@@ -92,6 +93,8 @@ class InventoryReinsertion(FamilyModel):
                 raise ModelError(f"demand must have shape (W, T={self.horizon}), got {d.shape}")
             if d.shape[0] == 0 or not np.all(np.isfinite(d)) or np.any(d < 0) or np.any(d != np.round(d)):
                 raise ModelError("demand must hold non-negative integers (at least one scenario)")
+            if np.any(d > MAX_DEMAND):
+                raise ModelError(f"demand values must be at most 2**53 (exact integers), got {d.max():.6g}")
             if scenarios is not None and scenarios != d.shape[0]:
                 raise ModelError(f"scenarios={scenarios} but the demand matrix has {d.shape[0]} rows")
             return d.astype(np.int64), None
@@ -100,6 +103,9 @@ class InventoryReinsertion(FamilyModel):
             else None
         if mean is None or not np.all(np.isfinite(mean)) or np.any(mean < 0):
             raise ModelError(f"mean_demand must be a number >= 0 or {self.horizon} of them, got {mean_demand!r}")
+        if np.any(mean > MAX_DEMAND):
+            raise ModelError(f"mean_demand must be at most 2**53 (Poisson draws are exact integers), "
+                             f"got {mean.max():.6g}")
         if not (isinstance(scenarios, (int, np.integer)) and scenarios >= 1):
             raise ModelError(f"Poisson demand needs scenarios >= 1, got {scenarios!r}")
         return None, mean

@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError
-from solvopt.core.registry import get_solver
+from solvopt.core.registry import compile_and_run, get_solver
 from solvopt.core.result import Result
 
 from .expr import Constraint, LinExpr, QuadExpr, _as_const, _bytes, _machine_memory, _widen
@@ -292,8 +292,7 @@ class Model:
         model's kind (a method that does not take it, e.g. quadratic constraints on HiGHS, is a
         ModelError naming those that do).
         """
-        solver = get_solver("lp", method, options.get("device"))
-        result = solver.run(solver.compile(self), **options)
+        result = compile_and_run(get_solver("lp", method, options.get("device")), self, **options)
         self._absorb(result)
         return result
 

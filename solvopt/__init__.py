@@ -1,7 +1,9 @@
 """solvopt: optimization solvers with a declarative modeling DSL.
 
-Families: k-hyperplane clustering (``solvopt.khc``), min-plus dynamic programs over layered
-DAGs (``solvopt.dp``), and LP/MILP/QP models through the DSL (``solvopt.dsl``).
+Families, one folder each (see docs/families.md): k-hyperplane clustering (``solvopt.khc``), the
+CVRP split (``solvopt.cvrp``), min-plus dynamic programs over layered DAGs (``solvopt.dp``),
+inventory reinsertion (``solvopt.irp``, on the dp engine) and LP/MILP/QP models (``solvopt.lp``);
+their models are declared in ``solvopt.dsl``.
 
 Two things happen on ``import solvopt``, before anything imports Numba:
 

@@ -78,58 +78,75 @@ def solve_instance(instance, fam: Family, method: str | None, options: dict, giv
 
 
 def cmd_solve(args) -> int:
-    from .core.family import get_family
-    from .io import detect_format, read_instance, readers
     flags = family_flags()
     options = {dest: getattr(args, flag) for flag, dest in OPTION_FLAGS.items() if getattr(args, flag) is not None}
     given = {name: getattr(args, name) for name in flags if getattr(args, name, None) is not None}
     if args.out:
         os.makedirs(args.out, exist_ok=True)
     rows, status = [], EXIT_OK
-    with catching_sigint():
-        for position, path in enumerate(args.instances):
-            if stop_requested():
-                skipped = args.instances[position:]
-                _error(f"interrupted: skipped {len(skipped)} instance(s) not started: {', '.join(skipped)}")
-                status = EXIT_INTERRUPTED
-                break
-            try:
-                reader = detect_format(path) if args.format is None else next(
-                    (r for r in readers() if r.format == args.format), None)
-                reader_params = set(reader.params) if reader is not None else set()
-                instance = read_instance(path, format=args.format,
-                                         **{k: v for k, v in given.items() if k in reader_params})
-                family = args.family or instance.family
-                if family != instance.family:  # a reader's data only fits its own family's solvers
-                    raise CliError(f"{path} was read as a {instance.family} instance ({instance.format}); "
-                                   f"--family {family} cannot solve it (use --format to read it differently)")
-                try:
-                    fam = get_family(family)
-                except ModelError:
-                    raise CliError(f"{path}: no solver for instances of family {family!r}") from None
-                result = solve_instance(instance, fam, args.method, dict(options), given, reader_params)
-            except SolvoptError as exc:
-                message = str(exc)
-                _error(message if path in message else f"{path}: {message}")
-                status = EXIT_ERROR
-                continue
-            record = {"instance": instance.name, "path": path, **result.to_dict()}
-            if args.out:  # plain JSON (+ a family's own files) that reads without solvopt
-                from .io.results import write_result
-                write_result(args.out, {"instance": instance.name, "path": path}, result, instance)
-            if args.json:
-                print(json.dumps(record, allow_nan=False), flush=True)
-            else:
-                rows.append(_summary_row(instance.name, result))
-            if result.termination is Termination.INTERRUPTED or stop_requested():
-                status = EXIT_INTERRUPTED
-                rest = args.instances[position + 1:]
-                if rest:
-                    _error(f"interrupted: skipped {len(rest)} instance(s) not started: {', '.join(rest)}")
-                break
-    if rows:
-        _print_table(rows)
+    try:
+        with catching_sigint():
+            status = _solve_batch(args, options, given, rows)
+    except KeyboardInterrupt:  # a hard stop (second Ctrl-C) outside a solve: keep what has finished
+        _error("interrupted")
+        status = EXIT_INTERRUPTED
+    finally:
+        if rows:
+            _print_table(rows)
     return status
+
+
+def _solve_batch(args, options: dict, given: dict, rows: list) -> int:
+    """Solve the instances in order; stops after an interrupted one, listing the rest as skipped."""
+    from .core.family import get_family
+    from .io import detect_format, read_instance, readers
+    status = EXIT_OK
+    for position, path in enumerate(args.instances):
+        if stop_requested():
+            _skipped(args.instances[position:])
+            return EXIT_INTERRUPTED
+        try:
+            reader = detect_format(path) if args.format is None else next(
+                (r for r in readers() if r.format == args.format), None)
+            reader_params = set(reader.params) if reader is not None else set()
+            instance = read_instance(path, format=args.format,
+                                     **{k: v for k, v in given.items() if k in reader_params})
+            family = args.family or instance.family
+            if family != instance.family:  # a reader's data only fits its own family's solvers
+                raise CliError(f"{path} was read as a {instance.family} instance ({instance.format}); "
+                               f"--family {family} cannot solve it (use --format to read it differently)")
+            try:
+                fam = get_family(family)
+            except ModelError:
+                raise CliError(f"{path}: no solver for instances of family {family!r}") from None
+            result = solve_instance(instance, fam, args.method, dict(options), given, reader_params)
+        except SolvoptError as exc:
+            message = str(exc)
+            _error(message if path in message else f"{path}: {message}")
+            status = EXIT_ERROR
+            continue
+        except KeyboardInterrupt:
+            _skipped(args.instances[position:])
+            raise
+        record = {"instance": instance.name, "path": path, **result.to_dict()}
+        if args.out:  # plain JSON (+ a family's own files) that reads without solvopt
+            from .io.results import write_result
+            write_result(args.out, {"instance": instance.name, "path": path}, result, instance)
+        if args.json:
+            print(json.dumps(record, allow_nan=False), flush=True)
+        else:
+            rows.append(_summary_row(instance.name, result))
+        if result.termination is Termination.INTERRUPTED or stop_requested():
+            _skipped(args.instances[position + 1:])
+            return EXIT_INTERRUPTED
+    return status
+
+
+def _skipped(paths: list[str]) -> None:
+    if paths:
+        _error(f"interrupted: skipped {len(paths)} instance(s) not started: {', '.join(paths)}")
+
+
 
 
 def _summary_row(name: str, r: Result) -> list[str]:
@@ -248,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--gap", type=_nonneg_float, help="relative gap to stop at (default 1e-6)")
     s.add_argument("--abs-gap", dest="abs_gap", type=_nonneg_float, help="absolute gap to stop at (default 1e-9)")
     s.add_argument("--node-limit", dest="node_limit", type=_nonneg_int, help="branch-and-bound node limit")
-    s.add_argument("--seed", type=int)
+    s.add_argument("--seed", type=_nonneg_int)
     s.add_argument("--threads", type=_positive_int)
     s.add_argument("--device", choices=("auto", "cpu", "gpu"))
     s.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -285,9 +302,9 @@ def _add_family_groups(parser: argparse.ArgumentParser) -> None:
     groups: dict[str, argparse._ArgumentGroup] = {}
     for name, decls in family_flags().items():
         fams = [f.name for f, _ in decls]
-        types = {p.type for _, p in decls}
-        if len(types) > 1:
-            raise RuntimeError(f"--{name} is declared with different types by {', '.join(fams)}")
+        if len({p.type for _, p in decls}) > 1:  # families disagree: the first declaration wins the flag
+            decls = [d for d in decls if d[1].type is decls[0][1].type]
+            fams = [f.name for f, _ in decls]
         title = ", ".join(fams)
         if title not in groups:
             groups[title] = parser.add_argument_group(f"{title} flags" if len(fams) > 1 else f"{title} flags")

@@ -288,3 +288,32 @@ def test_parse_options_types():
             parse_options(bad, schema)
     with pytest.raises(ModelError):
         SolveOptions(threads=True)
+
+
+def test_huge_irp_demands_are_model_errors():
+    from solvopt.dsl import InventoryReinsertion
+    kw = dict(horizon=3, max_level=5, start_level=2, holding_cost=1.0, insertion_costs=[[1.0], [1.0], [1.0]])
+    for extra in (dict(mean_demand=1e300, scenarios=10), dict(demand=np.full((2, 3), 1e30))):
+        try:
+            model = InventoryReinsertion(**kw, **extra)
+        except TypeError:
+            pytest.skip("InventoryReinsertion's signature changed")
+        except ModelError as exc:
+            assert "2**53" in str(exc)
+            continue
+        with pytest.raises(ModelError):
+            model.solve()
+
+
+def test_bad_common_option_values_are_model_errors():
+    for bad in (dict(seed=-1), dict(log=1), dict(progress="yes")):
+        with pytest.raises(ModelError):
+            SolveOptions(**bad)
+    assert SolveOptions(seed=2 ** 64 - 1).seed == 2 ** 64 - 1
+
+
+def test_none_options_and_cpu_devices_are_accepted_by_cpu_only_methods(fake_families):
+    assert registry.solve("_okfake", 3.0, method="once", rel_gap=None, device="cpu").objective == 3.0
+    assert registry.solve("_okfake", 3.0, method="once", device="auto").objective == 3.0
+    with pytest.raises(ModelError, match="'device' does not apply"):
+        registry.solve("_okfake", 3.0, method="once", device="gpu")

@@ -17,7 +17,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from .errors import ModelError, SolvoptError
+from .errors import ModelError
 
 # The one line a built-in family adds: the module holding its ``FAMILY`` descriptor.
 FAMILY_MODULES = (
@@ -135,7 +135,9 @@ def discover(extra_modules: tuple[str, ...] = ()) -> dict[str, FamilyState]:
             continue
         object.__setattr__(descriptor, "module", module)
         if descriptor.name in _FAMILIES and _FAMILIES[descriptor.name].module != module:
-            raise RuntimeError(f"family {descriptor.name!r} declared twice ({_FAMILIES[descriptor.name].module}, {module})")
+            _BROKEN.append(FamilyState(None, module, error=f"family {descriptor.name!r} is already declared by "
+                                                           f"{_FAMILIES[descriptor.name].module}; ignored"))
+            continue
         _FAMILIES.setdefault(descriptor.name, FamilyState(descriptor, module))
     return _FAMILIES
 
@@ -191,7 +193,3 @@ def load_readers() -> list[str]:
 def unavailable_reason(name: str) -> str | None:
     """Why a family's solvers (or some of them) could not be loaded, or None."""
     return load_solvers(name).error
-
-
-class FamilyUnavailable(SolvoptError):
-    """A family whose solver modules failed to import."""

@@ -41,22 +41,26 @@ def _handler(signum, frame):
 
 @contextlib.contextmanager
 def catching_sigint():
-    """Install the stop-request handler for SIGINT (main thread only; nests)."""
+    """Install the stop-request handler for SIGINT for the outermost solve (or CLI batch); nests.
+
+    Only the main thread can install signal handlers; the outermost entry that installed the
+    handler restores the previous one (the default handler when the previous was set from C).
+    """
     global _depth
-    main = threading.current_thread() is threading.main_thread()
     with _lock:
         outer = _depth == 0
         _depth += 1
-    previous = None
+    installed, previous = False, None
     if outer:
         # a fresh outermost solve (or CLI batch) starts with no stop request; the CLI wraps its
         # whole batch, so a Ctrl-C during one instance is still seen when it decides on the next
         _stop.clear()
-        if main:
+        if threading.current_thread() is threading.main_thread():
             try:
                 previous = signal.signal(signal.SIGINT, _handler)
-            except ValueError:  # not the main interpreter thread
-                previous = None
+                installed = True
+            except ValueError:  # not the main interpreter
+                installed = False
     try:
         yield
     finally:
@@ -65,5 +69,5 @@ def catching_sigint():
             last = _depth == 0
         if last:
             _stop.clear()  # the request belonged to this solve (or CLI batch); it has been answered
-            if main and previous is not None:
-                signal.signal(signal.SIGINT, previous)
+        if installed:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)

@@ -53,8 +53,12 @@ class SolveOptions:
             v = getattr(self, name)
             if v is not None and (not _is_int(v) or v < 0):
                 raise ModelError(f"{name} must be an integer >= 0, got {v!r}")
-        if not _is_int(self.seed):
-            raise ModelError(f"seed must be an integer, got {self.seed!r}")
+        if not _is_int(self.seed) or not 0 <= self.seed < 2 ** 64:
+            raise ModelError(f"seed must be an integer in [0, 2**64), got {self.seed!r}")
+        if self.log is not None and not callable(self.log):
+            raise ModelError(f"log must be a callable taking one line of text, got {self.log!r}")
+        if self.progress is not None and not isinstance(self.progress, bool):
+            raise ModelError(f"progress must be True, False or None, got {self.progress!r}")
 
     def emit(self, line: str) -> None:
         """Send a log line to the user's ``log`` callable, if any."""

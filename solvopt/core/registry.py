@@ -98,7 +98,11 @@ class Solver:
     def check_honoured(cls, kwargs: dict) -> None:
         """An option the method does not act on is an error naming the methods that do."""
         from .options import COMMON_OPTIONS
-        for key in kwargs:
+        for key, value in kwargs.items():
+            if value is None:  # None is every option's "not set"
+                continue
+            if key == "device" and value in ("auto", "cpu") and not cls.uses_cuda:
+                continue  # a CPU-only method runs on the CPU: only device="gpu" asks for what it cannot do
             if key in COMMON_OPTIONS and key not in UNIVERSAL_OPTIONS and key not in cls.honours:
                 takers = [s.name for s in solvers(cls.family) if key in s.honours]
                 where = f"; it applies to: {', '.join(takers)}" if takers else f"; no {cls.family} method takes it"
@@ -116,7 +120,7 @@ class Solver:
         A Ctrl-C stops the solve (solvers poll :func:`~solvopt.core.interrupt.stop_requested`)
         and returns the best so far with termination INTERRUPTED; no KeyboardInterrupt escapes.
         """
-        options = cls.parse(kwargs)
+        options = cls.parse({k: v for k, v in kwargs.items() if v is not None or k not in _NONE_MEANS_DEFAULT})
         status = cls.available()
         if status is not Availability.AVAILABLE:
             raise BackendUnavailable(f"method {cls.family}/{cls.name} is unavailable ({status.value}): {cls.install_hint}")
@@ -125,8 +129,7 @@ class Solver:
             try:
                 result = cls().solve(compiled, options)
             except KeyboardInterrupt:
-                result = Result(Termination.INTERRUPTED, SolutionStatus.NONE,
-                                message="interrupted before the solver held a solution")
+                result = interrupted_before_solving(cls.family, cls.name)
         result.family = result.family or cls.family
         result.method = result.method or cls.name
         result.stats.setdefault("wall_time", time.perf_counter() - start)
@@ -143,6 +146,10 @@ class Solver:
         for pkg in cls.backend_packages:
             out[pkg] = package_version(pkg)
         return out
+
+
+# common options whose None means "the default" (others, e.g. time_limit=None, are None by default anyway)
+_NONE_MEANS_DEFAULT = ("rel_gap", "abs_gap", "seed", "device")
 
 
 class _JitTimer:
@@ -252,6 +259,31 @@ def get_solver(family: str, method: str | None = None, device: str | None = None
     if not pick:
         raise BackendUnavailable(f"no available solver for family {family!r}")
     return pick[0]
+
+
+def compile_and_run(solver: type[Solver], model: Any, **options) -> Result:
+    """Compile ``model`` for ``solver`` and run it, all under the Ctrl-C guard.
+
+    The compile time is part of the result's wall time and reported as ``stats["build_time"]``;
+    a hard stop (second Ctrl-C) while compiling returns an INTERRUPTED result, never raises.
+    """
+    with catching_sigint():
+        start = time.perf_counter()
+        try:
+            compiled = solver.compile(model)
+        except KeyboardInterrupt:
+            return interrupted_before_solving(solver.family, solver.name)
+        built = time.perf_counter() - start
+        result = solver.run(compiled, **options)
+    result.stats.setdefault("build_time", built)
+    result.stats["wall_time"] = result.stats.get("wall_time", 0.0) + built
+    return result
+
+
+def interrupted_before_solving(family: str, method: str) -> Result:
+    """The result of a solve stopped hard (second Ctrl-C) before its solver held anything."""
+    return Result(Termination.INTERRUPTED, SolutionStatus.NONE, family=family, method=method,
+                  message="interrupted before the solver held a solution")
 
 
 def solve(family: str, compiled: Any, method: str | None = None, **kwargs) -> Result:
