@@ -24,13 +24,13 @@ A ``QuadExpr`` adds, per element, quadratic terms (element, var_i, var_j, coeffi
 from __future__ import annotations
 
 import numbers
-import os
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError
+from solvopt.core.memory import format_bytes, machine_memory
 
 SENSES = ("<=", ">=", "==")
 
@@ -82,22 +82,6 @@ def _as_const(value, where: str) -> np.ndarray:
     return arr
 
 
-def _machine_memory() -> int | None:
-    """Physical memory in bytes (None when the platform does not say)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
-def _bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if n < 1000:
-            return f"{n:.3g} {unit}"
-        n /= 1000
-    return f"{n:.3g} PB"
-
-
 # bytes an expression element costs at least (a row pointer, one term, a constant, temporaries)
 BYTES_PER_ELEMENT = 40
 
@@ -105,10 +89,10 @@ BYTES_PER_ELEMENT = 40
 def _check_size(shape: tuple, what: str) -> None:
     """Refuse an expression whose elements alone would not fit in memory (before allocating)."""
     size = int(np.prod(shape, dtype=object))
-    need, have = BYTES_PER_ELEMENT * size, _machine_memory()
+    need, have = BYTES_PER_ELEMENT * size, machine_memory()
     if have is not None and need > have:
-        raise ModelError(f"{what} of shape {shape} has {size:,} elements and would need over {_bytes(need)} of "
-                         f"memory; this machine has {_bytes(have)}")
+        raise ModelError(f"{what} of shape {shape} has {size:,} elements and would need over {format_bytes(need)} of "
+                         f"memory; this machine has {format_bytes(have)}")
 
 
 def _short(value) -> str:

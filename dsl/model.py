@@ -18,10 +18,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError
+from solvopt.core.memory import format_bytes, machine_memory
 from solvopt.core.registry import compile_and_run, get_solver
 from solvopt.core.result import Result
 
-from .expr import Constraint, LinExpr, QuadExpr, _as_const, _bytes, _machine_memory, _widen
+from .expr import Constraint, LinExpr, QuadExpr, _as_const, _widen
 from .highs_export import load_standard_form, new_highs
 from .standard_form import QuadConstraint, StandardForm
 
@@ -150,10 +151,10 @@ class Model:
         if name in self.vars:
             raise ModelError(f"a variable named {name!r} already exists")
         size = int(np.prod(shape, dtype=object))   # exact: no overflow for absurd shapes
-        need, have = BYTES_PER_VARIABLE * size, _machine_memory()
+        need, have = BYTES_PER_VARIABLE * size, machine_memory()
         if have is not None and need > have:
             raise ModelError(f"variable {name!r} of shape {shape} has {size:,} entries and would need about "
-                             f"{_bytes(need)} of memory; this machine has {_bytes(have)}")
+                             f"{format_bytes(need)} of memory; this machine has {format_bytes(have)}")
         lb_a, ub_a = (self._bound(b, shape, name, which) for b, which in ((lb, "lower"), (ub, "upper")))
         if np.isnan(lb_a).any() or np.isnan(ub_a).any():
             raise ModelError(f"bounds of {name!r} contain NaN")
@@ -167,7 +168,7 @@ class Model:
             var = Var(self, self.num_vars, shape, lb_a, ub_a, vtype, name)
         except MemoryError:
             raise ModelError(f"out of memory building variable {name!r} of shape {shape} (about "
-                             f"{_bytes(need)})") from None
+                             f"{format_bytes(need)})") from None
         self.num_vars += var.size
         self.vars.append(var)
         return var

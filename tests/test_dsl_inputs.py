@@ -62,7 +62,7 @@ def test_object_arrays_are_refused_unless_they_hold_plain_numbers():
 
 def test_huge_variables_are_refused_with_an_estimate_before_allocating():
     m = Model()
-    err = _refused(lambda: m.add_var(shape=10**12, name="big"), r"'big'.*1,000,000,000,000 entries.*TB")
+    err = _refused(lambda: m.add_var(shape=10**12, name="big"), r"'big'.*1,000,000,000,000 entries.*TiB")
     assert "memory" in str(err)
     _refused(lambda: m.add_var(shape=(10**6, 10**6, 10**6)), "memory")
     assert m.num_vars == 0 and len(m.vars) == 0     # nothing was added

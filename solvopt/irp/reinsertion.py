@@ -25,13 +25,13 @@ over the scenarios.
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from solvopt.core.errors import ModelError
+from solvopt.core.memory import format_bytes, memory_budget
 from solvopt.core.result import Result
 from solvopt.dp.compiled import CompiledDP
 from solvopt.dsl.inventory import InventoryReinsertion
@@ -139,30 +139,14 @@ def compile_bytes(model: InventoryReinsertion) -> int:
     return BYTES_PER_TABLE_ENTRY * model.horizon * (U + 1) * 2 * (U + 1)
 
 
-def memory_budget() -> int:
-    """Half the machine's physical memory (8 GiB when it cannot be read)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
-    except (AttributeError, ValueError, OSError):
-        return 8 << 30
-
-
 def check_memory(model: InventoryReinsertion, budget: int | None = None) -> None:
     """ModelError, before anything is allocated, when the compiled tables would not fit the budget."""
     need, budget = compile_bytes(model), memory_budget() if budget is None else budget
     if need > budget:
         raise ModelError(f"{model.name}: the reinsertion DP over levels 0..{model.max_level} needs about "
-                         f"{_size(need)} ({model.horizon} days x {model.max_level + 1} x {2 * (model.max_level + 1)} "
-                         f"table entries), more than the {_size(budget)} allowed (half this machine's memory); "
+                         f"{format_bytes(need)} ({model.horizon} days x {model.max_level + 1} x {2 * (model.max_level + 1)} "
+                         f"table entries), more than the {format_bytes(budget)} allowed (half this machine's memory); "
                          "the maximum inventory is too large for this DP")
-
-
-def _size(n: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if n < 1024 or unit == "EiB":
-            return f"{n:.3g} {unit}"
-        n /= 1024
-    return f"{n:.3g}"
 
 
 def compile_inventory(model: InventoryReinsertion, budget: int | None = None) -> CompiledInventory:
