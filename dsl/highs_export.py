@@ -8,6 +8,11 @@ a ``HighsLp`` field by field instead converts every index through a Python seque
 slower at 10^6 nonzeros), and a row-wise matrix makes HiGHS transpose it (``benchmarks/dsl_build.py``
 measures the alternatives).
 
+It also holds the HiGHS session utilities every HiGHS user shares (the LP solver, the MPS/LP
+reader, the k-HC node LPs): :func:`highspy_module` (the one "import highspy or raise
+BackendUnavailable"), :func:`new_highs` (a silent Highs), and :func:`watch_interrupt` /
+:func:`was_interrupted` (Ctrl-C stops a HiGHS run through highspy's interrupt callbacks).
+
 This module imports highspy only when called: ``import solvopt.dsl`` does not load it.
 """
 from __future__ import annotations
@@ -20,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvopt.core.errors import BackendUnavailable, ModelError
+from solvopt.core.interrupt import stop_requested
 
 from .standard_form import StandardForm
 
@@ -47,13 +53,20 @@ def _quiet_stdout():
         os.close(saved)
 
 
-def new_highs():
-    """A silent ``highspy.Highs`` (no banner on stdout, ``output_flag`` off: JSON output stays clean)."""
-    global _banner_shown
+def highspy_module(needed_by: str | None = None):
+    """The ``highspy`` module, or BackendUnavailable naming what needs it (e.g. "method 'sbb'")."""
     try:
         import highspy
     except ImportError:
-        raise BackendUnavailable("highspy is not installed: pip install highspy") from None
+        what = "highspy is not installed" if needed_by is None else f"{needed_by} needs highspy (HiGHS)"
+        raise BackendUnavailable(f"{what}: pip install highspy") from None
+    return highspy
+
+
+def new_highs():
+    """A silent ``highspy.Highs`` (no banner on stdout, ``output_flag`` off: JSON output stays clean)."""
+    global _banner_shown
+    highspy = highspy_module()
     if _banner_shown:
         h = highspy.Highs()
     else:
@@ -62,6 +75,48 @@ def new_highs():
         _banner_shown = True
     h.setOptionValue("output_flag", False)
     return h
+
+
+def _interrupt_callbacks(h):
+    from highspy import cb
+    kinds = [cb.HighsCallbackType.kCallbackSimplexInterrupt, cb.HighsCallbackType.kCallbackIpmInterrupt,
+             cb.HighsCallbackType.kCallbackMipInterrupt]
+    qp = getattr(cb.HighsCallbackType, "kHighsCallbackQpInterrupt", None)
+    if qp is not None and int(qp) < len(h.callbacks):
+        kinds.append(qp)
+    return [h.callbacks[int(k)] for k in kinds]
+
+
+def _stop_check(event) -> None:
+    # set both ways: HiGHS keeps the flag from an earlier interrupted run of the same Highs
+    event.interrupt(stop_requested())
+
+
+@contextlib.contextmanager
+def watch_interrupt(h):
+    """While inside, runs of ``h`` stop (model status ``kInterrupt``) once a stop is requested.
+
+    A stop request is Ctrl-C or :func:`solvopt.core.interrupt.request_stop`. HiGHS checks it at
+    every simplex/IPM/QP iteration and every few MIP nodes; the run keeps its incumbent and
+    bound. This uses highspy's ``kCallback*Interrupt`` callbacks (``cancelSolve()`` is the same
+    flag), which run Python on the solving thread, where CPython also runs the SIGINT handler:
+    no watcher thread is needed. Wrap one run or a whole sequence of runs of the same Highs;
+    after a run, :func:`was_interrupted` tells whether it was cut short this way.
+    """
+    events = _interrupt_callbacks(h)
+    for event in events:
+        event.subscribe(_stop_check)
+    try:
+        yield
+    finally:
+        for event in events:
+            event.unsubscribe(_stop_check)
+
+
+def was_interrupted(h) -> bool:
+    """True when the last run of ``h`` stopped because of a user interrupt."""
+    highspy = highspy_module()
+    return h.getModelStatus() in (highspy.HighsModelStatus.kInterrupt, highspy.HighsModelStatus.kHighsInterrupt)
 
 
 def _int32(values: np.ndarray) -> np.ndarray:

@@ -122,3 +122,50 @@ def test_sigint_on_the_cli_prints_the_best_and_exits_130(tmp_path, method):
     assert record["objective"] is not None and record["bound"] is not None
     assert 0.0 <= record["bound"] <= record["objective"]
     assert "Traceback" not in "".join(err)
+
+
+# --- the node LPs of sbb: HiGHS runs are stopped inside, not only between nodes ------------------
+def _node_lp(m: int = 400):
+    from solvopt.khc import relaxation as rx
+    from solvopt.khc.node_lp import NodeLP
+    pts = np.random.default_rng(0).uniform(-1.0, 1.0, (m, 3))
+    allowed = np.arange(3)[None, :] <= np.arange(m)[:, None]
+    return NodeLP(pts, 3, frozenset({"2", "inf"}), np.argwhere(allowed), rx.data_big_m(pts))
+
+
+def test_a_stop_request_interrupts_a_node_lp_run():
+    lp = _node_lp()
+    request_stop()
+    try:
+        stopped = lp.solve()
+    finally:
+        clear_stop()
+    assert stopped.status == "interrupted" and stopped.iterations == 0
+    solved = lp.solve()             # the next run is not stopped by the old flag
+    assert solved.status == "optimal" and solved.iterations > 0
+
+
+def test_sbb_returns_interrupted_when_a_node_lp_is_interrupted(monkeypatch):
+    """A Ctrl-C arriving while HiGHS runs a node LP: HiGHS stops, sbb returns incumbent and bound."""
+    from solvopt.khc.node_lp import NodeLP
+    original = NodeLP._run
+    calls, outcomes = [], []
+
+    def run_with_ctrl_c(self):
+        calls.append(1)
+        if len(calls) == 5:
+            request_stop()          # as the SIGINT handler does, just before HiGHS starts iterating
+        outcomes.append(original(self))
+        return outcomes[-1]
+
+    monkeypatch.setattr(NodeLP, "_run", run_with_ctrl_c)
+    pts = hard_points()
+    try:
+        r = HyperplaneClustering(pts, 3).solve("sbb")
+    finally:
+        clear_stop()
+    assert outcomes[4] == "interrupted" and len(outcomes) == 5   # no LP ran after the stop
+    assert r.termination is Termination.INTERRUPTED and "interrupt" in r.message
+    assert r.solution_status is SolutionStatus.FEASIBLE
+    assert r.objective is not None and r.bound is not None and 0.0 <= r.bound <= r.objective
+    assert r.objective == pytest.approx(assignment_cost(pts, r.solution["assignment"], 3), rel=1e-9)

@@ -19,8 +19,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ..core.errors import BackendUnavailable, InstanceFormatError, ModelError
-from ..dsl.highs_export import load_standard_form, new_highs
+from ..core.errors import InstanceFormatError, ModelError
+from ..dsl.highs_export import highspy_module, load_standard_form, new_highs
 from .base import Instance, Reader, register_reader
 from .points import instance_name
 
@@ -32,11 +32,7 @@ _BOUND_TYPES_WITH_VALUE = {"UP", "LO", "FX", "LI", "UI", "SC"}
 
 
 def _highspy():
-    try:
-        import highspy
-    except ImportError:
-        raise BackendUnavailable("reading MPS/LP files needs HiGHS: pip install highspy") from None
-    return highspy
+    return highspy_module("reading or writing MPS/LP files")
 
 
 def quiet_highs():

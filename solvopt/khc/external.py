@@ -64,11 +64,11 @@ class ExternalMINLPSolver(Solver):
 
     def backend_options(self, problem: KhcProblem, options: SolveOptions) -> dict:
         """The common options for the backend method: the universal ones and those this method honours
-        (which the backend honours too), ``abs_gap`` moved to unit scale."""
+        (which the backend honours too), ``abs_gap`` in unit scale (:meth:`KhcProblem.unit_abs_gap`)."""
         passed = {name: getattr(options, name) for name in UNIVERSAL_OPTIONS}
         for name in self.honours:
             passed[name] = getattr(options, name)
-        passed["abs_gap"] = problem.unit_cost(options.abs_gap)
+        passed["abs_gap"] = problem.unit_abs_gap(options.abs_gap)
         passed["params"] = {self.feastol_param: options.extra["feastol"]}
         return {k: v for k, v in passed.items() if v is not None}
 

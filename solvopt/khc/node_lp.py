@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from solvopt.core.errors import BackendUnavailable, SolverError
-from solvopt.dsl.highs_export import new_highs
+from solvopt.core.errors import SolverError
+from solvopt.dsl.highs_export import highspy_module, new_highs, was_interrupted, watch_interrupt
 
 from . import relaxation as rx
 
@@ -31,7 +31,7 @@ INF = 1e30
 
 @dataclass
 class LPSolution:
-    status: str                  # "optimal" | "infeasible" | "time_limit" | "error"
+    status: str                  # "optimal" | "infeasible" | "time_limit" | "interrupted" | "error"
     value: float = -np.inf       # LP objective (a valid bound of the node when optimal)
     x: np.ndarray | None = None  # (m, k), zero off the allowed pairs
     w: np.ndarray | None = None  # (k, n)
@@ -47,11 +47,7 @@ class NodeLP:
 
     def __init__(self, points: np.ndarray, k: int, norms: frozenset[str], pairs: np.ndarray, big_m: float,
                  cut_rounds: int = 1, initial_tangents: tuple[float, ...] = (1 / 128, 1 / 32, 1 / 8, 1 / 2)):
-        try:
-            import highspy
-        except ImportError:  # pragma: no cover - highspy is a core dependency
-            raise BackendUnavailable("method 'sbb' needs highspy: pip install highspy") from None
-        self._highspy = highspy
+        self._highspy = highspy_module("method 'sbb'")
         self.points = points
         self.m, self.n = points.shape
         self.k = k
@@ -291,16 +287,23 @@ class NodeLP:
         return self.solve(time_left, max_rounds=rounds, ball_cuts=False, stall_stop=False)
 
     def _run(self) -> str:
+        """One HiGHS run of the loaded LP; a stop request (Ctrl-C) ends it with "interrupted"."""
         hs = self._highspy
-        if self.h.run() == hs.HighsStatus.kError:
-            # a setup failure (options, memory), not a troubled basis: no node LP would solve
-            raise SolverError("HiGHS could not run the k-HC2 node LP (HighsStatus.kError)")
-        status = self.h.getModelStatus()
-        if status not in (hs.HighsModelStatus.kOptimal, hs.HighsModelStatus.kInfeasible,
-                          hs.HighsModelStatus.kTimeLimit):
-            self.h.clearSolver()           # recover once from a troubled basis by a cold start
-            self.h.run()
+        with watch_interrupt(self.h):
+            run_status = self.h.run()
+            if was_interrupted(self.h):
+                return "interrupted"
+            if run_status == hs.HighsStatus.kError:
+                # a setup failure (options, memory), not a troubled basis: no node LP would solve
+                raise SolverError("HiGHS could not run the k-HC2 node LP (HighsStatus.kError)")
             status = self.h.getModelStatus()
+            if status not in (hs.HighsModelStatus.kOptimal, hs.HighsModelStatus.kInfeasible,
+                              hs.HighsModelStatus.kTimeLimit):
+                self.h.clearSolver()           # recover once from a troubled basis by a cold start
+                self.h.run()
+                if was_interrupted(self.h):
+                    return "interrupted"
+                status = self.h.getModelStatus()
         if status == hs.HighsModelStatus.kOptimal:
             return "optimal"
         if status == hs.HighsModelStatus.kInfeasible:

@@ -10,6 +10,14 @@ in the user's units exceeds the float range.
 
 :meth:`KhcProblem.result` is the one place that turns a method's assignment, certified bound
 and stop reason into a Result, through the one gap rule (:func:`solvopt.core.status.settle`).
+
+Tolerances and scale. Because the answer's status must not depend on the user's units, the
+gap rule is applied to the objective and bound in unit scale, where the default absolute
+tolerance :data:`~solvopt.core.options.DEFAULT_ABS_GAP` means the same on every scaling of
+the data (in the user's units it would be huge for points of size 1e-6 and void for 1e6).
+Likewise the stopping tolerance handed to a method (:meth:`KhcProblem.unit_abs_gap`):
+``abs_gap`` left at its default :data:`DEFAULT_ABS_GAP` is taken in unit scale as it is; an
+``abs_gap`` the user set to another value is a cost in the user's units and is converted.
 """
 from __future__ import annotations
 
@@ -19,7 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from solvopt.core.errors import ModelError
-from solvopt.core.options import SolveOptions
+from solvopt.core.options import DEFAULT_ABS_GAP, SolveOptions
 from solvopt.core.result import Result, Termination
 from solvopt.core.status import settle
 from solvopt.dsl.hyperplane import parse_norms, unit_points, validate_big_m, validate_k, validate_points
@@ -91,9 +99,19 @@ class KhcProblem:
         """A cost in the user's units in unit scale (e.g. an absolute gap)."""
         return (value / self.scale) / self.scale
 
+    def unit_abs_gap(self, abs_gap: float) -> float:
+        """The absolute stopping gap in unit scale.
+
+        ``abs_gap`` equal to :data:`~solvopt.core.options.DEFAULT_ABS_GAP` (SolveOptions' default:
+        the user did not set one, or set the default) is a tolerance of the unit-scale problem
+        and stays as it is, so that the search stops alike on every scaling of the data; any
+        other value is a cost in the user's units, converted by :meth:`unit_cost`.
+        """
+        return abs_gap if abs_gap == DEFAULT_ABS_GAP else self.unit_cost(abs_gap)
+
     def unit_options(self, options: SolveOptions) -> SolveOptions:
-        """The options with ``abs_gap`` (a cost in the user's units) moved to unit scale."""
-        return replace(options, abs_gap=self.unit_cost(options.abs_gap))
+        """The options with ``abs_gap`` in unit scale (:meth:`unit_abs_gap`)."""
+        return replace(options, abs_gap=self.unit_abs_gap(options.abs_gap))
 
     def unit_big_m(self) -> float | None:
         """The model's big-M in unit scale (None when the data's diameter is to be used)."""
@@ -102,7 +120,10 @@ class KhcProblem:
     def solution(self, assignment) -> dict[str, np.ndarray]:
         """:func:`~solvopt.khc.geometry.khc_solution` of an assignment, planes fitted in unit scale,
         reported in the user's units. ModelError when a cost exceeds the float range."""
-        sol = khc_solution(self.unit, assignment, self.k)
+        return self._user_solution(khc_solution(self.unit, assignment, self.k))
+
+    def _user_solution(self, sol: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """A unit-scale :func:`~solvopt.khc.geometry.khc_solution` moved to the user's units (in place)."""
         s = self.scale
         with np.errstate(over="ignore", invalid="ignore"):   # an overflow is reported below, as an error
             sol["offsets"] = sol["offsets"] * s + sol["normals"] @ self.centre
@@ -124,13 +145,17 @@ class KhcProblem:
         ``stopped``: None when the method finished by its own criterion (tree exhausted or the
         user's gap reached), else why it stopped (TIME_LIMIT, ITERATION_LIMIT, INTERRUPTED).
         The objective is the cost of the assignment with its planes refitted; the bound is
-        capped at it and floored at 0.
+        capped at it and floored at 0. The gap rule sees the unit-scale objective and bound
+        (see the module docstring): the status is the same on every scaling of the points.
         """
-        solution = self.solution(assignment)
-        objective = float(solution["cluster_costs"].sum())
+        unit_solution = khc_solution(self.unit, assignment, self.k)
+        unit_objective = float(unit_solution["cluster_costs"].sum())
         # costs are sums of squares: 0 is always a bound (a backend's -1e-9 is its tolerance)
-        bound = None if unit_bound is None else min(max(self.cost(float(unit_bound)), 0.0), objective)
-        termination, status, gap = settle(objective, bound, has_solution=True, stopped=stopped)
+        unit_bound = None if unit_bound is None else min(max(float(unit_bound), 0.0), unit_objective)
+        termination, status, gap = settle(unit_objective, unit_bound, has_solution=True, stopped=stopped)
+        solution = self._user_solution(unit_solution)
+        objective = float(solution["cluster_costs"].sum())
+        bound = None if unit_bound is None else min(self.cost(unit_bound), objective)
         stats = dict(stats or {})
         if self.scale != 1.0 or np.any(self.centre):
             stats.setdefault("unit_scale", self.scale)

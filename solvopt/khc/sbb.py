@@ -16,11 +16,12 @@ then on the sign of a component of an infeasible normal (orthant), then by bisec
 selection is best-bound with dives; every LP rounding is refitted and locally improved into
 an incumbent, the first one comes from the k-plane heuristic. The global bound is the smallest
 bound of the open nodes at every moment, so any stop (time, nodes, gap) returns incumbent and
-a valid bound. A stop request (Ctrl-C) is checked before every node: the search then returns
-its incumbent and bound with termination INTERRUPTED. The engine works on the points in unit
-scale (:class:`~solvopt.khc.problem.KhcProblem`) and reports in the user's units. Methods
-"scip" and "gurobi" (the same MINLP through the DSL) are registered by
-:mod:`solvopt.khc.external`, imported here.
+a valid bound. A stop request (Ctrl-C) is checked before every node and inside every node LP
+(HiGHS' interrupt callbacks, :func:`solvopt.dsl.highs_export.watch_interrupt`): the search
+then returns its incumbent and bound with termination INTERRUPTED, the interrupted node kept
+open. The engine works on the points in unit scale (:class:`~solvopt.khc.problem.KhcProblem`)
+and reports in the user's units. Methods "scip" and "gurobi" (the same MINLP through the DSL)
+live in :mod:`solvopt.khc.external`, a solver module of the family's descriptor.
 """
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ INTEGRALITY_TOL = 1e-6
 _WHY = {None: "search complete", Termination.TIME_LIMIT: "time limit reached",
         Termination.ITERATION_LIMIT: "node limit reached", Termination.INTERRUPTED: "interrupted"}
 NORM_TOL = 1e-6
+# node-LP statuses that stop the search (the node stays open, its bound still valid)
+_LP_STOPS = {"time_limit": Termination.TIME_LIMIT, "interrupted": Termination.INTERRUPTED}
 
 
 @dataclass(order=True)
@@ -127,6 +130,7 @@ class SpatialBranchAndBound:
                       "branch_point": 0, "branch_binary": 0, "branch_orthant": 0, "branch_bisect": 0,
                       "pruned_by_assignment_bound": 0, "infeasible_nodes": 0, "lp_raised_bound": 0}
         self.counter = itertools.count()
+        self.lp_stop: Termination | None = None   # why the last node LP was cut short
 
     # --- incumbents ----------------------------------------------------------------------
     def offer(self, assignment: np.ndarray, improve: bool = False) -> None:
@@ -309,7 +313,8 @@ class SpatialBranchAndBound:
         return min(candidates)
 
     def process(self, node: Node, deadline: float | None) -> list[Node] | None:
-        """Bound one node; returns its children ([] when closed) or None on a time-out."""
+        """Bound one node; returns its children ([] when closed) or None when its LP was cut short
+        (HiGHS' time limit, or a stop request: ``self.lp_stop`` says which)."""
         if not self.tighten(node):
             self.stats["infeasible_nodes"] += 1
             return []
@@ -321,7 +326,8 @@ class SpatialBranchAndBound:
                 self.stats["pruned_by_assignment_bound"] += 1
                 return []
         sol = self.lp_bound(node, deadline)
-        if sol.status == "time_limit":
+        if sol.status in _LP_STOPS:
+            self.lp_stop = _LP_STOPS[sol.status]
             return None
         if sol.status == "infeasible":
             self.stats["infeasible_nodes"] += 1
@@ -342,7 +348,8 @@ class SpatialBranchAndBound:
             sol = self.lp.refine(None if deadline is None else deadline - time.perf_counter())
             self.stats["lp_iterations"] += sol.iterations
             self.stats["cut_rounds"] += sol.cut_rounds
-            if sol.status == "time_limit":
+            if sol.status in _LP_STOPS:
+                self.lp_stop = _LP_STOPS[sol.status]
                 return None
             if sol.status != "optimal":
                 return self.fallback_children(node)
@@ -403,9 +410,9 @@ class SpatialBranchAndBound:
             self.stats["nodes"] += 1
             self.stats["max_depth"] = max(self.stats["max_depth"], node.depth)
             children = self.process(node, deadline)
-            if children is None:             # HiGHS ran out of time: the node stays open
+            if children is None:             # HiGHS ran out of time or was interrupted: the node stays open
                 heapq.heappush(heap, (node.bound, -node.depth, node.order, node))
-                stopped = Termination.TIME_LIMIT
+                stopped = self.lp_stop
                 break
             for child in children:
                 child.bound = max(child.bound, node.bound)
@@ -496,7 +503,3 @@ def cost_scale(points: np.ndarray, cost: float) -> float:
     exponent = -round(math.log2(cost) / 2)
     low, high = math.ceil(math.log2(2.0 ** -4 / size)), math.floor(math.log2(2.0 ** 10 / size))
     return math.ldexp(1.0, max(low, min(high, exponent)))
-
-
-# the SCIP / Gurobi methods on the exported MINLP live beside us and register on import
-from . import external  # noqa: E402,F401

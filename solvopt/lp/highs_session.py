@@ -1,77 +1,24 @@
-"""A ``highspy.Highs`` that behaves inside solvopt: silent on stdout, stopped by Ctrl-C, logging to progress.
+"""The HiGHS session of the LP solver: a ``highspy.Highs`` that stays silent on stdout, stops on
+Ctrl-C and logs to the user's callable.
 
-Used by the HiGHS solver (:mod:`solvopt.lp.highs`), the MPS/LP reader and the k-HC node LPs:
+The session utilities every HiGHS user shares (the LP solver :mod:`solvopt.lp.highs`, the
+MPS/LP reader :mod:`solvopt.io.mps`, the k-HC node LPs :mod:`solvopt.khc.node_lp`) live in
+:mod:`solvopt.dsl.highs_export` and are re-exported here: :func:`highspy_module` (import
+highspy or raise BackendUnavailable), :func:`new_highs` (no banner or log on stdout: the CLI
+prints JSON there), :func:`watch_interrupt` / :func:`was_interrupted` (a stop request ends a
+run with model status ``kInterrupt``, incumbent and bound kept).
 
-- :func:`new_highs` (from :mod:`solvopt.dsl.highs_export`): a Highs whose banner and log never reach
-  stdout (the CLI prints JSON there);
-- :func:`watch_interrupt`: while inside, a HiGHS run on ``h`` stops at its next interrupt check
-  (every simplex/IPM/QP iteration, every few MIP nodes) once a stop is requested (Ctrl-C or
-  :func:`solvopt.core.interrupt.request_stop`); the run ends with model status ``kInterrupt``
-  and keeps its incumbent and bound;
-- :func:`forward_log`: while inside, HiGHS' log lines go to a Python callable instead of the console.
-
-Both use highspy's callbacks (``kCallback*Interrupt`` with ``user_interrupt = True``,
-``kCallbackLogging``). highspy's own ``cancelSolve()`` is the same mechanism (a flag read by
-those callbacks when ``HandleUserInterrupt`` is on), so no watcher thread is needed: the
-interrupt callbacks run Python on the solving thread, which is also where CPython runs the
-SIGINT handler that sets the stop request.
+Defined here: :func:`forward_log`, which sends HiGHS' log lines to a Python callable (highspy's
+``kCallbackLogging``) instead of the console.
 """
 from __future__ import annotations
 
 import contextlib
 from typing import Callable, Iterator
 
-from solvopt.core.errors import BackendUnavailable
-from solvopt.core.interrupt import stop_requested
-from solvopt.dsl.highs_export import new_highs
+from solvopt.dsl.highs_export import highspy_module, new_highs, was_interrupted, watch_interrupt
 
-__all__ = ["forward_log", "new_highs", "was_interrupted", "watch_interrupt"]
-
-
-def highspy_module():
-    try:
-        import highspy
-    except ImportError:
-        raise BackendUnavailable("highspy is not installed: pip install highspy") from None
-    return highspy
-
-
-def _interrupt_callbacks(h):
-    from highspy import cb
-    kinds = [cb.HighsCallbackType.kCallbackSimplexInterrupt, cb.HighsCallbackType.kCallbackIpmInterrupt,
-             cb.HighsCallbackType.kCallbackMipInterrupt]
-    qp = getattr(cb.HighsCallbackType, "kHighsCallbackQpInterrupt", None)
-    if qp is not None and int(qp) < len(h.callbacks):
-        kinds.append(qp)
-    return [h.callbacks[int(k)] for k in kinds]
-
-
-def _stop_check(event) -> None:
-    # set both ways: HiGHS keeps the flag from an earlier interrupted run of the same Highs
-    event.interrupt(stop_requested())
-
-
-@contextlib.contextmanager
-def watch_interrupt(h) -> Iterator[None]:
-    """While inside, runs of ``h`` stop (model status ``kInterrupt``) once a stop is requested.
-
-    Wrap a whole sequence of runs (e.g. every node LP of a branch-and-bound) in one ``with``;
-    after a run, :func:`was_interrupted` tells whether it was cut short this way.
-    """
-    events = _interrupt_callbacks(h)
-    for event in events:
-        event.subscribe(_stop_check)
-    try:
-        yield
-    finally:
-        for event in events:
-            event.unsubscribe(_stop_check)
-
-
-def was_interrupted(h) -> bool:
-    """True when the last run of ``h`` stopped because of a user interrupt."""
-    import highspy
-    return h.getModelStatus() in (highspy.HighsModelStatus.kInterrupt, highspy.HighsModelStatus.kHighsInterrupt)
+__all__ = ["forward_log", "highspy_module", "new_highs", "was_interrupted", "watch_interrupt"]
 
 
 @contextlib.contextmanager
