@@ -124,13 +124,13 @@ def test_sigint_on_the_cli_prints_the_interrupted_json_and_exits_130(method, tmp
 
 def test_a_hard_stop_inside_a_highs_callback_is_interrupted_not_an_error(monkeypatch):
     """A second Ctrl-C raises KeyboardInterrupt inside HiGHS' callback; HiGHS reports a solve error."""
-    from solvopt.lp import highs_session
     from solvopt.core.interrupt import stop_requested
+    from solvopt.dsl import highs_export
 
     def raising_check(event):
         if stop_requested():
             raise KeyboardInterrupt
-    monkeypatch.setattr(highs_session, "_stop_check", raising_check)
+    monkeypatch.setattr(highs_export, "_stop_check", raising_check)
     model, x, W, cap, p = hard_knapsack()
     timer = threading.Timer(1.0, request_stop)
     timer.start()

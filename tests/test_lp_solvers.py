@@ -165,8 +165,9 @@ def test_every_lp_method_declares_its_options_and_honours():
 
 def test_options_a_method_does_not_honour_are_errors_naming_those_that_do():
     model, *_ = knapsack(8, 2, 0)
+    assert model.solve(device="cpu").termination is Termination.OPTIMAL   # CPU-only methods run on the CPU
     with pytest.raises(ModelError, match="no lp method takes it"):
-        model.solve(device="cpu")
+        model.solve(device="gpu")
     if get_solver("lp", "scip").available() is Availability.AVAILABLE:
         with pytest.raises(ModelError, match="applies to: .*highs"):
             model.solve(method="scip", threads=2)
