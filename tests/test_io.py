@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from solvopt.cli import main
 from solvopt.core.errors import InstanceFormatError, ModelError
 from solvopt.io import detect_format, read_instance
-from solvopt.io.ampl_khc import format_ampl_khc
+from solvopt.khc.read_ampl import format_ampl_khc
 from solvopt.io.convert import convert
 
 SAMPLE_FILES = ["khc/sr_10_2_2_1022.dat", "khc/sr_12_3_2_1232.dat", "khc/sr_20_2_3_2023.dat",
@@ -485,7 +485,7 @@ def test_convert_keeps_a_miqp(tmp_path):
 @given(st.integers(1, 5), st.integers(0, 4), st.data())
 def test_standard_form_write_read_round_trip(tmp_path_factory, n, m, data):
     from solvopt.dsl.standard_form import StandardForm
-    from solvopt.io.mps import write_model_file
+    from solvopt.lp.reader import write_model_file
     ints = st.integers(-9, 9).map(float)
     A = np.array(data.draw(st.lists(ints, min_size=n * m, max_size=n * m)) or np.zeros(0)).reshape(m, n)
     lower = np.array(data.draw(st.lists(st.sampled_from([-INF, -2.0, 0.0]), min_size=n, max_size=n)))
@@ -555,7 +555,7 @@ def test_reading_a_model_prints_nothing_on_stdout(samples):
 
 def test_knapsack_sample_optimum_matches_brute_force(samples):
     highspy = pytest.importorskip("highspy")
-    from solvopt.io.mps import standard_form_to_highs
+    from solvopt.lp.reader import standard_form_to_highs
     sf = read_instance(samples / "lp/knapsack.mps").data["standard_form"]
     w, v = sf.A.toarray()[0], sf.c
     best = max(v @ np.array(s) for s in itertools.product([0, 1], repeat=len(v)) if w @ np.array(s) <= 14)
@@ -606,3 +606,41 @@ def test_convert_unsupported_combination(samples, tmp_path):
         convert(read_instance(samples / "cvrp/X-n120-k6.vrp"), tmp_path / "x.mps")
     with pytest.raises(ModelError, match="khc -> .csv"):
         convert(read_instance(samples / "khc/sr_10_2_2_1022.dat"), tmp_path / "x.mps")
+
+
+def test_a_reader_module_that_fails_to_import_is_named_when_detection_fails(tmp_path):
+    from solvopt.io import ORPHAN_READER_MODULES, base, reader_load_failures
+    path = _write(tmp_path, "mystery.zzz", "hello\n")
+    try:
+        failures = base.load_reader_modules(ORPHAN_READER_MODULES + ("solvopt.io.no_such_reader_xyz",))
+        assert failures == reader_load_failures()
+        assert any(f.startswith("solvopt.io.no_such_reader_xyz: ModuleNotFoundError") for f in failures)
+        with pytest.raises(InstanceFormatError, match=r"cannot detect the instance format .*"
+                                                      r"some readers failed to load: .*no_such_reader_xyz"):
+            detect_format(path)
+    finally:
+        base.load_reader_modules(ORPHAN_READER_MODULES)
+    assert reader_load_failures() == []
+    with pytest.raises(InstanceFormatError) as info:
+        detect_format(path)
+    assert "failed to load" not in str(info.value)
+
+
+def test_readers_live_in_their_families_and_io_imports_no_family():
+    from solvopt.core.family import families
+    from solvopt.io import readers
+    from solvopt.io.convert import WRITERS
+    owners = {f.name: f.reader_modules for f in families()}
+    for reader in readers():
+        family = "cvrp" if reader.family == "cvrp_solution" else reader.family
+        module = reader.read.__module__
+        assert module in owners.get(family, ()) or module.startswith("solvopt.io."), (reader.format, module)
+    assert set(WRITERS["khc"]) == {".csv", ".npy", ".dat"} and set(WRITERS["lp"]) == {".mps", ".lp"}
+    # importing io loads each family's descriptor and reader modules (named by the descriptors), nothing else
+    code = ("import json, sys, solvopt.io; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('solvopt.') and m.count('.') == 2 "
+            "and not m.startswith(('solvopt.io.', 'solvopt.core.', 'solvopt.dsl.')))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    allowed = {m for mods in owners.values() for m in mods} | {f.module for f in families()}
+    assert set(json.loads(proc.stdout)) <= allowed

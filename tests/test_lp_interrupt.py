@@ -99,7 +99,7 @@ def test_watch_interrupt_stops_a_plain_highs_lp():
 @pytest.mark.parametrize("method", ["highs", "scip"])
 def test_sigint_on_the_cli_prints_the_interrupted_json_and_exits_130(method, tmp_path):
     _needs(method)
-    from solvopt.io.mps import write_model_file
+    from solvopt.lp.reader import write_model_file
     model, *_ = hard_knapsack()
     path = tmp_path / "hard.mps"
     write_model_file(model.compile(), str(path))

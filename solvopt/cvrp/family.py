@@ -5,7 +5,7 @@ FAMILY = Family(
     name="cvrp",
     description="CVRP split of a giant tour; stochastic split over demand scenarios",
     solver_modules=("solvopt.cvrp.solvers",),
-    reader_modules=("solvopt.io.vrplib",),
+    reader_modules=("solvopt.cvrp.reader",),
     models=("solvopt.dsl.split:Split", "solvopt.dsl.split:StochasticSplit"),
     params=(
         Param("tour", str, "giant tour: 'identity' (file order) or a file of customer ids"),

@@ -1,27 +1,17 @@
-"""Instance readers and format sniffing: ``read_instance(path)`` -> :class:`Instance`."""
+"""Instance readers and format sniffing: ``read_instance(path)`` -> :class:`Instance`.
+
+The readers themselves live in their families' folders (``solvopt/<family>/reader.py``, named
+by each descriptor's ``reader_modules``); importing this package loads them.
+"""
 from __future__ import annotations
 
-import importlib
-
-from .base import Instance, LineReader, Reader, detect_format, parse_number, read_instance, readers, register_reader
+from .base import (Instance, LineReader, Reader, detect_format, instance_name, load_reader_modules, parse_number,
+                   read_instance, reader_load_failures, readers, register_reader)
 
 # Readers of formats no family owns yet (each family's descriptor names its own reader modules).
 ORPHAN_READER_MODULES = ("solvopt.io.transport_npz",)
 
+load_reader_modules(ORPHAN_READER_MODULES)
 
-def _import_readers() -> None:
-    from solvopt.core.family import load_readers
-    load_readers()
-    for name in ORPHAN_READER_MODULES:
-        importlib.import_module(name)
-
-
-class _LoadAll:
-    pass
-
-
-_import_readers()
-_load_all = _LoadAll()
-
-__all__ = ["Instance", "LineReader", "Reader", "detect_format", "parse_number", "read_instance", "readers",
-           "register_reader"]
+__all__ = ["Instance", "LineReader", "Reader", "detect_format", "instance_name", "parse_number", "read_instance",
+           "reader_load_failures", "readers", "register_reader"]

@@ -6,12 +6,14 @@ expected; :class:`LineReader` makes that easy for text formats.
 """
 from __future__ import annotations
 
+import importlib
 import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..core.errors import InstanceFormatError, ModelError
+from ..core.family import load_readers
 
 
 @dataclass
@@ -44,6 +46,7 @@ class Reader:
 
 
 _READERS: dict[str, Reader] = {}
+_LOAD_FAILURES: list[str] = []  # "module: reason" of reader modules that failed to import
 
 
 def register_reader(reader: Reader) -> Reader:
@@ -52,8 +55,38 @@ def register_reader(reader: Reader) -> Reader:
 
 
 def readers() -> list[Reader]:
-    from . import _load_all  # noqa: F401  (registers the built-in readers)
+    """Every registered reader (``import solvopt.io`` has loaded the built-in ones)."""
     return list(_READERS.values())
+
+
+def load_reader_modules(orphans: tuple[str, ...] = ()) -> list[str]:
+    """Import every family's reader modules and ``orphans``, guarded; failures are kept.
+
+    A reader module that fails to import registers nothing; its ``"module: reason"`` is kept
+    and shown when a file's format cannot be detected (see :func:`reader_load_failures`).
+    """
+    failures = load_readers()
+    for name in orphans:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - a broken reader must not break the others
+            failures.append(f"{name}: {type(exc).__name__}: {exc}")
+    _LOAD_FAILURES[:] = failures
+    return list(failures)
+
+
+def reader_load_failures() -> list[str]:
+    """``"module: reason"`` of the reader modules that failed to import."""
+    return list(_LOAD_FAILURES)
+
+
+def instance_name(path: str) -> str:
+    """The file name without folders and without its (possibly double, e.g. ``.mps.gz``) extension."""
+    name = os.path.basename(path)
+    for ext in (".gz", ".bz2"):
+        if name.lower().endswith(ext):
+            name = name[: -len(ext)]
+    return os.path.splitext(name)[0]
 
 
 def _head(path: str, nbytes: int = 4096) -> str:
@@ -82,7 +115,8 @@ def detect_format(path: str) -> Reader:
         if r not in by_ext and r.sniff is not None and r.sniff(path, head):
             return r
     known = ", ".join(sorted({e for r in all_readers for e in r.extensions}))
-    raise InstanceFormatError(path, None, f"cannot detect the instance format (known extensions: {known})")
+    failed = f" (some readers failed to load: {'; '.join(_LOAD_FAILURES)})" if _LOAD_FAILURES else ""
+    raise InstanceFormatError(path, None, f"cannot detect the instance format (known extensions: {known}){failed}")
 
 
 def read_instance(path: str | os.PathLike, format: str | None = None, **params) -> Instance:

@@ -10,8 +10,7 @@ import zipfile
 import numpy as np
 
 from ..core.errors import InstanceFormatError
-from .base import Instance, Reader, register_reader
-from .points import instance_name
+from .base import Instance, Reader, instance_name, register_reader
 
 KNOWN_ARRAYS = ("x", "y", "a", "b")
 MASS_RTOL = 1e-9

@@ -10,7 +10,7 @@ FAMILY = Family(
     name="irp",
     description="inventory reinsertion DP of one customer under order-up-to, over demand scenarios",
     solver_modules=("solvopt.irp.solvers",),
-    reader_modules=("solvopt.io.irp",),
+    reader_modules=("solvopt.irp.reader",),
     models=("solvopt.dsl.inventory:InventoryReinsertion",),
     params=(
         Param("customer", int, "customer index (1-based, default 1)"),

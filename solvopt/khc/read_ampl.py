@@ -18,8 +18,9 @@ import re
 import numpy as np
 
 from ..core.errors import InstanceFormatError
-from .base import LineReader, Reader, parse_number, register_reader
-from .points import khc_instance
+from ..io.base import Instance, LineReader, Reader, parse_number, register_reader
+from ..io.convert import register_writer
+from .read_points import khc_instance
 
 _TOKEN = re.compile(r":=|[:;]|[^\s:;]+")
 _STATEMENT_START = re.compile(r"^\s*(set\s+[MNK]\b|param\s+a\b)", re.MULTILINE)
@@ -180,6 +181,13 @@ def format_ampl_khc(points: np.ndarray, k: int) -> str:
     return "\n".join(out) + "\n"
 
 
+def write_ampl_khc(instance: Instance, path: str) -> None:
+    """``solvopt convert`` to ``.dat``: the AMPL k-HC text (the format of the shipped instances)."""
+    with open(path, "w") as fh:
+        fh.write(format_ampl_khc(instance.data["points"], instance.data["k"]))
+
+
 AMPL_KHC_READER = register_reader(Reader(
     format="ampl_khc", family="khc", extensions=(".dat",), read=read_ampl_khc, sniff=sniff_ampl_khc,
     params=("k",), description="k-HC AMPL data file (set M, N, K; param a table)"))
+register_writer("khc", ".dat", write_ampl_khc)

@@ -12,9 +12,8 @@ import re
 import numpy as np
 
 from ..core.errors import InstanceFormatError
-from .base import Instance, LineReader, Reader, parse_number, register_reader
-from .distances import rounded_euclidean
-from .points import instance_name
+from ..io.base import Instance, LineReader, Reader, instance_name, parse_number, register_reader
+from ..io.distances import rounded_euclidean
 
 HEADER_KEYS = {"NAME", "COMMENT", "TYPE", "DIMENSION", "CAPACITY", "EDGE_WEIGHT_TYPE", "EDGE_WEIGHT_FORMAT",
                "NODE_COORD_TYPE", "DISPLAY_DATA_TYPE", "VEHICLES", "DISTANCE", "SERVICE_TIME"}

@@ -21,8 +21,8 @@ import scipy.sparse as sp
 
 from ..core.errors import InstanceFormatError, ModelError
 from ..dsl.highs_export import highspy_module, load_standard_form, new_highs
-from .base import Instance, Reader, register_reader
-from .points import instance_name
+from ..io.base import Instance, Reader, instance_name, register_reader
+from ..io.convert import register_writer
 
 MPS_EXTENSIONS = (".mps", ".mps.gz", ".qps", ".qps.gz")
 # Sections whose data lines end in numbers, and which of those numbers may be infinite.
@@ -295,9 +295,16 @@ def write_model_file(sf, path: str) -> None:
         raise ModelError(f"HiGHS could not write {path}: {'; '.join(_messages(messages, 'ERROR') or messages)}")
 
 
+def write_instance(instance: Instance, path: str) -> None:
+    """``solvopt convert`` to ``.mps`` / ``.lp``: the instance's StandardForm written by HiGHS."""
+    write_model_file(instance.data["standard_form"], path)
+
+
 MPS_READER = register_reader(Reader(
     format="mps", family="lp", extensions=MPS_EXTENSIONS, read=read_model_file,
     description="LP/MILP/QP model in (free) MPS or QPS, read by HiGHS"))
 LP_READER = register_reader(Reader(
     format="lp", family="lp", extensions=(".lp",), read=read_model_file,
     description="LP/MILP/QP model in CPLEX LP format, read by HiGHS"))
+register_writer("lp", ".mps", write_instance)
+register_writer("lp", ".lp", write_instance)

@@ -13,9 +13,8 @@ import re
 import numpy as np
 
 from ..core.errors import InstanceFormatError
-from .base import Instance, LineReader, Reader, parse_number, register_reader
-from .distances import rounded_euclidean
-from .points import instance_name
+from ..io.base import Instance, LineReader, Reader, instance_name, parse_number, register_reader
+from ..io.distances import rounded_euclidean
 
 SUPPLIER_FIELDS = ("id", "x", "y", "start_inventory", "production_rate", "holding_cost")
 CUSTOMER_FIELDS = ("id", "x", "y", "start_inventory", "max_inventory", "min_inventory", "daily_demand",

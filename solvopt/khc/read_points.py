@@ -5,21 +5,11 @@ Point files carry no ``k``: the caller passes it (``read_instance(path, k=3)``, 
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..core.errors import InstanceFormatError, ModelError
-from .base import Instance, LineReader, Reader, parse_number, register_reader
-
-
-def instance_name(path: str) -> str:
-    """The file name without folders and without its (possibly double, e.g. ``.mps.gz``) extension."""
-    name = os.path.basename(path)
-    for ext in (".gz", ".bz2"):
-        if name.lower().endswith(ext):
-            name = name[: -len(ext)]
-    return os.path.splitext(name)[0]
+from ..io.base import Instance, LineReader, Reader, instance_name, parse_number, register_reader
+from ..io.convert import register_writer
 
 
 def khc_instance(path: str, fmt: str, points: np.ndarray, k: int | None, k_from_file: bool = False) -> Instance:
@@ -104,6 +94,25 @@ def read_points(path: str, k: int | None = None) -> Instance:
     return khc_instance(path, "points", points, k)
 
 
+def write_csv_points(instance: Instance, path: str) -> None:
+    """``solvopt convert`` to ``.csv``: the points with a header of names (the file carries no k)."""
+    points, k = instance.data["points"], instance.data["k"]
+    header = ",".join(f"x{j + 1}" for j in range(points.shape[1]))
+    with open(path, "w") as fh:
+        fh.write(f"# k-HC points from {instance.name}: m={points.shape[0]} n={points.shape[1]} "
+                 f"(a point file carries no k; this instance had k={k}: pass --k {k})\n{header}\n")
+        for row in points:
+            fh.write(",".join(repr(float(v)) for v in row) + "\n")
+
+
+def write_npy_points(instance: Instance, path: str) -> None:
+    """``solvopt convert`` to ``.npy``: the (m, n) float64 array of points."""
+    with open(path, "wb") as fh:  # a file object: np.save would append .npy to other names
+        np.save(fh, instance.data["points"], allow_pickle=False)
+
+
 POINTS_READER = register_reader(Reader(
     format="points", family="khc", extensions=(".csv", ".npy"), read=read_points,
     params=("k",), description="k-HC point matrix (m x n) as CSV or NumPy .npy; needs k (--k)"))
+register_writer("khc", ".csv", write_csv_points)
+register_writer("khc", ".npy", write_npy_points)
