@@ -2,7 +2,7 @@
 Ctrl-C and logs to the user's callable.
 
 The session utilities every HiGHS user shares (the LP solver :mod:`solvopt.lp.highs`, the
-MPS/LP reader :mod:`solvopt.io.mps`, the k-HC node LPs :mod:`solvopt.khc.node_lp`) live in
+MPS/LP reader :mod:`solvopt.lp.reader`, the k-HC node LPs :mod:`solvopt.khc.node_lp`) live in
 :mod:`solvopt.dsl.highs_export` and are re-exported here: :func:`highspy_module` (import
 highspy or raise BackendUnavailable), :func:`new_highs` (no banner or log on stdout: the CLI
 prints JSON there), :func:`watch_interrupt` / :func:`was_interrupted` (a stop request ends a
