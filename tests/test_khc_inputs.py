@@ -34,9 +34,9 @@ def test_scaled_points_give_the_scaled_optimum(scale, method):
     options = {"restarts": 10} if method == "heuristic" else {} if method == "brute-force" else {"abs_gap": 0.0}
     r = HyperplaneClustering(pts * scale, 2).solve(method, **options)
     expected = optimum * scale * scale
-    if method == "heuristic":   # bound 0: proven optimal only within the absolute tolerance 1e-9
-        assert r.objective >= expected * (1 - 1e-9)
-        assert r.termination is (Termination.OPTIMAL if r.objective <= 1e-9 else Termination.ITERATION_LIMIT)
+    if method == "heuristic":   # bound 0 proves nothing on a positive optimum, at any scale
+        assert optimum > 0 and r.objective >= expected * (1 - 1e-9)
+        assert r.termination is Termination.ITERATION_LIMIT
     else:
         assert r.termination is Termination.OPTIMAL, (method, r.objective, r.bound)
         assert r.objective == pytest.approx(expected, rel=1e-7)

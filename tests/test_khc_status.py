@@ -137,7 +137,7 @@ def test_an_option_a_method_does_not_honour_names_the_methods_that_do():
     with pytest.raises(ModelError, match=r"'threads' does not apply to method khc/bnb.*gurobi"):
         model.solve("bnb", threads=2)
     with pytest.raises(ModelError, match="'device' does not apply"):
-        model.solve("sbb", device="cpu")
+        model.solve("sbb", device="gpu")
     with pytest.raises(ModelError, match="'node_limit' does not apply to method khc/brute-force"):
         model.solve("brute-force", node_limit=3)
 
