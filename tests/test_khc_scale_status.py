@@ -15,7 +15,6 @@ import sys
 import numpy as np
 import pytest
 
-import solvopt.khc.solvers as khc_solvers
 from solvopt.core.errors import BackendUnavailable
 from solvopt.core.options import DEFAULT_ABS_GAP
 from solvopt.core.result import SolutionStatus, Termination
@@ -24,9 +23,6 @@ from solvopt.khc.geometry import assignment_cost
 from solvopt.khc.problem import KhcProblem
 
 SCALES = (1e-8, 1e-4, 1.0, 1e4, 1e8)
-# bnb gets its stopping abs_gap from solvers.py; until it converts it through
-# KhcProblem.unit_abs_gap, bnb stops early on small data (the change is requested of its owner)
-BNB_CONVERTS_ABS_GAP = "unit_abs_gap" in inspect.getsource(khc_solvers.BnbSolver.solve)
 
 
 def points() -> np.ndarray:
@@ -34,8 +30,7 @@ def points() -> np.ndarray:
 
 
 @pytest.mark.parametrize("method,options", [
-    pytest.param("bnb", {}, marks=pytest.mark.xfail(not BNB_CONVERTS_ABS_GAP, strict=True,
-                                                     reason="solvers.py: abs_gap=problem.unit_abs_gap(...) pending")),
+    ("bnb", {}),
     ("sbb", {}),
     ("heuristic", {"restarts": 3}),
 ])

@@ -56,7 +56,7 @@ class BnbSolver(_AssignmentSolver):
         problem = KhcProblem.of(compiled)
         suffix_bounds = options.extra["suffix_bounds"]
         out = solve_bnb(problem.unit, problem.k, time_limit=options.time_limit, node_limit=options.node_limit,
-                        rel_gap=options.rel_gap, abs_gap=problem.unit_cost(options.abs_gap),
+                        rel_gap=options.rel_gap, abs_gap=problem.unit_abs_gap(options.abs_gap),
                         restarts=options.extra["restarts"], seed=options.seed, order=options.extra["order"],
                         progress=Progress(options.progress, log=options.log), suffix_bounds=suffix_bounds,
                         cost_unit=problem.cost(1.0))
