@@ -26,9 +26,9 @@ they are opt-in.
 
 The hot loop is a Numba kernel over a resumable depth-first search (children visited in order
 of their bounds: best-first flavour); per-cluster counts, means and centred scatters are
-updated by rank-one formulas, smallest eigenvalues for n <= 3 come in closed form (LAPACK near
-a double eigenvalue and for n > 3). The kernel runs in node batches so Python can check the
-time limit and print progress. At every moment the global bound is the minimum of the
+updated by rank-one formulas, smallest eigenvalues for n <= 3 come in closed form (the cyclic
+Jacobi method near a double eigenvalue and for n > 3). The kernel runs in node batches so Python
+can check the time limit and print progress. At every moment the global bound is the minimum of the
 incumbent, the unexplored children's bounds and the bounds of the nodes pruned within the gap
 tolerance, so a stopped run still returns a valid bound.
 """
@@ -58,82 +58,107 @@ _DONE, _BUDGET = 0, 1
 
 
 # --- smallest eigenvalue of a small symmetric matrix -------------------------------------------
+# Compile time matters as much as run time: the first solve after an install compiles these
+# kernels (later runs load them from Numba's cache), and it used to spend ~90% of its time there.
+# What keeps it short (tests/test_khc_compile.py checks the properties):
+# * one signature per kernel and run: float64 C-order arrays and int64 scalars, all allocated by
+#   DollSearch; nothing allocates inside the kernels (the scratch tmp_S and work come in);
+# * a flat call tree: Numba compiles each jitted callee on its own and then re-optimises and
+#   re-emits its code inside every caller, so each level of calls costs its whole subtree again.
+#   The search loop, the rank-one update and the children's bounds are one function; the
+#   smallest eigenvalue (closed forms and Jacobi) is one function;
+# * compile only what the run needs: ``work`` is None for n <= 2 and ``dynamic`` is None for the
+#   static order, and Numba prunes the branches those guard at compile time (no Jacobi code for
+#   n <= 2, no _pick_point for a static order);
+# * no LAPACK: np.linalg.eigvalsh alone compiled for ~0.7 s; the plain-loop Jacobi method in
+#   its place compiles quickly, allocates nothing and is faster at these sizes.
 @njit(cache=True)
 def _smallest_eigenvalue(S, n):
-    """lambda_min of the symmetric n x n matrix S (closed form for n <= 3, LAPACK above)."""
+    """lambda_min of the symmetric n x n matrix S (allocates its scratch; the kernels pass theirs)."""
+    return _smallest_eigenvalue_work(S, n, np.empty((n, n)))
+
+
+@njit(cache=True)
+def _smallest_eigenvalue_work(S, n, work):
+    """lambda_min of the symmetric n x n matrix S: closed form for n <= 3, Jacobi above.
+
+    n = 3 uses the trigonometric (Smith) formula phi = acos(r) / 3, accurate to a few
+    eps ||S|| / sqrt(1 - r^2); near |r| = 1 (a double eigenvalue) acos loses half the digits
+    (errors ~ sqrt(eps) ||S||), which could overstate a lower bound, so there (and for n > 3)
+    the cyclic Jacobi method runs on the copy ``work`` (n x n scratch; S is not changed): each
+    rotation zeroes one off-diagonal pair (Golub & Van Loan's cyclic Jacobi; the diagonal is
+    updated by the accurate ``-/+ t a_pq`` formulas), and sweeps repeat until every
+    off-diagonal entry is below ``1e-16 sqrt(|a_pp a_qq|)`` (the relative-accuracy criterion of
+    Demmel and Veselic). Jacobi is backward stable like LAPACK's symmetric eigensolvers
+    (eigenvalue errors a few eps ||S||) and converges quadratically, in a handful of sweeps at
+    the sizes branch-and-bound meets; it allocates nothing and compiles far faster than
+    np.linalg.eigvalsh. One function rather than three: each level of jitted calls re-optimises
+    its callees' code, so a flat call tree compiles faster.
+    """
     if n == 1:
         return S[0, 0]
     if n == 2:
         half_sum = 0.5 * (S[0, 0] + S[1, 1])
         half_diff = 0.5 * (S[0, 0] - S[1, 1])
         return half_sum - math.sqrt(half_diff * half_diff + S[0, 1] * S[0, 1])
-    if n == 3:
-        lam = _smallest_eigenvalue_3(S)
-        if lam == lam:  # not NaN: the closed form is accurate here
-            return lam
-    return np.linalg.eigvalsh(S)[0]
-
-
-@njit(cache=True)
-def _smallest_eigenvalue_3(S):
-    """Trigonometric (Smith) formula for 3 x 3; NaN when it would be inaccurate.
-
-    The formula computes phi = acos(r) / 3; near |r| = 1 (a double eigenvalue) acos loses half
-    the digits (errors ~ sqrt(eps) ||S||), which could overstate a lower bound, so there the
-    caller falls back to LAPACK. Elsewhere the error is a few eps ||S|| / sqrt(1 - r^2).
-    """
-    a, b, c = S[0, 0], S[1, 1], S[2, 2]
-    d, e, f = S[0, 1], S[0, 2], S[1, 2]
-    off = d * d + e * e + f * f
-    q = (a + b + c) / 3.0
-    p2 = (a - q) ** 2 + (b - q) ** 2 + (c - q) ** 2 + 2.0 * off
-    if p2 <= 0.0:
-        return q
-    p = math.sqrt(p2 / 6.0)
-    ba, bb, bc = (a - q) / p, (b - q) / p, (c - q) / p
-    bd, be, bf = d / p, e / p, f / p
-    r = 0.5 * (ba * (bb * bc - bf * bf) - bd * (bd * bc - bf * be) + be * (bd * bf - bb * be))
-    if abs(r) > 1.0 - NEAR_DOUBLE:
+    if work is None:  # the n <= 2 specialisation: Numba prunes the rest at compile time
         return math.nan
-    phi = math.acos(r) / 3.0
-    return q + 2.0 * p * math.cos(phi + 2.0 * math.pi / 3.0)
+    if n == 3:
+        a, b, c = S[0, 0], S[1, 1], S[2, 2]
+        d, e, f = S[0, 1], S[0, 2], S[1, 2]
+        off = d * d + e * e + f * f
+        q = (a + b + c) / 3.0
+        p2 = (a - q) ** 2 + (b - q) ** 2 + (c - q) ** 2 + 2.0 * off
+        if p2 <= 0.0:
+            return q
+        p = math.sqrt(p2 / 6.0)
+        ba, bb, bc = (a - q) / p, (b - q) / p, (c - q) / p
+        bd, be, bf = d / p, e / p, f / p
+        r = 0.5 * (ba * (bb * bc - bf * bf) - bd * (bd * bc - bf * be) + be * (bd * bf - bb * be))
+        if abs(r) <= 1.0 - NEAR_DOUBLE:
+            return q + 2.0 * p * math.cos(math.acos(r) / 3.0 + 2.0 * math.pi / 3.0)
+    A = work
+    for i in range(n):
+        for j in range(n):
+            A[i, j] = S[i, j]
+    for _ in range(50):
+        rotated = False
+        for i in range(n - 1):
+            for j in range(i + 1, n):
+                aij = A[i, j]
+                aii = A[i, i]
+                ajj = A[j, j]
+                if abs(aij) <= 1e-16 * math.sqrt(abs(aii * ajj)):
+                    continue
+                rotated = True
+                theta = 0.5 * (ajj - aii) / aij
+                t = 1.0 / (abs(theta) + math.sqrt(1.0 + theta * theta))  # 0 when theta overflows
+                if theta < 0.0:
+                    t = -t
+                cos = 1.0 / math.sqrt(1.0 + t * t)
+                sin = t * cos
+                A[i, i] = aii - t * aij
+                A[j, j] = ajj + t * aij
+                A[i, j] = 0.0
+                A[j, i] = 0.0
+                for h in range(n):
+                    if h != i and h != j:
+                        ahi = A[h, i]
+                        ahj = A[h, j]
+                        A[h, i] = A[i, h] = cos * ahi - sin * ahj
+                        A[h, j] = A[j, h] = sin * ahi + cos * ahj
+        if not rotated:
+            break
+    smallest = A[0, 0]
+    for i in range(1, n):
+        if A[i, i] < smallest:
+            smallest = A[i, i]
+    return smallest
 
 
 # --- the resumable depth-first search -------------------------------------------------------------
 @njit(cache=True)
-def _add_point(cnt, mean, S, lam, level, j, x, n):
-    """Rank-one update of cluster j at ``level``: add point x; refresh its smallest eigenvalue."""
-    c = cnt[level, j]
-    factor = c / (c + 1.0)
-    for a in range(n):
-        da = x[a] - mean[level, j, a]
-        for b in range(n):
-            S[level, j, a, b] += factor * da * (x[b] - mean[level, j, b])
-    for a in range(n):
-        mean[level, j, a] += (x[a] - mean[level, j, a]) / (c + 1.0)
-    cnt[level, j] = c + 1.0
-    if c + 1.0 <= n:
-        lam[level, j] = 0.0  # at most n points lie on a hyperplane
-    else:
-        lam[level, j] = max(0.0, _smallest_eigenvalue(S[level, j], n))
-
-
-@njit(cache=True)
-def _added_cost(x, cnt, mean, S, level, j, n, tmp_S):
-    """lambda_min of cluster j at ``level`` after adding point x (the cluster is not changed)."""
-    c = cnt[level, j]
-    if c + 1.0 <= n:
-        return 0.0
-    factor = c / (c + 1.0)
-    for a in range(n):
-        da = x[a] - mean[level, j, a]
-        for b in range(n):
-            tmp_S[a, b] = S[level, j, a, b] + factor * da * (x[b] - mean[level, j, b])
-    return max(0.0, _smallest_eigenvalue(tmp_S, n))
-
-
-@njit(cache=True)
-def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, tmp_S):
+def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, tmp_S, work):
     """Dynamic order: the unassigned point whose cheapest placement raises the bound most.
 
     ``max_u min_j (lambda_min(A_j + u) - lambda_min(A_j))`` is itself a valid increase of the
@@ -142,7 +167,7 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, tmp_S):
     in the static order.
     """
     M, n = X.shape
-    limit = min(used[level] + 1, k)
+    limit = used[level] + 1 if used[level] + 1 < k else k
     first = -1
     for p in range(M):
         if not assigned[p]:
@@ -157,7 +182,15 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, tmp_S):
             continue
         cheapest = np.inf
         for j in range(limit):
-            increase = _added_cost(X[p], cnt, mean, S, level, j, n, tmp_S) - lam[level, j]
+            # lambda_min of cluster j with point p added (the cluster is not changed)
+            size = cnt[level, j]
+            factor = size / (size + 1.0)
+            for a in range(n):
+                da = X[p, a] - mean[level, j, a]
+                for b in range(n):
+                    tmp_S[a, b] = S[level, j, a, b] + factor * da * (X[p, b] - mean[level, j, b])
+            value = _smallest_eigenvalue_work(tmp_S, n, work)
+            increase = (value if value > 0.0 else 0.0) - lam[level, j]
             if increase < cheapest:
                 cheapest = increase
                 if cheapest <= best_increase:
@@ -169,43 +202,17 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, tmp_S):
 
 
 @njit(cache=True)
-def _expand(X, R, k, level, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos, tmp_S,
-            point):
-    """List the children of the node at ``level`` (``point`` to each cluster), sorted by bound."""
-    n = X.shape[1]
-    x = X[point]
-    limit = min(used[level] + 1, k)
-    count = 0
-    for j in range(limit):
-        new_lam = _added_cost(x, cnt, mean, S, level, j, n, tmp_S)
-        b_child = base[level] - lam[level, j] + new_lam + R[level + 1]
-        if b_child < bound[level]:
-            b_child = bound[level]
-        # insertion into the sorted list
-        i = count
-        while i > 0 and child_b[level, i - 1] > b_child:
-            child_b[level, i] = child_b[level, i - 1]
-            child_j[level, i] = child_j[level, i - 1]
-            i -= 1
-        child_b[level, i] = b_child
-        child_j[level, i] = j
-        count += 1
-    nchild[level] = count
-    pos[level] = 0
-
-
-@njit(cache=True)
 def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos, branch_point, assigned,
-            dynamic, assign, best, scal, iscal, max_nodes, rel_gap, abs_gap):
+            dynamic, assign, best, scal, iscal, max_nodes, rel_gap, abs_gap, tmp_S, work):
     """Run the depth-first search for at most ``max_nodes`` nodes; return _DONE or _BUDGET.
 
-    Level d's children put point ``branch_point[d]`` into each cluster (d itself in the static
-    order; chosen by :func:`_pick_point` when ``dynamic``). scal = [incumbent, min bound of
-    pruned nodes]; iscal = [depth, nodes]. Everything lives in the arrays, so the next call
-    resumes where this one stopped.
+    Level d's children put point ``branch_point[d]`` into each cluster: d itself in the static
+    order (``dynamic`` None: Numba then prunes the dynamic branch and never compiles
+    :func:`_pick_point`), chosen by :func:`_pick_point` otherwise (``dynamic`` True).
+    scal = [incumbent, min bound of pruned nodes]; iscal = [depth, nodes]. Everything lives in
+    the arrays, so the next call resumes where this one stopped.
     """
     M, n = X.shape
-    tmp_S = np.zeros((n, n))
     nodes_start = iscal[1]
     while True:
         d = iscal[0]
@@ -221,7 +228,10 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         b = child_b[d, pos[d]]
         pos[d] += 1
         ub = scal[0]
-        if b >= ub - max(abs_gap, rel_gap * abs(ub)):
+        tolerance = rel_gap * abs(ub)
+        if abs_gap > tolerance:
+            tolerance = abs_gap
+        if b >= ub - tolerance:
             if b < scal[1]:
                 scal[1] = b  # the remaining siblings have larger bounds
             pos[d] = nchild[d]
@@ -236,8 +246,22 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
                 mean[e, c, a] = mean[d, c, a]
                 for q in range(n):
                     S[e, c, a, q] = S[d, c, a, q]
-        _add_point(cnt, mean, S, lam, e, j, X[point], n)
-        used[e] = max(used[d], j + 1)
+        # rank-one update of cluster j: add the point, refresh its smallest eigenvalue
+        size = cnt[e, j]
+        factor = size / (size + 1.0)
+        for a in range(n):
+            da = X[point, a] - mean[e, j, a]
+            for q in range(n):
+                S[e, j, a, q] += factor * da * (X[point, q] - mean[e, j, q])
+        for a in range(n):
+            mean[e, j, a] += (X[point, a] - mean[e, j, a]) / (size + 1.0)
+        cnt[e, j] = size + 1.0
+        if size + 1.0 <= n:
+            lam[e, j] = 0.0  # at most n points lie on a hyperplane
+        else:
+            value = _smallest_eigenvalue_work(S[e, j], n, work)
+            lam[e, j] = value if value > 0.0 else 0.0
+        used[e] = used[d] if used[d] > j + 1 else j + 1
         total = 0.0
         for c in range(k):
             total += lam[e, c]
@@ -252,12 +276,38 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
                 for i in range(M):
                     best[i] = assign[i]
             continue
-        if dynamic:
-            branch_point[e] = _pick_point(X, k, e, cnt, mean, S, lam, used, assigned, tmp_S)
-        else:
+        if dynamic is None:
             branch_point[e] = e
-        _expand(X, R, k, e, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos, tmp_S,
-                branch_point[e])
+        else:
+            branch_point[e] = _pick_point(X, k, e, cnt, mean, S, lam, used, assigned, tmp_S, work)
+        # the children: the branching point into each usable cluster, sorted by bound
+        point = branch_point[e]
+        limit = used[e] + 1 if used[e] + 1 < k else k
+        count = 0
+        for j in range(limit):
+            size = cnt[e, j]
+            new_lam = 0.0
+            if size + 1.0 > n:  # lambda_min of cluster j with the point added (at most n points: 0)
+                factor = size / (size + 1.0)
+                for a in range(n):
+                    da = X[point, a] - mean[e, j, a]
+                    for q in range(n):
+                        tmp_S[a, q] = S[e, j, a, q] + factor * da * (X[point, q] - mean[e, j, q])
+                value = _smallest_eigenvalue_work(tmp_S, n, work)
+                new_lam = value if value > 0.0 else 0.0
+            b_child = total - lam[e, j] + new_lam + R[e + 1]
+            if b_child < b:
+                b_child = b
+            i = count  # insertion into the sorted list
+            while i > 0 and child_b[e, i - 1] > b_child:
+                child_b[e, i] = child_b[e, i - 1]
+                child_j[e, i] = child_j[e, i - 1]
+                i -= 1
+            child_b[e, i] = b_child
+            child_j[e, i] = j
+            count += 1
+        nchild[e] = count
+        pos[e] = 0
         iscal[0] = e
 
 
@@ -275,6 +325,9 @@ class DollSearch:
     arrays: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        # one canonical layout for the kernels (one compiled signature each): float64, C order
+        self.X = np.ascontiguousarray(self.X, dtype=np.float64)
+        self.R = np.ascontiguousarray(self.R, dtype=np.float64)
         M, n = self.X.shape
         k = self.k
         a = self.arrays
@@ -295,6 +348,9 @@ class DollSearch:
         a["best"] = np.array(self.incumbent_assignment, dtype=np.int64)
         a["scal"] = np.array([self.incumbent, np.inf])
         a["iscal"] = np.array([0, 0], dtype=np.int64)
+        a["tmp_S"] = np.zeros((n, n))
+        # Jacobi scratch (see _jacobi_smallest); None for n <= 2, whose kernels compile without it
+        a["work"] = np.zeros((n, n)) if n > 2 else None
         # the root: point 0 goes to cluster 0 (symmetry), bound R[1]
         a["nchild"][0] = 1
         a["child_j"][0, 0] = 0
@@ -304,10 +360,10 @@ class DollSearch:
     def run(self, max_nodes: int, rel_gap: float, abs_gap: float) -> bool:
         """Search at most ``max_nodes`` nodes; True when the search is complete."""
         a = self.arrays
-        code = _search(self.X, self.R, self.k, a["cnt"], a["mean"], a["S"], a["lam"], a["used"], a["base"],
+        code = _search(self.X, self.R, int(self.k), a["cnt"], a["mean"], a["S"], a["lam"], a["used"], a["base"],
                        a["bound"], a["child_j"], a["child_b"], a["nchild"], a["pos"], a["branch_point"],
-                       a["assigned"], self.dynamic, a["assign"], a["best"], a["scal"], a["iscal"], max_nodes,
-                       rel_gap, abs_gap)
+                       a["assigned"], True if self.dynamic else None, a["assign"], a["best"], a["scal"], a["iscal"],
+                       int(max_nodes), float(rel_gap), float(abs_gap), a["tmp_S"], a["work"])
         self.nodes = int(a["iscal"][1])
         self.incumbent = float(a["scal"][0])
         self.incumbent_assignment = a["best"].copy()
