@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 
 from .errors import ModelError
-from .interrupt import stop_requested
+from .interrupt import stop_reason
 from .result import Termination
 
 Z95 = 1.959963984540054          # the 0.975 quantile of the standard normal: one constant everywhere
@@ -226,10 +226,7 @@ def run_chunks(plan: ChunkPlan, chunk: Callable[[int, int, int], object], *, dea
                           force=index == plan.count - 1)
         if index == plan.count - 1:
             break
-        if stop_requested():
-            stopped = Termination.INTERRUPTED
-            break
-        if deadline is not None and time.perf_counter() >= deadline:
-            stopped = Termination.TIME_LIMIT
+        stopped = stop_reason(deadline)
+        if stopped is not None:
             break
     return ChunkRun(stats=acc, done=done, chunks=ran, stopped=stopped, wall_time=time.perf_counter() - start_time)

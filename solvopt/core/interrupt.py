@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 
 _stop = threading.Event()
 _depth = 0
@@ -22,6 +23,17 @@ _lock = threading.Lock()
 def stop_requested() -> bool:
     """True once a stop was requested (Ctrl-C or :func:`request_stop`) during the current solve."""
     return _stop.is_set()
+
+
+def stop_reason(deadline: float | None = None):
+    """Why a search loop should stop now: INTERRUPTED (a stop request), TIME_LIMIT (``deadline``,
+    a ``time.perf_counter()`` value, has passed) or None."""
+    from .result import Termination
+    if _stop.is_set():
+        return Termination.INTERRUPTED
+    if deadline is not None and time.perf_counter() >= deadline:
+        return Termination.TIME_LIMIT
+    return None
 
 
 def request_stop() -> None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvopt.core.errors import ModelError
-from solvopt.core.interrupt import stop_requested
+from solvopt.core.interrupt import stop_reason
 from solvopt.core.options import Option, SolveOptions
 from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
@@ -395,11 +395,8 @@ class SpatialBranchAndBound:
                 break
             if self.upper - lower <= self.tolerance():
                 break
-            if stop_requested():
-                stopped = Termination.INTERRUPTED
-                break
-            if deadline is not None and time.perf_counter() >= deadline:
-                stopped = Termination.TIME_LIMIT
+            stopped = stop_reason(deadline)
+            if stopped is not None:
                 break
             if opts.node_limit is not None and self.stats["nodes"] >= opts.node_limit:
                 stopped = Termination.ITERATION_LIMIT
