@@ -198,7 +198,7 @@ def method_rows(family: str | None) -> list[dict[str, Any]]:
                          "availability": s.available().value, "accepts": ",".join(s.capabilities),
                          "honours": sorted(s.honours or ()), "description": s.description, "install": s.install_hint,
                          "options": [{"name": o.name, "type": o.type_name, "default": o.default, "help": o.help}
-                                     for o in s.schema()]})
+                                     for o in s.options]})
         if state.error:
             rows.append({"family": name, "method": "-", "default": False, "availability": "import failed",
                          "accepts": "", "honours": [], "description": state.error, "install": "", "options": []})

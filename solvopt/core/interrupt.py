@@ -15,6 +15,8 @@ import signal
 import threading
 import time
 
+from .result import Termination
+
 _stop = threading.Event()
 _depth = 0
 _lock = threading.Lock()
@@ -28,7 +30,6 @@ def stop_requested() -> bool:
 def stop_reason(deadline: float | None = None):
     """Why a search loop should stop now: INTERRUPTED (a stop request), TIME_LIMIT (``deadline``,
     a ``time.perf_counter()`` value, has passed) or None."""
-    from .result import Termination
     if _stop.is_set():
         return Termination.INTERRUPTED
     if deadline is not None and time.perf_counter() >= deadline:

@@ -17,6 +17,7 @@ from collections.abc import Hashable
 from typing import Any, Callable, Mapping
 
 from .errors import ModelError
+from .interrupt import stop_requested
 
 DEVICES = ("auto", "cpu", "gpu")
 DEFAULT_REL_GAP = 1e-6    # proven (incumbent - bound) / max(|incumbent|, 1e-10) for OPTIMAL
@@ -67,7 +68,6 @@ class SolveOptions:
 
     def interrupted(self) -> bool:
         """True once the user pressed Ctrl-C (or called :func:`solvopt.core.interrupt.request_stop`)."""
-        from .interrupt import stop_requested
         return stop_requested()
 
     def record(self) -> dict[str, Any]:
@@ -154,7 +154,8 @@ def parse_options(kwargs: Mapping[str, Any], schema: tuple[Option, ...] = (), wh
     common, extra = {}, {o.name: o.default for o in schema}
     for key, value in kwargs.items():
         if key in COMMON_OPTIONS:
-            common[key] = value
+            if value is not None:  # None is every common option's "not set": its default
+                common[key] = value
         elif key in by_name:
             extra[key] = by_name[key].convert(value, where)
         else:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from . import family as _family
 from .errors import BackendUnavailable, ModelError
 from .interrupt import catching_sigint
-from .options import UNIVERSAL_OPTIONS, Option, SolveOptions, parse_options
+from .options import COMMON_OPTIONS, UNIVERSAL_OPTIONS, Option, SolveOptions, parse_options
 from .result import Result, SolutionStatus, Termination
 
 
@@ -76,12 +76,8 @@ class Solver:
         return Availability.NOT_INSTALLED
 
     @classmethod
-    def schema(cls) -> tuple[Option, ...]:
-        return tuple(cls.options)
-
-    @classmethod
     def option(cls, name: str) -> Option | None:
-        return next((o for o in cls.schema() if o.name == name), None)
+        return next((o for o in cls.options if o.name == name), None)
 
     @classmethod
     def compile(cls, model: Any) -> Any:
@@ -97,7 +93,6 @@ class Solver:
     @classmethod
     def check_honoured(cls, kwargs: dict) -> None:
         """An option the method does not act on is an error naming the methods that do."""
-        from .options import COMMON_OPTIONS
         for key, value in kwargs.items():
             if value is None:  # None is every option's "not set"
                 continue
@@ -111,7 +106,7 @@ class Solver:
     @classmethod
     def parse(cls, kwargs: dict) -> SolveOptions:
         cls.check_honoured(kwargs)
-        return parse_options(kwargs, cls.schema(), where=f"{cls.family}/{cls.name}")
+        return parse_options(kwargs, cls.options, where=f"{cls.family}/{cls.name}")
 
     @classmethod
     def run(cls, compiled: Any, **kwargs) -> Result:
@@ -120,7 +115,7 @@ class Solver:
         A Ctrl-C stops the solve (solvers poll :func:`~solvopt.core.interrupt.stop_requested`)
         and returns the best so far with termination INTERRUPTED; no KeyboardInterrupt escapes.
         """
-        options = cls.parse({k: v for k, v in kwargs.items() if v is not None or k not in _NONE_MEANS_DEFAULT})
+        options = cls.parse(kwargs)
         status = cls.available()
         if status is not Availability.AVAILABLE:
             raise BackendUnavailable(f"method {cls.family}/{cls.name} is unavailable ({status.value}): {cls.install_hint}")
@@ -148,38 +143,31 @@ class Solver:
         return out
 
 
-# common options whose None means "the default" (others, e.g. time_limit=None, are None by default anyway)
-_NONE_MEANS_DEFAULT = ("rel_gap", "abs_gap", "seed", "device")
-
-
-class _JitTimer:
-    seconds: float | None = None
-
-
 class _jit_timer:
     """Time spent compiling Numba functions during a solve (stats["compile_time"]).
 
     Uses Numba's event API when Numba is already imported (a solver module that uses it has
-    imported it by now); otherwise measures nothing and imports nothing.
+    imported it by now); otherwise measures nothing and imports nothing (``seconds`` stays None).
     """
 
+    seconds: float | None = None
+
     def __enter__(self):
-        self.timer = _JitTimer()
         self._ctx = None
         if "numba" in sys.modules:
             try:
                 from numba.core import event
                 self._ctx = event.install_recorder("numba:compile")
                 self._rec = self._ctx.__enter__()
-                self.timer.seconds = 0.0
+                self.seconds = 0.0
             except Exception:  # noqa: BLE001 - an old Numba without the event API
                 self._ctx = None
-        return self.timer
+        return self
 
     def __exit__(self, *exc):
         if self._ctx is not None:
             self._ctx.__exit__(*exc)
-            self.timer.seconds = _outermost_compile_seconds(self._rec.buffer)
+            self.seconds = _outermost_compile_seconds(self._rec.buffer)
         return False
 
 
@@ -218,10 +206,6 @@ def solvers(family: str | None = None) -> list[type[Solver]]:
             _family.load_solvers(name)
     return sorted((c for (f, _), c in _REGISTRY.items() if family is None or f == family),
                   key=lambda c: (c.family, c.name))
-
-
-def families() -> list[str]:
-    return [f.name for f in _family.families()]
 
 
 def get_solver(family: str, method: str | None = None, device: str | None = None) -> type[Solver]:
