@@ -1,0 +1,231 @@
+"""Min-cost flow on a sparse directed graph with real-valued supplies: the engine under every
+transport method (the approximation's sparse graph, the exact full bipartite graph).
+
+One entry point, :func:`min_cost_flow`, several engines behind it:
+
+- ``"highs"``: the flow LP (one column per arc, one equality row per node: out - in = supply)
+  passed column-wise to HiGHS in one ``passModel``. Exact up to HiGHS' feasibility and
+  optimality tolerances; its row duals are node potentials (``cost_ij >= pi_tail - pi_head`` up to
+  tolerance), from which callers build certified dual bounds.
+- ``"ortools"``: OR-Tools ``SimpleMinCostFlow`` (C++ cost scaling). It takes integers only, so
+  supplies must be integer multiples of one unit (uniform weights are; checked, else ModelError)
+  and costs are scaled to integers below ``ORTOOLS_COST_RANGE`` and rounded. The flow it returns
+  is optimal for the rounded costs, hence within ``abs_error`` (total flow times one rounding
+  unit) of the optimum for the true costs; ``abs_error`` says so. No potentials.
+- ``"networkx"``: ``networkx.min_cost_flow`` on integer data, a tiny-case reference for tests.
+
+``engine="auto"`` picks the fastest engine that is exact on these inputs, as measured by
+``benchmarks/transport_flow.py`` (see ``benchmarks/results/transport_flow.md``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from solvopt.core.errors import BackendUnavailable, ModelError, SolverError
+
+ENGINES = ("auto", "highs", "ortools", "networkx")
+ORTOOLS_COST_RANGE = 10**9        # largest integer arc cost handed to OR-Tools (overflow headroom)
+_MAX_UNITS = 2**50                # largest integer total supply handed to an integer engine
+
+
+@dataclass
+class FlowSolution:
+    """An optimal (see ``abs_error``) flow: ``flow`` per arc, its ``cost`` = sum flow * cost,
+    ``potentials`` per node (LP duals; None when the engine gives none), the ``engine`` used and
+    ``abs_error``, an upper bound on ``cost`` minus the optimal cost (0 for exact engines)."""
+
+    flow: np.ndarray
+    cost: float
+    potentials: np.ndarray | None
+    engine: str
+    abs_error: float = 0.0
+
+
+def _check(tails, heads, costs, supplies, n_nodes, capacities):
+    tails = np.ascontiguousarray(tails, dtype=np.int64)
+    heads = np.ascontiguousarray(heads, dtype=np.int64)
+    costs = np.ascontiguousarray(costs, dtype=np.float64)
+    supplies = np.ascontiguousarray(supplies, dtype=np.float64)
+    if not (tails.ndim == heads.ndim == costs.ndim == supplies.ndim == 1) or not (
+            len(tails) == len(heads) == len(costs)):
+        raise ModelError("min_cost_flow: tails, heads and costs must be 1-D arrays of one length, supplies 1-D")
+    n_nodes = len(supplies) if n_nodes is None else int(n_nodes)
+    if len(supplies) != n_nodes:
+        raise ModelError(f"min_cost_flow: {len(supplies)} supplies for {n_nodes} nodes")
+    if len(tails) and (min(tails.min(), heads.min()) < 0 or max(tails.max(), heads.max()) >= n_nodes):
+        raise ModelError(f"min_cost_flow: an arc end is outside 0..{n_nodes - 1}")
+    if not (np.all(np.isfinite(costs)) and np.all(np.isfinite(supplies))):
+        raise ModelError("min_cost_flow: costs and supplies must be finite")
+    scale = max(float(np.abs(supplies).sum()), 1.0)
+    if abs(float(supplies.sum())) > 1e-9 * scale:
+        raise ModelError(f"min_cost_flow: supplies sum to {supplies.sum():.3g}, not 0")
+    if capacities is not None:
+        capacities = np.ascontiguousarray(capacities, dtype=np.float64)
+        if capacities.shape != costs.shape or np.any(capacities < 0):
+            raise ModelError("min_cost_flow: capacities must be nonnegative, one per arc")
+    return tails, heads, costs, supplies, n_nodes, capacities
+
+
+def min_cost_flow(tails, heads, costs, supplies, *, n_nodes=None, capacities=None, engine="auto") -> FlowSolution:
+    """A min-cost flow: arcs ``tails[k] -> heads[k]`` of cost ``costs[k]`` (capacity
+    ``capacities[k]``, default unbounded), node ``i`` sending ``supplies[i]`` (positive: source,
+    negative: sink; the supplies sum to 0). Raises ModelError when no feasible flow exists."""
+    if engine not in ENGINES:
+        raise ModelError(f"unknown min-cost-flow engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    tails, heads, costs, supplies, n_nodes, capacities = _check(tails, heads, costs, supplies, n_nodes, capacities)
+    if engine == "auto":
+        engine = auto_engine(supplies, capacities)
+    if engine == "highs":
+        return _highs(tails, heads, costs, supplies, n_nodes, capacities)
+    units = _integer_data(supplies, capacities)
+    if units is None:
+        raise ModelError(f"engine {engine!r} needs supplies (and capacities) that are integer multiples of one "
+                         "unit; use engine='highs' for general real supplies")
+    if engine == "ortools":
+        return _ortools(tails, heads, costs, units, n_nodes)
+    return _networkx(tails, heads, costs, units, n_nodes)
+
+
+def auto_engine(supplies, capacities=None) -> str:
+    """The default engine for these supplies: OR-Tools where installed and the supplies are integer
+    multiples of one unit (the measured fastest, see the module docstring), else HiGHS."""
+    try:
+        import ortools.graph.python.min_cost_flow  # noqa: F401
+    except ImportError:
+        return "highs"
+    return "ortools" if _integer_data(supplies, capacities) is not None else "highs"
+
+
+def integer_units(values, max_denominator: int = 10**7, max_distinct: int = 256):
+    """The unit ``u`` with every value an integer multiple of ``u`` (to 1e-12 relative), or None.
+
+    ``u`` is the largest magnitude over the lcm of the denominators of the distinct values as
+    fractions of it: uniform weights 1/n, 1/m give unit 1 / lcm(n, m) times the mass.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    values = np.abs(values[np.isfinite(values) & (values != 0)])
+    if len(values) == 0:
+        return 1.0
+    top = float(values.max())
+    distinct = np.unique(values)
+    if len(distinct) > max_distinct:
+        return None
+    denominator = 1
+    for value in distinct:
+        frac = Fraction(float(value / top)).limit_denominator(max_denominator)
+        denominator = denominator * frac.denominator // math.gcd(denominator, frac.denominator)
+        if denominator > _MAX_UNITS:
+            return None
+    unit = top / denominator
+    if np.any(np.abs(np.rint(distinct / unit) * unit - distinct) > 1e-12 * top):
+        return None
+    return unit
+
+
+def _integer_data(supplies, capacities):
+    """``(unit, integer supplies, integer capacities or None)`` for the integer engines, or None."""
+    unit = integer_units(supplies if capacities is None else np.concatenate([supplies, capacities]))
+    if unit is None:
+        return None
+    ints = np.rint(supplies / unit).astype(np.int64)
+    if ints.sum() != 0 or np.abs(ints).sum() > _MAX_UNITS:
+        return None
+    total = int(ints[ints > 0].sum())
+    caps = None if capacities is None else np.rint(np.minimum(capacities / unit, total)).astype(np.int64)
+    return unit, ints, caps
+
+
+def _highs(tails, heads, costs, supplies, n_nodes, capacities) -> FlowSolution:
+    from solvopt.dsl.highs_export import HIGHS_INT_MAX, highspy_module, new_highs, watch_interrupt, was_interrupted
+    highspy = highspy_module("min-cost flow engine 'highs'")
+    n_arcs = len(tails)
+    if 2 * n_arcs > HIGHS_INT_MAX:
+        raise ModelError(f"{n_arcs:,} arcs: more than HiGHS holds")
+    h = new_highs()
+    # column k: +1 in row tails[k], -1 in row heads[k] (out - in = supply); a self-loop has no entry
+    loop = tails == heads
+    index = np.empty(2 * n_arcs, dtype=np.int32)
+    index[0::2], index[1::2] = tails, heads
+    value = np.empty(2 * n_arcs)
+    value[0::2], value[1::2] = 1.0, -1.0
+    start = np.arange(0, 2 * n_arcs + 1, 2, dtype=np.int32)
+    if loop.any():
+        keep = np.repeat(~loop, 2)
+        index, value = index[keep], value[keep]
+        start = np.concatenate(([0], np.cumsum(np.where(loop, 0, 2)))).astype(np.int32)
+    upper = np.full(n_arcs, np.inf) if capacities is None else capacities
+    status = h.passModel(n_arcs, n_nodes, len(index), int(highspy.MatrixFormat.kColwise),
+                         int(highspy.ObjSense.kMinimize), 0.0, costs, np.zeros(n_arcs), upper,
+                         supplies, supplies, start, index, value, np.zeros(n_arcs, dtype=np.int32))
+    if status == highspy.HighsStatus.kError:
+        raise SolverError("HiGHS rejected the flow LP")
+    h.setOptionValue("solver", "simplex")
+    with watch_interrupt(h):
+        h.run()
+    model_status = h.getModelStatus()
+    if was_interrupted(h):
+        raise KeyboardInterrupt
+    if model_status == highspy.HighsModelStatus.kInfeasible:
+        raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
+    if model_status != highspy.HighsModelStatus.kOptimal:
+        raise SolverError(f"HiGHS stopped the flow LP with status {h.modelStatusToString(model_status)}")
+    solution = h.getSolution()
+    flow = np.maximum(np.asarray(solution.col_value, dtype=np.float64), 0.0)
+    potentials = np.asarray(solution.row_dual, dtype=np.float64)
+    return FlowSolution(flow, float(flow @ costs), potentials, "highs")
+
+
+def _integer_costs(costs):
+    """Costs scaled to integers in [-ORTOOLS_COST_RANGE, ORTOOLS_COST_RANGE], and the scale."""
+    top = float(np.abs(costs).max()) if len(costs) else 0.0
+    scale = ORTOOLS_COST_RANGE / top if top > 0 else 1.0
+    return np.rint(costs * scale).astype(np.int64), scale
+
+
+def _ortools(tails, heads, costs, units, n_nodes) -> FlowSolution:
+    try:
+        from ortools.graph.python import min_cost_flow as ort
+    except ImportError:
+        raise BackendUnavailable("min-cost flow engine 'ortools' needs OR-Tools: pip install ortools") from None
+    unit, int_supplies, caps = units
+    if caps is None:          # unbounded arcs: no flow on an arc exceeds the total supply
+        caps = np.full(len(tails), int(int_supplies[int_supplies > 0].sum()), dtype=np.int64)
+    int_costs, scale = _integer_costs(costs)
+    solver = ort.SimpleMinCostFlow()
+    solver.add_arcs_with_capacity_and_unit_cost(tails, heads, caps, int_costs)
+    solver.set_nodes_supplies(np.arange(n_nodes), int_supplies)
+    status = solver.solve()
+    if status == solver.INFEASIBLE:
+        raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
+    if status != solver.OPTIMAL:
+        raise SolverError(f"OR-Tools min-cost flow stopped with status {status}")
+    flow = solver.flows(np.arange(len(tails))).astype(np.float64) * unit
+    # optimal for the rounded costs: each arc's cost is off by at most 0.5 / scale, so the flow's
+    # true cost exceeds the true optimum by at most (total flow on arcs) / scale
+    abs_error = float(flow.sum()) / scale
+    return FlowSolution(flow, float(flow @ costs), None, "ortools", abs_error)
+
+
+def _networkx(tails, heads, costs, units, n_nodes) -> FlowSolution:
+    import networkx as nx
+    unit, int_supplies, caps = units
+    int_costs, scale = _integer_costs(costs)
+    graph = nx.MultiDiGraph()
+    for node in range(n_nodes):
+        graph.add_node(node, demand=-int(int_supplies[node]))
+    for k, (t, h) in enumerate(zip(tails.tolist(), heads.tolist())):
+        attrs = {"weight": int(int_costs[k])}
+        if caps is not None:
+            attrs["capacity"] = int(caps[k])
+        graph.add_edge(t, h, key=k, **attrs)
+    try:
+        flow_dict = nx.min_cost_flow(graph)
+    except nx.NetworkXUnfeasible:
+        raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)") from None
+    flow = np.array([flow_dict[t][h][k] for k, (t, h) in enumerate(zip(tails.tolist(), heads.tolist()))],
+                    dtype=np.float64) * unit
+    return FlowSolution(flow, float(flow @ costs), None, "networkx", float(flow.sum()) / scale)
