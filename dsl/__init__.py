@@ -19,7 +19,8 @@ from .hyperplane import HyperplaneClustering
 from .inventory import InventoryReinsertion
 from .layered_dp import LayeredDP, Transitions
 from .split import Split, StochasticSplit
+from .transport import Transport
 
 __all__ = ["Components", "Constraint", "FamilyModel", "HyperplaneClustering", "InventoryReinsertion", "LayeredDP",
            "LinExpr", "Model", "Param", "QuadConstraint", "QuadExpr", "Split", "StandardForm", "StochasticSplit",
-           "Transitions", "Var"]
+           "Transitions", "Transport", "Var"]

@@ -1,0 +1,245 @@
+"""The W_p optimal-transport family model: two weighted point sets (or a cost matrix) and p.
+
+W_p(a, b) = (min over plans pi of sum_ij pi_ij d(i, j)^p)^(1/p), the plans pi >= 0 having row
+sums a and column sums b; for p = inf, the smallest possible largest distance d(i, j) that a
+plan puts mass on (the bottleneck distance). The model validates its data at construction
+(:func:`validate_points`, :func:`validate_weights`, :func:`validate_p`, ...: the one validation
+the ``.npz`` reader and every method share) and gives the methods the distances they need one
+block at a time (:meth:`Transport.distance_block`, :meth:`Transport.pair_distances`), so no
+method has to hold the full n x m matrix of a point input.
+
+This module imports only NumPy and solvopt.core (SciPy's ``cdist`` lazily, when distances are
+asked for).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from solvopt.core.errors import ModelError
+
+from .family import FamilyModel
+
+METRICS = ("euclidean", "cityblock", "chebyshev")
+# Relative tolerance on the equality of the two total masses; b is rescaled onto a's total
+# within it, so that flows balance exactly.
+MASS_RTOL = 1e-9
+# Pairs per call of a callable metric in pair_distances (its block is at most this square).
+PAIR_CHUNK = 1024
+
+
+def validate_p(p) -> float:
+    """p as a float in [1, inf]; ``"inf"`` (any case, also "infinity") is accepted."""
+    if isinstance(p, str):
+        text = p.strip().lower()
+        if text in ("inf", "infinity", "+inf"):
+            return math.inf
+        try:
+            p = float(text)
+        except ValueError:
+            raise ModelError(f"p must be a number in [1, inf] or 'inf', got {p!r}") from None
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise ModelError(f"p must be a number in [1, inf] or 'inf', got {p!r}")
+    p = float(p)
+    if math.isnan(p) or p < 1:
+        raise ModelError(f"p must be in [1, inf] (W_p is a distance only for p >= 1), got {p!r}")
+    return p
+
+
+def _real_array(value, name: str) -> np.ndarray:
+    """A finite real float64 array; ModelError for strings, objects, complex, NaN or inf."""
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError):
+        raise ModelError(f"{name!r} must be a numeric array (rows of equal length)") from None
+    if raw.dtype.kind not in "biuf":
+        raise ModelError(f"{name!r} must be real numbers, got dtype {raw.dtype}")
+    arr = np.ascontiguousarray(raw, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        raise ModelError(f"{name!r} has a non-finite entry at {where}")
+    return arr
+
+
+def validate_points(points, name: str) -> np.ndarray:
+    """Points as a finite (count, dimension) float64 array with count, dimension >= 1.
+
+    A 1-D array is read as points on the line (count, 1).
+    """
+    arr = _real_array(points, name)
+    if arr.ndim == 1:
+        arr = arr.reshape(-1, 1)
+    if arr.ndim != 2:
+        raise ModelError(f"{name!r} must be 2-D (count, dimension), got shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ModelError(f"{name!r} is empty: a transport problem needs at least one point on each side")
+    if arr.shape[1] == 0:
+        raise ModelError(f"{name!r} has points of dimension 0")
+    return arr
+
+
+def validate_cost(cost) -> np.ndarray:
+    """A finite, nonnegative (n, m) distance matrix with n, m >= 1."""
+    arr = _real_array(cost, "cost")
+    if arr.ndim != 2:
+        raise ModelError(f"'cost' must be a 2-D (n, m) matrix of distances, got shape {arr.shape}")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ModelError(f"'cost' is empty (shape {arr.shape}): a transport problem needs at least one point on each side")
+    if np.any(arr < 0):
+        where = tuple(int(i) for i in np.argwhere(arr < 0)[0])
+        raise ModelError(f"'cost' has a negative distance at {where}")
+    return arr
+
+
+def validate_weights(weights, name: str, count: int, owner: str) -> np.ndarray:
+    """Nonnegative finite masses, one per point of ``owner``, with a positive total."""
+    w = _real_array(weights, name)
+    if w.ndim != 1:
+        raise ModelError(f"{name!r} must be 1-D (one mass per point), got shape {w.shape}")
+    if w.shape[0] != count:
+        raise ModelError(f"{name!r} has {w.shape[0]} entries but {owner!r} has {count} points")
+    if np.any(w < 0):
+        raise ModelError(f"{name!r} has a negative weight at index {int(np.argmax(w < 0))}")
+    if not w.sum() > 0:
+        raise ModelError(f"{name!r} must have a positive total mass")
+    return w
+
+
+def balanced_weights(a, b, n: int, m: int, a_owner: str = "x", b_owner: str = "y") -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) validated, with equal totals.
+
+    A missing side gets uniform weights carrying the other side's total (1 when both are
+    missing: 1/n and 1/m). Totals that differ by more than :data:`MASS_RTOL` (relative) are a
+    ModelError; within it, b is rescaled onto a's total so that flows balance exactly.
+    """
+    a = None if a is None else validate_weights(a, "a", n, a_owner)
+    b = None if b is None else validate_weights(b, "b", m, b_owner)
+    if a is None:
+        a = np.full(n, (1.0 if b is None else float(b.sum())) / n)
+    if b is None:
+        b = np.full(m, float(a.sum()) / m)
+    total_a, total_b = float(a.sum()), float(b.sum())
+    if abs(total_a - total_b) > MASS_RTOL * max(total_a, total_b):
+        raise ModelError(f"'a' and 'b' must have equal total mass (relative tolerance {MASS_RTOL:g}), "
+                         f"got {total_a!r} and {total_b!r}")
+    if total_a != total_b:
+        b = b * (total_a / total_b)
+    return a, b
+
+
+def _metric(metric):
+    if callable(metric):
+        return metric
+    if isinstance(metric, str) and metric.lower() in METRICS:
+        return metric.lower()
+    raise ModelError(f"metric must be one of {', '.join(METRICS)} or a callable (X_block, Y) -> distances, "
+                     f"got {metric!r}")
+
+
+class Transport(FamilyModel):
+    """W_p optimal transport between weighted point sets x (n, d) and y (m, d), or over a cost matrix.
+
+    Parameters: ``x``, ``y`` point arrays (a 1-D array is points on the line) or ``cost`` an
+    (n, m) matrix of distances d(i, j) (not raised to p; then x and y stay None); ``a``, ``b``
+    nonnegative masses with equal totals (uniform by default, see :func:`balanced_weights`);
+    ``p`` in [1, inf] (``float("inf")`` or ``"inf"``: the bottleneck distance); ``metric``
+    "euclidean", "cityblock", "chebyshev" or a callable ``metric(X_block, Y)`` returning the
+    (len(X_block), len(Y)) distances (it should be a metric for the approximation's guarantee).
+
+    Attributes: ``x``, ``y``, ``cost``, ``a``, ``b``, ``p``, ``metric`` (None for a cost
+    matrix), ``n``, ``m``, ``dimension`` (None for a cost matrix), ``mass`` (the common total).
+    """
+
+    family = "transport"
+
+    def __init__(self, x=None, y=None, a=None, b=None, p=2, metric="euclidean", cost=None):
+        self.p = validate_p(p)
+        if cost is not None:
+            if x is not None or y is not None:
+                raise ModelError("give either the points x and y or a cost matrix, not both")
+            if not (isinstance(metric, str) and metric == "euclidean"):
+                raise ModelError("metric applies to point inputs; a cost matrix already holds the distances")
+            self.cost = validate_cost(cost)
+            self.x = self.y = None
+            self.metric = None
+            self.n, self.m = self.cost.shape
+            self.dimension = None
+            self.a, self.b = balanced_weights(a, b, self.n, self.m, "cost rows", "cost columns")
+        else:
+            if x is None or y is None:
+                raise ModelError("give the points x and y (arrays of shape (count, dimension)) or a cost matrix")
+            self.cost = None
+            self.x = validate_points(x, "x")
+            self.y = validate_points(y, "y")
+            if self.x.shape[1] != self.y.shape[1]:
+                raise ModelError(f"'x' and 'y' must have the same dimension, got {self.x.shape[1]} and {self.y.shape[1]}")
+            self.metric = _metric(metric)
+            self.n, self.m = self.x.shape[0], self.y.shape[0]
+            self.dimension = self.x.shape[1]
+            self.a, self.b = balanced_weights(a, b, self.n, self.m)
+            if callable(self.metric):
+                self.distance_block(slice(0, 1), np.arange(min(self.m, 4)))  # a bad metric fails here, clearly
+        self.mass = float(self.a.sum())
+
+    def __repr__(self) -> str:
+        what = f"cost {self.n}x{self.m}" if self.cost is not None else \
+            f"x {self.n}x{self.dimension}, y {self.m}x{self.dimension}, metric={getattr(self.metric, '__name__', self.metric)}"
+        return f"Transport({what}, p={self.p:g}, mass={self.mass:g})"
+
+    def distance_block(self, rows=slice(None), cols=None) -> np.ndarray:
+        """d(i, j) (not raised to p) for i in ``rows`` and j in ``cols`` (all targets when None).
+
+        ``rows`` / ``cols``: a slice or an integer index array. Returns a float64 (rows x cols)
+        array; for a callable metric, its answer is checked (shape, finite, nonnegative).
+        """
+        if self.cost is not None:
+            block = self.cost[rows]
+            return block if cols is None else block[:, cols]
+        xs = np.atleast_2d(self.x[rows])
+        ys = self.y if cols is None else np.atleast_2d(self.y[cols])
+        if callable(self.metric):
+            return self._callable_block(xs, ys)
+        from scipy.spatial.distance import cdist  # exact differences (no |x|^2 + |y|^2 - 2xy cancellation)
+        return cdist(xs, ys, self.metric)
+
+    def _callable_block(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        name = getattr(self.metric, "__name__", type(self.metric).__name__)
+        try:
+            out = np.asarray(self.metric(xs, ys), dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"metric {name} failed on a ({len(xs)}, {len(ys)}) block: {exc}") from None
+        if out.shape != (len(xs), len(ys)):
+            raise ModelError(f"metric {name} must return a ({len(xs)}, {len(ys)}) array of distances for "
+                             f"{len(xs)} sources and {len(ys)} targets, got shape {out.shape}")
+        if not np.all(np.isfinite(out)) or np.any(out < 0):
+            raise ModelError(f"metric {name} returned a negative or non-finite distance")
+        return out
+
+    def pair_distances(self, i, j) -> np.ndarray:
+        """d(i[k], j[k]) for each k (the distances a plan's support uses), float64."""
+        i = np.asarray(i, dtype=np.int64)
+        j = np.asarray(j, dtype=np.int64)
+        if i.shape != j.shape:
+            raise ModelError(f"pair_distances needs index arrays of one shape, got {i.shape} and {j.shape}")
+        if self.cost is not None:
+            return self.cost[i, j]
+        if not callable(self.metric):
+            diff = self.x[i] - self.y[j]
+            if self.metric == "euclidean":
+                return np.sqrt(np.einsum("...k,...k->...", diff, diff))
+            np.abs(diff, out=diff)
+            return diff.sum(axis=-1) if self.metric == "cityblock" else diff.max(axis=-1)
+        return self._callable_pairs(i.ravel(), j.ravel()).reshape(i.shape)
+
+    def _callable_pairs(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """Pairs for a callable metric: blocks of sources against the targets they use."""
+        out = np.empty(len(i))
+        order = np.argsort(i, kind="stable")
+        for start in range(0, len(order), PAIR_CHUNK):
+            ks = order[start:start + PAIR_CHUNK]
+            rows, row_at = np.unique(i[ks], return_inverse=True)
+            cols, col_at = np.unique(j[ks], return_inverse=True)
+            out[ks] = self._callable_block(self.x[rows], self.y[cols])[row_at, col_at]
+        return out

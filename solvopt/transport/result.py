@@ -1,0 +1,146 @@
+"""The one Result builder every transport method uses: :func:`transport_result`.
+
+A method hands over its plan (scipy.sparse, n x m), the factor it proves and any certified
+lower bound it has; the builder checks the plan's marginals (repairing tiny float drift, refusing
+more), computes W_p from the plan's own support (never trusting a method's objective), states
+the guarantee, and settles the status through :func:`solvopt.core.status.settle`, so that every
+method reports W_p, its bound and OPTIMAL the same way.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from solvopt.core.errors import SolverError
+from solvopt.core.result import Result, Termination
+from solvopt.core.status import settle
+
+# Marginals must match a and b within this, relative to the total mass (absolute 1e-9 for mass 1).
+MARGINAL_TOL = 1e-9
+# Plan entries at or below this (relative to the total mass) are float noise of a solver: dropped.
+ZERO_MASS = 1e-15
+# A certified bound may exceed the plan's W_p by float error only (relative).
+BOUND_SLACK = 1e-7
+# Row / column rescaling rounds that remove float drift of the marginals on the plan's support.
+REPAIR_ROUNDS = 3
+
+
+def plan_cost(model, plan) -> tuple[float, float]:
+    """(W_p, sum pi d^p) of a plan (any scipy.sparse n x m matrix, nonnegative).
+
+    For p = inf: (the largest distance carrying mass, the same). Computed with the largest
+    support distance factored out, so a large p does not overflow.
+    """
+    coo = plan.tocoo()
+    mass = coo.data
+    d = model.pair_distances(coo.row, coo.col)
+    if len(d) == 0:
+        return 0.0, 0.0
+    top = float(d[mass > 0].max()) if np.any(mass > 0) else 0.0
+    if math.isinf(model.p):
+        return top, top
+    if top == 0.0:
+        return 0.0, 0.0
+    scaled = float(np.dot(mass, (d / top) ** model.p))
+    cost_p = scaled * top ** model.p if model.p * math.log(top) < 700 else math.inf
+    return top * scaled ** (1.0 / model.p), cost_p
+
+
+def clean_plan(model, plan):
+    """The plan as CSR with float noise dropped and marginal drift repaired; SolverError when off.
+
+    Refuses a plan of the wrong shape, with a negative entry beyond noise, or with marginals
+    off by more than :data:`MARGINAL_TOL` x mass. Returns (plan, largest marginal error).
+    """
+    import scipy.sparse as sp
+    if not sp.issparse(plan):
+        plan = sp.csr_matrix(np.asarray(plan, dtype=np.float64))
+    if plan.shape != (model.n, model.m):
+        raise SolverError(f"transport plan has shape {plan.shape}, expected ({model.n}, {model.m})")
+    plan = sp.csr_matrix(plan, dtype=np.float64, copy=True)
+    plan.sum_duplicates()
+    noise = ZERO_MASS * model.mass
+    if plan.nnz and not np.all(np.isfinite(plan.data)):
+        raise SolverError("transport plan has a non-finite entry")
+    if plan.nnz and plan.data.min() < -noise:
+        raise SolverError(f"transport plan has a negative entry {plan.data.min()!r}")
+    plan.data[plan.data <= noise] = 0.0
+    plan.eliminate_zeros()
+    error = _marginal_error(model, plan)
+    tol = MARGINAL_TOL * model.mass
+    if error > tol:
+        raise SolverError(f"transport plan marginals are off by {error:.3g} (tolerance {tol:.3g})")
+    for _ in range(REPAIR_ROUNDS):
+        if error == 0.0:
+            break
+        plan = _rescaled(plan, model.a, axis=1)
+        plan = _rescaled(plan, model.b, axis=0)
+        error = _marginal_error(model, plan)
+    return plan, error
+
+
+def _rescaled(plan, target: np.ndarray, axis: int):
+    """Scale each row (axis=1) or column (axis=0) onto its target sum (empty ones untouched)."""
+    sums = np.asarray(plan.sum(axis=axis)).ravel()
+    factor = np.divide(target, sums, out=np.ones_like(sums), where=sums > 0)
+    import scipy.sparse as sp
+    scale = sp.diags(factor)
+    return (scale @ plan if axis == 1 else plan @ scale).tocsr()
+
+
+def _marginal_error(model, plan) -> float:
+    rows = np.asarray(plan.sum(axis=1)).ravel()
+    cols = np.asarray(plan.sum(axis=0)).ravel()
+    return float(max(np.abs(rows - model.a).max(), np.abs(cols - model.b).max()))
+
+
+def guarantee_text(factor: float | None, p: float) -> str | None:
+    """What is proven about W_p, in words (None when nothing is)."""
+    if factor is None or not math.isfinite(factor):
+        return None
+    which = "W_inf (bottleneck)" if math.isinf(p) else f"W_{p:g}"
+    if factor == 1.0:
+        return f"{which} is optimal (exact method)"
+    return f"{which} within factor {factor:g} of the optimum (proven)"
+
+
+def transport_result(model, plan, *, guarantee: float | None, bound: float | None = None,
+                     proven_optimal: bool = False, stopped: Termination | None = None,
+                     stats: dict | None = None) -> Result:
+    """The Result of a transport method from its plan.
+
+    - ``plan``: scipy.sparse (n x m) with marginals a, b (or None when the method holds none);
+    - ``guarantee``: the factor proven for this plan on W_p (1.0 for exact; None when nothing
+      is proven, e.g. a run stopped before its guarantee holds);
+    - ``bound``: a certified lower bound on W_p (e.g. from a dual solution), or None; the
+      builder also uses objective / factor and, when ``proven_optimal``, the objective itself;
+    - ``stopped``: why the method stopped early (TIME_LIMIT, INTERRUPTED, ...) or None.
+
+    objective = W_p of the plan (p = inf: its largest distance carrying mass); stats gains
+    ``cost_p`` (sum pi d^p; W_inf itself for p = inf), ``factor``, ``support`` (stored plan
+    entries), ``marginal_error`` and ``p``; solution = {"plan": CSR matrix}.
+    """
+    stats = dict(stats or {})
+    stats.update(p=model.p, n=model.n, m=model.m, factor=guarantee)
+    if plan is None:
+        term, status, gap = settle(None, bound, has_solution=False, stopped=stopped)
+        return Result(term, status, bound=bound, gap=gap, stats=stats,
+                      message="stopped before a transport plan was found")
+    plan, error = clean_plan(model, plan)
+    objective, cost_p = plan_cost(model, plan)
+    candidates = [b for b in (bound,) if b is not None]
+    if guarantee is not None and math.isfinite(guarantee) and guarantee >= 1:
+        candidates.append(objective / guarantee)
+    if proven_optimal:
+        candidates.append(objective)
+    best = max(candidates) if candidates else None
+    if best is not None and best > objective:
+        if best - objective > BOUND_SLACK * max(1.0, objective):
+            raise SolverError(f"transport bound {best!r} exceeds the plan's W_p {objective!r}")
+        best = objective
+    stats.update(cost_p=cost_p, support=int(plan.nnz), marginal_error=error)
+    term, status, gap = settle(objective, best, has_solution=True, stopped=stopped)
+    return Result(term, status, objective=objective, bound=best, gap=gap, solution={"plan": plan}, stats=stats,
+                  guarantee=guarantee_text(guarantee, model.p))
+
