@@ -1,0 +1,401 @@
+"""W_p optimal transport: our ``approx`` against the exact anchors, side by side in one process.
+
+Cases: uniform points in the unit cube [0, 1]^d, d in {2, 3}, uniform masses, n = m; and the
+real-data case ``pixels``: the RGB colours (scaled to [0, 1]^3) of n pixels drawn from each of
+the two scikit-learn sample images (china.jpg -> flower.jpg). For each case, size and p:
+
+- ``ours``: ``Transport(x, y, p=p).solve("approx")`` (model construction included);
+- ``emd``: POT's ``ot.emd`` on the dense cost matrix d^p with ``numItermax`` = 10^9 (its default
+  of 10^5 stops early: the result code is recorded), cost matrix build included (p < inf);
+- ``lsa``: ``scipy.optimize.linear_sum_assignment`` on the same matrix (n = m, uniform masses:
+  an optimal assignment is an optimal plan), cost matrix build included (p < inf);
+- ``bottleneck``: the package's exact W_inf (``Transport(...).solve("bottleneck")``, p = inf);
+- ``floor``: one pass computing all n^2 distances (a 2-thread Numba loop keeping each row's
+  minimum): the time any method that looks at every distance needs at least.
+
+Measured: wall time (median of ``--repeats`` at n <= 2000, one run above), the approximation
+ratio W_p(ours) / W_p(exact) (exact = ot.emd, checked against linear_sum_assignment; for p = inf
+the bottleneck solver), ours' certified gap objective / bound, and peak memory (resident set
+size sampled every 5 ms during the call, above the size before it). Exact anchors run up to
+``--exact-max`` (emd, lsa) and ``--bottleneck-max``; ours runs at every size.
+
+    python benchmarks/transport.py --quick            # d = 2, n in {500, 1000}: a smoke run (writes nothing)
+    nice python benchmarks/transport.py               # the full run: writes benchmarks/results/transport.{md,json,png}
+    nice python benchmarks/transport.py --cases uniform2 --ps 1 2 --merge   # a part, merged into the results
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import gc
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+CASES = ("uniform2", "uniform3", "pixels")
+FULL_SIZES = (1000, 2000, 5000, 10000, 50000, 100000)
+QUICK_SIZES = (500, 1000)
+METHODS = ("ours", "emd", "lsa", "bottleneck", "floor")
+
+
+# --- instances ----------------------------------------------------------------------------------
+def points(case: str, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Sources and targets (n x d each) of one case."""
+    rng = np.random.default_rng([seed, n])
+    if case.startswith("uniform"):
+        d = int(case[len("uniform"):])
+        return rng.uniform(size=(n, d)), rng.uniform(size=(n, d))
+    if case == "pixels":
+        src, dst = sample_image_colours()
+        return (src[rng.choice(len(src), n, replace=False)], dst[rng.choice(len(dst), n, replace=False)])
+    raise ValueError(f"unknown case {case!r}")
+
+
+_IMAGES: list = []
+
+
+def sample_image_colours() -> tuple[np.ndarray, np.ndarray]:
+    """The RGB colours of every pixel of china.jpg and flower.jpg, in [0, 1]^3 (float64)."""
+    if not _IMAGES:
+        from sklearn.datasets import load_sample_images
+        images = load_sample_images().images
+        _IMAGES.extend(img.reshape(-1, 3).astype(np.float64) / 255.0 for img in images)
+    return _IMAGES[0], _IMAGES[1]
+
+
+def cost_matrix(x, y, p):
+    from scipy.spatial.distance import cdist
+    C = cdist(x, y)
+    if p != 1:
+        np.power(C, p, out=C)
+    return C
+
+
+# --- measuring ----------------------------------------------------------------------------------
+def _trim():
+    """Return freed heap memory to the system so the next call's peak starts from a clean base."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:
+        pass
+
+
+def measure(fn):
+    """(seconds, peak resident-set growth in MiB, fn's value): RSS sampled every 5 ms in a thread."""
+    import psutil
+    _trim()
+    proc = psutil.Process()
+    base = proc.memory_info().rss
+    peak = [base]
+    done = threading.Event()
+
+    def sample():
+        while not done.wait(0.005):
+            peak[0] = max(peak[0], proc.memory_info().rss)
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    t0 = time.perf_counter()
+    try:
+        value = fn()
+    finally:
+        elapsed = time.perf_counter() - t0
+        done.set()
+        sampler.join()
+    peak[0] = max(peak[0], proc.memory_info().rss)
+    return elapsed, (peak[0] - base) / 2**20, value
+
+
+def run_ours(x, y, p):
+    from solvopt.dsl import Transport
+    r = Transport(x, y, p=p).solve("approx")
+    return {"objective": float(r.objective), "bound": None if r.bound is None else float(r.bound),
+            "termination": str(r.termination), "guarantee": r.guarantee,
+            "factor": r.stats.get("factor"), "nnz": int(r.solution["plan"].nnz)}
+
+
+def run_emd(x, y, p):
+    import ot
+    n, m = len(x), len(y)
+    C = cost_matrix(x, y, p)
+    G, log = ot.emd(np.full(n, 1.0 / n), np.full(m, 1.0 / m), C, numItermax=10**9, log=True)
+    return {"cost_p": float(log["cost"]), "objective": float(log["cost"]) ** (1.0 / p),
+            "result_code": int(log["result_code"]), "warning": log.get("warning")}
+
+
+def run_lsa(x, y, p):
+    from scipy.optimize import linear_sum_assignment
+    C = cost_matrix(x, y, p)
+    rows, cols = linear_sum_assignment(C)
+    cost_p = float(C[rows, cols].sum()) / len(x)
+    return {"cost_p": cost_p, "objective": cost_p ** (1.0 / p)}
+
+
+def run_bottleneck(x, y, p):
+    from solvopt.dsl import Transport
+    r = Transport(x, y, p=math.inf).solve("bottleneck")
+    return {"objective": float(r.objective), "termination": str(r.termination)}
+
+
+def _floor_kernel():
+    import numba
+
+    @numba.njit(parallel=True, cache=True)
+    def row_minima(x, y):
+        n, m, d = x.shape[0], y.shape[0], x.shape[1]
+        out = np.empty(n)
+        for i in numba.prange(n):
+            best = np.inf
+            for j in range(m):
+                s = 0.0
+                for k in range(d):
+                    t = x[i, k] - y[j, k]
+                    s += t * t
+                if s < best:
+                    best = s
+            out[i] = math.sqrt(best)
+        return out
+    return row_minima
+
+
+_FLOOR = []
+
+
+def run_floor(x, y, p):
+    if not _FLOOR:
+        _FLOOR.append(_floor_kernel())
+    return {"min_distance": float(_FLOOR[0](x, y).min())}
+
+
+RUNNERS = {"ours": run_ours, "emd": run_emd, "lsa": run_lsa, "bottleneck": run_bottleneck, "floor": run_floor}
+
+
+_FLOOR_DONE: dict = {}   # (case, n) -> the floor's measurement (it does not depend on p)
+
+
+def applies(method, n, p, args):
+    if method in ("emd", "lsa"):
+        return not math.isinf(p) and n <= args.exact_max
+    if method == "bottleneck":
+        return math.isinf(p) and n <= args.bottleneck_max
+    return True
+
+
+def warm_up():
+    """JIT compilation and imports outside the timings."""
+    x, y = points("uniform2", 60, seed=99)
+    for p in (1.0, 2.0, math.inf):
+        run_ours(x, y, p)
+    run_bottleneck(x, y, math.inf)
+    run_floor(x, y, 1.0)
+
+
+def bench_row(case, n, p, args, log):
+    x, y = points(case, n)
+    repeats = args.repeats if n <= 2000 else 1
+    row = {"case": case, "d": x.shape[1], "n": n, "p": "inf" if math.isinf(p) else p, "repeats": repeats}
+    methods = [m for m in METHODS if applies(m, n, p, args)]
+    times = {m: [] for m in methods}
+    for _ in range(repeats):
+        for method in methods:                # the methods take turns within each repeat
+            if method == "floor" and (case, n) in _FLOOR_DONE:
+                continue                      # the same pass for every p: timed once per instance
+            elapsed, peak_mib, value = measure(lambda: RUNNERS[method](x, y, p))
+            times[method].append(elapsed)
+            row.setdefault(method, {}).update(value)
+            row[method]["peak_mib"] = max(row[method].get("peak_mib", 0.0), peak_mib)
+    for method in methods:
+        if times[method]:
+            row[method]["seconds"] = statistics.median(times[method])
+    if "floor" in methods:
+        _FLOOR_DONE.setdefault((case, n), row["floor"])
+        row["floor"] = _FLOOR_DONE[(case, n)]
+    exact = row.get("bottleneck" if math.isinf(p) else "emd")
+    if exact:
+        row["ratio"] = row["ours"]["objective"] / exact["objective"]
+    if "emd" in row and "lsa" in row:
+        row["emd_vs_lsa"] = abs(row["emd"]["cost_p"] - row["lsa"]["cost_p"]) / row["lsa"]["cost_p"]
+    bound = row["ours"].get("bound")
+    row["ours_gap"] = row["ours"]["objective"] / bound if bound else None
+    log(format_line(row))
+    return row
+
+
+def format_line(row):
+    parts = [f"{row['case']} n={row['n']} p={row['p']}:"]
+    for m in METHODS:
+        if m in row:
+            parts.append(f"{m} {row[m]['seconds']:.3f}s/{row[m]['peak_mib']:.0f}MiB")
+    if "ratio" in row:
+        parts.append(f"ratio {row['ratio']:.4f}")
+    if row.get("ours_gap"):
+        parts.append(f"obj/bound {row['ours_gap']:.3f}")
+    return " ".join(parts)
+
+
+# --- reporting ----------------------------------------------------------------------------------
+def _fmt(v, digits=3):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _secs(row, m):
+    return row[m]["seconds"] if m in row else None
+
+
+def _ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def markdown(rows, meta):
+    lines = [f"# W_p optimal transport: approx vs exact anchors ({meta['date']})", "",
+             f"Machine: {meta['machine']}. Command: `{meta['command']}`.", "",
+             "Side by side in one process; times are medians of " f"{meta['repeats']} runs at n <= 2000 and "
+             "single runs above (the methods take turns within each repeat). ours = "
+             "`Transport(x, y, p=p).solve('approx')`; emd = `ot.emd` (numItermax 10^9) and lsa = "
+             "`linear_sum_assignment`, both including the dense cost matrix; bottleneck = the exact W_inf "
+             "solver; floor = one 2-thread pass over all n^2 distances. ratio = W_p(ours) / W_p(exact) "
+             "(exact: emd for p < inf, checked against lsa; bottleneck for p = inf); obj/bound = ours' "
+             "objective over its certified lower bound (an upper bound on the true ratio, available at every "
+             "size); peak = resident memory above the level before the call (MiB). '-' = not run at that size.",
+             "",
+             "| case | d | p | n | ours (s) | emd (s) | lsa (s) | bottleneck (s) | floor (s) | emd / ours "
+             "| lsa / ours | bottleneck / ours | ours / floor | ratio | obj / bound | ours peak | emd peak "
+             "| lsa peak | bottleneck peak |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+             "| ---: | ---: | ---: | ---: | ---: |"]
+    for r in sorted(rows, key=lambda r: (CASES.index(r["case"]), str(r["p"]), r["n"])):
+        ours = _secs(r, "ours")
+        peaks = [_fmt(r[m]["peak_mib"], 0) if m in r else "-" for m in ("ours", "emd", "lsa", "bottleneck")]
+        lines.append("| " + " | ".join([
+            r["case"], str(r["d"]), str(r["p"]), f"{r['n']:,}",
+            *(_fmt(_secs(r, m)) for m in ("ours", "emd", "lsa", "bottleneck", "floor")),
+            *(_fmt(_ratio(_secs(r, m), ours), 1) for m in ("emd", "lsa", "bottleneck")),
+            _fmt(_ratio(ours, _secs(r, "floor")), 2),
+            _fmt(r.get("ratio"), 4), _fmt(r.get("ours_gap"), 3), *peaks]) + " |")
+    codes = sorted({r["emd"]["result_code"] for r in rows if "emd" in r})
+    worst = max((r["emd_vs_lsa"] for r in rows if "emd_vs_lsa" in r), default=None)
+    lines += ["", f"ot.emd result codes: {codes} (1 = optimal). Largest relative difference between the "
+                  f"emd and lsa optima: {_fmt(worst, 12) if worst is not None else '-'}.", "",
+              "![time and ratio against n](transport.png)", ""]
+    return "\n".join(lines)
+
+
+def plot(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no figure", file=sys.stderr)
+        return
+    ps = sorted({str(r["p"]) for r in rows}, key=lambda s: math.inf if s == "inf" else float(s))
+    fig, axes = plt.subplots(2, len(ps), figsize=(4.2 * len(ps), 7), squeeze=False)
+    styles = {"uniform2": "-", "uniform3": "--", "pixels": ":"}
+    colours = {"ours": "C0", "emd": "C1", "lsa": "C2", "bottleneck": "C3", "floor": "0.5"}
+    for col, ps_ in enumerate(ps):
+        sel = [r for r in rows if str(r["p"]) == ps_]
+        top, bottom = axes[0][col], axes[1][col]
+        for case in CASES:
+            rs = sorted((r for r in sel if r["case"] == case), key=lambda r: r["n"])
+            for m in METHODS:
+                pts = [(r["n"], r[m]["seconds"]) for r in rs if m in r]
+                if pts:
+                    top.plot(*zip(*pts), styles[case], color=colours[m], marker="o", ms=3,
+                             label=f"{m} {case}")
+            pts = [(r["n"], r["ratio"]) for r in rs if "ratio" in r]
+            if pts:
+                bottom.plot(*zip(*pts), styles[case], color="C0", marker="o", ms=3, label=f"ratio {case}")
+            pts = [(r["n"], r["ours_gap"]) for r in rs if r.get("ours_gap")]
+            if pts:
+                bottom.plot(*zip(*pts), styles[case], color="C4", marker="x", ms=3, label=f"obj/bound {case}")
+        top.set(xscale="log", yscale="log", title=f"p = {ps_}", xlabel="n", ylabel="seconds")
+        bottom.set(xscale="log", xlabel="n", ylabel="W_p(ours) / W_p(exact); obj / bound")
+        bottom.axhline(1.0, color="0.7", lw=0.8)
+        top.legend(fontsize=6)
+        bottom.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def machine():
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    import numba
+    import scipy
+    versions = f"numpy {np.__version__}, scipy {scipy.__version__}, numba {numba.__version__}"
+    try:
+        import ot
+        versions += f", POT {ot.__version__}"
+    except ImportError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores (shared), Python {platform.python_version()}, {versions}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="d = 2, n in {500, 1000}: a smoke run that writes nothing")
+    ap.add_argument("--cases", nargs="+", choices=CASES, default=None)
+    ap.add_argument("--sizes", nargs="+", type=int, default=None)
+    ap.add_argument("--ps", nargs="+", type=float, default=None, help="p values (inf allowed)")
+    ap.add_argument("--exact-max", type=int, default=10000, help="largest n for emd and lsa")
+    ap.add_argument("--bottleneck-max", type=int, default=2000, help="largest n for the exact bottleneck")
+    ap.add_argument("--repeats", type=int, default=3, help="repeats at n <= 2000")
+    ap.add_argument("--merge", action="store_true", help="merge into the recorded results instead of replacing them")
+    ap.add_argument("--output", type=Path, default=RESULTS / "transport", help="results path without extension")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.cases = args.cases or ["uniform2", "pixels"]
+        args.sizes = args.sizes or list(QUICK_SIZES)
+        args.ps = args.ps or [1.0, 2.0, math.inf]
+    args.cases = args.cases or list(CASES)
+    args.sizes = args.sizes or list(FULL_SIZES)
+    args.ps = args.ps or [1.0, 2.0, math.inf]
+    load_start = os.getloadavg()[0]
+    warm_up()
+    rows = []
+    for case in args.cases:
+        for p in args.ps:
+            for n in args.sizes:
+                rows.append(bench_row(case, n, p, args, lambda s: print(s, flush=True)))
+    if args.quick:
+        print(markdown(rows, {"date": "quick run", "machine": machine(), "command": "--quick",
+                              "repeats": args.repeats}))
+        return
+    path_json = args.output.with_suffix(".json")
+    if args.merge and path_json.exists():
+        old = json.loads(path_json.read_text())
+        keys = {(r["case"], str(r["p"]), r["n"]) for r in rows}
+        rows = [r for r in old["rows"] if (r["case"], str(r["p"]), r["n"]) not in keys] + rows
+        runs = old["meta"].get("runs", []) if "meta" in old else []
+    else:
+        runs = []
+    runs.append({"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                 "command": "python benchmarks/transport.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+                 "load_start": load_start, "load_end": os.getloadavg()[0]})
+    meta = {"date": runs[-1]["date"][:10], "machine": machine() + "; load averages (start, end) per run: "
+            + ", ".join(f"({r['load_start']:.1f}, {r['load_end']:.1f})" for r in runs),
+            "command": "; ".join(r["command"] for r in runs), "repeats": args.repeats, "runs": runs}
+    path_json.parent.mkdir(parents=True, exist_ok=True)
+    path_json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    args.output.with_suffix(".md").write_text(markdown(rows, meta))
+    plot(rows, args.output.with_suffix(".png"))
+    print(f"wrote {args.output}.{{json,md,png}}")
+
+
+if __name__ == "__main__":
+    main()
