@@ -14,7 +14,8 @@ The core never imports dask at module level: only the code paths that use a clus
 Stopping: between completions the map checks Ctrl-C (the stop request of
 :mod:`solvopt.core.interrupt`) and ``deadline`` (a ``time.perf_counter()`` value); when either
 fires it stops yielding, cancels the tasks not finished, and records why in ``.stopped``
-(INTERRUPTED or TIME_LIMIT; None when every task finished). What was yielded is what finished.
+(INTERRUPTED or TIME_LIMIT; None when every task finished). What was yielded is what finished;
+the first task to finish is always waited for (so a run has an answer, as in the chunk driver).
 
 Faults: a task that raises becomes a :class:`TaskError` (its index and a one-line message),
 raised from the iterator, or yielded in place of the result with ``return_exceptions=True``.
@@ -81,11 +82,14 @@ def require_distributed():
 def local_client(workers: int, **cluster_options):
     """A ``Client`` on a new ``LocalCluster`` of ``workers`` processes, one thread each; closed after.
 
+    One thread each includes Numba's parallel kernels (``NUMBA_NUM_THREADS=1`` in the workers).
+
     ``cluster_options`` go to ``LocalCluster`` (e.g. ``memory_limit``); the dashboard is off by
     default (no port to find on a shared machine).
     """
     distributed = require_distributed()
-    options = dict(n_workers=int(workers), threads_per_worker=1, processes=True, dashboard_address=None)
+    options = dict(n_workers=int(workers), threads_per_worker=1, processes=True, dashboard_address=None,
+                   env={"NUMBA_NUM_THREADS": "1"})  # one thread each: Numba's parallel kernels too
     options.update(cluster_options)
     with distributed.LocalCluster(**options) as cluster, distributed.Client(cluster) as client:
         yield client
@@ -165,7 +169,7 @@ class TaskMap:
         pending = set(futures)
         try:
             while pending:
-                if self._stop_now(deadline):
+                if self.done and self._stop_now(deadline):  # like the loop here: the first task finishes
                     return
                 if not finished.has_ready():
                     time.sleep(POLL_SECONDS)

@@ -30,6 +30,7 @@ What is reproducible, exactly:
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -114,23 +115,35 @@ class ScenarioChunks:
     """``chunk(index, start, stop) -> ScenarioStats`` of one compiled model, seed and backend.
 
     Holds the problem arrays on the backend's device and one output buffer of the plan's chunk
-    size, so a run allocates nothing per chunk; each call is still a pure function of its
-    scenario range.
+    size per thread, so a run allocates nothing per chunk; each call is still a pure function of
+    its scenario range. It pickles as (compiled model, seed, backend name, size, stride), so a
+    distributed run sends it once per worker and the worker rebuilds its device arrays.
+    ``backend="auto"``: the worker that builds it picks CUDA when CuPy sees a device there, else
+    Numba (how a cluster mixing GPU and CPU workers runs the fast kernels).
     """
 
-    def __init__(self, compiled: CompiledStochasticSplit, seed: int, backend: KernelBackend, size: int,
-                 stride: int):
-        self.compiled, self.backend, self.stride = compiled, backend, stride
-        dev = backend.to_device
+    def __init__(self, compiled: CompiledStochasticSplit, seed: int, backend: str, size: int, stride: int):
+        self._args = (compiled, seed, backend, size, stride)
+        if backend == "auto":
+            from solvopt.core.backend import gpu_available
+            backend = "cuda" if gpu_available() else "numba"
+        self.compiled, self.backend, self.stride, self.size = compiled, kernel_backend(backend), stride, size
+        dev = self.backend.to_device
         tour0, entry, exit_, cap, lam, penalise = compiled.problem_arrays
         self.problem = (dev(tour0), dev(entry), dev(exit_), cap, lam, penalise)
         self.tables = tuple(dev(a) for a in compiled.table_arrays)
         self.key = philox_key(seed)
-        self.out = backend.empty(size)
         self.no_matrix = dev(NO_MATRIX)
+        self._buffers = threading.local()
+
+    def __reduce__(self):
+        return (ScenarioChunks, self._args)
 
     def __call__(self, index: int, start: int, stop: int) -> ScenarioStats:
-        out = self.out[:stop - start]
+        out = getattr(self._buffers, "out", None)
+        if out is None:
+            out = self._buffers.out = self.backend.empty(self.size)
+        out = out[:stop - start]
         demands = self.no_matrix
         if self.compiled.demands is not None:
             demands = self.backend.to_device(self.compiled.demands[start:stop])
@@ -147,15 +160,19 @@ def chunk_stats(compiled: CompiledStochasticSplit, seed: int, plan: ChunkPlan, i
                 backend: str = "numba", keep_costs: bool = False) -> ScenarioStats:
     """One chunk, as a pure function: the statistics of scenarios ``plan.bounds(index)``."""
     start, stop = plan.bounds(index)
-    chunks = ScenarioChunks(compiled, seed, kernel_backend(backend), stop - start, sample_stride(compiled, keep_costs))
+    chunks = ScenarioChunks(compiled, seed, backend, stop - start, sample_stride(compiled, keep_costs))
     return chunks(index, start, stop)
 
 
 def run_scenarios(compiled: CompiledStochasticSplit, *, seed: int, backend: str = "numba",
                   chunk: int | None = None, keep_costs: bool = False, deadline: float | None = None,
-                  progress=None) -> ChunkRun:
-    """Every chunk through :func:`solvopt.core.chunks.run_chunks` (deadline, Ctrl-C, rate and ETA)."""
+                  progress=None, client=None) -> ChunkRun:
+    """Every chunk through :func:`solvopt.core.chunks.run_chunks` (deadline, Ctrl-C, rate and ETA).
+
+    ``client`` (default: the one set by :func:`solvopt.core.tasks.use_client`): chunks as tasks on
+    its workers, merged in index order (the same statistics, to the bit, as in one process).
+    """
     size = DEFAULT_CHUNK if chunk is None else chunk
     plan = ChunkPlan(compiled.scenarios, min(size, compiled.scenarios))   # ModelError when size < 1
-    chunks = ScenarioChunks(compiled, seed, kernel_backend(backend), plan.size, sample_stride(compiled, keep_costs))
-    return run_chunks(plan, chunks, deadline=deadline, progress=progress, what="scenarios")
+    chunks = ScenarioChunks(compiled, seed, backend, plan.size, sample_stride(compiled, keep_costs))
+    return run_chunks(plan, chunks, deadline=deadline, progress=progress, what="scenarios", client=client)
