@@ -15,12 +15,13 @@ from .model import Components, Model, Param, Var
 from .standard_form import QuadConstraint, StandardForm
 
 # Family models (a new family adds its model module's import here).
+from .games import ArrowDebreuMarket, FisherMarket, PseudoGame
 from .hyperplane import HyperplaneClustering
 from .inventory import InventoryReinsertion
 from .layered_dp import LayeredDP, Transitions
 from .split import Split, StochasticSplit
 from .transport import Transport
 
-__all__ = ["Components", "Constraint", "FamilyModel", "HyperplaneClustering", "InventoryReinsertion", "LayeredDP",
-           "LinExpr", "Model", "Param", "QuadConstraint", "QuadExpr", "Split", "StandardForm", "StochasticSplit",
+__all__ = ["ArrowDebreuMarket", "Components", "Constraint", "FamilyModel", "FisherMarket", "HyperplaneClustering", "InventoryReinsertion", "LayeredDP",
+           "LinExpr", "Model", "Param", "PseudoGame", "QuadConstraint", "QuadExpr", "Split", "StandardForm", "StochasticSplit",
            "Transitions", "Transport", "Var"]

@@ -26,6 +26,7 @@ FAMILY_MODULES = (
     "solvopt.cvrp.family",
     "solvopt.dp.family",
     "solvopt.irp.family",
+    "solvopt.games.family",
 )
 ENTRY_POINT_GROUP = "solvopt.families"
 

@@ -1,0 +1,332 @@
+"""Pseudo-games (generalized Nash equilibrium problems) and Fisher / Arrow-Debreu markets.
+
+A :class:`PseudoGame` has players whose actions are DSL variables (``game.player(...)`` returns a
+:class:`~solvopt.dsl.model.Var`); each player maximises a utility (or minimises a cost) that is
+
+- a DSL expression, linear or quadratic (``34 * x1 - x1 * x1 - (8 / 3) * x1 * x2``);
+- a library form of its own action (:mod:`solvopt.dsl.utilities`: linear, Cobb-Douglas, CES,
+  Leontief, log);
+- or a user callable of the joint action with a user-given exact gradient.
+
+Constraints are linear: a player's own (``game.constrain(x, ...)``: only that player's variables)
+and shared ones (``game.share(...)``: one jointly convex set that binds every player), plus
+variable bounds. Player i's feasible set given the others is
+X_i(a_-i) = {b_i : bounds, own rows, shared rows with a_-i fixed}. The game compiles into flat
+arrays over the joint action vector a (see :meth:`PseudoGame.data`), which the solvers read.
+
+:class:`FisherMarket` (buyers with budgets) and :class:`ArrowDebreuMarket` (consumers with
+endowments) hold one utility form per market with one row of parameters per consumer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvopt.core.errors import ModelError
+
+from .expr import Constraint, LinExpr, QuadExpr
+from .family import FamilyModel
+from .model import Model, Var
+from .utilities import UtilityForm
+
+
+# --- utilities of the joint action --------------------------------------------------------
+class JointUtility:
+    """u(a) of one player over the joint action vector a (n,), with its exact gradient (n,)."""
+
+    quadratic = False
+
+    def value(self, a) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def gradient(self, a) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass
+class QuadraticUtility(JointUtility):
+    """u(a) = 0.5 a'Qa + c'a + k with Q symmetric (sparse)."""
+
+    Q: sp.csr_matrix
+    c: np.ndarray
+    k: float = 0.0
+    quadratic = True
+
+    def value(self, a):
+        return float(0.5 * a @ (self.Q @ a) + self.c @ a + self.k)
+
+    def gradient(self, a):
+        return np.asarray(self.Q @ a).ravel() + self.c
+
+
+@dataclass
+class FormUtility(JointUtility):
+    """A library form applied to the player's own columns."""
+
+    form: UtilityForm
+    columns: np.ndarray
+    n: int
+
+    def value(self, a):
+        return float(self.form.value(a[self.columns]))
+
+    def gradient(self, a):
+        g = np.zeros(self.n)
+        g[self.columns] = self.form.gradient(a[self.columns])
+        return g
+
+
+@dataclass
+class CallableUtility(JointUtility):
+    """User callables u(a) and grad u(a) (exact, the user's promise) over the joint action."""
+
+    fn: Callable
+    grad: Callable
+    n: int
+
+    def value(self, a):
+        v = float(self.fn(a))
+        if not np.isfinite(v):
+            raise ModelError("a user utility returned NaN or an infinite value")
+        return v
+
+    def gradient(self, a):
+        g = np.asarray(self.grad(a), dtype=float).ravel()
+        if g.shape != (self.n,) or not np.all(np.isfinite(g)):
+            raise ModelError(f"a user utility gradient must be {self.n} finite numbers (the joint action's size)")
+        return g
+
+
+@dataclass
+class GameData:
+    """A pseudo-game as flat arrays over the joint action vector (what the solvers read)."""
+
+    names: list[str]
+    blocks: list[np.ndarray]            # columns of each player's action in a
+    utilities: list[JointUtility]
+    lb: np.ndarray
+    ub: np.ndarray
+    A: sp.csr_matrix                    # linear rows lo <= A a <= hi
+    lo: np.ndarray
+    hi: np.ndarray
+    owner: np.ndarray                   # per row: the player it belongs to, -1 for shared
+    shapes: list[tuple] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return self.lb.size
+
+    @property
+    def all_quadratic(self) -> bool:
+        return all(u.quadratic for u in self.utilities)
+
+
+class PseudoGame(FamilyModel):
+    """A static pseudo-game: players, utilities, own and shared linear constraints (see the module doc)."""
+
+    family = "games"
+
+    def __init__(self, name: str = "game"):
+        self.name = name
+        self.model = Model(name)
+        self._players: list[Var] = []
+        self._utilities: dict[str, object] = {}
+        self._own: list[tuple[int, Constraint]] = []
+        self._shared: list[Constraint] = []
+        self._data: GameData | None = None
+
+    # --- building ---------------------------------------------------------------------------
+    def player(self, name: str, shape=(), lb=-np.inf, ub=np.inf) -> Var:
+        """Add a player whose action is a variable array of ``shape`` within [lb, ub]."""
+        var = self.model.add_var(shape, lb=lb, ub=ub, name=name)
+        self._players.append(var)
+        self._data = None
+        return var
+
+    def _index(self, var) -> int:
+        for i, v in enumerate(self._players):
+            if v is var:
+                return i
+        raise ModelError("utilities and constraints are attached to a player's action (the Var from game.player)")
+
+    def maximize(self, player: Var, utility) -> None:
+        """Player ``player`` maximises ``utility``: a linear/quadratic expression or a library form."""
+        i = self._index(player)
+        if not isinstance(utility, (LinExpr, QuadExpr, UtilityForm)):
+            raise ModelError("a utility is a DSL expression or a library form (solvopt.dsl.utilities); "
+                             "for a callable use game.utility(player, value, gradient)")
+        if isinstance(utility, UtilityForm) and utility.shape != (player.size,):
+            raise ModelError(f"the utility form has shape {utility.shape}, player {player.name!r} has {player.size} goods")
+        self._utilities[player.name] = (1.0, utility)
+        self._data = None
+
+    def minimize(self, player: Var, cost) -> None:
+        """Player ``player`` minimises ``cost`` (a linear or quadratic expression): utility = -cost."""
+        if not isinstance(cost, (LinExpr, QuadExpr)):
+            raise ModelError("a cost is a linear or quadratic DSL expression")
+        self._index(player)
+        self._utilities[player.name] = (-1.0, cost)
+        self._data = None
+
+    def utility(self, player: Var, value: Callable, gradient: Callable) -> None:
+        """A user utility u(a) of the joint action a (a flat array) with its exact gradient (same size).
+
+        It must be concave in the player's own action (the solvers' convergence and the
+        certificates rely on it; it cannot be checked).
+        """
+        self._index(player)
+        if not (callable(value) and callable(gradient)):
+            raise ModelError("game.utility needs two callables: value(a) and gradient(a)")
+        self._utilities[player.name] = (1.0, (value, gradient))
+        self._data = None
+
+    def constrain(self, player: Var, constraint: Constraint) -> None:
+        """A linear constraint on ``player``'s own action (it may not involve other players)."""
+        self._own.append((self._index(player), self._linear(constraint)))
+        self._data = None
+
+    def share(self, constraint: Constraint) -> None:
+        """A linear constraint shared by every player (jointly convex: a variational equilibrium exists)."""
+        self._shared.append(self._linear(constraint))
+        self._data = None
+
+    @staticmethod
+    def _linear(constraint) -> Constraint:
+        if not isinstance(constraint, Constraint):
+            raise ModelError("a game constraint is built with <=, >= or == on DSL expressions")
+        if constraint.is_quadratic:
+            raise ModelError("game constraints must be linear (quadratic ones are not supported)")
+        return constraint
+
+    # --- compiling --------------------------------------------------------------------------
+    def data(self) -> GameData:
+        """The game as flat arrays (validated: concavity in own actions, finiteness, ownership)."""
+        if self._data is None:
+            self._data = self._compile()
+        return self._data
+
+    def _compile(self) -> GameData:
+        if not self._players:
+            raise ModelError("the game has no players")
+        n = self.model.num_vars
+        blocks = [v.columns for v in self._players]
+        missing = [v.name for v in self._players if v.name not in self._utilities]
+        if missing:
+            raise ModelError(f"player(s) {', '.join(missing)} have no utility")
+        utilities = [self._joint_utility(i, v, n) for i, v in enumerate(self._players)]
+        lb = np.concatenate([v.lb for v in self._players])
+        ub = np.concatenate([v.ub for v in self._players])
+        rows, lo, hi, owner = [], [], [], []
+        for who, con in [(i, c) for i, c in self._own] + [(-1, c) for c in self._shared]:
+            body = con.body
+            coef = sp.csr_matrix(body.coef, shape=(body.coef.shape[0], n)) if body.coef.shape[1] < n else body.coef
+            if who >= 0:
+                others = np.setdiff1d(np.unique(coef.indices), blocks[who])
+                if len(others):
+                    raise ModelError(f"an own constraint of player {self._players[who].name!r} involves other "
+                                     "players' actions; state coupling constraints with game.share")
+            rhs = -body.const
+            rows.append(coef)
+            lo.append(rhs if con.sense in (">=", "==") else np.full(rhs.size, -np.inf))
+            hi.append(rhs if con.sense in ("<=", "==") else np.full(rhs.size, np.inf))
+            owner.append(np.full(rhs.size, who))
+        A = sp.vstack(rows, format="csr") if rows else sp.csr_matrix((0, n))
+        data = GameData([v.name for v in self._players], blocks, utilities, lb, ub, A,
+                        np.concatenate(lo) if lo else np.zeros(0), np.concatenate(hi) if hi else np.zeros(0),
+                        np.concatenate(owner).astype(int) if owner else np.zeros(0, dtype=int),
+                        [v.shape for v in self._players])
+        if not np.all(np.isfinite(A.data)) or np.any(np.isnan(data.lo)) or np.any(np.isnan(data.hi)):
+            raise ModelError("the game's constraints contain NaN or infinite coefficients")
+        return data
+
+    def _joint_utility(self, i: int, var: Var, n: int) -> JointUtility:
+        sign, u = self._utilities[var.name]
+        if isinstance(u, UtilityForm):
+            return FormUtility(u, var.columns, n)
+        if isinstance(u, tuple):
+            return CallableUtility(u[0], u[1], n)
+        lin = u.lin if isinstance(u, QuadExpr) else u
+        c = sign * np.asarray(sp.csr_matrix(lin.coef, shape=(1, n)).toarray()).ravel()
+        k = sign * float(lin.const[0])
+        if isinstance(u, QuadExpr):
+            Q = sp.coo_matrix((np.concatenate([u.q, u.q]) * sign, (np.concatenate([u.vi, u.vj]),
+                                                                    np.concatenate([u.vj, u.vi]))), shape=(n, n)).tocsr()
+        else:
+            Q = sp.csr_matrix((n, n))
+        if not (np.all(np.isfinite(c)) and np.isfinite(k) and np.all(np.isfinite(Q.data))):
+            raise ModelError(f"the utility of player {var.name!r} contains NaN or infinite coefficients")
+        own = Q[var.columns][:, var.columns].toarray()
+        if own.size and np.max(np.linalg.eigvalsh(own)) > 1e-10 * max(1.0, float(np.max(np.abs(own)))):
+            raise ModelError(f"the utility of player {var.name!r} is not concave in its own action "
+                             "(its Hessian block has a positive eigenvalue); equilibria methods need concavity")
+        return QuadraticUtility(Q, c, k)
+
+    def action_dict(self, a) -> dict[str, np.ndarray]:
+        """The joint action split per player, shaped like each player's variable."""
+        d = self.data()
+        return {name: np.asarray(a)[cols].reshape(shape) for name, cols, shape in zip(d.names, d.blocks, d.shapes)}
+
+
+# --- markets ----------------------------------------------------------------------------
+def _positive_vector(value, what: str, size: int | None = None, allow_zero: bool = False) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ModelError(f"{what} must be an array of numbers") from None
+    if arr.ndim != 1 or (size is not None and arr.size != size):
+        raise ModelError(f"{what} must be a vector of length {size if size is not None else '>= 1'}, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{what} contains NaN or infinite values")
+    if np.any(arr < 0) or (not allow_zero and np.any(arr <= 0)):
+        raise ModelError(f"{what} must be {'>= 0' if allow_zero else '> 0'}")
+    return arr
+
+
+class FisherMarket(FamilyModel):
+    """n buyers with budgets B and utilities (one form, one parameter row per buyer) over m goods of supply s."""
+
+    family = "games"
+
+    def __init__(self, utility: UtilityForm, budgets, supplies=None, name: str = "fisher"):
+        if not isinstance(utility, UtilityForm):
+            raise ModelError("a market's utility is a library form (solvopt.dsl.utilities) with one row per buyer")
+        if len(utility.shape) != 2:
+            raise ModelError(f"the utility parameters must be (buyers, goods), got shape {utility.shape}")
+        n, m = utility.shape
+        self.utility = utility
+        self.budgets = _positive_vector(budgets, "budgets", n)
+        self.supplies = np.ones(m) if supplies is None else _positive_vector(supplies, "supplies", m)
+        self.name = name
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.utility.shape
+
+
+class ArrowDebreuMarket(FamilyModel):
+    """n consumers with endowments e (n, m) and utilities; budgets are p . e_i at prices p."""
+
+    family = "games"
+
+    def __init__(self, utility: UtilityForm, endowments, name: str = "arrow_debreu"):
+        if not isinstance(utility, UtilityForm) or len(utility.shape) != 2:
+            raise ModelError("a market's utility is a library form with parameters of shape (consumers, goods)")
+        e = np.asarray(endowments, dtype=float)
+        if e.shape != utility.shape:
+            raise ModelError(f"endowments must have shape {utility.shape}, got {e.shape}")
+        if not np.all(np.isfinite(e)) or np.any(e < 0):
+            raise ModelError("endowments must be finite and >= 0")
+        if np.any(e.sum(axis=0) <= 0) or np.any(e.sum(axis=1) <= 0):
+            raise ModelError("every good needs a positive total endowment and every consumer a positive endowment")
+        self.utility, self.endowments, self.name = utility, e, name
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.utility.shape
+
+    @property
+    def supplies(self) -> np.ndarray:
+        return self.endowments.sum(axis=0)

@@ -1,0 +1,18 @@
+"""The ``games`` family's descriptor (see :mod:`solvopt.core.family`).
+
+Static pseudo-games (generalized Nash equilibria), Fisher and Arrow-Debreu markets; the Markov
+pseudo-games and exchange economies add their solver modules here.
+"""
+from solvopt.core.family import Family, Param
+
+FAMILY = Family(
+    name="games",
+    description="generalized Nash equilibria of pseudo-games, market equilibria (exploitability minimisation)",
+    solver_modules=("solvopt.games.static", "solvopt.games.markets"),
+    reader_modules=("solvopt.games.reader",),
+    models=("solvopt.dsl.games:PseudoGame", "solvopt.dsl.games:FisherMarket", "solvopt.dsl.games:ArrowDebreuMarket"),
+    params=(
+        Param("tolerance", float, "stop when the certified exploitability is at most this", target="solver"),
+    ),
+    from_instance="solvopt.games.instance:model_from_instance",
+)

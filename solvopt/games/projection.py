@@ -1,0 +1,184 @@
+"""Euclidean projections onto the feasible sets of games, and concave QPs / LPs over polyhedra.
+
+Closed forms (exact, vectorised over leading axes): boxes, scaled simplices, budget sets
+{x >= 0, p.x <= w}. Polyhedra {lb <= x <= ub, lo <= A x <= hi}: a projection is a convex QP;
+:class:`Polyhedron` hands it (and any convex QP, and the LPs behind Frank-Wolfe gaps) to HiGHS,
+then *polishes* the answer: it takes the active set HiGHS found, solves the KKT equations of that
+face exactly, and keeps the polished point when it is feasible with multipliers of the right sign
+(the exact optimum up to rounding). Otherwise it keeps HiGHS's point — the exploitability
+certificates (:mod:`solvopt.games.exploitability`) never rely on the polish being exact.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvopt.core.errors import ModelError, SolverError
+
+FEAS_TOL = 1e-9      # absolute slack accepted as feasible (rows are compared in their own units)
+
+
+def project_box(z, lb, ub):
+    """The nearest point of the box [lb, ub] (clip)."""
+    return np.minimum(np.maximum(z, lb), ub)
+
+
+def project_simplex(z, total=1.0):
+    """The nearest point of {x >= 0, sum x = total} along the last axis (sort-based, exact)."""
+    z = np.asarray(z, dtype=float)
+    total = np.asarray(total, dtype=float)[..., None]
+    u = -np.sort(-z, axis=-1)
+    css = np.cumsum(u, axis=-1) - total
+    k = np.arange(1, z.shape[-1] + 1)
+    cond = u - css / k > 0
+    rho = np.sum(cond, axis=-1, keepdims=True)          # cond is a prefix: its length
+    theta = np.take_along_axis(css, rho - 1, axis=-1) / rho
+    return np.maximum(z - theta, 0.0)
+
+
+def project_budget(z, prices, budget):
+    """The nearest point of {x >= 0, p.x <= budget} along the last axis (exact, by sorting breakpoints).
+
+    x(lam) = max(0, z - lam p); lam = 0 when that is within budget, else p.x(lam) = budget,
+    a piecewise-linear decreasing function of lam with breakpoints z_j / p_j.
+    """
+    z = np.asarray(z, dtype=float)
+    p = np.broadcast_to(np.asarray(prices, dtype=float), z.shape)
+    if np.any(p <= 0):
+        raise ModelError("budget-set projection needs prices > 0")
+    b = np.broadcast_to(np.asarray(budget, dtype=float), z.shape[:-1])
+    free = np.maximum(z, 0.0)
+    within = np.sum(p * free, axis=-1) <= b
+    brk = z / p
+    order = np.argsort(-brk, axis=-1)                     # goods leave the support as lam passes z_j/p_j
+    bs = np.take_along_axis(brk, order, axis=-1)
+    ps = np.take_along_axis(p, order, axis=-1)
+    zs = np.take_along_axis(z, order, axis=-1)
+    # with the first k goods in the support: lam_k = (sum p_j z_j - b) / sum p_j^2 over them
+    lam = (np.cumsum(ps * zs, axis=-1) - b[..., None]) / np.cumsum(ps * ps, axis=-1)
+    nxt = np.concatenate([bs[..., 1:], np.full(bs.shape[:-1] + (1,), -np.inf)], axis=-1)
+    ok = (lam <= bs) & (lam >= nxt)
+    k = np.argmax(ok, axis=-1)[..., None]
+    lam_star = np.maximum(np.take_along_axis(lam, k, axis=-1), 0.0)
+    out = np.maximum(z - lam_star * p, 0.0)
+    return np.where(within[..., None], free, out)
+
+
+class Polyhedron:
+    """P = {x : lb <= x <= ub, lo <= A x <= hi} (A sparse, rows may be one-sided with +-inf)."""
+
+    def __init__(self, lb, ub, A=None, lo=None, hi=None):
+        self.lb = np.asarray(lb, dtype=float)
+        self.ub = np.asarray(ub, dtype=float)
+        n = self.lb.size
+        self.A = sp.csr_matrix((0, n)) if A is None else sp.csr_matrix(A, dtype=float)
+        m = self.A.shape[0]
+        self.lo = np.full(m, -np.inf) if lo is None else np.asarray(lo, dtype=float)
+        self.hi = np.full(m, np.inf) if hi is None else np.asarray(hi, dtype=float)
+        self.n = n
+
+    @property
+    def is_box(self) -> bool:
+        return self.A.shape[0] == 0
+
+    def violation(self, x) -> float:
+        """The largest bound or row violation of x (0 when feasible)."""
+        x = np.asarray(x, dtype=float)
+        v = max(0.0, float(np.max(self.lb - x, initial=0.0)), float(np.max(x - self.ub, initial=0.0)))
+        if self.A.shape[0]:
+            r = self.A @ x
+            v = max(v, float(np.max(self.lo - r, initial=0.0)), float(np.max(r - self.hi, initial=0.0)))
+        return v
+
+    def project(self, z):
+        """The Euclidean projection of z onto P (closed form for a box, else a polished QP)."""
+        z = np.asarray(z, dtype=float)
+        if self.is_box:
+            return project_box(z, self.lb, self.ub)
+        return self.minimize_qp(sp.identity(self.n, format="csc"), -z)
+
+    def maximize_linear(self, g):
+        """(argmax, max) of g.x over P (an LP; closed form for a box). Unbounded: ModelError."""
+        g = np.asarray(g, dtype=float)
+        if self.is_box:
+            y = np.where(g > 0, self.ub, np.where(g < 0, self.lb, np.clip(0.0, self.lb, self.ub)))
+            if np.any(~np.isfinite(y[g != 0])):
+                raise ModelError("a player's feasible set is unbounded in an improving direction")
+            return y, float(g @ y)
+        y = self._highs(None, -g)
+        return y, float(g @ y)
+
+    def minimize_qp(self, H, c):
+        """argmin 0.5 x'Hx + c'x over P, for H positive semidefinite (sparse or dense)."""
+        H = sp.csc_matrix(H)
+        x = self._highs(H, np.asarray(c, dtype=float))
+        return self._polish(H, np.asarray(c, dtype=float), x)
+
+    # --- HiGHS ---------------------------------------------------------------------------------
+    def _highs(self, H, c):
+        from solvopt.dsl.highs_export import colwise_matrix, new_highs
+        import highspy
+        h = new_highs()
+        h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        A = colwise_matrix(self.A)
+        n, m = self.n, self.A.shape[0]
+        h.passModel(n, m, int(A.nnz), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMinimize), 0.0,
+                    np.ascontiguousarray(c, dtype=float), np.ascontiguousarray(self.lb), np.ascontiguousarray(self.ub),
+                    np.ascontiguousarray(self.lo), np.ascontiguousarray(self.hi), A.indptr.astype(np.int32),
+                    A.indices.astype(np.int32), np.ascontiguousarray(A.data), np.zeros(n, dtype=np.int32))
+        if H is not None:
+            T = sp.tril(H).tocsc()
+            T.sum_duplicates()
+            h.passHessian(n, int(T.nnz), int(highspy.HessianFormat.kTriangular), T.indptr.astype(np.int32),
+                          T.indices.astype(np.int32), np.ascontiguousarray(T.data, dtype=float))
+        h.run()
+        status = h.getModelStatus()
+        if status == highspy.HighsModelStatus.kInfeasible:
+            raise ModelError("the feasible set is empty (the constraints cannot all hold)")
+        if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+            raise ModelError("a player's problem is unbounded (its utility grows without bound on its feasible set)")
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise SolverError(f"HiGHS stopped with status {h.modelStatusToString(status)} on a projection / best response")
+        return np.asarray(h.getSolution().col_value, dtype=float)
+
+    def _polish(self, H, c, x, tol=1e-7):
+        """Solve the KKT equations on the active face of x exactly; keep the result if it checks out."""
+        n = self.n
+        at_lb = np.abs(x - self.lb) <= tol
+        at_ub = (np.abs(x - self.ub) <= tol) & ~at_lb
+        fixed = at_lb | at_ub
+        xf = np.where(at_lb, self.lb, np.where(at_ub, self.ub, x))
+        r = self.A @ x if self.A.shape[0] else np.zeros(0)
+        with np.errstate(invalid="ignore"):
+            up = np.isfinite(self.hi) & (np.abs(r - self.hi) <= tol * np.maximum(1.0, np.abs(self.hi)))
+            low = np.isfinite(self.lo) & (np.abs(r - self.lo) <= tol * np.maximum(1.0, np.abs(self.lo))) & ~up
+        act = np.flatnonzero(up | low)
+        rhs_rows = np.where(up, self.hi, self.lo)[act]
+        free = np.flatnonzero(~fixed)
+        Hd = H.toarray()
+        Aa = self.A[act].toarray() if len(act) else np.zeros((0, n))
+        k = len(free)
+        K = np.zeros((k + len(act), k + len(act)))
+        K[:k, :k] = Hd[np.ix_(free, free)]
+        K[:k, k:] = Aa[:, free].T
+        K[k:, :k] = Aa[:, free]
+        rhs = np.concatenate([-c[free] - Hd[np.ix_(free, np.flatnonzero(fixed))] @ xf[fixed],
+                              rhs_rows - Aa[:, fixed] @ xf[fixed]])
+        try:
+            sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        except np.linalg.LinAlgError:
+            return x
+        y = xf.copy()
+        y[free] = sol[:k]
+        mu = sol[k:]
+        if not np.allclose(K @ sol, rhs, rtol=0, atol=1e-10 * max(1.0, float(np.max(np.abs(rhs), initial=0.0)))):
+            return x
+        # stationarity grad f + A'mu = 0: an active upper row needs mu >= 0, a lower one mu <= 0 (equalities: any)
+        eq = (self.lo == self.hi)[act]
+        sign_ok = np.all(mu[up[act] & ~eq] >= -1e-9) and np.all(mu[low[act] & ~eq] <= 1e-9)
+        grad = Hd @ y + c + (Aa.T @ mu if len(act) else 0.0)
+        bound_ok = np.all(grad[at_lb] >= -1e-9) and np.all(grad[at_ub] <= 1e-9)
+        if sign_ok and bound_ok and self.violation(y) <= FEAS_TOL:
+            return y
+        return x
