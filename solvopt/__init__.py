@@ -111,6 +111,8 @@ _install_checkout_finder()
 
 from .core import (BackendUnavailable, InstanceFormatError, ModelError, Result, SolutionStatus,  # noqa: E402
                    SolveOptions, SolverError, SolvoptError, Termination)
+from .dist import solve_list, solve_many  # noqa: E402  (imports no dask: the dist extra is needed by a cluster run only)
 
 __all__ = ["BackendUnavailable", "InstanceFormatError", "ModelError", "Result", "SolutionStatus",
-           "SolveOptions", "SolverError", "SolvoptError", "Termination", "__version__", "numba_cache_dir"]
+           "SolveOptions", "SolverError", "SolvoptError", "Termination", "__version__", "numba_cache_dir",
+           "solve_list", "solve_many"]

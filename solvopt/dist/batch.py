@@ -1,0 +1,92 @@
+"""``solve_many``: a batch of instances or models solved as tasks, one Result each, in completion order.
+
+Each input is solved where a task runs (this process, or a dask worker: see
+:func:`solvopt.core.tasks.map_tasks`), exactly as ``model.solve(method, **options)`` would solve it
+alone, so a batch's results equal the sequential ones. Nothing a single input does stops the
+batch: an input that raises (bad data, a bug, a worker lost more often than
+``distributed.scheduler.allowed-failures`` allows) comes back as a Result with termination
+ERROR and the message, and the others complete. Ctrl-C (or a ``deadline``) ends the batch with
+what has finished: the generator simply stops; the inputs not finished are cancelled.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Iterable, Iterator
+
+from solvopt.core.errors import SolvoptError
+from solvopt.core.progress import Progress
+from solvopt.core.result import Result, SolutionStatus, Termination
+from solvopt.core.tasks import TaskError, exception_message, map_tasks
+
+
+def input_name(item: Any, index: int) -> str:
+    """How a batch input is named in its Result: a file's name, an Instance's name, else ``#index``."""
+    if isinstance(item, (str, os.PathLike)):
+        return os.path.basename(os.fspath(item))
+    name = getattr(item, "name", None)
+    return name if isinstance(name, str) and name else f"#{index}"
+
+
+def error_result(message: str, **stats) -> Result:
+    """The Result of an input that could not be solved: termination ERROR, no solution, the message."""
+    return Result(Termination.ERROR, SolutionStatus.NONE, message=message, stats=dict(stats))
+
+
+def model_of(item: Any, model_params: dict):
+    """A batch input as a model: a file path is read, an Instance built by its family's descriptor."""
+    if hasattr(item, "solve"):
+        return item
+    from solvopt.core.family import get_family
+    from solvopt.io import Instance, read_instance
+    instance = item if isinstance(item, Instance) else read_instance(os.fspath(item))
+    return get_family(instance.family).build_model(instance, **model_params)
+
+
+def solve_one(item: Any, method: str | None = None, options: dict | None = None,
+              model_params: dict | None = None) -> Result:
+    """Solve one batch input (runs on a worker); every exception becomes an ERROR Result."""
+    try:
+        return model_of(item, model_params or {}).solve(method, **(options or {}))
+    except SolvoptError as exc:
+        return error_result(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    except Exception as exc:  # noqa: BLE001 - a bug in one input must not end the batch
+        return error_result(exception_message(exc))
+
+
+def solve_many(items: Iterable, client=None, *, workers: int | None = None, method: str | None = None,
+               model_params: dict | None = None, deadline: float | None = None, progress: bool | None = None,
+               **options) -> Iterator[Result]:
+    """Solve every input; yield one Result per input **in completion order**.
+
+    ``items``: models (anything with ``.solve``), :class:`~solvopt.io.Instance` objects or
+    instance file paths (read and built by their family; ``model_params`` go to the family's
+    ``from_instance``). ``client``: a ``distributed.Client`` (default: the one set by
+    :func:`solvopt.core.tasks.use_client`); ``workers=N``: a LocalCluster of N one-thread
+    processes for this batch; neither: one after the other in this process. ``options`` go to
+    every solve (``time_limit`` is per input). ``progress``: a line per finished input on
+    stderr (default: when stderr is a terminal). Each Result's ``stats`` carry ``batch_index``
+    (the input's position) and ``instance`` (its name).
+    """
+    items = list(items)
+    task = functools.partial(solve_one, method=method, options=options, model_params=model_params)
+    bar = Progress(progress)
+    runs = map_tasks(task, items, client=client, workers=workers, deadline=deadline, progress=bar,
+                     return_exceptions=True, what="instances")
+    try:
+        for index, result in runs:
+            if isinstance(result, TaskError):  # lost outside the solve (e.g. KilledWorker)
+                result = error_result(result.message)
+            result.stats.update(batch_index=index, instance=input_name(items[index], index))
+            yield result
+    finally:
+        runs.close()
+
+
+def solve_list(items: Iterable, client=None, **kwargs) -> list[Result | None]:
+    """:func:`solve_many` collected **in input order**; an input not finished (Ctrl-C, deadline) is None."""
+    items = list(items)
+    out: list[Result | None] = [None] * len(items)
+    for result in solve_many(items, client, **kwargs):
+        out[result.stats["batch_index"]] = result
+    return out
