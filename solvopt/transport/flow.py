@@ -28,6 +28,7 @@ import numpy as np
 from solvopt.core.errors import BackendUnavailable, ModelError, SolverError
 
 ENGINES = ("auto", "highs", "ortools", "networkx")
+FEASIBILITY_ENGINES = ("auto", "ortools", "scipy", "highs")
 ORTOOLS_COST_RANGE = 10**9        # largest integer arc cost handed to OR-Tools (overflow headroom)
 _MAX_UNITS = 2**50                # largest integer total supply handed to an integer engine
 
@@ -229,3 +230,61 @@ def _networkx(tails, heads, costs, units, n_nodes) -> FlowSolution:
     flow = np.array([flow_dict[t][h][k] for k, (t, h) in enumerate(zip(tails.tolist(), heads.tolist()))],
                     dtype=np.float64) * unit
     return FlowSolution(flow, float(flow @ costs), None, "networkx", float(flow.sum()) / scale)
+
+
+def feasible_flow(tails, heads, supplies, *, n_nodes=None, engine="auto"):
+    """A flow meeting the supplies over uncapacitated arcs, or None when none exists.
+
+    A max-flow from a super source (arcs to the sources, capacity = supply) to a super sink:
+    OR-Tools ``SimpleMaxFlow`` (``auto`` where installed) or SciPy's ``maximum_flow`` (the arcs
+    must then be distinct (tail, head) pairs) on integer units of the supplies, HiGHS (a
+    zero-cost flow LP) for general real supplies. Used by the p = inf threshold searches.
+    """
+    if engine not in FEASIBILITY_ENGINES:
+        raise ModelError(f"unknown feasibility engine {engine!r}; choose one of {', '.join(FEASIBILITY_ENGINES)}")
+    tails, heads, costs, supplies, n_nodes, _ = _check(tails, heads, np.zeros(len(tails)), supplies, n_nodes, None)
+    units = _integer_data(supplies, None)
+    use_ortools = engine in ("auto", "ortools") and _ortools_installed()
+    if engine == "ortools" and not use_ortools:
+        raise BackendUnavailable("flow engine 'ortools' needs OR-Tools: pip install ortools")
+    if engine == "highs" or units is None or (not use_ortools and units[1][units[1] > 0].sum() >= 2**31):
+        try:
+            return _highs(tails, heads, costs, supplies, n_nodes, None).flow
+        except ModelError:
+            return None
+    unit, ints, _ = units
+    total = int(ints[ints > 0].sum())
+    source, sink = n_nodes, n_nodes + 1
+    src_nodes, snk_nodes = np.flatnonzero(ints > 0), np.flatnonzero(ints < 0)
+    all_tails = np.concatenate([tails, np.full(len(src_nodes), source), snk_nodes])
+    all_heads = np.concatenate([heads, src_nodes, np.full(len(snk_nodes), sink)])
+    caps = np.concatenate([np.full(len(tails), total), ints[src_nodes], -ints[snk_nodes]]).astype(np.int64)
+    if use_ortools:
+        from ortools.graph.python import max_flow
+        solver = max_flow.SimpleMaxFlow()
+        solver.add_arcs_with_capacity(all_tails, all_heads, caps)
+        if solver.solve(source, sink) != solver.OPTIMAL:
+            raise SolverError("OR-Tools max flow failed")
+        if solver.optimal_flow() < total:
+            return None
+        return solver.flows(np.arange(len(tails))).astype(np.float64) * unit
+    return _scipy_feasible(all_tails, all_heads, caps, n_nodes + 2, source, sink, total, len(tails), unit)
+
+
+def _scipy_feasible(tails, heads, caps, n_nodes, source, sink, total, n_arcs, unit):
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import maximum_flow
+    graph = sp.csr_matrix((np.minimum(caps, 2**31 - 1).astype(np.int32), (tails, heads)), shape=(n_nodes, n_nodes))
+    result = maximum_flow(graph, source, sink)
+    if result.flow_value < total:
+        return None
+    # the arcs are distinct (tail, head) pairs in our graphs; read each one's flow back
+    return np.asarray(result.flow[tails[:n_arcs], heads[:n_arcs]]).ravel().astype(np.float64) * unit
+
+
+def _ortools_installed() -> bool:
+    try:
+        import ortools.graph.python.max_flow  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -1,0 +1,283 @@
+"""Method ``approx``: a proven factor-3 approximation of W_p for every p in [1, inf], on a sparse graph.
+
+Construction (the two-hop graph, :mod:`solvopt.transport.graph`)
+-----------------------------------------------------------------
+Draw k centres uniformly without replacement from the targets (k = round(sqrt(n)) by default,
+option ``centres``; ``seed`` fixes the draw). For every source a let c(a) be its nearest centre
+and r_a = d(a, c(a)); its *bunch* is the set of targets b with d(a, b) < r_a. The graph has the
+n sources, the m targets and one hub per centre that some source uses, and the arcs
+
+    a -> b       for b in the bunch of a,            cost  d(a, b)^p
+    a -> c(a)    one per source,                      cost  3^(p-1) r_a^p
+    c -> b       for every hub c and every target b,  cost  (3/2)^(p-1) D(c, b)^p
+
+with D = d for point inputs (centres are targets, so D(c, b) is a target-target distance) and,
+for a cost-matrix input, D(c, b) = min over the sources a' with c(a') = c of C[a', c] + C[a', b]
+(an upper bound on d(c, b) when C is a metric, and at most r_a + d(a, b) for every source a of
+the hub: exactly what the proof below uses). Sources supply a, targets demand b. Expected size:
+about m/k bunch arcs per source and k m hub arcs, ~2 n^(3/2) arcs for n = m.
+
+Proof of the factor 3 on W_p (1 <= p < inf)
+--------------------------------------------
+Lemma 1 (convexity). For x, y >= 0: (x + y)^p <= 3^(p-1) x^p + (3/2)^(p-1) y^p. Write
+x + y = (1/3)(3x) + (2/3)(3y/2) and apply Jensen to t -> t^p with weights 1/3, 2/3.
+
+Lemma 2 (flow -> plan, no dearer). Let F be a min-cost flow. Its bunch arcs are plan entries
+at their own cost. At a hub c, pair the mass arriving from sources with the mass leaving to
+targets in any way (north-west corner): a pair (a, b) routed a -> c -> b has
+d(a, b) <= r_a + d(c, b) <= r_a + D(c, b) (triangle inequality), so by Lemma 1 its cost
+d(a, b)^p is at most the path's cost. The plan costs at most cost(F) (call it Fcost).
+
+Lemma 3 (optimum -> flow, at most 3^p dearer). Route each pair (a, b) of an optimal plan: on its
+bunch arc if b is in the bunch (same cost), else via c(a): then r_a <= d(a, b) (b is not closer
+than the nearest centre) and D(c(a), b) <= r_a + d(a, b) <= 2 d(a, b), so the path costs at most
+3^(p-1) d^p + (3/2)^(p-1) 2^p d^p = 3^p d(a, b)^p. Hence Fcost <= 3^p OPT.
+
+So the plan P has cost(P) <= Fcost <= 3^p OPT: W_p(P) <= 3 W_p, whatever centres were drawn (the
+randomness changes only the graph's size), and W_p >= Fcost^(1/p) / 3 is a certified lower
+bound (the ``bound`` reported; with OR-Tools' integer costs, Fcost less the rounding error the
+engine states). For a cost matrix Lemma 3 holds for any C; Lemma 2 needs the triangle
+inequality, which is checked at run time: the method reports the factor only when
+cost(P) <= Fcost actually holds (it does whenever C is a metric).
+
+The plan returned is better than Lemma 2's pairing and keeps the bound: with ``improve`` (the
+default) it is an exact min-cost plan over the candidate pairs "bunch arcs with flow, and, at
+each hub, every source sending to it x every target it serves" (a bipartite problem with true
+costs d^p, of which Lemma 2's pairing is one feasible plan, so it is no dearer).
+
+p = inf (bottleneck)
+--------------------
+Give each arc a threshold: d(a, b) for a bunch arc, r_a for a -> c(a), D(c, b) / 2 for c -> b.
+For a threshold t, G_t keeps the arcs of threshold <= t. If W_inf <= t, every optimal pair is a
+bunch arc of length <= t or has r_a <= d(a, b) <= t and D(c(a), b) <= 2t: G_t carries all the
+mass (a max-flow test). Conversely a feasible flow in G_t pairs a, b only with
+d(a, b) <= r_a + D(c, b) <= t + 2t = 3t. Binary search over the distinct thresholds gives the
+smallest feasible t_min: every smaller candidate is infeasible, so W_inf >= t_min (the bound),
+and the plan's largest distance is <= 3 t_min <= 3 W_inf. With ``improve`` the plan is then the
+bottleneck-optimal plan over the candidate pairs of the flow (a second threshold search over
+those pairs), again no worse than the pairing.
+
+Stopping early (Ctrl-C, ``time_limit``) after the flow is known returns the Lemma 2 plan with
+the factor; before that there is no plan.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvopt.core.backend import resolve_device
+from solvopt.core.interrupt import stop_reason
+from solvopt.core.options import Option
+from solvopt.core.progress import Progress
+from solvopt.core.registry import Solver, register
+
+from .flow import ENGINES, feasible_flow, min_cost_flow
+from .graph import Distances, TwoHopGraph, build_two_hop, default_centres
+from .result import transport_result
+
+FACTOR = 3.0
+# A plan may cost more than the flow by float error only (relative) for the factor to be stated.
+COST_RTOL = 1e-9
+# Candidate pairs per hub beyond which improve keeps the pairing's pairs for that hub.
+PAIRS_PER_HUB_NODE = 64
+
+
+@register
+class Approx(Solver):
+    family = "transport"
+    name = "approx"
+    description = "proven factor-3 approximation of W_p (every p in [1, inf]) on a sparse two-hop graph"
+    default = True
+    honours = frozenset({"device"})
+    options = (
+        Option("centres", int, 0, "number of centres drawn from the targets (0: round(sqrt(n)))"),
+        Option("engine", str, "auto", "min-cost flow engine on the sparse graph", ENGINES),
+        Option("improve", bool, True, "re-solve exactly over the flow's candidate pairs (same bound, better plan)"),
+    )
+
+    def solve(self, model, options):
+        start = time.perf_counter()
+        deadline = None if options.time_limit is None else start + options.time_limit
+        progress = Progress(options.progress, log=options.log)
+        extra = options.extra
+        kernels = "cuda" if resolve_device(options.device) == "gpu" and model.cost is None else "numba"
+        distances = Distances(model, kernels=kernels)
+        k = extra["centres"] or default_centres(model.n, model.m)
+        graph = build_two_hop(distances, k, np.random.default_rng(options.seed))
+        stats = {"centres": graph.n_hubs, "arcs": graph.n_arcs, "bunch_arcs": len(graph.bunch_cols),
+                 "kernels": distances.k.__name__.rsplit(".", 1)[-1] if distances.code is not None else "model",
+                 "graph_time": time.perf_counter() - start}
+        progress(f"two-hop graph: {graph.n_hubs} hubs, {graph.n_arcs:,} arcs", force=True)
+        stopped = stop_reason(deadline)
+        if stopped is not None:
+            return transport_result(model, None, guarantee=None, stopped=stopped, stats=stats)
+        if math.isinf(model.p):
+            return _bottleneck(model, graph, distances, extra, deadline, progress, stats)
+        return _finite(model, graph, distances, extra, deadline, progress, stats)
+
+
+def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, progress, stats):
+    p = model.p
+    scale = _length_scale(graph)
+    tails, heads = graph.arc_ends()
+    t0 = time.perf_counter()
+    sol = min_cost_flow(tails, heads, graph.arc_costs(p, scale), graph.supplies(model.a, model.b),
+                        n_nodes=graph.n_nodes, engine=extra["engine"])
+    stats.update(engine=sol.engine, flow_time=time.perf_counter() - t0, flow_cost_p=sol.cost * scale ** p)
+    progress(f"min-cost flow ({sol.engine}): cost {sol.cost * scale ** p:.6g}", force=True)
+    lower = max(sol.cost - sol.abs_error, 0.0)                 # certified: optimum of the graph >= this
+    bound = scale * (lower / FACTOR ** p) ** (1.0 / p)
+    rows, cols, mass = _pairing(graph, sol.flow)
+    pair_cost = float(mass @ (distances.pairs(rows, cols) / scale) ** p)
+    plan = _plan(model, rows, cols, mass)
+    stopped = stop_reason(deadline)
+    if extra["improve"] and stopped is None:
+        t0 = time.perf_counter()
+        cand_rows, cand_cols = _candidates(graph, sol.flow, rows, cols)
+        costs = (distances.pairs(cand_rows, cand_cols) / scale) ** p
+        better = min_cost_flow(cand_rows, cand_cols + model.n, costs, np.concatenate([model.a, -model.b]),
+                               n_nodes=model.n + model.m, engine=extra["engine"])
+        stats.update(improve_time=time.perf_counter() - t0, candidate_pairs=len(cand_rows))
+        if better.cost < pair_cost:
+            keep = better.flow > 0
+            plan = _plan(model, cand_rows[keep], cand_cols[keep], better.flow[keep])
+            pair_cost = better.cost
+    # the factor holds when the plan is no dearer than the flow (Lemma 2; always for a metric)
+    proven = pair_cost <= sol.cost * (1 + COST_RTOL) + sol.abs_error
+    factor = FACTOR * ((sol.cost / lower) ** (1.0 / p) if lower > 0 else 1.0) if proven else None
+    return transport_result(model, plan, guarantee=factor, bound=bound if proven or model.cost is not None else None,
+                            stopped=stopped, stats=stats)
+
+
+def _bottleneck(model, graph: TwoHopGraph, distances: Distances, extra, deadline, progress, stats):
+    tails, heads = graph.arc_ends()
+    supplies = graph.supplies(model.a, model.b)
+    engine = "highs" if extra["engine"] == "highs" else "auto"
+    t0 = time.perf_counter()
+    t_min, flow, stopped = _threshold_search(tails, heads, graph.arc_thresholds(), supplies, graph.n_nodes, engine,
+                                             deadline, progress, "two-hop")
+    stats.update(flow_time=time.perf_counter() - t0, threshold=t_min)
+    if flow is None:
+        return transport_result(model, None, guarantee=None, stopped=stopped, stats=stats)
+    rows, cols, mass = _pairing(graph, flow)
+    plan = _plan(model, rows, cols, mass)
+    largest = float(distances.pairs(rows, cols).max())
+    if extra["improve"] and stopped is None:
+        t0 = time.perf_counter()
+        cand_rows, cand_cols = _candidates(graph, flow, rows, cols)
+        lengths = distances.pairs(cand_rows, cand_cols)
+        keep = lengths <= largest                                  # no pair longer than the pairing's
+        cand_rows, cand_cols, lengths = cand_rows[keep], cand_cols[keep], lengths[keep]
+        best, better, _ = _threshold_search(cand_rows, cand_cols + model.n, lengths,
+                                            np.concatenate([model.a, -model.b]), model.n + model.m, engine,
+                                            None, progress, "candidate pairs")
+        stats.update(improve_time=time.perf_counter() - t0, candidate_pairs=len(cand_rows))
+        if better is not None and best < largest:
+            used = better > 0
+            plan = _plan(model, cand_rows[used], cand_cols[used], better[used])
+            largest = best
+    proven = largest <= FACTOR * t_min * (1 + COST_RTOL)
+    return transport_result(model, plan, guarantee=FACTOR if proven else None, bound=t_min if proven else None,
+                            stopped=stopped, stats=stats)
+
+
+def _threshold_search(tails, heads, thresholds, supplies, n_nodes, engine, deadline, progress, what):
+    """Smallest t among the thresholds with a feasible flow on the arcs of threshold <= t.
+
+    Returns (t, that flow over all arcs (zeros off G_t), stop reason). The largest candidate must be
+    feasible. A stopped search returns its smallest feasible t so far (the plan's factor then is
+    not proven at t_min: the caller checks it)."""
+    candidates = np.unique(thresholds)
+    lo, hi = -1, len(candidates) - 1                      # candidates[lo] infeasible (or none), [hi] feasible
+    best = _feasible_at(tails, heads, thresholds, supplies, n_nodes, engine, candidates[hi])
+    if best is None:
+        raise RuntimeError(f"the {what} graph cannot carry the mass at its largest threshold")
+    stopped = None
+    while hi - lo > 1:
+        stopped = stop_reason(deadline)
+        if stopped is not None:
+            break
+        mid = (lo + hi) // 2
+        flow = _feasible_at(tails, heads, thresholds, supplies, n_nodes, engine, candidates[mid])
+        if flow is None:
+            lo = mid
+        else:
+            hi, best = mid, flow
+        progress(f"{what} threshold search: {hi - lo} candidates left, t <= {candidates[hi]:.6g}")
+    return float(candidates[hi]), best, stopped
+
+
+def _feasible_at(tails, heads, thresholds, supplies, n_nodes, engine, t):
+    keep = np.flatnonzero(thresholds <= t)
+    flow = feasible_flow(tails[keep], heads[keep], supplies, n_nodes=n_nodes, engine=engine)
+    if flow is None:
+        return None
+    full = np.zeros(len(tails))
+    full[keep] = flow
+    return full
+
+
+def _length_scale(graph: TwoHopGraph) -> float:
+    """The largest distance on the graph (costs are (d / scale)^p: no overflow for large p)."""
+    top = max((float(x.max()) for x in graph.arc_lengths() if x.size), default=0.0)
+    return top if top > 0 else 1.0
+
+
+def _pairing(graph: TwoHopGraph, flow: np.ndarray):
+    """Lemma 2's plan as (rows, cols, mass): the bunch arcs' flow, and at each hub the north-west
+    corner pairing of the mass arriving (sources in index order) with the mass leaving (targets)."""
+    (d_rows, d_cols, d_mass), into_hub, out_of_hub = graph.split_flow(flow)
+    parts = [(d_rows, d_cols, d_mass)]
+    sources = np.flatnonzero(into_hub > 0)
+    order = sources[np.argsort(graph.hub_of[sources], kind="stable")]
+    bounds = np.searchsorted(graph.hub_of[order], np.arange(graph.n_hubs + 1))
+    for hub in range(graph.n_hubs):
+        srcs = order[bounds[hub]:bounds[hub + 1]]
+        tgts = np.flatnonzero(out_of_hub[hub] > 0)
+        if len(srcs) == 0 or len(tgts) == 0:
+            continue
+        parts.append(_north_west(srcs, into_hub[srcs], tgts, out_of_hub[hub, tgts]))
+    return tuple(np.concatenate(x) for x in zip(*parts))
+
+
+def _north_west(srcs, supply, tgts, demand):
+    """North-west corner pairing of two mass lists of (nearly) equal totals."""
+    cum_s, cum_t = np.cumsum(supply), np.cumsum(demand)
+    total = min(cum_s[-1], cum_t[-1])
+    cum_s[-1] = cum_t[-1] = total                      # float drift between the totals: the builder repairs it
+    cuts = np.unique(np.concatenate([cum_s, cum_t]))
+    cuts = cuts[cuts <= total]
+    lows = np.concatenate(([0.0], cuts[:-1]))
+    mass = cuts - lows
+    keep = mass > 0
+    mids = (lows + cuts)[keep] / 2
+    i = np.minimum(np.searchsorted(cum_s, mids), len(srcs) - 1)
+    j = np.minimum(np.searchsorted(cum_t, mids), len(tgts) - 1)
+    return srcs[i], tgts[j], mass[keep]
+
+
+def _candidates(graph: TwoHopGraph, flow, rows, cols):
+    """Candidate pairs for the re-solve: the bunch arcs with flow, at each hub every source sending
+    to it x every target it serves (when not too many; else that hub's pairing pairs), and the
+    pairing's own pairs (so the pairing is a feasible plan of the re-solve)."""
+    _, into_hub, out_of_hub = graph.split_flow(flow)
+    parts_r, parts_c = [rows], [cols]
+    sources = np.flatnonzero(into_hub > 0)
+    order = sources[np.argsort(graph.hub_of[sources], kind="stable")]
+    bounds = np.searchsorted(graph.hub_of[order], np.arange(graph.n_hubs + 1))
+    for hub in range(graph.n_hubs):
+        srcs = order[bounds[hub]:bounds[hub + 1]]
+        tgts = np.flatnonzero(out_of_hub[hub] > 0)
+        if 0 < len(srcs) * len(tgts) <= PAIRS_PER_HUB_NODE * (len(srcs) + len(tgts)):
+            parts_r.append(np.repeat(srcs, len(tgts)))
+            parts_c.append(np.tile(tgts, len(srcs)))
+    r, c = np.concatenate(parts_r), np.concatenate(parts_c)
+    key = np.unique(r * graph.m + c)
+    return key // graph.m, key % graph.m
+
+
+def _plan(model, rows, cols, mass):
+    return sp.csr_matrix((mass, (rows, cols)), shape=(model.n, model.m))
