@@ -6,7 +6,10 @@ reader, the model built by ``from_instance``, or the solve options). A flag the 
 not take is a one-line error naming the families that take it. User mistakes (bad files, bad
 flags, missing backends) print one line on stderr and exit non-zero; only bugs show a
 traceback. Ctrl-C stops the running instance, prints its best result, writes ``--out``, lists
-the instances not started as skipped and exits 130.
+the instances not started as skipped and exits 130. With ``--workers N`` or
+``--scheduler ADDRESS`` (:mod:`solvopt.dist`) several instances are solved as dask tasks and
+reported as they finish (completion order); Ctrl-C there prints the finished ones, lists the
+others and exits 130.
 """
 from __future__ import annotations
 
@@ -97,49 +100,113 @@ def cmd_solve(args) -> int:
 
 
 def _solve_batch(args, options: dict, given: dict, rows: list) -> int:
+    """Solve the instances here, one after the other, or as tasks on dask workers (--workers/--scheduler)."""
+    if args.scheduler is not None and args.workers is not None:
+        raise CliError("give --workers (a local cluster) or --scheduler (an existing one), not both")
+    if args.scheduler is None and (args.workers or 1) <= 1:
+        return _solve_in_order(args, options, given, rows)
+    from .core.tasks import use_client
+    from .dist.cluster import client_for
+    with client_for(args.workers, args.scheduler) as client:
+        if len(args.instances) == 1:  # one instance: its scenario chunks go to the workers
+            with use_client(client):
+                return _solve_in_order(args, options, given, rows)
+        return _solve_on_workers(client, args, options, given, rows)
+
+
+def _solve_in_order(args, options: dict, given: dict, rows: list) -> int:
     """Solve the instances in order; stops after an interrupted one, listing the rest as skipped."""
-    from .core.family import get_family
-    from .io import detect_format, read_instance, readers
     status = EXIT_OK
     for position, path in enumerate(args.instances):
         if stop_requested():
             _skipped(args.instances[position:])
             return EXIT_INTERRUPTED
         try:
-            reader = detect_format(path) if args.format is None else next(
-                (r for r in readers() if r.format == args.format), None)
-            reader_params = set(reader.params) if reader is not None else set()
-            instance = read_instance(path, format=args.format,
-                                     **{k: v for k, v in given.items() if k in reader_params})
-            family = args.family or instance.family
-            if family != instance.family:  # a reader's data only fits its own family's solvers
-                raise CliError(f"{path} was read as a {instance.family} instance ({instance.format}); "
-                               f"--family {family} cannot solve it (use --format to read it differently)")
-            try:
-                fam = get_family(family)
-            except ModelError:
-                raise CliError(f"{path}: no solver for instances of family {family!r}") from None
-            result = solve_instance(instance, fam, args.method, dict(options), given, reader_params)
+            instance, result = solve_path(path, args.format, args.family, args.method, options, given)
         except SolvoptError as exc:
-            message = str(exc)
-            _error(message if path in message else f"{path}: {message}")
+            _path_error(path, str(exc))
             status = EXIT_ERROR
             continue
         except KeyboardInterrupt:
             _skipped(args.instances[position:])
             raise
-        record = {"instance": instance.name, "path": path, **result.to_dict()}
-        if args.out:  # plain JSON (+ a family's own files) that reads without solvopt
-            from .io.results import write_result
-            write_result(args.out, {"instance": instance.name, "path": path}, result, instance)
-        if args.json:
-            print(json.dumps(record, allow_nan=False), flush=True)
-        else:
-            rows.append(_summary_row(instance.name, result))
+        _report(args, path, instance, result, rows)
         if result.termination is Termination.INTERRUPTED or stop_requested():
             _skipped(args.instances[position + 1:])
             return EXIT_INTERRUPTED
     return status
+
+
+def _solve_on_workers(client, args, options: dict, given: dict, rows: list) -> int:
+    """One task per instance; each is reported (and written to --out) as it finishes."""
+    import functools
+
+    from .core.progress import Progress
+    from .core.tasks import TaskError, map_tasks
+    task = functools.partial(_worker_task, fmt=args.format, family=args.family, method=args.method,
+                             options=options, given=given)
+    runs = map_tasks(task, args.instances, client=client, progress=Progress(args.progress),
+                     return_exceptions=True, what="instances")
+    status, finished = EXIT_OK, set()
+    try:
+        for index, outcome in runs:
+            path = args.instances[index]
+            finished.add(index)
+            if isinstance(outcome, TaskError) or outcome[0] == "error":
+                _path_error(path, outcome.message if isinstance(outcome, TaskError) else outcome[1])
+                status = EXIT_ERROR
+                continue
+            instance, result = outcome[1]
+            _report(args, path, instance, result, rows)
+    finally:
+        runs.close()
+    if runs.stopped is Termination.INTERRUPTED:
+        _skipped([p for i, p in enumerate(args.instances) if i not in finished])
+        return EXIT_INTERRUPTED
+    return status
+
+
+def _worker_task(path: str, fmt, family, method, options: dict, given: dict):
+    """An instance solved on a worker: ``("ok", (instance, result))`` or ``("error", one-line message)``."""
+    try:
+        return "ok", solve_path(path, fmt, family, method, dict(options), given)
+    except SolvoptError as exc:
+        return "error", str(exc)
+
+
+def solve_path(path: str, fmt: str | None, family: str | None, method: str | None, options: dict,
+               given: dict) -> tuple:
+    """Read one instance file and solve it as the flags say: ``(instance, result)``."""
+    from .core.family import get_family
+    from .io import detect_format, read_instance, readers
+    reader = detect_format(path) if fmt is None else next((r for r in readers() if r.format == fmt), None)
+    reader_params = set(reader.params) if reader is not None else set()
+    instance = read_instance(path, format=fmt, **{k: v for k, v in given.items() if k in reader_params})
+    family = family or instance.family
+    if family != instance.family:  # a reader's data only fits its own family's solvers
+        raise CliError(f"{path} was read as a {instance.family} instance ({instance.format}); "
+                       f"--family {family} cannot solve it (use --format to read it differently)")
+    try:
+        fam = get_family(family)
+    except ModelError:
+        raise CliError(f"{path}: no solver for instances of family {family!r}") from None
+    return instance, solve_instance(instance, fam, method, dict(options), given, reader_params)
+
+
+def _report(args, path: str, instance, result: Result, rows: list) -> None:
+    """A finished instance: --out file first (so a crash later loses nothing), then its line or row."""
+    record = {"instance": instance.name, "path": path, **result.to_dict()}
+    if args.out:  # plain JSON (+ a family's own files) that reads without solvopt
+        from .io.results import write_result
+        write_result(args.out, {"instance": instance.name, "path": path}, result, instance)
+    if args.json:
+        print(json.dumps(record, allow_nan=False), flush=True)
+    else:
+        rows.append(_summary_row(instance.name, result))
+
+
+def _path_error(path: str, message: str) -> None:
+    _error(message if path in message else f"{path}: {message}")
 
 
 def _skipped(paths: list[str]) -> None:
@@ -272,6 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="progress lines on stderr (default: when stderr is a terminal)")
     s.add_argument("--json", action="store_true", help="one JSON object per instance on stdout")
     s.add_argument("--out", metavar="DIR", help="write each result to DIR/<name>.json (plain JSON; plus <name>.sol for split routes)")
+    s.add_argument("--workers", type=_positive_int, metavar="N",
+                   help="solve on a dask LocalCluster of N one-thread worker processes (extra 'dist'): several "
+                        "instances run as tasks, one instance fans its scenario chunks out")
+    s.add_argument("--scheduler", metavar="ADDRESS", help="solve on the dask cluster of this scheduler (tcp://host:8786)")
     _add_family_groups(s)
     s.set_defaults(func=cmd_solve)
 

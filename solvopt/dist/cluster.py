@@ -7,12 +7,12 @@ from solvopt.core.errors import BackendUnavailable
 from solvopt.core.tasks import local_client, require_distributed
 
 
-def connect(address: str, timeout: float = 10.0):
+def connect(address: str, timeout: float = 5.0):
     """A ``distributed.Client`` on the scheduler at ``address`` (``tcp://host:8786``); one-line error if unreachable."""
     distributed = require_distributed()
     try:
         return distributed.Client(address, timeout=timeout)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:  # ValueError: a malformed address
         raise BackendUnavailable(f"cannot reach the dask scheduler at {address}: {exc}") from None
 
 
