@@ -609,17 +609,17 @@ def test_convert_unsupported_combination(samples, tmp_path):
 
 
 def test_a_reader_module_that_fails_to_import_is_named_when_detection_fails(tmp_path):
-    from solvopt.io import ORPHAN_READER_MODULES, base, reader_load_failures
+    from solvopt.io import base, reader_load_failures
     path = _write(tmp_path, "mystery.zzz", "hello\n")
     try:
-        failures = base.load_reader_modules(ORPHAN_READER_MODULES + ("solvopt.io.no_such_reader_xyz",))
+        failures = base.load_reader_modules(("solvopt.io.no_such_reader_xyz",))
         assert failures == reader_load_failures()
         assert any(f.startswith("solvopt.io.no_such_reader_xyz: ModuleNotFoundError") for f in failures)
         with pytest.raises(InstanceFormatError, match=r"cannot detect the instance format .*"
                                                       r"some readers failed to load: .*no_such_reader_xyz"):
             detect_format(path)
     finally:
-        base.load_reader_modules(ORPHAN_READER_MODULES)
+        base.load_reader_modules()
     assert reader_load_failures() == []
     with pytest.raises(InstanceFormatError) as info:
         detect_format(path)

@@ -27,6 +27,7 @@ FAMILY_MODULES = (
     "solvopt.dp.family",
     "solvopt.irp.family",
     "solvopt.games.family",
+    "solvopt.transport.family",
 )
 ENTRY_POINT_GROUP = "solvopt.families"
 

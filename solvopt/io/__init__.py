@@ -8,10 +8,7 @@ from __future__ import annotations
 from .base import (Instance, LineReader, Reader, detect_format, instance_name, load_reader_modules, parse_number,
                    read_instance, reader_load_failures, readers, register_reader)
 
-# Readers of formats no family owns yet (each family's descriptor names its own reader modules).
-ORPHAN_READER_MODULES = ("solvopt.io.transport_npz",)
-
-load_reader_modules(ORPHAN_READER_MODULES)
+load_reader_modules()
 
 __all__ = ["Instance", "LineReader", "Reader", "detect_format", "instance_name", "parse_number", "read_instance",
            "reader_load_failures", "readers", "register_reader"]

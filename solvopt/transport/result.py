@@ -112,9 +112,11 @@ def transport_result(model, plan, *, guarantee: float | None, bound: float | Non
 
     - ``plan``: scipy.sparse (n x m) with marginals a, b (or None when the method holds none);
     - ``guarantee``: the factor proven for this plan on W_p (1.0 for exact; None when nothing
-      is proven, e.g. a run stopped before its guarantee holds);
-    - ``bound``: a certified lower bound on W_p (e.g. from a dual solution), or None; the
-      builder also uses objective / factor and, when ``proven_optimal``, the objective itself;
+      is proven, e.g. a run stopped before its guarantee holds). A factor > 1 gives the bound
+      objective / factor; a factor of 1 is stated only when the status settles OPTIMAL;
+    - ``bound``: a certified lower bound on W_p (e.g. from a dual solution), or None;
+    - ``proven_optimal``: the method proves its plan optimal by itself (an exact combinatorial
+      algorithm: assignment, bottleneck search): the bound is then the objective;
     - ``stopped``: why the method stopped early (TIME_LIMIT, INTERRUPTED, ...) or None.
 
     objective = W_p of the plan (p = inf: its largest distance carrying mass); stats gains
@@ -130,8 +132,8 @@ def transport_result(model, plan, *, guarantee: float | None, bound: float | Non
     plan, error = clean_plan(model, plan)
     objective, cost_p = plan_cost(model, plan)
     candidates = [b for b in (bound,) if b is not None]
-    if guarantee is not None and math.isfinite(guarantee) and guarantee >= 1:
-        candidates.append(objective / guarantee)
+    if guarantee is not None and math.isfinite(guarantee) and guarantee > 1:
+        candidates.append(objective / guarantee)   # the approximation's proof: OPT >= W_p / factor
     if proven_optimal:
         candidates.append(objective)
     best = max(candidates) if candidates else None
@@ -141,6 +143,51 @@ def transport_result(model, plan, *, guarantee: float | None, bound: float | Non
         best = objective
     stats.update(cost_p=cost_p, support=int(plan.nnz), marginal_error=error)
     term, status, gap = settle(objective, best, has_solution=True, stopped=stopped)
+    if guarantee == 1.0 and term is not Termination.OPTIMAL:
+        guarantee = None   # an exact method whose optimality is not certified (a stopped search, loose duals)
+        stats["factor"] = None
     return Result(term, status, objective=objective, bound=best, gap=gap, solution={"plan": plan}, stats=stats,
                   guarantee=guarantee_text(guarantee, model.p))
 
+
+
+# Rows of d^p computed at once by the dual-bound passes (bounded memory for point inputs).
+BOUND_BLOCK_ENTRIES = 1 << 22
+
+
+def dual_bound(model, u, scale: float, passes: int = 2) -> float | None:
+    """A certified lower bound on W_p from any source potentials ``u`` (n,), in units of (d / scale)^p.
+
+    Weak LP duality: for every (u, v) with u_i + v_j <= (d_ij / scale)^p,
+    sum_i a_i u_i + sum_j b_j v_j <= min_pi sum pi (d / scale)^p. The best v for u is
+    v_j = min_i ((d_ij / scale)^p - u_i) (one pass over the distances, block by block); a second
+    pass then takes the best u for that v. Any u (an engine's duals of either sign convention,
+    rough potentials) thus gives a valid bound; near-optimal potentials give a tight one.
+    Points of zero mass are left out (they change nothing). None for p = inf (no linear dual).
+    """
+    if math.isinf(model.p) or not scale > 0:
+        return None
+    rows = np.flatnonzero(model.a > 0)
+    cols = np.flatnonzero(model.b > 0)
+    u = np.asarray(u, dtype=np.float64)[rows]
+    if not np.all(np.isfinite(u)):
+        return None
+    v = _best_partner(model, rows, cols, u, scale, axis=0)
+    if passes > 1:
+        u = _best_partner(model, rows, cols, v, scale, axis=1)
+    value = float(np.dot(model.a[rows], u) + np.dot(model.b[cols], v))
+    return scale * max(value, 0.0) ** (1.0 / model.p)
+
+
+def _best_partner(model, rows, cols, pot, scale, axis: int) -> np.ndarray:
+    """axis=0: v_j = min_i (c_ij - u_i); axis=1: u_i = min_j (c_ij - v_j); c = (d / scale)^p."""
+    step = max(1, BOUND_BLOCK_ENTRIES // max(1, len(cols)))
+    out = np.full(len(cols), np.inf) if axis == 0 else np.empty(len(rows))
+    for start in range(0, len(rows), step):
+        block = model.distance_block(rows[start:start + step], cols) / scale
+        np.power(block, model.p, out=block)
+        if axis == 0:
+            np.minimum(out, (block - pot[start:start + step, None]).min(axis=0), out=out)
+        else:
+            out[start:start + step] = (block - pot[None, :]).min(axis=1)
+    return out

@@ -1,0 +1,307 @@
+"""Exact transport references on the full n x m distance matrix: methods ``exact``, ``bottleneck``, ``pot``.
+
+- ``exact``: W_p for finite p by ``scipy.optimize.linear_sum_assignment`` when n = m with uniform
+  weights (an optimal plan is a permutation), else a min-cost flow on the full bipartite graph
+  (:func:`solvopt.transport.flow.min_cost_flow`); its bound is a certified LP dual bound
+  (:func:`solvopt.transport.result.dual_bound`). For p = inf it runs the bottleneck search.
+- ``bottleneck``: exact W_inf, the smallest threshold t such that a plan uses only pairs with
+  d <= t: a binary search over the distinct distances, each step a feasibility test
+  (Hopcroft-Karp perfect matching for n = m uniform weights, else a max flow, solved as a
+  min-cost flow through an overflow hub). Every threshold below the answer is proven infeasible,
+  so a stopped search still returns its best plan and a certified bound.
+- ``pot``: POT's network simplex ``ot.emd`` (optional: ``pip install pot``), with an iteration
+  limit high enough to reach the optimum (its default, 100000, stops early).
+
+All of them hold the full distance matrix: they are references for small and medium inputs,
+not for the sizes the ``approx`` method is for.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from solvopt.core.errors import ModelError, SolverError
+from solvopt.core.interrupt import stop_reason
+from solvopt.core.options import Option
+from solvopt.core.progress import Progress
+from solvopt.core.registry import Solver, register
+from solvopt.core.status import within_default_tolerance
+from solvopt.core.result import Termination
+
+from .flow import ENGINES, min_cost_flow
+from .result import dual_bound, plan_cost, transport_result
+
+# Hub mass (relative to the total) below which a threshold's max-flow test counts as feasible.
+FEASIBLE_RTOL = 1e-10
+# Iteration limit handed to ot.emd when the user sets none (its own default stops early).
+POT_ITERATIONS = 10**12
+
+
+def full_distances(model) -> np.ndarray:
+    """The (n, m) distance matrix (not raised to p): the cost matrix itself, or every pair of points."""
+    return model.distance_block(slice(None))
+
+
+def scaled_costs(distances: np.ndarray, p: float) -> tuple[np.ndarray, float]:
+    """((d / s)^p, s) with s the largest distance (1 when all are 0): no overflow for large p."""
+    scale = float(distances.max()) if distances.size else 0.0
+    scale = scale if scale > 0 else 1.0
+    return np.power(distances / scale, p), scale
+
+
+def uniform_square(model) -> bool:
+    """n = m with all weights equal: an optimal plan is a permutation (Birkhoff)."""
+    return model.n == model.m and np.all(model.a == model.a[0]) and np.all(model.b == model.b[0])
+
+
+def permutation_plan(model, cols: np.ndarray):
+    """The plan sending mass / n from each source i to target cols[i]."""
+    import scipy.sparse as sp
+    n = model.n
+    return sp.csr_matrix((np.full(n, model.mass / n), (np.arange(n), cols)), shape=(n, model.m))
+
+
+def bipartite_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, engine: str):
+    """Min-cost flow from sources ``rows`` to targets ``cols`` on every pair, arc costs ``costs``
+    (a (len(rows), len(cols)) matrix), supplies normalised to total 1.
+
+    Returns (plan (n x m CSR, the model's masses), FlowSolution).
+    """
+    import scipy.sparse as sp
+    r, c = np.repeat(np.arange(len(rows)), len(cols)), np.tile(np.arange(len(cols)), len(rows))
+    supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
+    sol = min_cost_flow(r, len(rows) + c, costs[r, c], supplies, engine=engine)
+    used = sol.flow > 0
+    plan = sp.csr_matrix((sol.flow[used] * model.mass, (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
+    return plan, sol
+
+
+def support_potentials(costs: np.ndarray, plan, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Source potentials u (n,) with u_i + v_j = c_ij on a spanning forest of the plan's support.
+
+    For a flow engine that returns no duals: tight where the flow is a basic optimal solution,
+    and a valid start for :func:`dual_bound` in any case (which repairs it into a feasible dual).
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
+    k, l = len(rows), len(cols)
+    where_row = np.full(plan.shape[0], -1)
+    where_row[rows] = np.arange(k)
+    where_col = np.full(plan.shape[1], -1)
+    where_col[cols] = np.arange(l)
+    coo = plan.tocoo()
+    ri, cj = where_row[coo.row], where_col[coo.col]
+    n_nodes = k + l
+    graph = sp.coo_matrix((np.ones(len(ri)), (ri, k + cj)), shape=(n_nodes + 1, n_nodes + 1)).tocsr()
+    _, label = connected_components(graph[:n_nodes, :n_nodes], directed=False)
+    roots = np.unique(label, return_index=True)[1]          # one node per component, hung under a hub
+    hub = sp.coo_matrix((np.ones(len(roots)), (np.full(len(roots), n_nodes), roots)), shape=graph.shape)
+    order, pred = breadth_first_order(graph + hub, n_nodes, directed=False, return_predecessors=True)
+    pot = np.zeros(n_nodes + 1)
+    for node in order[1:]:
+        parent = pred[node]
+        if parent == n_nodes:
+            continue                                           # a component's root: potential 0
+        if node < k:                                           # source under target: u = c - v
+            pot[node] = costs[node, parent - k] - pot[parent]
+        else:                                                  # target under source: v = c - u
+            pot[node] = costs[parent, node - k] - pot[parent]
+    u = np.zeros(plan.shape[0])
+    u[rows] = pot[:k]
+    return u
+
+
+def flow_bound(model, costs, scale, plan, sol, rows, cols) -> float | None:
+    """The best certified bound on W_p from a full-graph flow: the engine's duals (either sign
+    convention), the support's tree potentials, and the engine's stated cost error."""
+    candidates = []
+    if sol.potentials is not None:
+        full = np.zeros(model.n)
+        for sign in (1.0, -1.0):
+            full[rows] = sign * sol.potentials[:len(rows)]
+            candidates.append(dual_bound(model, full, scale))
+    else:
+        candidates.append(dual_bound(model, support_potentials(costs, plan, rows, cols), scale))
+        cost_low = sol.cost - sol.abs_error           # the engine's own optimality statement
+        if cost_low > 0:
+            candidates.append(scale * (cost_low * model.mass) ** (1.0 / model.p))
+    return max((c for c in candidates if c is not None), default=None)
+
+
+def engine_option(name: str = "engine") -> Option:
+    return Option(name, str, "auto", "min-cost flow engine (see solvopt.transport.flow)", choices=ENGINES)
+
+
+@register
+class ExactTransport(Solver):
+    family = "transport"
+    name = "exact"
+    default = True      # until the approximation ('approx', the family default) is registered
+    description = ("exact W_p on the full n x m matrix: linear_sum_assignment (n = m, uniform weights) or min-cost "
+                   "flow; p = inf: the bottleneck search")
+    options = (engine_option(), Option("assignment", bool, True,
+                                       "use linear_sum_assignment when n = m with uniform weights"))
+
+    def solve(self, model, options):
+        if math.isinf(model.p):
+            return bottleneck_search(model, options, engine=options.extra["engine"])
+        distances = full_distances(model)
+        costs, scale = scaled_costs(distances, model.p)
+        if options.extra["assignment"] and uniform_square(model):
+            from scipy.optimize import linear_sum_assignment
+            _, cols = linear_sum_assignment(costs)
+            return transport_result(model, permutation_plan(model, cols), guarantee=1.0, proven_optimal=True,
+                                    stats={"engine": "linear_sum_assignment"})
+        rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
+        sub = costs[np.ix_(rows, cols)]
+        # LP engines work to absolute tolerances: put the optimum near 1 (d^p spans many decades
+        # for large p). First guess: between a lower bound and the largest cost; if the certified
+        # bound does not close the gap, once more with the cost found (and, under engine "auto",
+        # with HiGHS, whose duals certify a degenerate optimum that support potentials cannot).
+        low = max(np.dot(model.a[rows], sub.min(axis=1)), np.dot(model.b[cols], sub.min(axis=0))) / model.mass
+        unit = math.sqrt(low) if low > 0 else 1.0
+        engine = options.extra["engine"]
+        for attempt, engine in enumerate((engine, "highs" if engine == "auto" else engine)):
+            plan, sol = bipartite_flow(model, sub / unit, rows, cols, engine)
+            unit_scale = scale * unit ** (1.0 / model.p)        # (d / unit_scale)^p = cost / unit
+            bound = flow_bound(model, sub / unit, unit_scale, plan, sol, rows, cols)
+            if bound is not None and within_default_tolerance(plan_cost(model, plan)[0], bound) or not sol.cost > 0:
+                break
+            unit *= sol.cost
+        return transport_result(model, plan, guarantee=1.0, bound=bound,
+                                stats={"engine": sol.engine, "flow_solves": attempt + 1})
+
+
+@register
+class BottleneckTransport(Solver):
+    family = "transport"
+    name = "bottleneck"
+    description = "exact W_inf: binary search over the distances with matching / max-flow feasibility (p = inf)"
+    options = (engine_option(),)
+
+    def solve(self, model, options):
+        if not math.isinf(model.p):
+            raise ModelError(f"method 'bottleneck' computes W_inf; the model has p = {model.p:g} "
+                             "(use p = inf, or method 'exact' for finite p)")
+        return bottleneck_search(model, options, engine=options.extra["engine"])
+
+
+def northwest_corner(model):
+    """A feasible plan with at most n + m - 1 entries (the north-west corner rule)."""
+    import scipy.sparse as sp
+    a, b = model.a.copy(), model.b.copy()
+    rows, cols, mass = [], [], []
+    i = j = 0
+    while i < model.n and j < model.m:
+        moved = min(a[i], b[j])
+        if moved > 0:
+            rows.append(i), cols.append(j), mass.append(moved)
+        a[i] -= moved
+        b[j] -= moved
+        if (a[i] <= b[j] and i < model.n - 1) or j == model.m - 1:
+            i += 1
+        else:
+            j += 1
+    return sp.csr_matrix((mass, (rows, cols)), shape=(model.n, model.m))
+
+
+def bottleneck_search(model, options, engine: str = "auto"):
+    """Exact W_inf by binary search over the candidate distances (see the module docstring)."""
+    start = time.perf_counter()
+    deadline = None if options.time_limit is None else start + options.time_limit
+    progress = Progress(options.progress, log=options.log)
+    distances = full_distances(model)
+    rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
+    sub = distances[np.ix_(rows, cols)]
+    candidates = np.unique(sub)
+    # every source and target with mass must ship along one of its own pairs: nothing below this works
+    floor = max(sub.min(axis=1).max(), sub.min(axis=0).max())
+    matching = uniform_square(model)
+    incumbent = northwest_corner(model)
+    coo = incumbent.tocoo()
+    lo = int(np.searchsorted(candidates, floor))
+    hi = int(np.searchsorted(candidates, model.pair_distances(coo.row, coo.col).max()))
+    steps, stopped = 0, None
+    while lo < hi:
+        stopped = stop_reason(deadline)
+        if stopped is not None:
+            break
+        mid = (lo + hi) // 2
+        try:
+            plan = threshold_plan(model, sub, candidates[mid], rows, cols, matching, engine)
+        except KeyboardInterrupt:      # a flow engine stopped by Ctrl-C: keep the incumbent and bound
+            stopped = Termination.INTERRUPTED
+            break
+        steps += 1
+        if plan is None:
+            lo = mid + 1
+        else:
+            hi, incumbent = mid, plan
+        progress(f"bottleneck: W_inf in [{candidates[lo]:.6g}, {candidates[hi]:.6g}], {steps} tests")
+    stats = {"engine": "hopcroft-karp" if matching else f"max-flow ({engine})", "iterations": steps,
+             "candidates": int(len(candidates))}
+    return transport_result(model, incumbent, guarantee=1.0 if stopped is None else None,
+                            bound=float(candidates[lo]), stopped=stopped, stats=stats)
+
+
+def threshold_plan(model, distances, threshold, rows, cols, matching: bool, engine: str):
+    """A plan using only pairs with d <= threshold, or None when there is none.
+
+    ``matching``: n = m uniform, Hopcroft-Karp perfect matching; else a max flow: a min-cost flow
+    where each source may also send to an overflow hub at cost 1 (the hub feeds every target at
+    cost 0), so the flow's cost is the mass no plan within the threshold can carry.
+    """
+    import scipy.sparse as sp
+    allowed = distances <= threshold
+    if matching:
+        from scipy.sparse.csgraph import maximum_bipartite_matching
+        match = maximum_bipartite_matching(sp.csr_matrix(allowed), perm_type="column")
+        return None if np.any(match < 0) else permutation_plan(model, cols[match])
+    k, l = allowed.shape
+    r, c = np.nonzero(allowed)
+    hub = k + l
+    tails = np.concatenate([r, np.arange(k), np.full(l, hub)])
+    heads = np.concatenate([k + c, np.full(k, hub), k + np.arange(l)])
+    costs = np.concatenate([np.zeros(len(r)), np.ones(k), np.zeros(l)])
+    supplies = np.concatenate([model.a[rows], -model.b[cols], [0.0]]) / model.mass
+    sol = min_cost_flow(tails, heads, costs, supplies, engine=engine)
+    if sol.cost > FEASIBLE_RTOL:
+        return None
+    flow = sol.flow[:len(r)] * model.mass
+    used = flow > 0
+    return sp.csr_matrix((flow[used], (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
+
+
+@register
+class PotTransport(Solver):
+    family = "transport"
+    name = "pot"
+    description = "POT's exact network simplex ot.emd on the full matrix (finite p), iteration limit set to reach the optimum"
+    honours = frozenset({"iteration_limit", "threads"})
+    requires_modules = ("ot",)
+    backend_packages = ("pot",)
+    install_hint = "pip install pot"
+
+    def solve(self, model, options):
+        if math.isinf(model.p):
+            raise ModelError("method 'pot' computes W_p for finite p; use method 'bottleneck' for p = inf")
+        import ot
+        costs, scale = scaled_costs(full_distances(model), model.p)
+        limit = options.iteration_limit if options.iteration_limit is not None else POT_ITERATIONS
+        dense, log = ot.emd(model.a, model.b, costs, numItermax=limit, log=True, numThreads=options.threads or 1)
+        import scipy.sparse as sp
+        stats = {"engine": "ot.emd", "result_code": int(log["result_code"])}
+        reached = log["result_code"] == 1
+        if not reached:
+            stats["warning"] = str(log.get("warning"))
+        stopped = None if reached else Termination.ITERATION_LIMIT
+        try:
+            return transport_result(model, sp.csr_matrix(dense), guarantee=1.0 if reached else None,
+                                    bound=dual_bound(model, log["u"], scale), stopped=stopped, stats=stats)
+        except SolverError:
+            if reached:
+                raise
+            # stopped before its plan met the marginals: nothing to return but the stop
+            return transport_result(model, None, guarantee=None, stopped=stopped, stats=stats)

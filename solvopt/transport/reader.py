@@ -1,0 +1,60 @@
+"""Optimal-transport instances as NumPy ``.npz``: two weighted point sets, or a cost matrix.
+
+Arrays: ``x`` (n, d) source points and ``y`` (m, d) target points, or ``cost`` (n, m) distances
+(not raised to p); optional ``a`` (n,) and ``b`` (m,) nonnegative masses (uniform when absent)
+with equal totals. The data are checked by the model's own validation
+(:mod:`solvopt.dsl.transport`), so a file and a model refuse the same things with the same
+words; a refusal here names the file (:class:`InstanceFormatError`).
+"""
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+
+from solvopt.core.errors import InstanceFormatError, ModelError
+from solvopt.dsl.transport import Transport
+from solvopt.io.base import Instance, Reader, instance_name, register_reader
+
+KNOWN_ARRAYS = ("x", "y", "a", "b", "cost")
+
+
+def _load(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {key: npz[key] for key in npz.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise InstanceFormatError(path, None, f"not a readable .npz archive ({exc})") from None
+
+
+def read_transport_npz(path: str) -> Instance:
+    """Read ``x``, ``y`` (or ``cost``) and ``a``, ``b``; data = {"x", "y", "cost", "a", "b"} (float64;
+    ``cost`` None for points, ``x`` and ``y`` None for a cost matrix; a and b filled in when absent)."""
+    arrays = _load(path)
+    unknown = sorted(set(arrays) - set(KNOWN_ARRAYS))
+    if unknown:
+        raise InstanceFormatError(path, None, f"unknown array(s) {', '.join(unknown)}; expected {', '.join(KNOWN_ARRAYS)}")
+    if "cost" not in arrays:
+        for name in ("x", "y"):
+            if name not in arrays:
+                raise InstanceFormatError(path, None, f"missing array {name!r} (points, shape (count, dimension)) "
+                                                      "or 'cost' (an (n, m) distance matrix)")
+            if arrays[name].ndim != 2:  # the file format is strict (the model also reads 1-D as the line)
+                raise InstanceFormatError(path, None, f"array {name!r} must be 2-D (count, dimension), "
+                                                      f"got shape {arrays[name].shape}")
+    try:
+        model = Transport(**{k: arrays.get(k) for k in KNOWN_ARRAYS})
+    except ModelError as exc:
+        raise InstanceFormatError(path, None, str(exc)) from None
+    if model.cost is None:
+        meta = {"sources": model.n, "targets": model.m, "dimension": model.dimension, "mass": model.mass}
+    else:
+        meta = {"sources": model.n, "targets": model.m, "cost_matrix": True, "mass": model.mass}
+    data = {"x": model.x, "y": model.y, "cost": model.cost, "a": model.a, "b": model.b}
+    return Instance(family="transport", format="transport_npz", name=instance_name(path), path=path,
+                    data=data, meta=meta)
+
+
+TRANSPORT_NPZ_READER = register_reader(Reader(
+    format="transport_npz", family="transport", extensions=(".npz",), read=read_transport_npz,
+    description="optimal transport: point sets x, y (or a cost matrix) with weights a, b (.npz)"))
