@@ -161,7 +161,7 @@ def _solve_on_workers(client, args, options: dict, given: dict, rows: list) -> i
     finally:
         runs.close()
     if runs.stopped is Termination.INTERRUPTED:
-        _skipped([p for i, p in enumerate(args.instances) if i not in finished])
+        _skipped([p for i, p in enumerate(args.instances) if i not in finished], "not finished")
         return EXIT_INTERRUPTED
     return status
 
@@ -209,9 +209,9 @@ def _path_error(path: str, message: str) -> None:
     _error(message if path in message else f"{path}: {message}")
 
 
-def _skipped(paths: list[str]) -> None:
+def _skipped(paths: list[str], why: str = "not started") -> None:
     if paths:
-        _error(f"interrupted: skipped {len(paths)} instance(s) not started: {', '.join(paths)}")
+        _error(f"interrupted: skipped {len(paths)} instance(s) {why}: {', '.join(paths)}")
 
 
 

@@ -1,0 +1,210 @@
+"""Scale-out on dask.distributed: the same answers as in one process, and no result lost.
+
+- the task map in one process (no dask): completion, a failing task as TaskError;
+- on a LocalCluster of 2 worker processes (one per module, kept short): a batch's results equal
+  the sequential ones; an input that raises is an ERROR Result and the rest complete; a worker
+  killed with os.kill mid-batch loses no result; the SAA estimate (stochastic split) and the
+  inventory DP's statistics are bit-identical for 1 (in process), 2 and 4 workers; a deadline
+  returns what merged with the scenarios done;
+- the CLI: --workers gives the sequential table's rows; SIGINT prints the finished instances'
+  lines and exits 130.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import solvopt
+from solvopt.core.chunks import ChunkPlan, run_chunks
+from solvopt.core.errors import ModelError
+from solvopt.core.result import Termination
+from solvopt.core.tasks import TaskError, map_tasks, use_client
+from solvopt.dsl import StochasticSplit
+from solvopt.dsl.inventory import InventoryReinsertion
+
+REPO = Path(__file__).resolve().parents[1]
+KHC = sorted((REPO / "instances" / "khc").glob("*.dat"))
+CVRP = sorted((REPO / "instances" / "cvrp").glob("*.vrp"))
+
+
+def _square(x):
+    if x == 3:
+        raise ValueError("three is not allowed\nsecond line")
+    return x * x
+
+
+def split_model(scenarios=6000) -> StochasticSplit:
+    rng = np.random.default_rng(9)
+    xy = rng.uniform(0, 100, (25, 2))
+    dist = np.round(np.hypot(xy[:, None, 0] - xy[None, :, 0], xy[:, None, 1] - xy[None, :, 1]))
+    demands = rng.integers(0, 7, 25)
+    demands[0] = 0
+    return StochasticSplit(dist, demands, 15, rng.permutation(np.arange(1, 25)), scenarios=scenarios)
+
+
+def inventory_model() -> InventoryReinsertion:
+    rng = np.random.default_rng(3)
+    costs = [rng.integers(0, 20, 3).astype(float) for _ in range(4)]
+    return InventoryReinsertion(horizon=4, max_level=6, start_level=2, holding_cost=1.0, insertion_costs=costs,
+                                route_slack=[rng.integers(-3, 7, 3).astype(float) for _ in costs],
+                                supplier_holding_cost=0.3, stockout_penalty=20.0, capacity_penalty=4.0,
+                                demand=rng.integers(0, 9, (3000, 4)))
+
+
+# --- in one process (no dask) ------------------------------------------------------------------
+def test_the_task_map_in_process_reports_a_failing_task_and_runs_the_rest():
+    pairs = dict(map_tasks(_square, range(6), return_exceptions=True))
+    assert [pairs[i] for i in (0, 1, 2, 4, 5)] == [0, 1, 4, 16, 25]
+    assert isinstance(pairs[3], TaskError) and pairs[3].index == 3
+    assert pairs[3].message == "ValueError: three is not allowed"
+    with pytest.raises(TaskError, match="task 3: ValueError"):
+        list(map_tasks(_square, range(6)))
+    with pytest.raises(ModelError, match="not both"):
+        map_tasks(_square, [1], client=object(), workers=2)
+
+
+def test_an_input_that_raises_is_an_error_result_in_process():
+    results = solvopt.solve_list([KHC[0], REPO / "no-such-file.dat", KHC[1]])
+    assert [r.termination for r in results] == [Termination.OPTIMAL, Termination.ERROR, Termination.OPTIMAL]
+    assert "no such file" in results[1].message and results[1].objective is None
+    assert [r.stats["batch_index"] for r in results] == [0, 1, 2]
+
+
+# --- on a LocalCluster of 2 worker processes ----------------------------------------------------
+@pytest.fixture(scope="module")
+def client():
+    pytest.importorskip("distributed")
+    from solvopt.dist import local_client
+    with local_client(2) as c:
+        yield c
+
+
+def _same(a, b):
+    assert (a.termination, a.objective, a.bound, a.method, a.message) == (b.termination, b.objective, b.bound,
+                                                                         b.method, b.message)
+    assert a.to_dict()["solution"] == b.to_dict()["solution"]
+
+
+def test_a_batch_on_two_workers_equals_the_sequential_results(client):
+    inputs = [*KHC, *CVRP, REPO / "no-such-file.dat", split_model(2000)]
+    sequential = solvopt.solve_list(inputs, seed=3)
+    order = [r.stats["batch_index"] for r in solvopt.solve_many(inputs, client, seed=3)]
+    assert sorted(order) == list(range(len(inputs)))          # every input once, in completion order
+    distributed = solvopt.solve_list(inputs, client, seed=3)
+    for a, b in zip(sequential, distributed):
+        _same(a, b)
+    assert distributed[len(KHC) + len(CVRP)].termination is Termination.ERROR
+
+
+def test_a_worker_killed_mid_batch_loses_no_result(client):
+    inputs = [*KHC, *KHC, *KHC]
+    expected = [r.objective for r in solvopt.solve_list(inputs)]
+    got, killed = {}, False
+    for result in solvopt.solve_many(inputs, client):
+        got[result.stats["batch_index"]] = result
+        if not killed:  # the other worker is busy: kill one (the nanny restarts it; its task reruns)
+            pid = next(iter(client.run(os.getpid).values()))
+            os.kill(pid, signal.SIGKILL)
+            killed = True
+    assert killed and sorted(got) == list(range(len(inputs)))
+    assert [got[i].objective for i in range(len(inputs))] == expected
+    assert all(r.termination is Termination.OPTIMAL for r in got.values())
+
+
+def test_the_saa_estimate_is_bit_identical_for_1_2_and_4_workers(client):
+    model = split_model()
+    one = model.solve(seed=11, chunk=500)                      # one process, no cluster
+    estimates = {}
+    for workers in (2, 4):
+        client.cluster.scale(workers)
+        client.wait_for_workers(workers)
+        with use_client(client):
+            r = model.solve(seed=11, chunk=500)
+        estimates[workers] = r
+    client.cluster.scale(2)
+    for r in estimates.values():
+        assert r.objective == one.objective
+        assert r.solution["std_error"] == one.solution["std_error"]
+        assert r.solution["ci95"] == one.solution["ci95"]
+        assert r.stats["chunks"] == 12 and r.solution["scenarios"] == 6000
+
+
+def test_the_inventory_dp_fans_its_chunks_out_with_the_same_statistics(client):
+    model = inventory_model()
+    one = model.solve("numba", chunk=400)
+    with use_client(client):
+        two = model.solve("numba", chunk=400)
+    assert two.stats["chunks"] == one.stats["chunks"] == 8
+    assert (two.objective, two.solution["ci95"]) == (one.objective, one.solution["ci95"])
+
+
+def test_at_a_deadline_what_has_merged_is_the_answer(client):
+    from solvopt.cvrp.solvers import compile_split
+    from solvopt.cvrp.stochastic import ScenarioChunks
+    compiled = compile_split(split_model(20_000))
+    plan = ChunkPlan(20_000, 100)
+    chunk = ScenarioChunks(compiled, 1, "numpy", plan.size, 1)
+    run = run_chunks(plan, chunk, client=client, deadline=time.perf_counter() + 0.5)
+    assert run.stopped is Termination.TIME_LIMIT
+    assert 0 < run.done < 20_000 and run.stats.scenarios == run.done and run.chunks == run.done // 100
+
+
+# --- the CLI ------------------------------------------------------------------------------------
+def _cli(args, **kwargs):
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen([sys.executable, "-m", "solvopt.cli", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def test_cli_workers_print_the_sequential_rows():
+    pytest.importorskip("distributed")
+    paths = [str(p) for p in KHC]
+    proc = _cli(["solve", *paths, "--workers", "2", "--json"])
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    records = {r["instance"]: r for r in map(json.loads, out.splitlines())}
+    for p in KHC:
+        ref = solvopt.solve_list([p])[0]
+        assert records[p.stem]["objective"] == ref.objective and records[p.stem]["termination"] == "optimal"
+
+
+def _points(path: Path, seed: int, m: int) -> None:
+    """m uniform points in 3-D; with k = 3, bnb proves m = 8 at once and m = 60 in minutes."""
+    pts = np.random.default_rng(seed).uniform(0, 10, (m, 3))
+    path.write_text("x1,x2,x3\n" + "\n".join(",".join(f"{v:.6f}" for v in row) for row in pts) + "\n")
+
+
+def test_sigint_on_a_worker_batch_prints_the_finished_and_exits_130(tmp_path):
+    pytest.importorskip("distributed")
+    quick = [tmp_path / "q1.csv", tmp_path / "q2.csv"]
+    hard = [tmp_path / "h1.csv", tmp_path / "h2.csv"]
+    for i, p in enumerate(quick + hard):
+        _points(p, i, 8 if p in quick else 60)
+    args = ["solve", *map(str, quick), *map(str, hard), "--workers", "2", "--json", "--k", "3",
+            "--out", str(tmp_path / "out")]
+    proc = _cli(args)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    first = [lines.get(timeout=90) for _ in range(2)]           # the two quick instances have finished
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the CLI did not stop within 60 s of SIGINT")
+    err = proc.stderr.read()
+    assert proc.returncode == 130, err
+    assert {json.loads(line)["instance"] for line in first} == {"q1", "q2"}
+    assert lines.empty() or all(not line.strip() for line in list(lines.queue))
+    assert "skipped 2 instance(s) not finished" in err and str(hard[0]) in err and "Traceback" not in err
+    assert sorted(os.listdir(tmp_path / "out")) == ["q1.json", "q2.json"]
