@@ -1,0 +1,221 @@
+"""Markov pseudo-games over finite states, and Markov exchange economies (family "games").
+
+:class:`MarkovPseudoGame` is the tabular linear-quadratic form: players with continuous
+actions, finitely many states, at each state player i's reward
+
+    r_i(s, a) = c_i(s) . a + 1/2 a' Q_i(s) a          (concave in player i's own action),
+
+feasible actions coupled through shared linear constraints A(s) a <= b(s) within a box,
+transitions affine in the actions p(s' | s, a) = P0(s, s') + P1(s, s', :) . a, a discount and an
+initial distribution. Policies are tables: one joint action per state. Rewards concave in the
+own action and transitions affine in it make every best response a concave program per state,
+solved exactly (see :mod:`solvopt.games.markov`).
+
+:class:`MarkovExchangeEconomy`: consumers with degree-1 homogeneous utilities (linear,
+Cobb-Douglas with exponents summing to 1, Leontief, CES) over goods, endowments that depend on an
+exogenous world state (a Markov chain), assets paying returns in the next world state, borrowing
+and holding limits, and an auctioneer who sets prices. Its recursive Radner equilibria are the
+generalized Markov perfect equilibria of that Markov pseudo-game (:mod:`solvopt.games.economy`).
+
+This module imports only NumPy and solvopt.core / the DSL core.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from solvopt.core.errors import ModelError
+
+from .family import FamilyModel
+
+STOCHASTIC_TOL = 1e-9     # rows of a transition matrix must sum to 1 within this
+CONCAVITY_TOL = 1e-10     # largest eigenvalue allowed in a player's own quadratic block
+
+
+def _array(value, name: str, shape: tuple | None = None) -> np.ndarray:
+    """A finite float64 array of the given shape (None entries of ``shape`` are free)."""
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError):
+        raise ModelError(f"{name} must be a numeric array (rows of equal length)") from None
+    if raw.dtype.kind not in "biuf":
+        raise ModelError(f"{name} must be real numbers, got dtype {raw.dtype}")
+    arr = np.array(raw, dtype=np.float64)
+    if shape is not None:
+        if arr.ndim != len(shape) or any(s is not None and s != t for s, t in zip(shape, arr.shape)):
+            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            raise ModelError(f"{name} must have shape {want}, got {arr.shape}")
+    if np.isnan(arr).any():
+        raise ModelError(f"{name} contains NaN")
+    return arr
+
+
+def _finite(arr: np.ndarray, name: str) -> np.ndarray:
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{name} must be finite")
+    return arr
+
+
+def _discount(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= float(value) < 1:
+        raise ModelError(f"discount must be a number in [0, 1), got {value!r}")
+    return float(value)
+
+
+def _stochastic(P: np.ndarray, name: str) -> np.ndarray:
+    if np.any(P < 0) or np.any(np.abs(P.sum(axis=-1) - 1) > STOCHASTIC_TOL):
+        raise ModelError(f"{name} must have rows of non-negative probabilities summing to 1")
+    return P
+
+
+def _initial(mu, n: int) -> np.ndarray:
+    if mu is None:
+        return np.full(n, 1.0 / n)
+    mu = _finite(_array(mu, "initial distribution", (n,)), "initial distribution")
+    if np.any(mu < 0) or abs(mu.sum() - 1) > STOCHASTIC_TOL:
+        raise ModelError("the initial distribution must be non-negative and sum to 1")
+    return mu
+
+
+class MarkovPseudoGame(FamilyModel):
+    """A tabular linear-quadratic Markov pseudo-game (see the module docstring).
+
+    Parameters (S states, N players, D = sum of the action sizes):
+
+    - ``action_sizes``: list of N positive ints, player i owns the slice ``game.slices[i]`` of a;
+    - ``linear``: (N, S, D) reward coefficients c_i(s); ``quadratic``: (N, S, D, D) symmetric Q_i(s),
+      optional (0); each player's own block must be negative semidefinite (concave reward);
+    - ``lower``, ``upper``: (S, D) or (D,) action bounds (default 0 and +inf);
+    - ``shared_matrix`` (S, m, D) and ``shared_rhs`` (S, m): shared constraints A(s) a <= b(s);
+    - ``transitions``: (S, S) P0; ``transition_slopes``: (S, S, D) P1 (optional, each (s, :, d)
+      summing to 0, and P0 + P1 . a >= 0 over the action box);
+    - ``discount`` in [0, 1); ``initial``: (S,) distribution mu (default uniform).
+    """
+
+    family = "games"
+
+    def __init__(self, action_sizes, linear, transitions, discount, *, quadratic=None, lower=None, upper=None,
+                 shared_matrix=None, shared_rhs=None, transition_slopes=None, initial=None, players=None):
+        sizes = list(action_sizes) if not isinstance(action_sizes, (str, bytes)) else None
+        if not sizes or any(isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 for k in sizes):
+            raise ModelError("action_sizes must be a non-empty list of positive integers")
+        self.action_sizes = [int(k) for k in sizes]
+        N, D = len(sizes), int(sum(sizes))
+        offsets = np.concatenate([[0], np.cumsum(self.action_sizes)])
+        self.slices = [slice(int(offsets[i]), int(offsets[i + 1])) for i in range(N)]
+        self.transitions = _stochastic(_finite(_array(transitions, "transitions", (None, None)), "transitions"),
+                                       "transitions")
+        S = self.transitions.shape[0]
+        if self.transitions.shape != (S, S):
+            raise ModelError(f"transitions must be square (S, S), got {self.transitions.shape}")
+        self.n_players, self.n_states, self.n_actions = N, S, D
+        self.linear = _finite(_array(linear, "linear", (N, S, D)), "linear")
+        Q = np.zeros((N, S, D, D)) if quadratic is None else _finite(_array(quadratic, "quadratic", (N, S, D, D)),
+                                                                      "quadratic")
+        if not np.allclose(Q, np.swapaxes(Q, -1, -2), rtol=0, atol=1e-12):
+            raise ModelError("each quadratic reward matrix Q_i(s) must be symmetric")
+        for i, sl in enumerate(self.slices):
+            top = np.linalg.eigvalsh(Q[i][:, sl, sl]).max()
+            if top > CONCAVITY_TOL:
+                raise ModelError(f"player {i}'s reward is not concave in its own action (its quadratic block has "
+                                 f"eigenvalue {top:.3g} > 0): best responses would not be convex programs")
+        self.quadratic = Q
+        self.lower = np.broadcast_to(_array(0.0 if lower is None else lower, "lower"), (S, D)).copy()
+        self.upper = np.broadcast_to(_array(np.inf if upper is None else upper, "upper"), (S, D)).copy()
+        if np.any(self.lower == np.inf) or np.any(self.upper == -np.inf) or np.any(self.lower > self.upper):
+            raise ModelError("action bounds must satisfy lower <= upper (lower < inf, upper > -inf)")
+        if (shared_matrix is None) != (shared_rhs is None):
+            raise ModelError("shared_matrix and shared_rhs go together")
+        if shared_matrix is None:
+            self.shared_matrix, self.shared_rhs = np.zeros((S, 0, D)), np.zeros((S, 0))
+        else:
+            self.shared_matrix = _finite(_array(shared_matrix, "shared_matrix", (S, None, D)), "shared_matrix")
+            m = self.shared_matrix.shape[1]
+            self.shared_rhs = _finite(_array(shared_rhs, "shared_rhs", (S, m)), "shared_rhs")
+        if transition_slopes is None:
+            self.transition_slopes = np.zeros((S, S, D))
+        else:
+            P1 = _finite(_array(transition_slopes, "transition_slopes", (S, S, D)), "transition_slopes")
+            if np.any(np.abs(P1.sum(axis=1)) > STOCHASTIC_TOL):
+                raise ModelError("transition_slopes must sum to 0 over next states (probabilities keep summing to 1)")
+            used = P1 != 0
+            if np.any(~np.isfinite(np.where(used, self.lower[:, None, :], 0.0))) or \
+                    np.any(~np.isfinite(np.where(used, self.upper[:, None, :], 0.0))):
+                raise ModelError("actions that move transition probabilities need finite bounds")
+            low = self.transitions + np.sum(np.minimum(np.where(used, P1 * self.lower[:, None, :], 0.0),
+                                                       np.where(used, P1 * self.upper[:, None, :], 0.0)), axis=-1)
+            if np.any(low < -STOCHASTIC_TOL):
+                raise ModelError("transition probabilities P0 + P1 . a go negative somewhere in the action box")
+            self.transition_slopes = P1
+        self.discount = _discount(discount)
+        self.initial = _initial(initial, S)
+        self.players = list(players) if players is not None else [f"player{i}" for i in range(N)]
+        if len(self.players) != N:
+            raise ModelError(f"players names {len(self.players)} != {N} players")
+
+    @property
+    def action_independent(self) -> bool:
+        """True when no action moves the transition probabilities."""
+        return not np.any(self.transition_slopes)
+
+
+class MarkovExchangeEconomy(FamilyModel):
+    """An infinite-horizon exchange economy over an exogenous Markov chain of world states.
+
+    Parameters (W world states, N consumers, M goods, K assets):
+
+    - ``utility``: a degree-1 homogeneous :class:`solvopt.dsl.utilities.UtilityForm` with weights
+      of shape (N, M) (one row per consumer), or ``(kind, weights)`` with kind linear /
+      cobb_douglas / leontief;
+    - ``endowments``: (W, N, M) goods each consumer receives in each world state (>= 0, every good
+      present in every state);
+    - ``transitions``: (W, W) the world-state chain; ``initial``: (W,) (default uniform);
+    - ``discount`` in [0, 1);
+    - ``asset_returns``: (W, K) what one unit of asset k pays in world state w (paid in the world
+      state after the purchase); ``borrowing_limit`` b >= 0 (holdings >= -b), ``holding_limit``
+      (holdings <= it), ``asset_price_max`` (asset prices in [0, it]);
+    - ``price_sum``: goods prices lie on the simplex scaled to it (prices are relative).
+    """
+
+    family = "games"
+
+    def __init__(self, utility, endowments, transitions, discount=0.9, *, initial=None, asset_returns=None,
+                 borrowing_limit=1.0, holding_limit=10.0, asset_price_max=10.0, price_sum=1.0):
+        from .utilities import UtilityForm, utility_from_params
+        if isinstance(utility, tuple) and len(utility) == 2:
+            kind, weights = utility
+            key = {"linear": "values", "cobb_douglas": "exponents", "leontief": "requirements"}.get(kind, "weights")
+            utility = utility_from_params(kind, {key: weights})
+        if not isinstance(utility, UtilityForm):
+            raise ModelError("utility must be a UtilityForm or a (kind, weights) pair")
+        if not getattr(utility, "homogeneous", False):
+            raise ModelError(f"{type(utility).__name__} utility is not homogeneous of degree 1 (Cobb-Douglas "
+                             "exponents must sum to 1): the economy's exact best responses rely on it")
+        self.endowments = _finite(_array(endowments, "endowments", (None, None, None)), "endowments")
+        W, N, M = self.endowments.shape
+        if utility.shape != (N, M):
+            raise ModelError(f"utility weights must have shape (consumers, goods) = ({N}, {M}), got {utility.shape}")
+        if np.any(self.endowments < 0) or np.any(self.endowments.sum(axis=1) <= 0):
+            raise ModelError("endowments must be >= 0 with every good present in every world state")
+        self.utility = utility
+        self.transitions = _stochastic(_finite(_array(transitions, "transitions", (W, W)), "transitions"),
+                                       "transitions")
+        self.discount = _discount(discount)
+        self.initial = _initial(initial, W)
+        R = np.zeros((W, 0)) if asset_returns is None else _finite(_array(asset_returns, "asset_returns", (W, None)),
+                                                                  "asset_returns")
+        self.asset_returns = R
+        K = R.shape[1]
+        self.borrowing_limit = np.broadcast_to(_finite(_array(borrowing_limit, "borrowing_limit"), "borrowing_limit"),
+                                               (K,)).copy()
+        self.holding_limit = np.broadcast_to(_finite(_array(holding_limit, "holding_limit"), "holding_limit"),
+                                             (K,)).copy()
+        if np.any(self.borrowing_limit < 0) or np.any(self.holding_limit < 0):
+            raise ModelError("borrowing_limit and holding_limit must be >= 0")
+        for name in ("asset_price_max", "price_sum"):
+            v = _finite(_array(locals()[name], name, ()), name)
+            if v <= 0:
+                raise ModelError(f"{name} must be > 0")
+            setattr(self, name, float(v))
+        self.n_world, self.n_consumers, self.n_goods, self.n_assets = W, N, M, K

@@ -1,0 +1,292 @@
+"""The Markov exchange economy as a Markov pseudo-game: states, exact best responses, metrics, a solver.
+
+**States.** Assets bought in world state w pay R(w') in the next world state w', so a consumer's
+budget depends on the world state it came from. The Markov state is therefore the pair
+s = (previous world state v, world state w), plus one start state (-, w) per world state (no
+holdings yet); it moves (v, w) -> (w, w') with probability T(w, w'). Prices p(s), q(s) and
+consumption x_i(s) depend on s; the portfolio y_i(w) bought now depends on the current world
+state w (it is what the next state's budget sees, so the pair chain stays Markov). The chain is
+exogenous — no action moves it — so the discounted occupancy d(s) from mu is fixed.
+
+**Players.** Consumer i at s: budget p(s).x_i + q(s).y_i(w) <= p(s).e_i(w) + R(w).y_i(v) =: W_i(s),
+-b <= y <= holding limit; reward u_i(x_i). The auctioneer: p(s) on the simplex scaled to
+``price_sum``, q(s) in [0, asset_price_max]; reward p.z(s) + q.Y(w), z the goods' excess demand,
+Y the assets' (zero net supply). A recursive Radner equilibrium (RRE) is a GMPE of this game.
+
+**Exact best responses.** With u_i homogeneous of degree 1 the best bundle for wealth W is worth
+beta_i(s) W, beta_i(s) = max{u_i(x) : p(s).x <= 1} (closed form, :mod:`solvopt.dsl.utilities`).
+A consumer's best response is then an LP in its portfolio: max sum_s d(s) beta_i(s) W_i(s; y)
+subject to W_i(s; y) >= 0 and the limits (HiGHS; no portfolio: a closed form). The auctioneer's
+best response is closed form per state: price_sum * max_j z_j + asset_price_max * sum_k Y_k^+.
+Exploitability = sum over consumers and the auctioneer of (best-response value - value), from mu.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvopt.core.result import Termination
+
+from .projection import Polyhedron
+
+
+@dataclass
+class PairChain:
+    """The Markov chain of states s = (previous world state, world state) (start states have prev -1)."""
+
+    world: np.ndarray        # (S,) current world state of s
+    prev: np.ndarray         # (S,) previous world state, -1 at a start state
+    P: np.ndarray            # (S, S) transitions
+    initial: np.ndarray      # (S,) mu on the start states
+    occupancy: np.ndarray    # (S,) sum_t gamma^t Pr(s_t = s)
+
+
+def pair_chain(econ) -> PairChain:
+    T, W = econ.transitions, econ.n_world
+    pairs = [(-1, w) for w in range(W)] + [(v, w) for v in range(W) for w in range(W) if T[v, w] > 0]
+    index = {pair: k for k, pair in enumerate(pairs)}
+    S = len(pairs)
+    P = np.zeros((S, S))
+    for k, (_, w) in enumerate(pairs):
+        for w2 in np.flatnonzero(T[w] > 0):
+            P[k, index[(w, int(w2))]] = T[w, w2]
+    mu = np.zeros(S)
+    mu[:W] = econ.initial
+    d = np.linalg.solve((np.eye(S) - econ.discount * P).T, mu)
+    return PairChain(np.array([w for _, w in pairs]), np.array([v for v, _ in pairs]), P, mu, d)
+
+
+@dataclass
+class Profile:
+    """A joint stationary policy of the economy."""
+
+    prices: np.ndarray          # (S, M) goods prices p(s)
+    asset_prices: np.ndarray    # (S, K) q(s)
+    consumption: np.ndarray     # (S, N, M) x_i(s)
+    portfolio: np.ndarray       # (W, N, K) y_i(w)
+
+
+def wealth(econ, chain: PairChain, prices, asset_prices, portfolio) -> np.ndarray:
+    """(S, N): W_i(s) = p(s).e_i(w) + R(w).y_i(v) - q(s).y_i(w)."""
+    e = econ.endowments[chain.world]                                     # (S, N, M)
+    out = np.einsum("sm,snm->sn", prices, e)
+    if econ.n_assets:
+        R = econ.asset_returns[chain.world]                               # (S, K)
+        carried = np.where((chain.prev >= 0)[:, None, None], portfolio[np.maximum(chain.prev, 0)], 0.0)
+        out = out + np.einsum("sk,snk->sn", R, carried) - np.einsum("sk,snk->sn", asset_prices,
+                                                                    portfolio[chain.world])
+    return out
+
+
+def bang_per_buck(econ, prices) -> np.ndarray:
+    """(S, N): beta_i(s) = the most utility one unit of money buys at prices p(s)."""
+    return econ.utility.indirect(prices[:, None, :], 1.0)
+
+
+def _portfolio_lp(econ, chain: PairChain, prices, asset_prices, beta_i, i):
+    """Consumer i's best-response LP data: objective g on y (W*K), wealth = c + G y, the set of y."""
+    W, K, S = econ.n_world, econ.n_assets, len(chain.world)
+    c = prices @ econ.endowments[:, i, :].T                               # (S, W) -> pick own world
+    c = c[np.arange(S), chain.world]
+    R = econ.asset_returns[chain.world]
+    rows, cols, vals = [], [], []
+    for s in range(S):
+        for k in range(K):
+            rows.append(s), cols.append(chain.world[s] * K + k), vals.append(-asset_prices[s, k])
+            if chain.prev[s] >= 0:
+                rows.append(s), cols.append(chain.prev[s] * K + k), vals.append(R[s, k])
+    G = sp.csr_matrix((vals, (rows, cols)), shape=(S, W * K))
+    weight = chain.occupancy * beta_i
+    g = G.T @ weight
+    X = Polyhedron(np.tile(-econ.borrowing_limit, W), np.tile(econ.holding_limit, W), G, -c, None)
+    return g, c, X, weight
+
+
+def consumer_best_value(econ, chain, prices, asset_prices, beta) -> tuple[np.ndarray, np.ndarray]:
+    """(N,) best-response values from mu and (W, N, K) the best portfolios."""
+    N, K, W = econ.n_consumers, econ.n_assets, econ.n_world
+    values, best = np.empty(N), np.zeros((W, N, K))
+    for i in range(N):
+        if K == 0:
+            c = np.einsum("sm,sm->s", prices, econ.endowments[chain.world, i, :])
+            values[i] = float(chain.occupancy * beta[:, i] @ c)
+            continue
+        g, c, X, weight = _portfolio_lp(econ, chain, prices, asset_prices, beta[:, i], i)
+        y, gy = X.maximize_linear(g)
+        values[i] = float(weight @ c + gy)
+        best[:, i, :] = y.reshape(W, K)
+    return values, best
+
+
+def excess_demand(econ, chain, profile: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """(S, M) goods' excess demand z(s) and (W, K) assets' Y(w)."""
+    z = profile.consumption.sum(axis=1) - econ.endowments[chain.world].sum(axis=1)
+    return z, profile.portfolio.sum(axis=1)
+
+
+def metrics(econ, chain: PairChain, profile: Profile) -> dict:
+    """Certified exploitability (exact best responses) and the market metrics of a profile."""
+    p, q, x, y = profile.prices, profile.asset_prices, profile.consumption, profile.portfolio
+    d = chain.occupancy
+    beta = bang_per_buck(econ, p)
+    Wlth = wealth(econ, chain, p, q, y)
+    spend = np.einsum("sm,snm->sn", p, x)
+    budget_violation = float(np.max(np.maximum(spend - Wlth, 0.0) / np.maximum(np.abs(Wlth), 1e-12)))
+    u = econ.utility.value(x)                                                # (S, N)
+    values = d @ u
+    best, _ = consumer_best_value(econ, chain, p, q, beta)
+    consumer_regret = np.maximum(best - values, 0.0)
+    z, Y = excess_demand(econ, chain, profile)
+    Ys = Y[chain.world]
+    br = econ.price_sum * z.max(axis=1) + econ.asset_price_max * np.maximum(Ys, 0.0).sum(axis=1)
+    current = np.einsum("sm,sm->s", p, z) + np.einsum("sk,sk->s", q, Ys)
+    auctioneer_regret = float(d @ np.maximum(br - current, 0.0))
+    total = float(consumer_regret.sum() + auctioneer_regret)
+    endowment_value = float(d @ np.einsum("sm,sm->s", p, econ.endowments[chain.world].sum(axis=1)))
+    supply = econ.endowments[chain.world].sum(axis=1)
+    # one-step Bellman residual of consumption with holdings fixed: beta W - u(x) >= 0 at each state
+    bellman = float(np.max(np.abs(beta * np.maximum(Wlth, 0.0) - u)))
+    return {
+        "exploitability": total,
+        "relative_exploitability": total / endowment_value,
+        "consumer_regret": float(consumer_regret.sum()),
+        "auctioneer_regret": auctioneer_regret,
+        "endowment_value": endowment_value,
+        "excess_demand": float(np.max(np.maximum(z, 0.0) / supply)),           # relative to supply
+        "excess_supply_value": float(np.max(np.einsum("sm,sm->s", p, np.maximum(-z, 0.0)))),
+        "asset_excess_demand": float(np.max(np.abs(Y), initial=0.0)),
+        "budget_violation": budget_violation,
+        "bellman_error": bellman,
+        "portfolio_foc": _portfolio_foc(econ, chain, p, q, y, beta),
+    }
+
+
+def _portfolio_foc(econ, chain, p, q, y, beta) -> float:
+    """max over consumers of |P(y + g) - y|: the projected portfolio gradient (0 at an interior optimum)."""
+    if econ.n_assets == 0:
+        return 0.0
+    worst = 0.0
+    for i in range(econ.n_consumers):
+        g, _, X, _ = _portfolio_lp(econ, chain, p, q, beta[:, i], i)
+        yi = y[:, i, :].ravel()
+        step = np.clip(yi + g / max(1.0, float(np.abs(g).max())), X.lb, X.ub) - yi
+        worst = max(worst, float(np.abs(step).max()))
+    return worst
+
+
+# --- the solver: tatonnement on prices, exact demands, projected ascent on portfolios -------------
+def initial_profile(econ, chain) -> Profile:
+    S, M, K, W, N = len(chain.world), econ.n_goods, econ.n_assets, econ.n_world, econ.n_consumers
+    p = np.full((S, M), econ.price_sum / M)
+    q = np.full((S, K), 0.5 * econ.asset_price_max * 0.1)
+    y = np.zeros((W, N, K))
+    return Profile(p, q, demand(econ, chain, p, q, y), y)
+
+
+def demand(econ, chain, p, q, y) -> np.ndarray:
+    """(S, N, M) consumption: the exact demand at wealth W_i(s) (one maximiser for linear utilities)."""
+    return econ.utility.demand(p[:, None, :], np.maximum(wealth(econ, chain, p, q, y), 0.0))
+
+
+def _consumption(econ, chain, p, q, y, shares) -> np.ndarray:
+    """The exact demand, or the bundles the spending shares of proportional response buy."""
+    if shares is None:
+        return demand(econ, chain, p, q, y)
+    return shares * np.maximum(wealth(econ, chain, p, q, y), 0.0)[..., None] / p[:, None, :]
+
+
+@dataclass
+class EconomyRun:
+    profile: Profile
+    metrics: dict
+    iterations: int
+    stopped: Termination | None
+    history: list
+
+
+def tatonnement(econ, *, rel_tolerance=1e-4, iteration_limit=100_000, step=0.5, asset_step=0.5, check_every=25, deadline=None, interrupted=lambda: False) -> EconomyRun:
+    """Multiplicative tatonnement on goods prices per state with exact demands (Cobb-Douglas,
+    Leontief, CES), proportional response for linear utilities (spending shares follow the utility
+    each good brings; prices clear the goods markets), additive steps on asset prices and projected
+    ascent on portfolios; every ``check_every`` steps the certified metrics, keeping the best iterate."""
+    start = time.perf_counter()
+    chain = pair_chain(econ)
+    prof = initial_profile(econ, chain)
+    p, q, y = prof.prices, prof.asset_prices, prof.portfolio
+    supply = econ.endowments[chain.world].sum(axis=1)                    # (S, M)
+    best = metrics(econ, chain, prof)
+    best_prof, history, stopped, it = prof, [(0, 0.0, best)], None, 0
+    shares = None
+    if econ.utility.kind == "linear":     # spending shares of proportional response, from even spending
+        shares = np.broadcast_to(econ.utility.weights > 0, prof.consumption.shape).astype(float)
+        shares /= shares.sum(axis=-1, keepdims=True)
+    while best["relative_exploitability"] > rel_tolerance:
+        if it >= iteration_limit:
+            stopped = Termination.ITERATION_LIMIT
+            break
+        if interrupted():
+            stopped = Termination.INTERRUPTED
+            break
+        if deadline is not None and time.perf_counter() >= deadline:
+            stopped = Termination.TIME_LIMIT
+            break
+        it += 1
+        if shares is not None:                          # proportional response (linear utilities)
+            Wl = np.maximum(wealth(econ, chain, p, q, y), 0.0)
+            p = np.einsum("snm,sn->sm", shares, Wl) / supply
+            p = np.maximum(p, 1e-300)
+            p *= econ.price_sum / p.sum(axis=1, keepdims=True)
+            gain = econ.utility.weights[None] * shares / p[:, None, :]
+            shares = gain / np.maximum(gain.sum(axis=-1, keepdims=True), 1e-300)
+        else:                                           # multiplicative tatonnement
+            x = demand(econ, chain, p, q, y)
+            z = x.sum(axis=1) / supply - 1.0
+            p = p * np.exp(step * np.clip(z, -1.0, 1.0))
+            p *= econ.price_sum / p.sum(axis=1, keepdims=True)
+        if econ.n_assets:
+            Y = y.sum(axis=1)[chain.world]
+            q = np.clip(q + asset_step * Y / econ.n_consumers, 0.0, econ.asset_price_max)
+            y = _portfolio_step(econ, chain, p, q, y, asset_step)
+        if it % check_every == 0:
+            prof = Profile(p.copy(), q.copy(), _consumption(econ, chain, p, q, y, shares), y.copy())
+            m = metrics(econ, chain, prof)
+            history.append((it, time.perf_counter() - start, m))
+            if m["relative_exploitability"] < best["relative_exploitability"]:
+                best, best_prof = m, prof
+    return EconomyRun(best_prof, best, it, stopped, history)
+
+
+def _portfolio_step(econ, chain, p, q, y, step) -> np.ndarray:
+    """One projected ascent step of every consumer's portfolio on its (linear) value."""
+    beta = bang_per_buck(econ, p)
+    out = y.copy()
+    W, K = econ.n_world, econ.n_assets
+    for i in range(econ.n_consumers):
+        g, _, X, _ = _portfolio_lp(econ, chain, p, q, beta[:, i], i)
+        z = y[:, i, :].ravel() + step * g / max(1e-12, float(np.abs(g).max()))
+        cand = np.clip(z, X.lb, X.ub)
+        if X.violation(cand) > 0:
+            cand = X.project(z)
+        out[:, i, :] = cand.reshape(W, K)
+    return out
+
+
+def random_economy(consumers, goods, assets, world_states, utility="cobb_douglas", stochastic=True,
+                   discount=0.9, seed=0):
+    """A random economy of the paper's kind (types and endowments uniform, returns uniform)."""
+    from solvopt.dsl.markov_games import MarkovExchangeEconomy
+    rng = np.random.default_rng(seed)
+    weights = rng.uniform(0.1, 1.0, size=(consumers, goods))
+    if utility == "cobb_douglas":
+        weights /= weights.sum(axis=1, keepdims=True)
+    endow = rng.uniform(0.1, 1.0, size=(world_states, consumers, goods))
+    if stochastic:
+        T = rng.uniform(0.0, 1.0, size=(world_states, world_states))
+        T /= T.sum(axis=1, keepdims=True)
+    else:
+        T = np.roll(np.eye(world_states), 1, axis=1)
+    R = rng.uniform(0.5, 1.5, size=(world_states, assets)) if assets else None
+    return MarkovExchangeEconomy((utility, weights), endow, T, discount, asset_returns=R)

@@ -1,0 +1,300 @@
+"""Tabular Markov pseudo-games: policy evaluation, exact best responses, exploitability, GDA.
+
+A policy is a table ``(S, D)``: the joint action at every state. For a
+:class:`~solvopt.dsl.markov_games.MarkovPseudoGame`:
+
+- :func:`evaluate`: the value functions V_i = (I - gamma P_pi)^{-1} r_i^pi (one linear solve);
+- :func:`best_response`: player i's optimal policy against the others' by policy iteration, each
+  improvement step a concave QP per state over X_i(s, a_-i(s)) (HiGHS, polished); the answer is
+  *certified*: the Frank-Wolfe gap g.(v - b) <= max_v of each per-state program bounds its optimum
+  from above, and a Bellman residual delta = max_s (T V - V)(s) bounds V* <= V + delta / (1 - gamma)
+  (T is a gamma-contraction and monotone), so the best-response value lies in [lower, upper];
+- :func:`exploitability`: sum_i [V_i^*(mu; pi_-i) - V_i(mu; pi)] with those bounds: ``upper`` is
+  certified, never below 0;
+- :func:`gda`: the two-time-scale simultaneous gradient descent-ascent between a policy pi and a
+  best-response adversary pi' on psi(pi, pi') = sum_i [V_i(mu; pi'_i, pi_-i) - V_i(mu; pi)], with exact
+  deterministic policy gradients (d_mu^sigma(s) dQ_i/da at sigma(s)) and projections onto the
+  feasible sets; certified exploitability is computed every few steps and the best iterate kept.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solvopt.core.result import Termination
+
+from .projection import Polyhedron
+
+BR_TOL = 1e-10            # policy iteration stops when its certified bounds are this close
+BR_MAX_ROUNDS = 60
+
+
+# --- evaluation ------------------------------------------------------------------------------
+def transition_matrix(game, policy) -> np.ndarray:
+    """P_pi(s, s') = P0(s, s') + P1(s, s', :) . pi(s)."""
+    if game.action_independent:
+        return game.transitions
+    return game.transitions + np.einsum("std,sd->st", game.transition_slopes, policy)
+
+
+def stage_rewards(game, policy) -> np.ndarray:
+    """(N, S): r_i(s, pi(s))."""
+    lin = np.einsum("nsd,sd->ns", game.linear, policy)
+    quad = 0.5 * np.einsum("sd,nsde,se->ns", policy, game.quadratic, policy)
+    return lin + quad
+
+
+def reward_gradients(game, policy) -> np.ndarray:
+    """(N, S, D): the gradient of r_i(s, .) at pi(s)."""
+    return game.linear + np.einsum("nsde,se->nsd", game.quadratic, policy)
+
+
+def _resolvent(game, policy) -> np.ndarray:
+    S = game.n_states
+    return np.eye(S) - game.discount * transition_matrix(game, policy)
+
+
+def evaluate(game, policy) -> np.ndarray:
+    """(N, S): every player's value function under the joint policy."""
+    return np.linalg.solve(_resolvent(game, policy), stage_rewards(game, policy).T).T
+
+
+def occupancy(game, policy) -> np.ndarray:
+    """(S,): the discounted state occupancy d(s) = sum_t gamma^t Pr(s_t = s) from mu (sums to 1/(1-gamma))."""
+    return np.linalg.solve(_resolvent(game, policy).T, game.initial)
+
+
+def policy_gradient(game, policy, values=None, occ=None) -> np.ndarray:
+    """(N, S, D): d V_i(mu; pi) / d pi(s) = d(s) [grad r_i(s, pi(s)) + gamma P1(s, :, :)' V_i] (exact)."""
+    V = evaluate(game, policy) if values is None else values
+    d = occupancy(game, policy) if occ is None else occ
+    g = reward_gradients(game, policy)
+    if not game.action_independent:
+        g = g + game.discount * np.einsum("std,nt->nsd", game.transition_slopes, V)
+    return d[None, :, None] * g
+
+
+# --- feasible sets ---------------------------------------------------------------------------
+def player_set(game, s: int, i: int, policy) -> Polyhedron:
+    """X_i(s, a_-i(s)): player i's box and the shared rows with the others' actions moved right."""
+    sl = game.slices[i]
+    A = game.shared_matrix[s]
+    if A.shape[0] == 0:
+        return Polyhedron(game.lower[s, sl], game.upper[s, sl])
+    others = A @ policy[s] - A[:, sl] @ policy[s, sl]
+    return Polyhedron(game.lower[s, sl], game.upper[s, sl], A[:, sl], None, game.shared_rhs[s] - others)
+
+
+def joint_set(game, s: int) -> Polyhedron:
+    """X(s): the box and every shared row (the jointly convex feasible set)."""
+    A = game.shared_matrix[s]
+    if A.shape[0] == 0:
+        return Polyhedron(game.lower[s], game.upper[s])
+    return Polyhedron(game.lower[s], game.upper[s], A, None, game.shared_rhs[s])
+
+
+def project(X: Polyhedron, z) -> np.ndarray:
+    """The Euclidean projection onto X: closed forms for a box and a box cut by one halfspace
+    (clip(z - lam a) with lam >= 0 found exactly among the breakpoints), else X.project (HiGHS QP)."""
+    if X.is_box:
+        return X.project(z)
+    if X.A.shape[0] != 1 or np.isfinite(X.lo[0]):
+        return X.project(z)
+    a, b = X.A.toarray()[0], X.hi[0]
+    x = np.clip(z, X.lb, X.ub)
+    if a @ x <= b:
+        return x
+    nz = a != 0
+    brk = np.concatenate([(z[nz] - X.lb[nz]) / a[nz], (z[nz] - X.ub[nz]) / a[nz]])
+    brk = np.unique(brk[np.isfinite(brk) & (brk > 0)])
+    lo_lam = 0.0
+    for lam in brk:                      # a . clip(z - lam a) is non-increasing in lam
+        if a @ np.clip(z - lam * a, X.lb, X.ub) <= b:
+            break
+        lo_lam = lam
+    else:
+        return X.project(z)              # the halfspace misses the box along this path: let HiGHS decide
+    x0 = np.clip(z - lo_lam * a, X.lb, X.ub)
+    free = (z - lo_lam * a > X.lb) & (z - lo_lam * a < X.ub) & nz
+    slope = float(a[free] @ a[free])     # linear between breakpoints: a.x(lam) = a.x0 - (lam - lo_lam) slope
+    lam = lo_lam + (a @ x0 - b) / slope if slope > 0 else lam
+    return np.clip(z - lam * a, X.lb, X.ub)
+
+
+def project_policy(game, policy) -> np.ndarray:
+    """The policy with each state's joint action projected onto X(s)."""
+    return np.stack([project(joint_set(game, s), policy[s]) for s in range(game.n_states)])
+
+
+def feasibility_violation(game, policy) -> float:
+    return max(joint_set(game, s).violation(policy[s]) for s in range(game.n_states))
+
+
+# --- exact best responses --------------------------------------------------------------------
+@dataclass
+class BestResponse:
+    """Player i's best response to the others: its policy (S, d_i), and certified value bounds (S,)."""
+
+    actions: np.ndarray
+    lower: np.ndarray         # the value of ``actions`` (a feasible deviation): V_i^* >= lower
+    upper: np.ndarray         # certified: V_i^* <= upper
+    rounds: int
+
+
+def _improve(game, i: int, policy, V) -> tuple[np.ndarray, np.ndarray]:
+    """Per state, argmax over X_i(s, a_-i) of r_i(s, b, a_-i) + gamma sum_s' p(s'|s, b, a_-i) V(s'),
+    and a certified upper bound on that max (value + Frank-Wolfe gap)."""
+    sl = game.slices[i]
+    actions = np.empty((game.n_states, sl.stop - sl.start))
+    upper = np.empty(game.n_states)
+    for s in range(game.n_states):
+        a = policy[s]
+        Qii = game.quadratic[i, s][sl, sl]
+        lin = game.linear[i, s][sl] + game.quadratic[i, s][sl] @ a - Qii @ a[sl]   # terms linear in b
+        if not game.action_independent:
+            lin = lin + game.discount * game.transition_slopes[s][:, sl].T @ V
+        X = player_set(game, s, i, policy)
+        b = X.minimize_qp(-Qii, -lin) if np.any(Qii) else X.maximize_linear(lin)[0]
+        grad = lin + Qii @ b
+        gap = max(0.0, X.maximize_linear(grad)[1] - grad @ b)
+        full = a.copy()
+        full[sl] = b
+        value = _state_q(game, i, s, full, V)
+        actions[s], upper[s] = b, value + gap
+    return actions, upper
+
+
+def _state_q(game, i: int, s: int, action, V) -> float:
+    """r_i(s, a) + gamma sum_s' p(s' | s, a) V(s')."""
+    r = game.linear[i, s] @ action + 0.5 * action @ game.quadratic[i, s] @ action
+    p = game.transitions[s] + (game.transition_slopes[s] @ action if not game.action_independent else 0.0)
+    return float(r + game.discount * p @ V)
+
+
+def best_response(game, policy, i: int, tol: float = BR_TOL, max_rounds: int = BR_MAX_ROUNDS) -> BestResponse:
+    """Player i's exact best response by policy iteration, with certified bounds (module docstring)."""
+    sl = game.slices[i]
+    current = policy.copy()
+    V = evaluate(game, current)[i]
+    upper = np.full(game.n_states, np.inf)
+    for rounds in range(1, max_rounds + 1):
+        actions, t_upper = _improve(game, i, current, V)
+        delta = max(0.0, float(np.max(t_upper - V)))
+        upper = np.minimum(upper, V + delta / (1.0 - game.discount))
+        if np.all(upper - V <= tol * np.maximum(1.0, np.abs(V))):
+            break
+        candidate = current.copy()
+        candidate[:, sl] = actions
+        V_new = evaluate(game, candidate)[i]
+        if game.initial @ V_new < game.initial @ V:   # no progress left above rounding: stop
+            break
+        current, V = candidate, V_new
+    return BestResponse(current[:, sl].copy(), V, np.maximum(upper, V), rounds)
+
+
+@dataclass
+class Exploitability:
+    """Certified exploitability of a joint policy: ``upper`` (certified) >= true >= ``lower``."""
+
+    upper: float
+    lower: float
+    per_player: np.ndarray            # certified upper bound of each player's regret from mu
+    per_state: np.ndarray             # certified phi(s): sum_i [upper_i(s) - V_i(s)] (0 at a GMPE)
+    values: np.ndarray                # (N, S) V_i under the policy
+    responses: list = field(default_factory=list)
+
+
+def exploitability(game, policy, tol: float = BR_TOL) -> Exploitability:
+    """sum_i [max over feasible deviations of V_i(mu) - V_i(mu)], by exact best responses."""
+    V = evaluate(game, policy)
+    responses = [best_response(game, policy, i, tol) for i in range(game.n_players)]
+    up = np.stack([np.maximum(br.upper - V[i], 0.0) for i, br in enumerate(responses)])
+    low = np.stack([br.lower - V[i] for i, br in enumerate(responses)])
+    per_player = up @ game.initial
+    return Exploitability(float(per_player.sum()), float(max(0.0, (low @ game.initial).sum())), per_player,
+                          up.sum(axis=0), V, responses)
+
+
+# --- two-time-scale GDA ----------------------------------------------------------------------
+@dataclass
+class GDAResult:
+    policy: np.ndarray
+    certificate: Exploitability
+    iterations: int
+    stopped: Termination | None
+    history: list                      # (iteration, seconds, certified exploitability)
+
+
+def _deviation(policy, adversary, game, i):
+    sigma = policy.copy()
+    sigma[:, game.slices[i]] = adversary[:, game.slices[i]]
+    return sigma
+
+
+def _project_adversary(game, policy, adversary):
+    out = adversary.copy()
+    for i, sl in enumerate(game.slices):
+        for s in range(game.n_states):
+            out[s, sl] = project(player_set(game, s, i, policy), adversary[s, sl])
+    return out
+
+
+def _per_state(game, policy, grad) -> np.ndarray:
+    """A policy gradient divided by the occupancy of each state (floored): the per-state ascent
+    direction, so that rarely visited states move as fast as frequent ones (a diagonal preconditioner)."""
+    d = occupancy(game, policy)
+    return grad / np.maximum(d, 1e-3 * d.max())[:, None]
+
+
+def gda(game, policy=None, *, step=0.2, adversary_step=1.0, adversary_steps=5, tolerance=1e-8,
+        iteration_limit=10_000, check_every=20, deadline=None, interrupted=lambda: False) -> GDAResult:
+    """Two-time-scale GDA on psi(pi, pi'): the adversary takes ``adversary_steps`` projected ascent
+    steps of ``adversary_step`` per projected descent step of ``step`` of the policy (steps are
+    divided by the players' own reward curvature, and gradients by the state occupancy, so one
+    setting fits most games)."""
+    start = time.perf_counter()
+    N, S, D = game.n_players, game.n_states, game.n_actions
+    if policy is None:
+        lo = np.where(np.isfinite(game.lower), game.lower, 0.0)
+        hi = np.where(np.isfinite(game.upper), game.upper, lo + 1.0)
+        policy = 0.5 * (lo + hi)
+    pi = project_policy(game, np.asarray(policy, dtype=float).reshape(S, D))
+    adv = _project_adversary(game, pi, pi)
+    curvature = max(1e-12, max(float(np.max(np.abs(game.quadratic[i][:, sl, sl]), initial=0.0))
+                               for i, sl in enumerate(game.slices)))
+    scale = curvature if curvature > 1e-12 else 1.0
+    eta_x, eta_y = step / scale, adversary_step / scale
+    best = exploitability(game, pi)
+    best_pi, history, stopped, it = pi.copy(), [(0, 0.0, best.upper)], None, 0
+    while best.upper > tolerance:
+        if it >= iteration_limit:
+            stopped = Termination.ITERATION_LIMIT
+            break
+        if interrupted():
+            stopped = Termination.INTERRUPTED
+            break
+        if deadline is not None and time.perf_counter() >= deadline:
+            stopped = Termination.TIME_LIMIT
+            break
+        it += 1
+        for _ in range(adversary_steps):             # the fast time scale: the adversary ascends
+            grad_adv = np.zeros((S, D))
+            for i, sl in enumerate(game.slices):
+                sigma = _deviation(pi, adv, game, i)
+                grad_adv[:, sl] = _per_state(game, sigma, policy_gradient(game, sigma)[i])[:, sl]
+            adv = _project_adversary(game, pi, adv + eta_y * grad_adv)
+        grad = -policy_gradient(game, pi).sum(axis=0)   # d/dpi of -sum_i V_i(mu; pi) ...
+        for i, sl in enumerate(game.slices):           # ... plus sum_i d/dpi_-i V_i(mu; pi'_i, pi_-i)
+            g = policy_gradient(game, _deviation(pi, adv, game, i))[i]
+            g[:, sl] = 0.0
+            grad += g
+        pi = project_policy(game, pi - eta_x * _per_state(game, pi, grad))
+        adv = _project_adversary(game, pi, adv)
+        if it % check_every == 0:
+            cert = exploitability(game, pi)
+            history.append((it, time.perf_counter() - start, cert.upper))
+            if cert.upper < best.upper:
+                best, best_pi = cert, pi.copy()
+    return GDAResult(best_pi, best, it, stopped, history)
