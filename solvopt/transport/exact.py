@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 
@@ -30,11 +31,9 @@ from solvopt.core.registry import Solver, register
 from solvopt.core.status import within_default_tolerance
 from solvopt.core.result import Termination
 
-from .flow import ENGINES, min_cost_flow
+from .flow import ENGINES, FEASIBILITY_ENGINES, feasible_flow, min_cost_flow
 from .result import dual_bound, plan_cost, transport_result
 
-# Hub mass (relative to the total) below which a threshold's max-flow test counts as feasible.
-FEASIBLE_RTOL = 1e-10
 # Iteration limit handed to ot.emd when the user sets none (its own default stops early).
 POT_ITERATIONS = 10**12
 
@@ -130,8 +129,8 @@ def flow_bound(model, costs, scale, plan, sol, rows, cols) -> float | None:
     return max((c for c in candidates if c is not None), default=None)
 
 
-def engine_option(name: str = "engine") -> Option:
-    return Option(name, str, "auto", "min-cost flow engine (see solvopt.transport.flow)", choices=ENGINES)
+def engine_option(engines=ENGINES, what: str = "min-cost flow") -> Option:
+    return Option("engine", str, "auto", f"{what} engine (see solvopt.transport.flow)", choices=engines)
 
 
 @register
@@ -146,7 +145,8 @@ class ExactTransport(Solver):
 
     def solve(self, model, options):
         if math.isinf(model.p):
-            return bottleneck_search(model, options, engine=options.extra["engine"])
+            engine = options.extra["engine"]
+            return bottleneck_search(model, options, engine=engine if engine in FEASIBILITY_ENGINES else "auto")
         distances = full_distances(model)
         costs, scale = scaled_costs(distances, model.p)
         if options.extra["assignment"] and uniform_square(model):
@@ -179,7 +179,7 @@ class BottleneckTransport(Solver):
     family = "transport"
     name = "bottleneck"
     description = "exact W_inf: binary search over the distances with matching / max-flow feasibility (p = inf)"
-    options = (engine_option(),)
+    options = (engine_option(FEASIBILITY_ENGINES, "max-flow feasibility (weights other than n = m uniform)"),)
 
     def solve(self, model, options):
         if not math.isinf(model.p):
@@ -249,9 +249,8 @@ def bottleneck_search(model, options, engine: str = "auto"):
 def threshold_plan(model, distances, threshold, rows, cols, matching: bool, engine: str):
     """A plan using only pairs with d <= threshold, or None when there is none.
 
-    ``matching``: n = m uniform, Hopcroft-Karp perfect matching; else a max flow: a min-cost flow
-    where each source may also send to an overflow hub at cost 1 (the hub feeds every target at
-    cost 0), so the flow's cost is the mass no plan within the threshold can carry.
+    ``matching``: n = m uniform, Hopcroft-Karp perfect matching; else a max flow
+    (:func:`solvopt.transport.flow.feasible_flow`, on the sources and targets with mass).
     """
     import scipy.sparse as sp
     allowed = distances <= threshold
@@ -259,19 +258,13 @@ def threshold_plan(model, distances, threshold, rows, cols, matching: bool, engi
         from scipy.sparse.csgraph import maximum_bipartite_matching
         match = maximum_bipartite_matching(sp.csr_matrix(allowed), perm_type="column")
         return None if np.any(match < 0) else permutation_plan(model, cols[match])
-    k, l = allowed.shape
     r, c = np.nonzero(allowed)
-    hub = k + l
-    tails = np.concatenate([r, np.arange(k), np.full(l, hub)])
-    heads = np.concatenate([k + c, np.full(k, hub), k + np.arange(l)])
-    costs = np.concatenate([np.zeros(len(r)), np.ones(k), np.zeros(l)])
-    supplies = np.concatenate([model.a[rows], -model.b[cols], [0.0]]) / model.mass
-    sol = min_cost_flow(tails, heads, costs, supplies, engine=engine)
-    if sol.cost > FEASIBLE_RTOL:
+    supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
+    flow = feasible_flow(r, len(rows) + c, supplies, engine=engine)
+    if flow is None:
         return None
-    flow = sol.flow[:len(r)] * model.mass
     used = flow > 0
-    return sp.csr_matrix((flow[used], (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
+    return sp.csr_matrix((flow[used] * model.mass, (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
 
 
 @register
@@ -290,7 +283,9 @@ class PotTransport(Solver):
         import ot
         costs, scale = scaled_costs(full_distances(model), model.p)
         limit = options.iteration_limit if options.iteration_limit is not None else POT_ITERATIONS
-        dense, log = ot.emd(model.a, model.b, costs, numItermax=limit, log=True, numThreads=options.threads or 1)
+        with warnings.catch_warnings():   # its "numItermax reached" warning becomes the status and stats
+            warnings.simplefilter("ignore", UserWarning)
+            dense, log = ot.emd(model.a, model.b, costs, numItermax=limit, log=True, numThreads=options.threads or 1)
         import scipy.sparse as sp
         stats = {"engine": "ot.emd", "result_code": int(log["result_code"])}
         reached = log["result_code"] == 1
