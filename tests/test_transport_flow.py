@@ -14,7 +14,7 @@ from solvopt.transport.flow import integer_units, min_cost_flow
 
 HAVE_ORTOOLS = importlib.util.find_spec("ortools") is not None
 HAVE_NX = importlib.util.find_spec("networkx") is not None
-ENGINES = ["highs"] + (["ortools"] if HAVE_ORTOOLS else []) + (["networkx"] if HAVE_NX else [])
+ENGINES = ["simplex", "highs"] + (["ortools"] if HAVE_ORTOOLS else []) + (["networkx"] if HAVE_NX else [])
 
 
 def assignment_graph(cost):
@@ -75,7 +75,7 @@ def test_engines_agree_with_networkx_on_random_graphs(seed, n_nodes, n_arcs):
         assert sol.cost == pytest.approx(reference, abs=1e-6)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", [e for e in ENGINES if e != "simplex"])
 def test_capacities_are_respected(engine):
     # two parallel routes 0 -> 1: the cheap one carries at most 1 of the 3 units
     tails, heads = np.array([0, 0]), np.array([1, 1])
@@ -117,4 +117,36 @@ def test_ortools_refuses_real_supplies_and_auto_falls_back():
     tails, heads = np.arange(400), np.arange(400) + 400
     with pytest.raises(ModelError, match="integer multiples"):
         min_cost_flow(tails, heads, np.ones(400), supplies, engine="ortools")
-    assert min_cost_flow(tails, heads, np.ones(400), supplies).engine == "highs"
+    assert min_cost_flow(tails, heads, np.ones(400), supplies).engine == "simplex"
+    capacities = np.full(400, 2.0)
+    assert min_cost_flow(tails, heads, np.ones(400), supplies, capacities=capacities).engine == "highs"
+    uniform = np.concatenate([np.full(400, 0.25), np.full(400, -0.25)])
+    assert min_cost_flow(tails, heads, np.ones(400), uniform, capacities=capacities).engine == "ortools"
+
+
+def test_simplex_refuses_capacities_and_negative_costs():
+    with pytest.raises(ModelError, match="uncapacitated"):
+        min_cost_flow([0], [1], [1.0], [1.0, -1.0], capacities=[2.0], engine="simplex")
+    with pytest.raises(ModelError, match="costs >= 0"):
+        min_cost_flow([0], [1], [-1.0], [1.0, -1.0], engine="simplex")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 9), st.integers(1, 9))
+def test_simplex_on_real_weights_matches_highs(seed, n, m):
+    """Real (non-unit) supplies on a random bipartite graph with a hub: the float path of the simplex."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.random(n) + 0.01, rng.random(m) + 0.01
+    b *= a.sum() / b.sum()
+    keep = rng.random(n * m) < 0.5
+    tails = np.concatenate([np.repeat(np.arange(n), m)[keep], np.arange(n), np.full(m, n + m)])
+    heads = np.concatenate([np.tile(np.arange(m), n)[keep] + n, np.full(n, n + m), np.arange(m) + n])
+    costs = rng.random(len(tails)) * 10
+    supplies = np.concatenate([a, -b, [0.0]])
+    reference = min_cost_flow(tails, heads, costs, supplies, engine="highs")
+    sol = min_cost_flow(tails, heads, costs, supplies, engine="simplex", path_arcs=2)
+    assert sol.cost == pytest.approx(reference.cost, abs=1e-9 + sol.abs_error)
+    out = np.bincount(tails, sol.flow, minlength=n + m + 1) - np.bincount(heads, sol.flow, minlength=n + m + 1)
+    np.testing.assert_allclose(out, supplies, atol=1e-9)
+    reduced = costs - (sol.potentials[tails] - sol.potentials[heads])
+    assert reduced.min() > -1e-6                                 # duals of the rounded costs

@@ -125,7 +125,7 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
     tails, heads = graph.arc_ends()
     t0 = time.perf_counter()
     sol = min_cost_flow(tails, heads, graph.arc_costs(p, scale), graph.supplies(model.a, model.b),
-                        n_nodes=graph.n_nodes, engine=extra["engine"])
+                        n_nodes=graph.n_nodes, engine=extra["engine"], path_arcs=2)
     stats.update(engine=sol.engine, flow_time=time.perf_counter() - t0, flow_cost_p=sol.cost * scale ** p)
     progress(f"min-cost flow ({sol.engine}): cost {sol.cost * scale ** p:.6g}", force=True)
     lower = max(sol.cost - sol.abs_error, 0.0)                 # certified: optimum of the graph >= this
@@ -139,7 +139,7 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
         cand_rows, cand_cols = _candidates(graph, sol.flow, rows, cols)
         costs = (distances.pairs(cand_rows, cand_cols) / scale) ** p
         better = min_cost_flow(cand_rows, cand_cols + model.n, costs, np.concatenate([model.a, -model.b]),
-                               n_nodes=model.n + model.m, engine=extra["engine"])
+                               n_nodes=model.n + model.m, engine=extra["engine"], path_arcs=1)
         stats.update(improve_time=time.perf_counter() - t0, candidate_pairs=len(cand_rows))
         if better.cost < pair_cost:
             keep = better.flow > 0

@@ -10,12 +10,16 @@ One entry point, :func:`min_cost_flow`, several engines behind it:
 - ``"ortools"``: OR-Tools ``SimpleMinCostFlow`` (C++ cost scaling). It takes integers only, so
   supplies must be integer multiples of one unit (uniform weights are; checked, else ModelError)
   and costs are scaled to integers below ``ORTOOLS_COST_RANGE`` and rounded. The flow it returns
-  is optimal for the rounded costs, hence within ``abs_error`` (total flow times one rounding
-  unit) of the optimum for the true costs; ``abs_error`` says so. No potentials.
+  is optimal for the rounded costs, hence within ``abs_error`` of the optimum for the true costs
+  (see :func:`_rounding_error`; pass ``path_arcs`` to make it tight). No potentials.
+- ``"simplex"``: our primal network simplex in Numba (:mod:`solvopt.transport.network_simplex`)
+  on costs scaled to integers like OR-Tools' (``abs_error`` likewise), uncapacitated arcs only;
+  its potentials are exact duals of the rounded costs.
 - ``"networkx"``: ``networkx.min_cost_flow`` on integer data, a tiny-case reference for tests.
 
 ``engine="auto"`` picks the fastest engine that is exact on these inputs, as measured by
-``benchmarks/transport_flow.py`` (see ``benchmarks/results/transport_flow.md``).
+``benchmarks/transport_flow.py`` (see ``benchmarks/results/transport_flow.md``): the network
+simplex whenever it applies (no capacities, costs >= 0), else OR-Tools, else HiGHS.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ import numpy as np
 
 from solvopt.core.errors import BackendUnavailable, ModelError, SolverError
 
-ENGINES = ("auto", "highs", "ortools", "networkx")
+ENGINES = ("auto", "simplex", "highs", "ortools", "networkx")
 FEASIBILITY_ENGINES = ("auto", "ortools", "scipy", "highs")
 ORTOOLS_COST_RANGE = 10**9        # largest integer arc cost handed to OR-Tools (overflow headroom)
 _MAX_UNITS = 2**50                # largest integer total supply handed to an integer engine
@@ -71,29 +75,39 @@ def _check(tails, heads, costs, supplies, n_nodes, capacities):
     return tails, heads, costs, supplies, n_nodes, capacities
 
 
-def min_cost_flow(tails, heads, costs, supplies, *, n_nodes=None, capacities=None, engine="auto") -> FlowSolution:
+def min_cost_flow(tails, heads, costs, supplies, *, n_nodes=None, capacities=None, engine="auto",
+                  path_arcs=None) -> FlowSolution:
     """A min-cost flow: arcs ``tails[k] -> heads[k]`` of cost ``costs[k]`` (capacity
     ``capacities[k]``, default unbounded), node ``i`` sending ``supplies[i]`` (positive: source,
-    negative: sink; the supplies sum to 0). Raises ModelError when no feasible flow exists."""
+    negative: sink; the supplies sum to 0). Raises ModelError when no feasible flow exists.
+
+    ``path_arcs``: the most arcs on a supply-to-demand path of the graph (1 for a bipartite
+    graph, 2 for the two-hop graph; default n_nodes - 1), which bounds the total arc flow of an
+    optimal flow and so the cost error of the engines that round costs to integers."""
     if engine not in ENGINES:
         raise ModelError(f"unknown min-cost-flow engine {engine!r}; choose one of {', '.join(ENGINES)}")
     tails, heads, costs, supplies, n_nodes, capacities = _check(tails, heads, costs, supplies, n_nodes, capacities)
     if engine == "auto":
-        engine = auto_engine(supplies, capacities)
+        engine = auto_engine(supplies, capacities, costs)
     if engine == "highs":
         return _highs(tails, heads, costs, supplies, n_nodes, capacities)
+    if engine == "simplex":
+        return _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs)
     units = _integer_data(supplies, capacities)
     if units is None:
         raise ModelError(f"engine {engine!r} needs supplies (and capacities) that are integer multiples of one "
                          "unit; use engine='highs' for general real supplies")
     if engine == "ortools":
-        return _ortools(tails, heads, costs, units, n_nodes)
+        return _ortools(tails, heads, costs, units, n_nodes, path_arcs)
     return _networkx(tails, heads, costs, units, n_nodes)
 
 
-def auto_engine(supplies, capacities=None) -> str:
-    """The default engine for these supplies: OR-Tools where installed and the supplies are integer
-    multiples of one unit (the measured fastest, see the module docstring), else HiGHS."""
+def auto_engine(supplies, capacities=None, costs=None) -> str:
+    """The default engine: our network simplex for uncapacitated arcs of costs >= 0 (measured the
+    fastest on the transport graphs, see the module docstring), else OR-Tools where installed and
+    the supplies are integer multiples of one unit, else HiGHS."""
+    if (capacities is None or not np.any(np.isfinite(capacities))) and (costs is None or not len(costs) or costs.min() >= 0):
+        return "simplex"
     try:
         import ortools.graph.python.min_cost_flow  # noqa: F401
     except ImportError:
@@ -187,7 +201,36 @@ def _integer_costs(costs):
     return np.rint(costs * scale).astype(np.int64), scale
 
 
-def _ortools(tails, heads, costs, units, n_nodes) -> FlowSolution:
+def _rounding_error(flow, supplies, scale, n_nodes, path_arcs) -> float:
+    """Cost error of a flow optimal for costs rounded to multiples of 1/scale (error <= 0.5/scale
+    per unit of flow on an arc): c(f) - c(f*) <= (|f| + |f*|) / (2 scale), where an optimal f*
+    can be taken cycle-free (costs >= 0), so |f*| <= path_arcs * total supply."""
+    path_arcs = n_nodes - 1 if path_arcs is None else path_arcs
+    optimal_total = path_arcs * float(supplies[supplies > 0].sum())
+    return (float(flow.sum()) + optimal_total) / (2.0 * scale)
+
+
+def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs) -> FlowSolution:
+    if capacities is not None and np.any(np.isfinite(capacities)):
+        raise ModelError("engine 'simplex' takes uncapacitated arcs only; use engine='highs' or 'ortools'")
+    from .network_simplex import network_simplex
+    if len(costs) and costs.min() < 0:
+        raise ModelError("engine 'simplex' needs costs >= 0")
+    units = _integer_data(supplies, None)
+    unit = 1.0 if units is None else units[0]
+    int_costs, scale = _integer_costs(costs)
+    scaled = supplies if units is None else units[1].astype(np.float64)
+    flow, pi, left = network_simplex(tails, heads, int_costs, scaled)
+    if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
+        raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
+    flow = np.maximum(flow, 0.0) * unit
+    # pi: int_cost + pi[tail] - pi[head] >= 0; in the convention of the HiGHS duals
+    # (cost >= P[tail] - P[head]) P = -pi, in the caller's cost units
+    return FlowSolution(flow, float(flow @ costs), -pi.astype(np.float64) / scale, "simplex",
+                        _rounding_error(flow, supplies, scale, n_nodes, path_arcs))
+
+
+def _ortools(tails, heads, costs, units, n_nodes, path_arcs) -> FlowSolution:
     try:
         from ortools.graph.python import min_cost_flow as ort
     except ImportError:
@@ -205,10 +248,8 @@ def _ortools(tails, heads, costs, units, n_nodes) -> FlowSolution:
     if status != solver.OPTIMAL:
         raise SolverError(f"OR-Tools min-cost flow stopped with status {status}")
     flow = solver.flows(np.arange(len(tails))).astype(np.float64) * unit
-    # optimal for the rounded costs: each arc's cost is off by at most 0.5 / scale, so the flow's
-    # true cost exceeds the true optimum by at most (total flow on arcs) / scale
-    abs_error = float(flow.sum()) / scale
-    return FlowSolution(flow, float(flow @ costs), None, "ortools", abs_error)
+    return FlowSolution(flow, float(flow @ costs), None, "ortools",
+                        _rounding_error(flow, unit * int_supplies, scale, n_nodes, path_arcs))
 
 
 def _networkx(tails, heads, costs, units, n_nodes) -> FlowSolution:
@@ -229,7 +270,8 @@ def _networkx(tails, heads, costs, units, n_nodes) -> FlowSolution:
         raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)") from None
     flow = np.array([flow_dict[t][h][k] for k, (t, h) in enumerate(zip(tails.tolist(), heads.tolist()))],
                     dtype=np.float64) * unit
-    return FlowSolution(flow, float(flow @ costs), None, "networkx", float(flow.sum()) / scale)
+    return FlowSolution(flow, float(flow @ costs), None, "networkx",
+                        _rounding_error(flow, unit * int_supplies, scale, n_nodes, None))
 
 
 def feasible_flow(tails, heads, supplies, *, n_nodes=None, engine="auto"):
