@@ -8,7 +8,7 @@ from solvopt.core.family import Family, Param
 FAMILY = Family(
     name="transport",
     description="W_p optimal transport between weighted point sets (or over a cost matrix), p in [1, inf]",
-    solver_modules=("solvopt.transport.exact",),
+    solver_modules=("solvopt.transport.exact", "solvopt.transport.approx"),
     reader_modules=("solvopt.transport.reader",),
     models=("solvopt.dsl.transport:Transport",),
     params=(
