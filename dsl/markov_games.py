@@ -154,6 +154,10 @@ class MarkovPseudoGame(FamilyModel):
         if len(self.players) != N:
             raise ModelError(f"players names {len(self.players)} != {N} players")
 
+    def solve(self, method: str | None = None, **options):
+        """Solve for a generalized Markov perfect equilibrium (default method ``gda``)."""
+        return super().solve(method or "gda", **options)
+
     @property
     def action_independent(self) -> bool:
         """True when no action moves the transition probabilities."""
@@ -219,3 +223,7 @@ class MarkovExchangeEconomy(FamilyModel):
                 raise ModelError(f"{name} must be > 0")
             setattr(self, name, float(v))
         self.n_world, self.n_consumers, self.n_goods, self.n_assets = W, N, M, K
+
+    def solve(self, method: str | None = None, **options):
+        """Solve for a recursive Radner equilibrium (default method ``markov-tatonnement``)."""
+        return super().solve(method or "markov-tatonnement", **options)

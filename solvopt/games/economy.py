@@ -22,13 +22,12 @@ Exploitability = sum over consumers and the auctioneer of (best-response value -
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from solvopt.core.result import Termination
+from solvopt.core.errors import SolverError
 
 from .projection import Polyhedron
 
@@ -106,19 +105,33 @@ def _portfolio_lp(econ, chain: PairChain, prices, asset_prices, beta_i, i):
 
 
 def consumer_best_value(econ, chain, prices, asset_prices, beta) -> tuple[np.ndarray, np.ndarray]:
-    """(N,) best-response values from mu and (W, N, K) the best portfolios."""
+    """(N,) certified upper bounds on the best-response values from mu, (N,) the values of the
+    best portfolios found (lower bounds), and (W, N, K) those portfolios.
+
+    With assets the portfolio LP is solved by HiGHS (through SciPy) and bounded from above by its
+    Lagrangian at the solver's row multipliers lam >= 0: max g.y <= lam.c + max over the box of
+    (g + G'lam).y — valid for any lam >= 0, so the bound does not trust the solver's optimality."""
+    from scipy.optimize import linprog
     N, K, W = econ.n_consumers, econ.n_assets, econ.n_world
-    values, best = np.empty(N), np.zeros((W, N, K))
+    upper, lower, best = np.empty(N), np.empty(N), np.zeros((W, N, K))
     for i in range(N):
         if K == 0:
             c = np.einsum("sm,sm->s", prices, econ.endowments[chain.world, i, :])
-            values[i] = float(chain.occupancy * beta[:, i] @ c)
+            upper[i] = lower[i] = float(chain.occupancy * beta[:, i] @ c)
             continue
         g, c, X, weight = _portfolio_lp(econ, chain, prices, asset_prices, beta[:, i], i)
-        y, gy = X.maximize_linear(g)
-        values[i] = float(weight @ c + gy)
+        res = linprog(-g, A_ub=-X.A, b_ub=c, bounds=list(zip(X.lb, X.ub)), method="highs")
+        if res.status != 0:
+            raise SolverError(f"the portfolio best response of consumer {i} failed: {res.message}")
+        y = np.clip(res.x, X.lb, X.ub)
+        lam = np.maximum(-res.ineqlin.marginals, 0.0)
+        reduced = g + X.A.T @ lam
+        box = np.where(reduced > 0, X.ub, X.lb) @ reduced
+        feasible = np.all(X.A @ y + c >= -1e-9 * np.maximum(1.0, np.abs(c)))
+        lower[i] = float(weight @ c + (g @ y if feasible else -np.inf))
+        upper[i] = float(weight @ c + lam @ c + box)
         best[:, i, :] = y.reshape(W, K)
-    return values, best
+    return upper, lower, best
 
 
 def excess_demand(econ, chain, profile: Profile) -> tuple[np.ndarray, np.ndarray]:
@@ -137,7 +150,7 @@ def metrics(econ, chain: PairChain, profile: Profile) -> dict:
     budget_violation = float(np.max(np.maximum(spend - Wlth, 0.0) / np.maximum(np.abs(Wlth), 1e-12)))
     u = econ.utility.value(x)                                                # (S, N)
     values = d @ u
-    best, _ = consumer_best_value(econ, chain, p, q, beta)
+    best, best_lower, _ = consumer_best_value(econ, chain, p, q, beta)
     consumer_regret = np.maximum(best - values, 0.0)
     z, Y = excess_demand(econ, chain, profile)
     Ys = Y[chain.world]
@@ -149,8 +162,11 @@ def metrics(econ, chain: PairChain, profile: Profile) -> dict:
     supply = econ.endowments[chain.world].sum(axis=1)
     # one-step Bellman residual of consumption with holdings fixed: beta W - u(x) >= 0 at each state
     bellman = float(np.max(np.abs(beta * np.maximum(Wlth, 0.0) - u)))
+    lower = float(np.maximum(best_lower - values, 0.0).sum() + auctioneer_regret)
     return {
         "exploitability": total,
+        "exploitability_lower": lower,
+        "per_player": np.append(consumer_regret, auctioneer_regret),
         "relative_exploitability": total / endowment_value,
         "consumer_regret": float(consumer_regret.sum()),
         "auctioneer_regret": auctioneer_regret,
@@ -198,46 +214,41 @@ def _consumption(econ, chain, p, q, y, shares) -> np.ndarray:
     return shares * np.maximum(wealth(econ, chain, p, q, y), 0.0)[..., None] / p[:, None, :]
 
 
-@dataclass
-class EconomyRun:
-    profile: Profile
-    metrics: dict
-    iterations: int
-    stopped: Termination | None
-    history: list
+def certificate(econ, chain, profile: Profile):
+    """The metrics of a profile and its :class:`~solvopt.games.exploitability.Exploitability`."""
+    from .exploitability import Exploitability
+    m = metrics(econ, chain, profile)
+    expl = Exploitability(m["exploitability"], m["exploitability_lower"], m["per_player"],
+                          violation=m["budget_violation"])
+    return m, expl
 
 
-def tatonnement(econ, *, rel_tolerance=1e-4, iteration_limit=100_000, step=0.5, asset_step=0.5, check_every=25, deadline=None, interrupted=lambda: False) -> EconomyRun:
+def tatonnement(econ, run, *, step=0.5, asset_step=0.5, check_every=25):
     """Multiplicative tatonnement on goods prices per state with exact demands (Cobb-Douglas,
     Leontief, CES), proportional response for linear utilities (spending shares follow the utility
     each good brings; prices clear the goods markets), additive steps on asset prices and projected
-    ascent on portfolios; every ``check_every`` steps the certified metrics, keeping the best iterate."""
-    start = time.perf_counter()
+    ascent on portfolios. Every ``check_every`` steps the profile is certified and handed to ``run``
+    (:class:`~solvopt.games.tracking.EquilibriumRun`, which keeps the best and says when to stop).
+    Returns the metrics of every certified profile, keyed by iteration."""
     chain = pair_chain(econ)
     prof = initial_profile(econ, chain)
     p, q, y = prof.prices, prof.asset_prices, prof.portfolio
     supply = econ.endowments[chain.world].sum(axis=1)                    # (S, M)
-    best = metrics(econ, chain, prof)
-    best_prof, history, stopped, it = prof, [(0, 0.0, best)], None, 0
     shares = None
     if econ.utility.kind == "linear":     # spending shares of proportional response, from even spending
         shares = np.broadcast_to(econ.utility.weights > 0, prof.consumption.shape).astype(float)
         shares /= shares.sum(axis=-1, keepdims=True)
-    while best["relative_exploitability"] > rel_tolerance:
-        if it >= iteration_limit:
-            stopped = Termination.ITERATION_LIMIT
-            break
-        if interrupted():
-            stopped = Termination.INTERRUPTED
-            break
-        if deadline is not None and time.perf_counter() >= deadline:
-            stopped = Termination.TIME_LIMIT
-            break
+    m, expl = certificate(econ, chain, prof)
+    history = {0: m}
+    if run.record(0, prof, expl):
+        return history
+    it = 0
+    while True:
         it += 1
         if shares is not None:                          # proportional response (linear utilities)
             Wl = np.maximum(wealth(econ, chain, p, q, y), 0.0)
             p = np.einsum("snm,sn->sm", shares, Wl) / supply
-            p = np.maximum(p, 1e-300)
+            p = np.maximum(p, 1e-12 * econ.price_sum / econ.n_goods)
             p *= econ.price_sum / p.sum(axis=1, keepdims=True)
             gain = econ.utility.weights[None] * shares / p[:, None, :]
             shares = gain / np.maximum(gain.sum(axis=-1, keepdims=True), 1e-300)
@@ -250,13 +261,13 @@ def tatonnement(econ, *, rel_tolerance=1e-4, iteration_limit=100_000, step=0.5, 
             Y = y.sum(axis=1)[chain.world]
             q = np.clip(q + asset_step * Y / econ.n_consumers, 0.0, econ.asset_price_max)
             y = _portfolio_step(econ, chain, p, q, y, asset_step)
-        if it % check_every == 0:
+        last = it % check_every == 0
+        if last or run.should_stop(it):
             prof = Profile(p.copy(), q.copy(), _consumption(econ, chain, p, q, y, shares), y.copy())
-            m = metrics(econ, chain, prof)
-            history.append((it, time.perf_counter() - start, m))
-            if m["relative_exploitability"] < best["relative_exploitability"]:
-                best, best_prof = m, prof
-    return EconomyRun(best_prof, best, it, stopped, history)
+            m, expl = certificate(econ, chain, prof)
+            history[it] = m
+            if run.record(it, prof, expl) or not last or run.should_stop(it):
+                return history
 
 
 def _portfolio_step(econ, chain, p, q, y, step) -> np.ndarray:

@@ -9,8 +9,8 @@ A policy is a table ``(S, D)``: the joint action at every state. For a
   *certified*: the Frank-Wolfe gap g.(v - b) <= max_v of each per-state program bounds its optimum
   from above, and a Bellman residual delta = max_s (T V - V)(s) bounds V* <= V + delta / (1 - gamma)
   (T is a gamma-contraction and monotone), so the best-response value lies in [lower, upper];
-- :func:`exploitability`: sum_i [V_i^*(mu; pi_-i) - V_i(mu; pi)] with those bounds: ``upper`` is
-  certified, never below 0;
+- :func:`exploitability`: sum_i [V_i^*(mu; pi_-i) - V_i(mu; pi)] with those bounds: ``value`` is
+  a certified upper bound, never below 0;
 - :func:`gda`: the two-time-scale simultaneous gradient descent-ascent between a policy pi and a
   best-response adversary pi' on psi(pi, pi') = sum_i [V_i(mu; pi'_i, pi_-i) - V_i(mu; pi)], with exact
   deterministic policy gradients (d_mu^sigma(s) dQ_i/da at sigma(s)) and projections onto the
@@ -18,13 +18,11 @@ A policy is a table ``(S, D)``: the joint action at every state. For a
 """
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from solvopt.core.result import Termination
-
+from .exploitability import Exploitability
 from .projection import Polyhedron
 
 BR_TOL = 1e-10            # policy iteration stops when its certified bounds are this close
@@ -195,15 +193,11 @@ def best_response(game, policy, i: int, tol: float = BR_TOL, max_rounds: int = B
 
 
 @dataclass
-class Exploitability:
-    """Certified exploitability of a joint policy: ``upper`` (certified) >= true >= ``lower``."""
+class MarkovExploitability(Exploitability):
+    """A certified Markov exploitability: ``value`` (certified upper bound) >= phi >= ``lower``."""
 
-    upper: float
-    lower: float
-    per_player: np.ndarray            # certified upper bound of each player's regret from mu
-    per_state: np.ndarray             # certified phi(s): sum_i [upper_i(s) - V_i(s)] (0 at a GMPE)
-    values: np.ndarray                # (N, S) V_i under the policy
-    responses: list = field(default_factory=list)
+    per_state: np.ndarray | None = None     # certified phi(s) = sum_i [upper_i(s) - V_i(s)] (0 at a GMPE)
+    values: np.ndarray | None = None        # (N, S) V_i under the policy
 
 
 def exploitability(game, policy, tol: float = BR_TOL) -> Exploitability:
@@ -213,20 +207,11 @@ def exploitability(game, policy, tol: float = BR_TOL) -> Exploitability:
     up = np.stack([np.maximum(br.upper - V[i], 0.0) for i, br in enumerate(responses)])
     low = np.stack([br.lower - V[i] for i, br in enumerate(responses)])
     per_player = up @ game.initial
-    return Exploitability(float(per_player.sum()), float(max(0.0, (low @ game.initial).sum())), per_player,
-                          up.sum(axis=0), V, responses)
+    return MarkovExploitability(float(per_player.sum()), float(max(0.0, (low @ game.initial).sum())), per_player,
+                                responses, feasibility_violation(game, policy), up.sum(axis=0), V)
 
 
 # --- two-time-scale GDA ----------------------------------------------------------------------
-@dataclass
-class GDAResult:
-    policy: np.ndarray
-    certificate: Exploitability
-    iterations: int
-    stopped: Termination | None
-    history: list                      # (iteration, seconds, certified exploitability)
-
-
 def _deviation(policy, adversary, game, i):
     sigma = policy.copy()
     sigma[:, game.slices[i]] = adversary[:, game.slices[i]]
@@ -248,36 +233,27 @@ def _per_state(game, policy, grad) -> np.ndarray:
     return grad / np.maximum(d, 1e-3 * d.max())[:, None]
 
 
-def gda(game, policy=None, *, step=0.2, adversary_step=1.0, adversary_steps=5, tolerance=1e-8,
-        iteration_limit=10_000, check_every=20, deadline=None, interrupted=lambda: False) -> GDAResult:
+def gda(game, run, policy=None, *, step=0.2, adversary_step=1.0, adversary_steps=5, check_every=20):
     """Two-time-scale GDA on psi(pi, pi'): the adversary takes ``adversary_steps`` projected ascent
     steps of ``adversary_step`` per projected descent step of ``step`` of the policy (steps are
     divided by the players' own reward curvature, and gradients by the state occupancy, so one
-    setting fits most games)."""
-    start = time.perf_counter()
-    N, S, D = game.n_players, game.n_states, game.n_actions
+    setting fits most games). ``run`` (:class:`~solvopt.games.tracking.EquilibriumRun`) keeps the
+    best certified iterate and says when to stop."""
+    S, D = game.n_states, game.n_actions
     if policy is None:
         lo = np.where(np.isfinite(game.lower), game.lower, 0.0)
         hi = np.where(np.isfinite(game.upper), game.upper, lo + 1.0)
         policy = 0.5 * (lo + hi)
     pi = project_policy(game, np.asarray(policy, dtype=float).reshape(S, D))
     adv = _project_adversary(game, pi, pi)
-    curvature = max(1e-12, max(float(np.max(np.abs(game.quadratic[i][:, sl, sl]), initial=0.0))
-                               for i, sl in enumerate(game.slices)))
+    curvature = max(float(np.max(np.abs(game.quadratic[i][:, sl, sl]), initial=0.0))
+                    for i, sl in enumerate(game.slices))
     scale = curvature if curvature > 1e-12 else 1.0
     eta_x, eta_y = step / scale, adversary_step / scale
-    best = exploitability(game, pi)
-    best_pi, history, stopped, it = pi.copy(), [(0, 0.0, best.upper)], None, 0
-    while best.upper > tolerance:
-        if it >= iteration_limit:
-            stopped = Termination.ITERATION_LIMIT
-            break
-        if interrupted():
-            stopped = Termination.INTERRUPTED
-            break
-        if deadline is not None and time.perf_counter() >= deadline:
-            stopped = Termination.TIME_LIMIT
-            break
+    if run.record(0, pi, exploitability(game, pi)):
+        return
+    it = 0
+    while True:
         it += 1
         for _ in range(adversary_steps):             # the fast time scale: the adversary ascends
             grad_adv = np.zeros((S, D))
@@ -292,9 +268,9 @@ def gda(game, policy=None, *, step=0.2, adversary_step=1.0, adversary_steps=5, t
             grad += g
         pi = project_policy(game, pi - eta_x * _per_state(game, pi, grad))
         adv = _project_adversary(game, pi, adv)
-        if it % check_every == 0:
-            cert = exploitability(game, pi)
-            history.append((it, time.perf_counter() - start, cert.upper))
-            if cert.upper < best.upper:
-                best, best_pi = cert, pi.copy()
-    return GDAResult(best_pi, best, it, stopped, history)
+        if it % check_every == 0 and run.record(it, pi.copy(), exploitability(game, pi)):
+            return
+        if run.should_stop(it):
+            if it % check_every:
+                run.record(it, pi.copy(), exploitability(game, pi))
+            return

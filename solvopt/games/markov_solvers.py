@@ -1,0 +1,111 @@
+"""The games family's Markov methods: ``gda`` for Markov pseudo-games, ``markov-tatonnement`` for
+Markov exchange economies. Both report the certified exploitability of their best iterate
+(:mod:`solvopt.games.markov`, :mod:`solvopt.games.economy`) and settle their status through
+:class:`~solvopt.games.tracking.EquilibriumRun` (OPTIMAL only at certified exploitability <= 1e-9).
+"""
+from __future__ import annotations
+
+from solvopt.core.errors import ModelError
+from solvopt.core.options import Option
+from solvopt.core.registry import Solver, register
+
+from . import economy, markov
+from .tracking import COMMON_HONOURS, EquilibriumRun
+
+
+def _positive(value):
+    value = float(value)
+    if not value > 0:
+        raise ValueError(f"must be > 0, got {value}")
+    return value
+
+
+def _count(value):
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"must be a positive integer, got {value!r}")
+    return int(value)
+
+
+@register
+class MarkovGDA(Solver):
+    family = "games"
+    name = "gda"
+    description = "two-time-scale gradient descent-ascent for Markov pseudo-games (exact policy gradients)"
+    capabilities = ("markov_pseudo_game",)
+    honours = COMMON_HONOURS
+    options = (
+        Option("tolerance", _positive, 1e-8, "stop when the certified exploitability is at most this"),
+        Option("step", _positive, 0.2, "policy step (divided by the own-reward curvature)"),
+        Option("adversary_step", _positive, 1.0, "adversary step (the fast time scale)"),
+        Option("adversary_steps", _count, 5, "adversary ascent steps per policy step"),
+        Option("check_every", _count, 20, "certify the exploitability every this many iterations"),
+        Option("start", None, None, "starting policy, (states, actions)"),
+    )
+
+    @classmethod
+    def compile(cls, model):
+        from solvopt.dsl.markov_games import MarkovPseudoGame
+        if not isinstance(model, MarkovPseudoGame):
+            raise ModelError("method 'gda' solves Markov pseudo-games (MarkovPseudoGame)")
+        return model
+
+    def solve(self, game, options):
+        x = options.extra
+        run = EquilibriumRun(options, x["tolerance"])
+        markov.gda(game, run, x["start"], step=x["step"], adversary_step=x["adversary_step"],
+                   adversary_steps=x["adversary_steps"], check_every=x["check_every"])
+        pi = run.best_point
+        solution = {} if pi is None else {"policy": pi, "players": {
+            name: pi[:, sl] for name, sl in zip(game.players, game.slices)}}
+        extra = {}
+        if run.best is not None:
+            extra = {"per_state_exploitability": run.best.per_state, "values": run.best.values}
+        return run.result(solution, **extra)
+
+
+@register
+class MarkovTatonnement(Solver):
+    family = "games"
+    name = "markov-tatonnement"
+    description = ("recursive Radner equilibria of Markov exchange economies: tatonnement (proportional response "
+                   "for linear utilities), exact best responses")
+    capabilities = ("markov_exchange_economy",)
+    honours = COMMON_HONOURS
+    options = (
+        Option("tolerance", _positive, 1e-4, "stop when the certified exploitability is at most this fraction "
+                                              "of the total endowment value"),
+        Option("step", _positive, 0.5, "price step of the tatonnement"),
+        Option("asset_step", _positive, 0.5, "asset price and portfolio step"),
+        Option("check_every", _count, 25, "certify the exploitability every this many iterations"),
+    )
+
+    @classmethod
+    def compile(cls, model):
+        from solvopt.dsl.markov_games import MarkovExchangeEconomy
+        if not isinstance(model, MarkovExchangeEconomy):
+            raise ModelError("method 'markov-tatonnement' solves Markov exchange economies (MarkovExchangeEconomy)")
+        return model
+
+    def solve(self, econ, options):
+        x = options.extra
+        chain = economy.pair_chain(econ)
+        # the tolerance is relative to the total endowment value at the starting prices (prices sum
+        # to price_sum in every state, so that value barely moves); the result reports the final one
+        start = economy.metrics(econ, chain, economy.initial_profile(econ, chain))
+        run = EquilibriumRun(options, x["tolerance"], scale=start["endowment_value"])
+        history = economy.tatonnement(econ, run, step=x["step"], asset_step=x["asset_step"],
+                                      check_every=x["check_every"])
+        prof = run.best_point
+        if prof is None:
+            return run.result({})
+        best = history[max(k for k in history if history[k]["exploitability"] == run.best.value)]
+        solution = {"prices": prof.prices, "asset_prices": prof.asset_prices, "consumption": prof.consumption,
+                    "portfolio": prof.portfolio, "states": [[int(v), int(w)] for v, w in zip(chain.prev, chain.world)]}
+        metrics = {k: v for k, v in best.items() if k != "per_player"}
+        result = run.result(solution, metrics=metrics,
+                            metric_history=[[k] + [history[k][n] for n in METRIC_NAMES] for k in sorted(history)],
+                            metric_names=list(METRIC_NAMES))
+        return result
+
+
+METRIC_NAMES = ("relative_exploitability", "excess_demand", "asset_excess_demand", "bellman_error", "portfolio_foc")
