@@ -19,9 +19,10 @@ from .games import ArrowDebreuMarket, FisherMarket, PseudoGame
 from .hyperplane import HyperplaneClustering
 from .inventory import InventoryReinsertion
 from .layered_dp import LayeredDP, Transitions
+from .markov_games import MarkovExchangeEconomy, MarkovPseudoGame
 from .split import Split, StochasticSplit
 from .transport import Transport
 
 __all__ = ["ArrowDebreuMarket", "Components", "Constraint", "FamilyModel", "FisherMarket", "HyperplaneClustering", "InventoryReinsertion", "LayeredDP",
-           "LinExpr", "Model", "Param", "PseudoGame", "QuadConstraint", "QuadExpr", "Split", "StandardForm", "StochasticSplit",
+           "LinExpr", "MarkovExchangeEconomy", "MarkovPseudoGame", "Model", "Param", "PseudoGame", "QuadConstraint", "QuadExpr", "Split", "StandardForm", "StochasticSplit",
            "Transitions", "Transport", "Var"]
