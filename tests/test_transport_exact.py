@@ -85,7 +85,8 @@ def test_uniform_square_against_permutations(n, p):
     t = Transport(rng.normal(size=(n, 2)), rng.normal(size=(n, 2)), p=p)
     expected = _brute_force(t.distance_block(slice(None)), p)
     for method, opts in [("exact", {}), ("exact", {"assignment": False})] + \
-            ([("bottleneck", {})] if math.isinf(p) else []):
+            ([("bottleneck", {}), ("bottleneck", {"engine": "hopcroft-karp"}), ("bottleneck", {"engine": "scipy"}),
+              ("bottleneck", {"engine": "highs"})] if math.isinf(p) else []):
         r = t.solve(method, **opts)
         assert r.objective == pytest.approx(expected, rel=1e-9), (method, opts)
         _optimal(t, r)
@@ -227,6 +228,8 @@ def test_methods_refuse_the_wrong_p():
             Transport(X2, X2, p="inf").solve("pot")
     with pytest.raises(ModelError, match="engine"):
         t.solve("exact", engine="no-such-engine")
+    with pytest.raises(ModelError, match="hopcroft-karp.*n = m and uniform"):
+        Transport(X2, X2[:1], p="inf").solve("bottleneck", engine="hopcroft-karp")
 
 
 def test_interrupted_bottleneck_returns_its_plan_and_a_certified_bound():
