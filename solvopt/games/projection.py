@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from solvopt.core.errors import ModelError, SolverError
 
 FEAS_TOL = 1e-9      # absolute slack accepted as feasible (rows are compared in their own units)
+POLISH_MAX = 2000    # the KKT polish is dense: skipped above this many variables
 
 
 def project_box(z, lb, ub):
@@ -76,6 +77,8 @@ class Polyhedron:
         self.lo = np.full(m, -np.inf) if lo is None else np.asarray(lo, dtype=float)
         self.hi = np.full(m, np.inf) if hi is None else np.asarray(hi, dtype=float)
         self.n = n
+        self._session = None      # (H, Highs) of the last QP: a repeated QP with the same H only changes costs
+        self._eye = None
 
     @property
     def is_box(self) -> bool:
@@ -95,7 +98,9 @@ class Polyhedron:
         z = np.asarray(z, dtype=float)
         if self.is_box:
             return project_box(z, self.lb, self.ub)
-        return self.minimize_qp(sp.identity(self.n, format="csc"), -z)
+        if self._eye is None:
+            self._eye = sp.identity(self.n, format="csc")
+        return self.minimize_qp(self._eye, -z)
 
     def maximize_linear(self, g):
         """(argmax, max) of g.x over P (an LP; closed form for a box). Unbounded: ModelError."""
@@ -110,12 +115,31 @@ class Polyhedron:
 
     def minimize_qp(self, H, c):
         """argmin 0.5 x'Hx + c'x over P, for H positive semidefinite (sparse or dense)."""
-        H = sp.csc_matrix(H)
-        x = self._highs(H, np.asarray(c, dtype=float))
-        return self._polish(H, np.asarray(c, dtype=float), x)
+        c = np.asarray(c, dtype=float)
+        x = self._highs(H, c)        # H itself (not a copy): a repeated H reuses the loaded model
+        return self._polish(H, c, x) if self.n <= POLISH_MAX else x
 
     # --- HiGHS ---------------------------------------------------------------------------------
     def _highs(self, H, c):
+        import highspy
+        if H is not None and self._session is not None and self._session[0] is H:
+            h = self._session[1]                      # same model, new costs: HiGHS warm-starts
+            h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), np.ascontiguousarray(c, dtype=float))
+        else:
+            h = self._load(H, c)
+            if H is not None:
+                self._session = (H, h)
+        h.run()
+        status = h.getModelStatus()
+        if status == highspy.HighsModelStatus.kInfeasible:
+            raise ModelError("the feasible set is empty (the constraints cannot all hold)")
+        if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+            raise ModelError("a player's problem is unbounded (its utility grows without bound on its feasible set)")
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise SolverError(f"HiGHS stopped with status {h.modelStatusToString(status)} on a projection / best response")
+        return np.asarray(h.getSolution().col_value, dtype=float)
+
+    def _load(self, H, c):
         from solvopt.dsl.highs_export import colwise_matrix, new_highs
         import highspy
         h = new_highs()
@@ -128,19 +152,11 @@ class Polyhedron:
                     np.ascontiguousarray(self.lo), np.ascontiguousarray(self.hi), A.indptr.astype(np.int32),
                     A.indices.astype(np.int32), np.ascontiguousarray(A.data), np.zeros(n, dtype=np.int32))
         if H is not None:
-            T = sp.tril(H).tocsc()
+            T = sp.tril(sp.csc_matrix(H)).tocsc()
             T.sum_duplicates()
             h.passHessian(n, int(T.nnz), int(highspy.HessianFormat.kTriangular), T.indptr.astype(np.int32),
                           T.indices.astype(np.int32), np.ascontiguousarray(T.data, dtype=float))
-        h.run()
-        status = h.getModelStatus()
-        if status == highspy.HighsModelStatus.kInfeasible:
-            raise ModelError("the feasible set is empty (the constraints cannot all hold)")
-        if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
-            raise ModelError("a player's problem is unbounded (its utility grows without bound on its feasible set)")
-        if status != highspy.HighsModelStatus.kOptimal:
-            raise SolverError(f"HiGHS stopped with status {h.modelStatusToString(status)} on a projection / best response")
-        return np.asarray(h.getSolution().col_value, dtype=float)
+        return h
 
     def _polish(self, H, c, x, tol=1e-7):
         """Solve the KKT equations on the active face of x exactly; keep the result if it checks out."""
@@ -156,7 +172,7 @@ class Polyhedron:
         act = np.flatnonzero(up | low)
         rhs_rows = np.where(up, self.hi, self.lo)[act]
         free = np.flatnonzero(~fixed)
-        Hd = H.toarray()
+        Hd = H.toarray() if sp.issparse(H) else np.asarray(H, dtype=float)
         Aa = self.A[act].toarray() if len(act) else np.zeros((0, n))
         k = len(free)
         K = np.zeros((k + len(act), k + len(act)))

@@ -1,0 +1,80 @@
+"""One run loop's bookkeeping for every equilibrium method: best certified iterate, history, stops, status.
+
+Each method iterates, and every few iterations certifies its point (exact best responses, see
+:mod:`solvopt.games.exploitability`) and calls :meth:`EquilibriumRun.record`. The run keeps the
+iterate of smallest certified exploitability, the metric history (iteration, seconds,
+exploitability), and decides when to stop: the exploitability tolerance, the iteration limit, the
+time limit, Ctrl-C. :meth:`EquilibriumRun.result` settles the status through the one gap rule with
+the trivial certified bound 0 (exploitability is never negative): OPTIMAL only when the certified
+exploitability is within the spine's default absolute tolerance (1e-9), FEASIBLE_WITHIN_GAP when
+the user's looser ``tolerance`` stopped it, the limit's termination otherwise.
+"""
+from __future__ import annotations
+
+import time
+
+from solvopt.core.interrupt import stop_reason
+from solvopt.core.result import Result, Termination
+from solvopt.core.status import settle
+
+from .exploitability import Exploitability
+
+COMMON_HONOURS = frozenset({"iteration_limit"})
+
+
+class EquilibriumRun:
+    def __init__(self, options, tolerance: float, scale: float = 1.0):
+        self.options = options
+        self.tolerance = tolerance * scale        # absolute, in utility units
+        self.scale = scale                        # reported exploitability is also divided by it
+        self.start = time.perf_counter()
+        self.deadline = None if options.time_limit is None else self.start + options.time_limit
+        self.best_point = None
+        self.best: Exploitability | None = None
+        self.best_score = self.best_also = None
+        self.history: list[tuple[int, float, float]] = []
+        self.stopped: Termination | None = None
+        self.iterations = 0
+
+    def record(self, iteration: int, point, expl: Exploitability, also: float | None = None) -> bool:
+        """Keep ``point`` if it is the best certified so far; True when within the tolerance.
+
+        ``also`` is a second certified measure that must reach the tolerance too (the VE gap of
+        the variational methods: exploitability 0 alone makes any GNE, not the VE).
+        """
+        self.iterations = iteration
+        score = expl.value if also is None else max(expl.value, also)
+        self.history.append((iteration, time.perf_counter() - self.start, expl.value) + (() if also is None else (also,)))
+        if expl.certified and (self.best is None or score < self.best_score):
+            self.best, self.best_point, self.best_score, self.best_also = expl, point, score, also
+        self.options.emit(f"iteration {iteration}: exploitability {expl.value:.3e}" + ("" if also is None else f", VE gap {also:.3e}"))
+        return self.best is not None and self.best_score <= self.tolerance
+
+    def should_stop(self, iteration: int) -> bool:
+        """True (and the reason kept) when the iteration limit, the deadline or Ctrl-C says stop."""
+        limit = self.options.iteration_limit
+        if limit is not None and iteration >= limit:
+            self.stopped = Termination.ITERATION_LIMIT
+        else:
+            self.stopped = stop_reason(self.deadline)
+        return self.stopped is not None
+
+    def result(self, solution: dict, **stats) -> Result:
+        """The Result of the best certified iterate (``solution`` already built from ``best_point``)."""
+        has = self.best is not None
+        value = self.best.value if has else None
+        done = has and self.best_score <= self.tolerance
+        term, status, _ = settle(value, 0.0, has_solution=has, stopped=None if done else (self.stopped or Termination.ITERATION_LIMIT))
+        out = dict(stats)
+        out.update(iterations=self.iterations, exploitability_lower=self.best.lower if has else None,
+                   history=[list(h) for h in self.history], tolerance=self.tolerance)
+        if has:
+            out["per_player_exploitability"] = self.best.per_player
+            if self.best_also is not None:
+                out["ve_gap"] = self.best_also
+            if self.scale != 1.0:
+                out["relative_exploitability"] = value / self.scale
+        # no relative gap: against the bound 0 it is 100% for any exploitability > 0 and says nothing
+        return Result(term, status, objective=value, bound=0.0, gap=None, solution=solution, stats=out,
+                      guarantee="objective is a certified upper bound on the exploitability of the returned point "
+                                "(exact best responses; 0 only at an equilibrium)")
