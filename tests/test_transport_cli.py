@@ -142,3 +142,17 @@ def test_cost_matrix_files(tmp_path, capsys):
     assert code == 0, err
     record = _json(out)
     assert record["objective"] == Transport(cost=cost, p=math.inf).solve("bottleneck").objective
+
+
+def test_boolean_method_flags(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    path = _npz(tmp_path, "square.npz", x=rng.random((6, 2)), y=rng.random((6, 2)))
+    engines = []
+    for flag in ("yes", "no"):
+        code, out, err = _run(capsys, "solve", path, "--method", "exact", "--assignment", flag, "--json")
+        assert code == 0, err
+        engines.append(_json(out)["stats"]["engine"])
+    assert engines[0] == "linear_sum_assignment" and engines[1] != engines[0]
+    with pytest.raises(SystemExit):
+        main(["solve", str(path), "--assignment", "maybe"])
+    assert "--assignment: invalid yes_no value: 'maybe'" in capsys.readouterr().err

@@ -15,7 +15,9 @@
   limit high enough to reach the optimum (its default, 100000, stops early).
 
 All of them hold the full distance matrix: they are references for small and medium inputs,
-not for the sizes the ``approx`` method is for.
+not for the sizes the ``approx`` method is for. A time limit or Ctrl-C stops the bottleneck search
+between its tests (with its plan and bound); an assignment, a flow solve (HiGHS stops on
+Ctrl-C, then no plan is held) and ``ot.emd`` run to their end.
 """
 from __future__ import annotations
 
@@ -141,7 +143,6 @@ def engine_option(engines=ENGINES, what: str = "min-cost flow") -> Option:
 class ExactTransport(Solver):
     family = "transport"
     name = "exact"
-    default = True      # until the approximation ('approx', the family default) is registered
     description = ("exact W_p on the full n x m matrix: linear_sum_assignment (n = m, uniform weights) or min-cost "
                    "flow; p = inf: the bottleneck search")
     options = (engine_option(), Option("assignment", bool, True,

@@ -1,9 +1,21 @@
 """The ``transport`` family's descriptor (see :mod:`solvopt.core.family`).
 
 ``--p`` and ``--metric`` go to the model (:func:`solvopt.transport.instance.model_from_instance`);
-``--engine`` (the min-cost flow engine) to the methods that take it.
+the others to the methods that declare them as options (``solvopt methods --family transport
+--verbose``): ``--engine`` (approx and exact: the min-cost flow engine; bottleneck: its
+feasibility test), ``--centres`` and ``--improve`` (approx), ``--assignment`` (exact).
 """
 from solvopt.core.family import Family, Param
+
+
+def yes_no(text: str) -> bool:
+    """A boolean flag value: yes/no, true/false, on/off, 1/0."""
+    value = {"yes": True, "true": True, "on": True, "1": True,
+             "no": False, "false": False, "off": False, "0": False}.get(text.strip().lower())
+    if value is None:
+        raise ValueError(f"expected yes or no, got {text!r}")
+    return value
+
 
 FAMILY = Family(
     name="transport",
@@ -14,7 +26,15 @@ FAMILY = Family(
     params=(
         Param("p", float, "the order p of W_p, in [1, inf] ('inf': the bottleneck distance; default 2)"),
         Param("metric", str, "distance between points: euclidean (default), cityblock or chebyshev"),
-        Param("engine", str, "min-cost flow engine: auto, highs, ortools, networkx", target="solver"),
+        Param("engine", str, "approx, exact: min-cost flow engine (auto, simplex, highs, ortools, networkx); "
+                             "bottleneck: feasibility test (auto, ortools, scipy, highs, hopcroft-karp)",
+              target="solver"),
+        Param("centres", int, "approx: number of centres drawn from the targets (0: round(sqrt(n)))",
+              target="solver"),
+        Param("improve", yes_no, "approx: re-solve exactly over the flow's candidate pairs (yes/no)",
+              target="solver", metavar="YES|NO"),
+        Param("assignment", yes_no, "exact: linear_sum_assignment when n = m with uniform weights (yes/no)",
+              target="solver", metavar="YES|NO"),
     ),
     from_instance="solvopt.transport.instance:model_from_instance",
 )
