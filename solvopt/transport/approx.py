@@ -53,9 +53,13 @@ bunch arc of length <= t or has r_a <= d(a, b) <= t and D(c(a), b) <= 2t: G_t ca
 mass (a max-flow test). Conversely a feasible flow in G_t pairs a, b only with
 d(a, b) <= r_a + D(c, b) <= t + 2t = 3t. Binary search over the distinct thresholds gives the
 smallest feasible t_min: every smaller candidate is infeasible, so W_inf >= t_min (the bound),
-and the plan's largest distance is <= 3 t_min <= 3 W_inf. With ``improve`` the plan is then the
-bottleneck-optimal plan over the candidate pairs of the flow (a second threshold search over
-those pairs), again no worse than the pairing.
+and the plan's largest distance U is <= 3 t_min <= 3 W_inf. With ``improve``: W_inf <= U, so
+every pair of an optimal plan has d <= U; when those pairs are few (at most
+``EXACT_PAIRS_PER_ARC`` x the graph's arcs; one counting pass over the distances decides, as for
+uniform points where they are about n * pi U^2 m), a threshold search over exactly those pairs
+gives W_inf itself, proven optimal (every smaller threshold is infeasible on all pairs below it).
+Otherwise the plan is the bottleneck-optimal plan over the flow's candidate pairs (a second
+threshold search), again no worse than the pairing.
 
 Stopping early (Ctrl-C, ``time_limit``) after the flow is known returns the Lemma 2 plan with
 the factor; before that there is no plan.
@@ -81,6 +85,8 @@ from .result import transport_result
 FACTOR = 3.0
 # A plan may cost more than the flow by float error only (relative) for the factor to be stated.
 COST_RTOL = 1e-9
+# p = inf: pairs within the plan's bottleneck, per arc of the graph, up to which improve solves exactly.
+EXACT_PAIRS_PER_ARC = 4
 # Candidate pairs per hub beyond which improve keeps the pairing's pairs for that hub.
 PAIRS_PER_HUB_NODE = 64
 
@@ -167,6 +173,12 @@ def _bottleneck(model, graph: TwoHopGraph, distances: Distances, extra, deadline
     largest = float(distances.pairs(rows, cols).max())
     if extra["improve"] and stopped is None:
         t0 = time.perf_counter()
+        exact = _exact_within(model, distances, largest, graph.n_arcs, engine, deadline, progress)
+        if exact is not None:
+            t_exact, exact_plan = exact
+            stats.update(improve_time=time.perf_counter() - t0, improve="exact within the plan's bottleneck")
+            return transport_result(model, exact_plan, guarantee=1.0, bound=t_exact, proven_optimal=True,
+                                    stats=stats)
         cand_rows, cand_cols = _candidates(graph, flow, rows, cols)
         lengths = distances.pairs(cand_rows, cand_cols)
         keep = lengths <= largest                                  # no pair longer than the pairing's
@@ -174,7 +186,7 @@ def _bottleneck(model, graph: TwoHopGraph, distances: Distances, extra, deadline
         best, better, _ = _threshold_search(cand_rows, cand_cols + model.n, lengths,
                                             np.concatenate([model.a, -model.b]), model.n + model.m, engine,
                                             None, progress, "candidate pairs")
-        stats.update(improve_time=time.perf_counter() - t0, candidate_pairs=len(cand_rows))
+        stats.update(improve_time=time.perf_counter() - t0, candidate_pairs=len(cand_rows), improve="candidate pairs")
         if better is not None and best < largest:
             used = better > 0
             plan = _plan(model, cand_rows[used], cand_cols[used], better[used])
@@ -182,6 +194,23 @@ def _bottleneck(model, graph: TwoHopGraph, distances: Distances, extra, deadline
     proven = largest <= FACTOR * t_min * (1 + COST_RTOL)
     return transport_result(model, plan, guarantee=FACTOR if proven else None, bound=t_min if proven else None,
                             stopped=stopped, stats=stats)
+
+
+def _exact_within(model, distances: Distances, largest: float, n_arcs: int, engine, deadline, progress):
+    """Exact W_inf when few pairs lie within the plan's bottleneck ``largest`` (an upper bound on
+    W_inf, so every pair of an optimal plan is among them): (W_inf, an optimal plan), or None when
+    they are more than ``EXACT_PAIRS_PER_ARC`` x the graph's arcs or the search was stopped."""
+    radius = np.full(model.n, np.nextafter(largest, np.inf))
+    if distances.count_within(radius) > EXACT_PAIRS_PER_ARC * n_arcs:
+        return None
+    indptr, cols, lengths = distances.bunches(radius)
+    rows = np.repeat(np.arange(model.n, dtype=np.int64), np.diff(indptr))
+    t, flow, stopped = _threshold_search(rows, cols + model.n, lengths, np.concatenate([model.a, -model.b]),
+                                         model.n + model.m, engine, deadline, progress, "pairs within the bottleneck")
+    if stopped is not None:
+        return None
+    used = flow > 0
+    return t, _plan(model, rows[used], cols[used], flow[used])
 
 
 def _threshold_search(tails, heads, thresholds, supplies, n_nodes, engine, deadline, progress, what):

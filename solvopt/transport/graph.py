@@ -71,6 +71,15 @@ class Distances:
             dist[rows] = block[np.arange(block.shape[0]), index[rows]]
         return index, dist
 
+    def count_within(self, radius: np.ndarray) -> int:
+        """How many (source, target) pairs have d(a, b) < radius[a] (one pass, nothing stored)."""
+        if self.code is not None:
+            counts = np.empty(self.model.n, dtype=np.int64)
+            self.k.bunch_counts(self.model.x, self.model.y, radius, self.code, counts)
+            return int(counts.sum())
+        return sum(int(np.count_nonzero(self.model.distance_block(rows) < radius[rows, None]))
+                   for rows in _blocks(self.model.n, self.model.m))
+
     def bunches(self, radius: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """CSR (indptr, target indices, distances) of the targets strictly closer to a than radius[a]."""
         n, m = self.model.n, self.model.m
