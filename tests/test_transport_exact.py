@@ -267,3 +267,15 @@ def test_random_small_cases_against_the_lp(n, m, p, weighted, seed):
         assert r.objective == _lp_bottleneck(d, t.a, t.b)
     else:
         assert r.stats["cost_p"] == pytest.approx(_lp_cost(d, t.a, t.b, p), rel=1e-7, abs=1e-12)
+
+
+@pytest.mark.parametrize("method, p", [("exact", 2), ("exact", math.inf), ("bottleneck", math.inf), ("pot", 2)])
+def test_full_matrix_methods_refuse_what_cannot_fit(monkeypatch, method, p):
+    if method == "pot":
+        pytest.importorskip("ot")
+    import solvopt.transport.exact as exact
+    monkeypatch.setattr(exact, "memory_budget", lambda fraction=0.5: 1000)
+    t = Transport(np.zeros((10, 2)), np.ones((12, 2)), p=p)
+    with pytest.raises(ModelError, match=f"method '{'bottleneck' if math.isinf(p) else method}' holds the full "
+                                         r"10 x 12 distance matrix.*use method 'approx'"):
+        t.solve(method)
