@@ -194,10 +194,10 @@ def _highs(tails, heads, costs, supplies, n_nodes, capacities) -> FlowSolution:
     return FlowSolution(flow, float(flow @ costs), potentials, "highs")
 
 
-def _integer_costs(costs):
-    """Costs scaled to integers in [-ORTOOLS_COST_RANGE, ORTOOLS_COST_RANGE], and the scale."""
+def _integer_costs(costs, cost_range=ORTOOLS_COST_RANGE):
+    """Costs scaled to integers in [-cost_range, cost_range], and the scale."""
     top = float(np.abs(costs).max()) if len(costs) else 0.0
-    scale = ORTOOLS_COST_RANGE / top if top > 0 else 1.0
+    scale = cost_range / top if top > 0 else 1.0
     return np.rint(costs * scale).astype(np.int64), scale
 
 
@@ -218,7 +218,9 @@ def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs) -> F
         raise ModelError("engine 'simplex' needs costs >= 0")
     units = _integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]
-    int_costs, scale = _integer_costs(costs)
+    # the simplex's potentials and reduced costs stay below 3 (n_nodes + 2) x the largest cost:
+    # the finest integer costs that cannot overflow int64 (and are exact in float64)
+    int_costs, scale = _integer_costs(costs, min(2**53, 2**62 // (4 * (n_nodes + 2))))
     scaled = supplies if units is None else units[1].astype(np.float64)
     flow, pi, left = network_simplex(tails, heads, int_costs, scaled)
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):

@@ -1,0 +1,199 @@
+"""Method ``approx`` against exact references (T2's ``exact`` and ``bottleneck`` methods, and a
+brute force over permutations): the plan is within the proven factor, its bound is below the
+optimum, its marginals are a and b; on every kind of input, p in {1, 1.5, 2, 3, 10, inf}."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solvopt.core.result import Termination
+from solvopt.dsl import Transport
+from solvopt.transport import approx as approx_module
+from solvopt.transport.graph import Distances, build_two_hop
+
+P_VALUES = [1, 1.5, 2, 3, 10, math.inf]
+TOL = 1e-7
+
+
+def inputs(kind, seed=0):
+    """(x, y, a, b, metric) of one kind of test input."""
+    rng = np.random.default_rng(seed)
+    a = b = None
+    metric = "euclidean"
+    if kind == "uniform":
+        x, y = rng.random((40, 2)), rng.random((40, 2))
+    elif kind == "gaussian-mixture":
+        centres = rng.normal(scale=5, size=(4, 3))
+        x = centres[rng.integers(0, 4, 45)] + rng.normal(size=(45, 3))
+        y = centres[rng.integers(0, 4, 35)] + rng.normal(size=(35, 3))
+    elif kind == "clustered":           # two far clusters, unequal sizes on the two sides
+        x = np.vstack([rng.random((30, 2)), rng.random((10, 2)) + 100])
+        y = np.vstack([rng.random((12, 2)), rng.random((28, 2)) + 100])
+    elif kind == "collinear":
+        x, y = rng.random((40, 1)) * np.ones((1, 2)), rng.random((33, 1)) * np.ones((1, 2))
+    elif kind == "duplicates":
+        x = np.repeat(rng.random((8, 2)), 5, axis=0)
+        y = np.vstack([x[:20], np.repeat(rng.random((4, 2)), 5, axis=0)])
+    elif kind == "cityblock-weighted":
+        x, y = rng.random((35, 2)), rng.random((25, 2))
+        a, b = rng.random(35) + 0.1, rng.random(25) + 0.1
+        b *= a.sum() / b.sum()
+        metric = "cityblock"
+    else:
+        raise ValueError(kind)
+    return x, y, a, b, metric
+
+
+KINDS = ["uniform", "gaussian-mixture", "clustered", "collinear", "duplicates", "cityblock-weighted"]
+
+
+def reference(model):
+    return model.solve(method="bottleneck" if math.isinf(model.p) else "exact").objective
+
+
+def check_against(model, result, optimum):
+    assert result.solution["plan"].shape == (model.n, model.m)
+    plan = result.solution["plan"]
+    np.testing.assert_allclose(np.asarray(plan.sum(axis=1)).ravel(), model.a, atol=1e-9 * model.mass)
+    np.testing.assert_allclose(np.asarray(plan.sum(axis=0)).ravel(), model.b, atol=1e-9 * model.mass)
+    factor = result.stats["factor"]
+    assert factor is not None and factor <= 3.0 + 1e-6
+    assert result.objective <= factor * optimum * (1 + TOL) + TOL
+    assert result.objective >= optimum * (1 - TOL) - TOL       # no plan beats the optimum
+    assert result.bound <= optimum * (1 + TOL) + TOL            # the bound is certified
+    assert result.bound * factor >= result.objective * (1 - TOL) or result.bound > 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_within_the_factor_on_every_kind_of_input(kind):
+    x, y, a, b, metric = inputs(kind)
+    for p in P_VALUES:
+        model = Transport(x, y, a=a, b=b, p=p, metric=metric)
+        result = model.solve(method="approx")
+        check_against(model, result, reference(model))
+
+
+def brute_force_bottleneck(x, y):
+    d = np.sqrt(((x[:, None] - y[None]) ** 2).sum(-1))
+    return min(max(d[i, s] for i, s in enumerate(perm)) for perm in itertools.permutations(range(len(y))))
+
+
+def test_bottleneck_against_permutations():
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        x, y = rng.random((6, 2)), rng.random((6, 2))
+        result = Transport(x, y, p="inf").solve(method="approx")
+        optimum = brute_force_bottleneck(x, y)
+        assert optimum * (1 - TOL) <= result.objective <= 3 * optimum * (1 + TOL)
+        assert result.bound <= optimum * (1 + TOL)
+
+
+def test_plain_two_hop_plan_without_improve_keeps_the_factor():
+    x, y, a, b, metric = inputs("gaussian-mixture", seed=3)
+    for p in (1, 2, math.inf):
+        model = Transport(x, y, p=p)
+        result = model.solve(method="approx", improve=False)
+        check_against(model, result, reference(model))
+
+
+@pytest.mark.parametrize("engine", ["simplex", "highs", "ortools"])
+def test_engines_give_the_same_flow_cost(engine):
+    pytest.importorskip("ortools") if engine == "ortools" else None
+    x, y, *_ = inputs("uniform", seed=2)
+    model = Transport(x, y, p=2)
+    result = model.solve(method="approx", engine=engine, improve=False)
+    baseline = model.solve(method="approx", engine="highs", improve=False)
+    assert result.stats["flow_cost_p"] == pytest.approx(baseline.stats["flow_cost_p"], rel=1e-6)
+
+
+def test_metric_cost_matrix_and_callable_metric():
+    rng = np.random.default_rng(7)
+    x, y = rng.random((30, 2)), rng.random((25, 2))
+    cost = np.sqrt(((x[:, None] - y[None]) ** 2).sum(-1))
+
+    def euclid(xb, yb):
+        return np.sqrt(((xb[:, None] - yb[None]) ** 2).sum(-1))
+
+    for p in (1, 2, math.inf):
+        optimum = reference(Transport(x, y, p=p))
+        for model in (Transport(cost=cost, p=p), Transport(x, y, p=p, metric=euclid)):
+            check_against(model, model.solve(method="approx"), optimum)
+
+
+def test_non_metric_cost_matrix_states_a_factor_only_when_it_holds():
+    rng = np.random.default_rng(8)
+    cost = rng.random((20, 20)) ** 4 * 10             # far from a metric
+    for p in (1, 2, math.inf):
+        model = Transport(cost=cost, p=p)
+        result = model.solve(method="approx", improve=False)
+        optimum = reference(model)
+        if result.stats["factor"] is not None:
+            assert result.objective <= result.stats["factor"] * optimum * (1 + TOL)
+        if result.bound is not None:
+            assert result.bound <= optimum * (1 + TOL) + TOL
+
+
+def test_numpy_and_numba_kernels_build_the_same_graph():
+    x, y, *_ = inputs("duplicates", seed=1)
+    model = Transport(x, y, p=2, metric="chebyshev")
+    one = build_two_hop(Distances(model, "numpy"), 6, np.random.default_rng(4))
+    two = build_two_hop(Distances(model, "numba"), 6, np.random.default_rng(4))
+    for field in ("centres", "hub_of", "radius", "bunch_indptr", "bunch_cols", "bunch_dist", "hub_dist"):
+        np.testing.assert_array_equal(getattr(one, field), getattr(two, field), err_msg=field)
+
+
+def test_the_proof_of_lemma_2_and_3_on_the_graph():
+    """Every two-hop path costs at least d(a, b)^p; every optimal pair has a path of cost <= 3^p d^p."""
+    x, y, *_ = inputs("gaussian-mixture", seed=4)
+    model = Transport(x, y, p=3)
+    graph = build_two_hop(Distances(model), 7, np.random.default_rng(0))
+    d = model.distance_block(slice(None))
+    p = model.p
+    leg = 3.0 ** (p - 1) * graph.radius[:, None] ** p + 1.5 ** (p - 1) * graph.hub_dist[graph.hub_of] ** p
+    assert np.all(leg >= d ** p * (1 - 1e-12))
+    in_bunch = np.zeros_like(d, dtype=bool)
+    rows = np.repeat(np.arange(model.n), np.diff(graph.bunch_indptr))
+    in_bunch[rows, graph.bunch_cols] = True
+    assert np.all(in_bunch | (leg <= 3.0 ** p * d ** p * (1 + 1e-12)))
+
+
+def test_time_limit_before_the_flow_returns_no_plan():
+    x, y, *_ = inputs("uniform")
+    result = Transport(x, y, p=2).solve(method="approx", time_limit=1e-9)
+    assert result.termination is Termination.TIME_LIMIT
+    assert result.objective is None
+
+
+def test_interrupt_after_the_flow_returns_the_pairing_plan(monkeypatch):
+    x, y, *_ = inputs("uniform")
+    model = Transport(x, y, p=2)
+    calls = iter([None, Termination.INTERRUPTED] + [Termination.INTERRUPTED] * 10)
+    monkeypatch.setattr(approx_module, "stop_reason", lambda deadline=None: next(calls))
+    result = model.solve(method="approx")
+    assert result.termination is Termination.INTERRUPTED
+    check_against(model, result, reference(model))
+
+
+def test_seed_changes_only_the_graph():
+    x, y, *_ = inputs("uniform", seed=9)
+    model = Transport(x, y, p=1)
+    optimum = reference(model)
+    for seed in range(3):
+        check_against(model, model.solve(method="approx", seed=seed, centres=4), optimum)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 14), st.integers(1, 14), st.sampled_from([1, 2, 4, math.inf]),
+       st.booleans())
+def test_random_weighted_cases(seed, n, m, p, weighted):
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=(n, 2)), rng.normal(size=(m, 2))
+    a = b = None
+    if weighted:
+        a, b = rng.random(n) + 0.05, rng.random(m) + 0.05
+        b *= a.sum() / b.sum()
+    model = Transport(x, y, a=a, b=b, p=p)
+    check_against(model, model.solve(method="approx", seed=seed % 7), reference(model))
