@@ -78,21 +78,19 @@ def require_distributed():
     return distributed
 
 
-@contextlib.contextmanager
 def local_client(workers: int, **cluster_options):
-    """A ``Client`` on a new ``LocalCluster`` of ``workers`` processes, one thread each; closed after.
+    """A ``Client`` on a new ``LocalCluster`` of ``workers`` processes, one thread each.
 
     One thread each includes Numba's parallel kernels (``NUMBA_NUM_THREADS=1`` in the workers).
-
     ``cluster_options`` go to ``LocalCluster`` (e.g. ``memory_limit``); the dashboard is off by
-    default (no port to find on a shared machine).
+    default (no port to find on a shared machine). Use it in a ``with`` block, or call
+    ``client.close()``: closing the client shuts its cluster down.
     """
     distributed = require_distributed()
     options = dict(n_workers=int(workers), threads_per_worker=1, processes=True, dashboard_address=None,
-                   env={"NUMBA_NUM_THREADS": "1"})  # one thread each: Numba's parallel kernels too
+                   env={"NUMBA_NUM_THREADS": "1"})
     options.update(cluster_options)
-    with distributed.LocalCluster(**options) as cluster, distributed.Client(cluster) as client:
-        yield client
+    return distributed.Client(**options)
 
 
 class TaskMap:

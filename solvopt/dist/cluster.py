@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 
 from solvopt.core.errors import BackendUnavailable
 from solvopt.core.tasks import local_client, require_distributed
@@ -27,6 +28,8 @@ def client_for(workers: int | None = None, scheduler: str | None = None):
         finally:
             client.close()
     elif workers is not None and workers > 1:
+        # the nanny's "worker process still alive after 4 s, killing" at shutdown says nothing to a user
+        logging.getLogger("distributed.nanny").setLevel(logging.ERROR)
         with local_client(workers) as client:
             yield client
     else:
