@@ -185,7 +185,7 @@ class MarkovExchangeEconomy(FamilyModel):
     family = "games"
 
     def __init__(self, utility, endowments, transitions, discount=0.9, *, initial=None, asset_returns=None,
-                 borrowing_limit=1.0, holding_limit=10.0, asset_price_max=10.0, price_sum=1.0):
+                 borrowing_limit=1.0, holding_limit=1.0, asset_price_max=10.0, price_sum=10.0):
         from .utilities import UtilityForm, utility_from_params
         if isinstance(utility, tuple) and len(utility) == 2:
             kind, weights = utility

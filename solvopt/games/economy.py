@@ -223,11 +223,11 @@ def certificate(econ, chain, profile: Profile):
     return m, expl
 
 
-def tatonnement(econ, run, *, step=0.5, asset_step=0.5, check_every=25):
+def tatonnement(econ, run, *, step=0.5, asset_step=0.5, asset_every=10, asset_decay=0.5, check_every=25):
     """Multiplicative tatonnement on goods prices per state with exact demands (Cobb-Douglas,
     Leontief, CES), proportional response for linear utilities (spending shares follow the utility
-    each good brings; prices clear the goods markets), additive steps on asset prices and projected
-    ascent on portfolios. Every ``check_every`` steps the profile is certified and handed to ``run``
+    each good brings; prices clear the goods markets); every ``asset_every`` steps the asset markets
+    are cleared at the current goods prices (:func:`clear_assets`, damped by ``asset_step``). Every ``check_every`` steps the profile is certified and handed to ``run``
     (:class:`~solvopt.games.tracking.EquilibriumRun`, which keeps the best and says when to stop).
     Returns the metrics of every certified profile, keyed by iteration."""
     chain = pair_chain(econ)
@@ -257,10 +257,8 @@ def tatonnement(econ, run, *, step=0.5, asset_step=0.5, check_every=25):
             z = x.sum(axis=1) / supply - 1.0
             p = p * np.exp(step * np.clip(z, -1.0, 1.0))
             p *= econ.price_sum / p.sum(axis=1, keepdims=True)
-        if econ.n_assets:
-            Y = y.sum(axis=1)[chain.world]
-            q = np.clip(q + asset_step * Y / econ.n_consumers, 0.0, econ.asset_price_max)
-            y = _portfolio_step(econ, chain, p, q, y, asset_step)
+        if econ.n_assets and it % asset_every == 0:   # damping asset_step / (1 + clearings)^asset_decay
+            q, y = clear_assets(econ, chain, p, y, asset_step / (1.0 + it // asset_every) ** asset_decay)
         last = it % check_every == 0
         if last or run.should_stop(it):
             prof = Profile(p.copy(), q.copy(), _consumption(econ, chain, p, q, y, shares), y.copy())
@@ -270,19 +268,46 @@ def tatonnement(econ, run, *, step=0.5, asset_step=0.5, check_every=25):
                 return history
 
 
-def _portfolio_step(econ, chain, p, q, y, step) -> np.ndarray:
-    """One projected ascent step of every consumer's portfolio on its (linear) value."""
-    beta = bang_per_buck(econ, p)
-    out = y.copy()
-    W, K = econ.n_world, econ.n_assets
-    for i in range(econ.n_consumers):
-        g, _, X, _ = _portfolio_lp(econ, chain, p, q, beta[:, i], i)
-        z = y[:, i, :].ravel() + step * g / max(1e-12, float(np.abs(g).max()))
-        cand = np.clip(z, X.lb, X.ub)
-        if X.violation(cand) > 0:
-            cand = X.project(z)
-        out[:, i, :] = cand.reshape(W, K)
-    return out
+def reservation_prices(econ, chain, p) -> np.ndarray:
+    """(W, N, K): the asset price at which consumer i is indifferent to holding asset k bought in w.
+
+    Consumer i's value is linear in its holding y_ik(w) with slope B_ik(w) - q A_i(w) when the asset
+    price is q in every state with world w: A_i(w) = sum over states s at w of d(s) beta_i(s) (what a
+    unit costs in utility), B_ik(w) = sum over states s after w of d(s) beta_i(s) R_k(w_s) (what it pays)."""
+    wd = chain.occupancy[:, None] * bang_per_buck(econ, p)                 # (S, N)
+    A = np.zeros((econ.n_world, econ.n_consumers))
+    np.add.at(A, chain.world, wd)
+    B = np.zeros((econ.n_world, econ.n_consumers, econ.n_assets))
+    after = chain.prev >= 0
+    np.add.at(B, chain.prev[after], wd[after][:, :, None] * econ.asset_returns[chain.world[after]][:, None, :])
+    return B / A[..., None]
+
+
+def clear_assets(econ, chain, p, y, damping=1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Asset prices q (S, K) and holdings y (W, N, K) that clear every asset market at goods prices p.
+
+    For each world state w and asset k, consumers sorted by reservation price: those above the
+    marginal one hold the limit, those below are short the borrowing limit, and the marginal
+    consumer (indifferent at q = its reservation price) holds the rest, so holdings sum to 0. The
+    holdings move a fraction ``damping`` of the way there (wealth constraints are checked by the
+    certificate, not here)."""
+    r = reservation_prices(econ, chain, p)
+    W, N, K = y.shape
+    target, q_world = np.empty_like(y), np.empty((W, K))
+    for w in range(W):
+        for k in range(K):
+            lo, hi = -econ.borrowing_limit[k], econ.holding_limit[k]
+            order = np.argsort(-r[w, :, k], kind="stable")
+            for m in range(N):                     # m buyers at hi, N - 1 - m sellers at lo, one marginal
+                rest = -(hi * m + lo * (N - 1 - m))
+                if lo <= rest <= hi:
+                    break
+            holdings = np.full(N, lo)
+            holdings[order[:m]] = hi
+            holdings[order[m]] = np.clip(rest, lo, hi)
+            target[w, :, k] = holdings
+            q_world[w, k] = np.clip(r[w, order[m], k], 0.0, econ.asset_price_max)
+    return q_world[chain.world], (1.0 - damping) * y + damping * target
 
 
 def random_economy(consumers, goods, assets, world_states, utility="cobb_douglas", stochastic=True,

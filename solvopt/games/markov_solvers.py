@@ -75,7 +75,9 @@ class MarkovTatonnement(Solver):
         Option("tolerance", _positive, 1e-4, "stop when the certified exploitability is at most this fraction "
                                               "of the total endowment value"),
         Option("step", _positive, 0.5, "price step of the tatonnement"),
-        Option("asset_step", _positive, 0.5, "asset price and portfolio step"),
+        Option("asset_step", _positive, 0.5, "damping of the asset-market clearing (1: jump to the clearing holdings)"),
+        Option("asset_every", _count, 10, "clear the asset markets every this many price steps"),
+        Option("asset_decay", float, 0.5, "the damping of the k-th clearing is asset_step / k^asset_decay"),
         Option("check_every", _count, 25, "certify the exploitability every this many iterations"),
     )
 
@@ -94,7 +96,7 @@ class MarkovTatonnement(Solver):
         start = economy.metrics(econ, chain, economy.initial_profile(econ, chain))
         run = EquilibriumRun(options, x["tolerance"], scale=start["endowment_value"])
         history = economy.tatonnement(econ, run, step=x["step"], asset_step=x["asset_step"],
-                                      check_every=x["check_every"])
+                                      asset_every=x["asset_every"], asset_decay=x["asset_decay"], check_every=x["check_every"])
         prof = run.best_point
         if prof is None:
             return run.result({})
