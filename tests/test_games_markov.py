@@ -243,3 +243,36 @@ def test_bad_inputs():
         game = MarkovPseudoGame([1, 1], np.zeros((2, 1, 2)), [[1.0]], 0.5, lower=0.0, upper=1.0,
                                 shared_matrix=np.ones((1, 1, 2)), shared_rhs=np.full((1, 1), -1.0))
         game.solve(iteration_limit=1)
+
+
+# --- instance files ------------------------------------------------------------------------------
+def test_sample_instance_reads_and_solves():
+    from conftest import REPO
+    from solvopt.core.family import get_family
+    from solvopt.io import read_instance
+    inst = read_instance(str(REPO / "instances/games/markov_exchange_economy.json"))
+    econ = get_family("games").build_model(inst)
+    assert isinstance(econ, MarkovExchangeEconomy) and econ.n_assets == 1
+    result = econ.solve(iteration_limit=50, check_every=25)
+    assert result.objective >= 0 and result.stats["metrics"]["budget_violation"] <= 1e-9
+
+
+def test_markov_game_instance_and_bad_files(tmp_path):
+    import json
+    from solvopt.core.errors import InstanceFormatError
+    from solvopt.core.family import get_family
+    from solvopt.io import read_instance
+    game = {"kind": "markov_pseudo_game", "action_sizes": [1], "linear": [[[1.0], [2.0]]],
+            "quadratic": [[[[-1.0]], [[-1.0]]]], "lower": 0, "upper": [[1], [None]],
+            "transitions": [[0.5, 0.5], [0.5, 0.5]], "discount": 0.5}
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(game))
+    model = get_family("games").build_model(read_instance(str(path)))
+    assert model.upper[1, 0] == np.inf and model.upper[0, 0] == 1.0
+    assert np.allclose(model.solve(tolerance=1e-9).solution["policy"], [[1.0], [2.0]], atol=1e-6)
+    for change, field in ((dict(discount=1.5), "discount"), (dict(transitions=[[0.5, 0.6], [0.5, 0.5]]), None),
+                          (dict(quadratic=[[[[1.0]], [[1.0]]]]), None), (dict(extra=1), "top level")):
+        path.write_text(json.dumps({**game, **change}))
+        with pytest.raises(InstanceFormatError, match=str(path.name)) as info:
+            get_family("games").build_model(read_instance(str(path)))
+        assert field is None or field in str(info.value)

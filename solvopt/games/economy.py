@@ -172,6 +172,7 @@ def metrics(econ, chain: PairChain, profile: Profile) -> dict:
         "auctioneer_regret": auctioneer_regret,
         "endowment_value": endowment_value,
         "excess_demand": float(np.max(np.maximum(z, 0.0) / supply)),           # relative to supply
+        "excess_demand_abs": float(np.max(np.maximum(z, 0.0))),                 # in goods units
         "excess_supply_value": float(np.max(np.einsum("sm,sm->s", p, np.maximum(-z, 0.0)))),
         "asset_excess_demand": float(np.max(np.abs(Y), initial=0.0)),
         "budget_violation": budget_violation,

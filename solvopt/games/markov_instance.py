@@ -1,0 +1,53 @@
+"""Markov instance files -> models: ``markov_pseudo_game`` and ``markov_exchange_economy``.
+
+The reader (:mod:`solvopt.games.reader`) has parsed the JSON, rejected NaN / infinities and
+validated it against ``schema_markov.json``; this module builds the model, and a model-level
+error (a non-concave reward, transitions that do not sum to 1, a non-homogeneous utility) becomes
+one :class:`InstanceFormatError` naming the file.
+
+``markov_pseudo_game``: ``action_sizes``, ``linear`` (players x states x actions), optional
+``quadratic`` (players x states x actions x actions), ``lower`` / ``upper`` (a number, one row, or
+states x actions; null = unbounded), ``shared_matrix`` / ``shared_rhs``, ``transitions``, optional
+``transition_slopes``, ``discount``, ``initial``, ``players`` (names). See
+:class:`solvopt.dsl.markov_games.MarkovPseudoGame`.
+
+``markov_exchange_economy``: ``utility`` ({"kind": ..., its parameter rows, one per consumer}),
+``endowments`` (world states x consumers x goods), ``transitions``, ``discount``, ``initial``,
+``asset_returns`` (world states x assets), ``borrowing_limit``, ``holding_limit``,
+``asset_price_max``, ``price_sum``. See :class:`solvopt.dsl.markov_games.MarkovExchangeEconomy`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from solvopt.core.errors import InstanceFormatError, ModelError
+from solvopt.dsl.markov_games import MarkovExchangeEconomy, MarkovPseudoGame
+
+GAME_KEYS = ("quadratic", "shared_matrix", "shared_rhs", "transition_slopes", "initial", "players")
+ECONOMY_KEYS = ("initial", "asset_returns", "borrowing_limit", "holding_limit", "asset_price_max", "price_sum")
+
+
+def _bounds(value, default):
+    if value is None:
+        return default
+    arr = np.asarray([default if v is None else v for v in value] if isinstance(value, list) and value
+                     and not isinstance(value[0], list) else value, dtype=object)
+    return np.where(arr == None, default, arr).astype(float)  # noqa: E711 - null entries mean unbounded
+
+
+def model_from_json(data: dict, path: str, **params):
+    """The model of a Markov instance (no parameters are taken)."""
+    if params:
+        raise ModelError(f"{data['kind']} instances take no parameters (got {', '.join(params)})")
+    try:
+        if data["kind"] == "markov_pseudo_game":
+            extra = {k: data[k] for k in GAME_KEYS if data.get(k) is not None}
+            return MarkovPseudoGame(data["action_sizes"], data["linear"], data["transitions"], data["discount"],
+                                    lower=_bounds(data.get("lower"), 0.0), upper=_bounds(data.get("upper"), np.inf),
+                                    **extra)
+        from .instance import form_from_json
+        extra = {k: data[k] for k in ECONOMY_KEYS if data.get(k) is not None}
+        return MarkovExchangeEconomy(form_from_json(data["utility"]), data["endowments"], data["transitions"],
+                                     data.get("discount", 0.9), **extra)
+    except ModelError as exc:
+        raise InstanceFormatError(path, None, str(exc)) from None
