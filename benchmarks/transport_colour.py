@@ -83,7 +83,16 @@ def main(argv=None):
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=80)
+    shrink_png(args.out)
     print(f"wrote {args.out}")
+
+
+def shrink_png(path):
+    """Rewrite a PNG with a 256-colour palette (a third of the size; photos make large PNGs)."""
+    from PIL import Image
+    with Image.open(path) as img:
+        small = img.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    small.save(path, optimize=True)
 
 
 if __name__ == "__main__":
