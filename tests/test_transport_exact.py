@@ -78,7 +78,7 @@ def _lp_bottleneck(d, a, b):
     raise AssertionError("the full graph is always feasible")
 
 
-@pytest.mark.parametrize("n", [1, 2, 5, 7])
+@pytest.mark.parametrize("n", [1, 4, 7])
 @pytest.mark.parametrize("p", P_FINITE + (math.inf,))
 def test_uniform_square_against_permutations(n, p):
     rng = np.random.default_rng(100 * n + int(min(p, 99)))
@@ -251,7 +251,7 @@ def test_northwest_corner_is_a_feasible_plan():
     np.testing.assert_allclose(np.asarray(plan.sum(axis=0)).ravel(), t.b, atol=1e-12)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.integers(1, 7), st.integers(1, 7), st.sampled_from([1.0, 1.5, 2.0, 4.0, math.inf]), st.booleans(),
        st.integers(0, 2**32 - 1))
 def test_random_small_cases_against_the_lp(n, m, p, weighted, seed):
