@@ -128,6 +128,7 @@ class PseudoGame(FamilyModel):
     """A static pseudo-game: players, utilities, own and shared linear constraints (see the module doc)."""
 
     family = "games"
+    default_method = "extragradient"
 
     def __init__(self, name: str = "game"):
         self.name = name
@@ -289,6 +290,7 @@ class FisherMarket(FamilyModel):
     """n buyers with budgets B and utilities (one form, one parameter row per buyer) over m goods of supply s."""
 
     family = "games"
+    default_method = "eisenberg-gale"
 
     def __init__(self, utility: UtilityForm, budgets, supplies=None, name: str = "fisher"):
         if not isinstance(utility, UtilityForm):
@@ -310,6 +312,7 @@ class ArrowDebreuMarket(FamilyModel):
     """n consumers with endowments e (n, m) and utilities; budgets are p . e_i at prices p."""
 
     family = "games"
+    default_method = "tatonnement"
 
     def __init__(self, utility: UtilityForm, endowments, name: str = "arrow_debreu"):
         if not isinstance(utility, UtilityForm) or len(utility.shape) != 2:

@@ -8,7 +8,8 @@ from solvopt.core.family import Family, Param
 FAMILY = Family(
     name="games",
     description="generalized Nash equilibria of pseudo-games, market equilibria (exploitability minimisation)",
-    solver_modules=("solvopt.games.static", "solvopt.games.markets", "solvopt.games.markov_solvers"),
+    solver_modules=("solvopt.games.static", "solvopt.games.markets", "solvopt.games.auto",
+                    "solvopt.games.markov_solvers"),
     reader_modules=("solvopt.games.reader",),
     models=("solvopt.dsl.games:PseudoGame", "solvopt.dsl.games:FisherMarket", "solvopt.dsl.games:ArrowDebreuMarket"),
     params=(

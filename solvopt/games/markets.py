@@ -160,7 +160,6 @@ class EisenbergGale(_MarketSolver):
     name = "eisenberg-gale"
     description = "Eisenberg-Gale program (Fisher; homogeneous utilities): closed form, convex dual, or PR + exact polish"
     kinds = ("linear", "cobb_douglas", "ces", "leontief")
-    default = True
     options = (MARKET_TOLERANCE, CHECK_EVERY)
 
     @classmethod

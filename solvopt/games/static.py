@@ -101,7 +101,6 @@ class _StaticSolver(Solver):
 class Extragradient(_StaticSolver):
     name = "extragradient"
     description = "extragradient on the pseudo-gradient VI over the shared set (variational equilibrium)"
-    default = True
     options = (TOLERANCE, CHECK_EVERY, Option("step", _positive, 1.0, "initial step size (adapted)"),
                Option("start", None, None, "starting joint action (default: 0 clipped to the bounds)"))
 

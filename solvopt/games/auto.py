@@ -1,0 +1,47 @@
+"""The family default ``auto``: each game model names its own default method; ``auto`` runs it.
+
+The spine picks one default per family before the model is built (CLI), but the right method
+depends on the model: ``PseudoGame.default_method`` is extragradient, ``FisherMarket``'s
+eisenberg-gale, ``ArrowDebreuMarket``'s tatonnement (Markov models declare theirs). The result
+names the method that ran.
+"""
+from __future__ import annotations
+
+from solvopt.core.errors import ModelError
+from solvopt.core.options import Option
+from solvopt.core.registry import Solver, get_solver, register
+
+from .static import _positive
+from .tracking import COMMON_HONOURS
+
+
+@register
+class Auto(Solver):
+    family = "games"
+    name = "auto"
+    description = "the model's default method (pseudo-game: extragradient; Fisher: eisenberg-gale; Arrow-Debreu: tatonnement)"
+    default = True
+    honours = COMMON_HONOURS
+    options = (Option("tolerance", _positive, None, "stop at this certified exploitability (the method's default: "
+                      "absolute for pseudo-games, relative to the total budget for markets)"),
+               Option("check_every", int, None, "certify every this many iterations (the method's default)"))
+
+    @classmethod
+    def chosen(cls, model) -> type[Solver]:
+        method = getattr(model, "default_method", None)
+        if method is None:
+            raise ModelError(f"{type(model).__name__} is not a games model")
+        return get_solver(cls.family, method)
+
+    @classmethod
+    def compile(cls, model):
+        return cls.chosen(model), cls.chosen(model).compile(model)
+
+    def solve(self, compiled, options):
+        solver, inner = compiled
+        for opt in solver.options:
+            if options.extra.get(opt.name) is None:
+                options.extra[opt.name] = opt.default
+        result = solver().solve(inner, options)
+        result.method = solver.name
+        return result

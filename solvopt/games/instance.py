@@ -1,0 +1,97 @@
+"""Game instances (parsed, validated JSON) -> models: the family's ``from_instance``.
+
+``pseudo_game``: players with a size, bounds, a quadratic utility or cost 0.5 a'Qa + c'a + k over
+the joint action a (the players' actions concatenated in file order) or a library form of
+their own action, own and shared linear constraints (``coefficients`` rows over the player's own
+action / the joint action). Markets: one utility form with one parameter row per consumer. The
+Markov kinds go to :func:`solvopt.games.markov_instance.model_from_json`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from solvopt.core.errors import InstanceFormatError, ModelError
+from solvopt.dsl.games import ArrowDebreuMarket, FisherMarket, PseudoGame
+from solvopt.dsl.utilities import utility_from_params
+
+from .reader import MARKOV_KINDS
+
+
+def model_from_instance(instance, **params):
+    """The model of a game instance (``params``: none are taken by the static kinds)."""
+    data, path = instance.data, instance.path
+    kind = data["kind"]
+    if kind in MARKOV_KINDS:
+        from .markov_instance import model_from_json
+        return model_from_json(data, path, **params)
+    if params:
+        raise ModelError(f"{kind} instances take no parameters (got {', '.join(params)})")
+    try:
+        if kind == "pseudo_game":
+            return game_from_json(data)
+        utility = form_from_json(data["utility"])
+        if kind == "fisher_market":
+            return FisherMarket(utility, data["budgets"], data.get("supplies"), name=data.get("name", "fisher"))
+        return ArrowDebreuMarket(utility, data["endowments"], name=data.get("name", "arrow_debreu"))
+    except ModelError as exc:
+        raise InstanceFormatError(path, None, str(exc)) from None
+
+
+def form_from_json(spec: dict):
+    params = {k: v for k, v in spec.items() if k != "kind"}
+    return utility_from_params(spec["kind"], params)
+
+
+def _matrix(value, shape, what):
+    arr = np.asarray(value, dtype=float)
+    if arr.shape != shape:
+        raise ModelError(f"{what} must have shape {shape}, got {arr.shape}")
+    return arr
+
+
+def _rows(spec, width, what):
+    A = np.asarray(spec["coefficients"], dtype=float)
+    if A.ndim != 2 or A.shape[1] != width:
+        raise ModelError(f"{what}: coefficients must be rows of {width} numbers")
+    rhs = np.broadcast_to(np.asarray(spec["rhs"], dtype=float), (A.shape[0],)) if np.ndim(spec["rhs"]) == 0 \
+        else _matrix(spec["rhs"], (A.shape[0],), f"{what} rhs")
+    return A, spec["sense"], rhs
+
+
+def _compare(expr, sense, rhs):
+    return expr <= rhs if sense == "<=" else (expr >= rhs if sense == ">=" else expr == rhs)
+
+
+def game_from_json(data: dict) -> PseudoGame:
+    game = PseudoGame(data.get("name", "game"))
+    specs = data["players"]
+    bound = lambda v, d: d if v is None else v  # noqa: E731 - null means unbounded
+    vars_ = [game.player(p["name"], (p["size"],), bound(p.get("lb"), -np.inf), bound(p.get("ub"), np.inf))
+             for p in specs]
+    sizes = [p["size"] for p in specs]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    n = int(offsets[-1])
+
+    def joint(A):
+        """A @ a for the joint action a, as a DSL expression."""
+        return sum(A[:, offsets[i]:offsets[i + 1]] @ v for i, v in enumerate(vars_))
+
+    for i, (p, var) in enumerate(zip(specs, vars_)):
+        if "form" in p:
+            game.maximize(var, form_from_json(p["form"]))
+        else:
+            spec = p.get("utility", p.get("cost"))
+            Q = _matrix(spec.get("Q", np.zeros((n, n))), (n, n), f"player {p['name']!r}: Q")
+            c = _matrix(spec.get("c", np.zeros(n)), (n,), f"player {p['name']!r}: c")
+            if not np.allclose(Q, Q.T):
+                raise ModelError(f"player {p['name']!r}: Q must be symmetric")
+            quad = sum((v * joint(0.5 * Q[offsets[k]:offsets[k + 1]])).sum() for k, v in enumerate(vars_))
+            expr = quad + joint(c[None, :]).sum() + float(spec.get("constant", 0.0))
+            (game.maximize if "utility" in p else game.minimize)(var, expr)
+        for spec in p.get("constraints", []):
+            A, sense, rhs = _rows(spec, p["size"], f"player {p['name']!r} constraint")
+            game.constrain(var, _compare(A @ var, sense, rhs))
+    for k, spec in enumerate(data.get("shared_constraints", [])):
+        A, sense, rhs = _rows(spec, n, f"shared_constraints[{k}]")
+        game.share(_compare(joint(A), sense, rhs))
+    return game

@@ -1,0 +1,105 @@
+"""Game instance files (JSON): read, reject non-finite numbers, validate against the JSON Schema.
+
+The top-level ``kind`` says what the file holds: ``pseudo_game``, ``fisher_market``,
+``arrow_debreu_market`` (this family's :mod:`solvopt.games.instance` builds them) or
+``markov_pseudo_game`` / ``markov_exchange_economy`` (validated here against
+``schema_markov.json`` when present; built by :mod:`solvopt.games.markov_instance`). A malformed
+file is one :class:`InstanceFormatError` naming the file and the field (``players[0].cost.Q``).
+The schema is ``solvopt/games/schema.json``; docs/games.md describes it.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+
+from ..core.errors import InstanceFormatError
+from ..io.base import Instance, Reader, instance_name, register_reader
+
+KINDS = ("pseudo_game", "fisher_market", "arrow_debreu_market", "markov_pseudo_game", "markov_exchange_economy")
+MARKOV_KINDS = ("markov_pseudo_game", "markov_exchange_economy")
+_HERE = os.path.dirname(__file__)
+
+
+@functools.lru_cache(maxsize=None)
+def schema(name: str = "schema.json") -> dict | None:
+    """A schema shipped beside this module (None when absent: the Markov one is optional)."""
+    path = os.path.join(_HERE, name)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def field_name(parts) -> str:
+    """A JSON path as people write it: players[0].cost.Q ('(top level)' for the root)."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def _nonfinite(value, parts=()):
+    """The path of the first NaN / Infinity in the parsed JSON, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return parts
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _nonfinite(item, parts + (key,))
+        if found is not None:
+            return found
+    return None
+
+
+def validate(data, path: str, which: str = "schema.json") -> None:
+    """Raise InstanceFormatError naming the file and the first offending field."""
+    import jsonschema
+    rules = schema(which)
+    if rules is None:
+        return
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(rules).iter_errors(data))
+    if error is not None:
+        message = error.message if len(error.message) <= 160 else error.message[:157] + "..."
+        raise InstanceFormatError(path, None, f"field {field_name(error.absolute_path)}: {message}")
+
+
+def read_game(path: str) -> Instance:
+    """Read a game instance file; ``data`` is the parsed JSON (validated)."""
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            data = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise InstanceFormatError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise InstanceFormatError(path, None, "not a UTF-8 text file") from None
+    if not isinstance(data, dict):
+        raise InstanceFormatError(path, None, "expected a JSON object with a 'kind' field")
+    bad = _nonfinite(data)
+    if bad is not None:
+        raise InstanceFormatError(path, None, f"field {field_name(bad)}: NaN and infinite numbers are not allowed")
+    validate(data, path)
+    kind = data["kind"]
+    if kind in MARKOV_KINDS:
+        validate(data, path, "schema_markov.json")
+    meta = {"kind": kind}
+    if kind == "pseudo_game":
+        meta["players"] = len(data["players"])
+    elif "utility" in data:
+        meta["utility"] = data["utility"]["kind"]
+    return Instance(family="games", format="game_json", name=data.get("name") or instance_name(path), path=path,
+                    data=data, meta=meta)
+
+
+def sniff_game(path: str, head: str) -> bool:
+    return '"kind"' in head and any(f'"{k}"' in head for k in KINDS)
+
+
+GAME_READER = register_reader(Reader(
+    format="game_json", family="games", extensions=(".json",), read=read_game, sniff=sniff_game,
+    description="pseudo-game / market instance (JSON, solvopt/games/schema.json)"))
