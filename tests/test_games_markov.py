@@ -205,8 +205,10 @@ def test_economy_with_assets_certified_and_reproducible(utility):
     assert m["budget_violation"] <= 1e-9
 
 
-def test_portfolio_best_response_bound_matches_brute_force():
-    econ = ec.random_economy(2, 2, 1, 2, "cobb_douglas", stochastic=False, seed=2)
+@pytest.mark.parametrize("limit", [1.0, 30.0])      # 30: buying the limit overspends (the LP branch)
+def test_portfolio_best_response_bound_matches_brute_force(limit):
+    econ = ec.random_economy(2, 2, 1, 2, "cobb_douglas", stochastic=False, seed=2, holding_limit=limit,
+                             borrowing_limit=limit)
     chain = ec.pair_chain(econ)
     prof = ec.initial_profile(econ, chain)
     beta = ec.bang_per_buck(econ, prof.prices)

@@ -25,11 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from solvopt.core.errors import SolverError
 
-from .projection import Polyhedron
 
 
 @dataclass
@@ -85,53 +83,64 @@ def bang_per_buck(econ, prices) -> np.ndarray:
     return econ.utility.indirect(prices[:, None, :], 1.0)
 
 
-def _portfolio_lp(econ, chain: PairChain, prices, asset_prices, beta_i, i):
-    """Consumer i's best-response LP data: objective g on y (W*K), wealth = c + G y, the set of y."""
+def portfolio_matrix(econ, chain: PairChain, asset_prices) -> np.ndarray:
+    """G (S, W*K): wealth W_i(s) = c_i(s) + G(s) . y_i, the same for every consumer:
+    -q_k(s) on the holding bought at s (world w_s), +R_k(w_s) on the one carried from prev_s."""
     W, K, S = econ.n_world, econ.n_assets, len(chain.world)
-    c = prices @ econ.endowments[:, i, :].T                               # (S, W) -> pick own world
-    c = c[np.arange(S), chain.world]
-    R = econ.asset_returns[chain.world]
-    rows, cols, vals = [], [], []
-    for s in range(S):
-        for k in range(K):
-            rows.append(s), cols.append(chain.world[s] * K + k), vals.append(-asset_prices[s, k])
-            if chain.prev[s] >= 0:
-                rows.append(s), cols.append(chain.prev[s] * K + k), vals.append(R[s, k])
-    G = sp.csr_matrix((vals, (rows, cols)), shape=(S, W * K))
-    weight = chain.occupancy * beta_i
-    g = G.T @ weight
-    X = Polyhedron(np.tile(-econ.borrowing_limit, W), np.tile(econ.holding_limit, W), G, -c, None)
-    return g, c, X, weight
+    G = np.zeros((S, W, K))
+    G[np.arange(S), chain.world] -= asset_prices
+    after = np.flatnonzero(chain.prev >= 0)
+    G[after, chain.prev[after]] += econ.asset_returns[chain.world[after]]
+    return G.reshape(S, W * K)
 
 
-def consumer_best_value(econ, chain, prices, asset_prices, beta) -> tuple[np.ndarray, np.ndarray]:
+def endowment_values(econ, chain, prices) -> np.ndarray:
+    """(S, N): c_i(s) = p(s) . e_i(w_s)."""
+    return np.einsum("sm,snm->sn", prices, econ.endowments[chain.world])
+
+
+def consumer_best_value(econ, chain, prices, asset_prices, beta):
     """(N,) certified upper bounds on the best-response values from mu, (N,) the values of the
     best portfolios found (lower bounds), and (W, N, K) those portfolios.
 
-    With assets the portfolio LP is solved by HiGHS (through SciPy) and bounded from above by its
-    Lagrangian at the solver's row multipliers lam >= 0: max g.y <= lam.c + max over the box of
-    (g + G'lam).y — valid for any lam >= 0, so the bound does not trust the solver's optimality."""
-    from scipy.optimize import linprog
+    Consumer i maximises sum_s d(s) beta_i(s) W_i(s; y) = w_i.c_i + g_i.y over the holdings box
+    subject to W_i(s; y) = c_i(s) + G(s).y >= 0. Any lam >= 0 gives the Lagrangian bound
+    max <= w_i.c_i + lam.c_i + max over the box of (g_i + G'lam).y; lam = 0 is the box optimum,
+    exact when its holdings keep every wealth >= 0. Otherwise HiGHS (through SciPy) solves the LP
+    and its row multipliers give the bound — valid for any lam >= 0, so the bound does not trust
+    the solver's optimality."""
     N, K, W = econ.n_consumers, econ.n_assets, econ.n_world
-    upper, lower, best = np.empty(N), np.empty(N), np.zeros((W, N, K))
-    for i in range(N):
-        if K == 0:
-            c = np.einsum("sm,sm->s", prices, econ.endowments[chain.world, i, :])
-            upper[i] = lower[i] = float(chain.occupancy * beta[:, i] @ c)
-            continue
-        g, c, X, weight = _portfolio_lp(econ, chain, prices, asset_prices, beta[:, i], i)
-        res = linprog(-g, A_ub=-X.A, b_ub=c, bounds=list(zip(X.lb, X.ub)), method="highs")
-        if res.status != 0:
-            raise SolverError(f"the portfolio best response of consumer {i} failed: {res.message}")
-        y = np.clip(res.x, X.lb, X.ub)
-        lam = np.maximum(-res.ineqlin.marginals, 0.0)
-        reduced = g + X.A.T @ lam
-        box = np.where(reduced > 0, X.ub, X.lb) @ reduced
-        feasible = np.all(X.A @ y + c >= -1e-9 * np.maximum(1.0, np.abs(c)))
-        lower[i] = float(weight @ c + (g @ y if feasible else -np.inf))
-        upper[i] = float(weight @ c + lam @ c + box)
-        best[:, i, :] = y.reshape(W, K)
-    return upper, lower, best
+    c = endowment_values(econ, chain, prices)                              # (S, N)
+    weight = chain.occupancy[:, None] * beta                               # (S, N)
+    base = np.einsum("sn,sn->n", weight, c)
+    if K == 0:
+        return base, base.copy(), np.zeros((W, N, 0))
+    G = portfolio_matrix(econ, chain, asset_prices)
+    g = G.T @ weight                                                       # (W*K, N)
+    lb, ub = np.tile(-econ.borrowing_limit, W), np.tile(econ.holding_limit, W)
+    y = np.where(g > 0, ub[:, None], np.where(g < 0, lb[:, None], np.clip(0.0, lb, ub)[:, None]))
+    upper = base + np.einsum("kn,kn->n", g, y)
+    lower = upper.copy()
+    tol = 1e-12 * np.maximum(1.0, np.abs(c))
+    for i in np.flatnonzero(np.any(G @ y + c < -tol, axis=0)):           # the box optimum overspends
+        y[:, i], lower[i], upper[i] = _portfolio_lp(G, c[:, i], g[:, i], lb, ub, i)
+        lower[i] += base[i]
+        upper[i] += base[i]
+    return upper, lower, y.T.reshape(N, W, K).transpose(1, 0, 2)
+
+
+def _portfolio_lp(G, c, g, lb, ub, i):
+    """max g.y over {lb <= y <= ub, c + G y >= 0} by HiGHS: (y, g.y, Lagrangian upper bound)."""
+    from scipy.optimize import linprog
+    res = linprog(-g, A_ub=-G, b_ub=c, bounds=list(zip(lb, ub)), method="highs")
+    if res.status != 0:
+        raise SolverError(f"the portfolio best response of consumer {i} failed: {res.message}")
+    y = np.clip(res.x, lb, ub)
+    lam = np.maximum(-res.ineqlin.marginals, 0.0)
+    reduced = g + G.T @ lam
+    bound = lam @ c + np.where(reduced > 0, ub, lb) @ reduced
+    feasible = np.all(G @ y + c >= -1e-9 * np.maximum(1.0, np.abs(c)))
+    return y, (g @ y if feasible else -np.inf), bound
 
 
 def excess_demand(econ, chain, profile: Profile) -> tuple[np.ndarray, np.ndarray]:
@@ -182,16 +191,16 @@ def metrics(econ, chain: PairChain, profile: Profile) -> dict:
 
 
 def _portfolio_foc(econ, chain, p, q, y, beta) -> float:
-    """max over consumers of |P(y + g) - y|: the projected portfolio gradient (0 at an interior optimum)."""
+    """max over consumers of |clip(y + g / |g|_max) - y|: the projected portfolio gradient on the
+    holdings box (0 at a box-interior or box-corner optimum)."""
     if econ.n_assets == 0:
         return 0.0
-    worst = 0.0
-    for i in range(econ.n_consumers):
-        g, _, X, _ = _portfolio_lp(econ, chain, p, q, beta[:, i], i)
-        yi = y[:, i, :].ravel()
-        step = np.clip(yi + g / max(1.0, float(np.abs(g).max())), X.lb, X.ub) - yi
-        worst = max(worst, float(np.abs(step).max()))
-    return worst
+    W, N, K = y.shape
+    g = portfolio_matrix(econ, chain, q).T @ (chain.occupancy[:, None] * beta)      # (W*K, N)
+    lb, ub = np.tile(-econ.borrowing_limit, W)[:, None], np.tile(econ.holding_limit, W)[:, None]
+    yi = y.transpose(0, 2, 1).reshape(W * K, N)
+    step = np.clip(yi + g / np.maximum(1.0, np.abs(g).max(axis=0)), lb, ub) - yi
+    return float(np.abs(step).max())
 
 
 # --- the solver: tatonnement on prices, exact demands, projected ascent on portfolios -------------
@@ -312,8 +321,9 @@ def clear_assets(econ, chain, p, y, damping=1.0) -> tuple[np.ndarray, np.ndarray
 
 
 def random_economy(consumers, goods, assets, world_states, utility="cobb_douglas", stochastic=True,
-                   discount=0.9, seed=0):
-    """A random economy of the paper's kind (types and endowments uniform, returns uniform)."""
+                   discount=0.9, seed=0, **model_options):
+    """A random economy of the paper's kind (types and endowments uniform, returns uniform);
+    ``model_options`` go to :class:`~solvopt.dsl.markov_games.MarkovExchangeEconomy`."""
     from solvopt.dsl.markov_games import MarkovExchangeEconomy
     rng = np.random.default_rng(seed)
     weights = rng.uniform(0.1, 1.0, size=(consumers, goods))
@@ -326,4 +336,4 @@ def random_economy(consumers, goods, assets, world_states, utility="cobb_douglas
     else:
         T = np.roll(np.eye(world_states), 1, axis=1)
     R = rng.uniform(0.5, 1.5, size=(world_states, assets)) if assets else None
-    return MarkovExchangeEconomy((utility, weights), endow, T, discount, asset_returns=R)
+    return MarkovExchangeEconomy((utility, weights), endow, T, discount, asset_returns=R, **model_options)
