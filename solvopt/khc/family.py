@@ -9,7 +9,8 @@ from solvopt.core.family import Family, Param
 FAMILY = Family(
     name="khc",
     description="k-hyperplane clustering in the 2-norm (k-HC2)",
-    solver_modules=("solvopt.khc.solvers", "solvopt.khc.sbb", "solvopt.khc.external"),
+    solver_modules=("solvopt.khc.solvers", "solvopt.khc.sbb", "solvopt.khc.external",
+                    "solvopt.khc.partition_bound"),
     reader_modules=("solvopt.khc.read_ampl", "solvopt.khc.read_points"),
     models=("solvopt.dsl.hyperplane:HyperplaneClustering",),
     params=(
