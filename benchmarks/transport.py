@@ -119,9 +119,11 @@ def measure(fn):
 def run_ours(x, y, p):
     from solvopt.dsl import Transport
     r = Transport(x, y, p=p).solve("approx")
+    keep = ("engine", "centres", "arcs", "bunch_arcs", "graph_time", "flow_time", "improve_time", "threshold")
     return {"objective": float(r.objective), "bound": None if r.bound is None else float(r.bound),
             "termination": str(r.termination), "guarantee": r.guarantee,
-            "factor": r.stats.get("factor"), "nnz": int(r.solution["plan"].nnz)}
+            "factor": r.stats.get("factor"), "nnz": int(r.solution["plan"].nnz),
+            **{k: r.stats[k] for k in keep if k in r.stats}}
 
 
 def run_emd(x, y, p):
@@ -187,7 +189,7 @@ def applies(method, n, p, args):
     if method not in args.methods:
         return False
     if method in ("emd", "lsa"):
-        return not math.isinf(p) and n <= args.exact_max
+        return not math.isinf(p) and n <= (args.exact_max if method == "emd" else args.lsa_max or args.exact_max)
     if method == "bottleneck":
         return math.isinf(p) and n <= args.bottleneck_max
     return True
@@ -259,7 +261,8 @@ def _ratio(a, b):
 
 def markdown(rows, meta):
     lines = [f"# W_p optimal transport: approx vs exact anchors ({meta['date']})", "",
-             f"Machine: {meta['machine']}. Command: `{meta['command']}`.", "",
+             f"Machine: {meta['machine']}. Code measured: {meta.get('code', 'unknown')}. "
+             f"Commands: `{meta['command']}`.", "",
              "Side by side in one process; times are medians of " f"{meta['repeats']} runs at n <= 1000 and "
              "single runs above (the methods take turns within each repeat). ours = "
              "`Transport(x, y, p=p).solve('approx')`; emd = `ot.emd` (numItermax 10^9) and lsa = "
@@ -267,13 +270,13 @@ def markdown(rows, meta):
              "solver; floor = one 2-thread pass over all n^2 distances. ratio = W_p(ours) / W_p(exact) "
              "(exact: emd for p < inf, checked against lsa; bottleneck for p = inf); obj/bound = ours' "
              "objective over its certified lower bound (an upper bound on the true ratio, available at every "
-             "size); peak = resident memory above the level before the call (MiB). '-' = not run at that size.",
+             "size); factor = the factor ours states as proven (3, or a hair above with rounded flow costs); peak = resident memory above the level before the call (MiB). '-' = not run at that size.",
              "",
              "| case | d | p | n | ours (s) | emd (s) | lsa (s) | bottleneck (s) | floor (s) | emd / ours "
-             "| lsa / ours | bottleneck / ours | ours / floor | ratio | obj / bound | ours peak | emd peak "
+             "| lsa / ours | bottleneck / ours | ours / floor | ratio | obj / bound | factor | ours peak | emd peak "
              "| lsa peak | bottleneck peak |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-             "| ---: | ---: | ---: | ---: | ---: |"]
+             "| ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in sorted(rows, key=lambda r: (CASES.index(r["case"]), str(r["p"]), r["n"])):
         ours = _secs(r, "ours")
         peaks = [_fmt(r[m]["peak_mib"], 0) if m in r else "-" for m in ("ours", "emd", "lsa", "bottleneck")]
@@ -282,7 +285,8 @@ def markdown(rows, meta):
             *(_fmt(_secs(r, m)) for m in ("ours", "emd", "lsa", "bottleneck", "floor")),
             *(_fmt(_ratio(_secs(r, m), ours), 1) for m in ("emd", "lsa", "bottleneck")),
             _fmt(_ratio(ours, _secs(r, "floor")), 2),
-            _fmt(r.get("ratio"), 4), _fmt(r.get("ours_gap"), 3), *peaks]) + " |")
+            _fmt(r.get("ratio"), 4), _fmt(r.get("ours_gap"), 3),
+            _fmt(r["ours"].get("factor") if "ours" in r else None, 3), *peaks]) + " |")
     codes = sorted({r["emd"]["result_code"] for r in rows if "emd" in r})
     worst = max((r["emd_vs_lsa"] for r in rows if "emd_vs_lsa" in r), default=None)
     lines += ["", f"ot.emd result codes: {codes} (1 = optimal). Largest relative difference between the "
@@ -330,6 +334,20 @@ def plot(rows, path):
     plt.close(fig)
 
 
+def code_version():
+    """The commit measured, and the transport files that differed from it (others edit the tree)."""
+    import subprocess
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "solvopt/transport", "dsl/transport.py"],
+                               cwd=root, capture_output=True, text=True).stdout.split("\n")
+    except OSError:
+        return "unknown"
+    changed = [ln[3:] for ln in dirty if ln.strip()]
+    return head + (f" (uncommitted changes in {', '.join(changed)})" if changed else "")
+
+
 def machine():
     cpu = platform.processor() or platform.machine()
     try:
@@ -356,6 +374,7 @@ def main(argv=None):
     ap.add_argument("--ps", nargs="+", type=float, default=None, help="p values (inf allowed)")
     ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     ap.add_argument("--exact-max", type=int, default=10000, help="largest n for emd and lsa")
+    ap.add_argument("--lsa-max", type=int, default=None, help="largest n for lsa (default: --exact-max)")
     ap.add_argument("--bottleneck-max", type=int, default=2000, help="largest n for the exact bottleneck")
     ap.add_argument("--repeats", type=int, default=3, help="repeats at n <= 1000")
     ap.add_argument("--merge", action="store_true", help="merge into the recorded results instead of replacing them")
@@ -369,6 +388,7 @@ def main(argv=None):
     args.sizes = args.sizes or list(FULL_SIZES)
     args.ps = args.ps or [1.0, 2.0, math.inf]
     load_start = os.getloadavg()[0]
+    version = code_version()
     warm_up(args.methods)
     rows = []
     for case in args.cases:
@@ -388,11 +408,13 @@ def main(argv=None):
     else:
         runs = []
     runs.append({"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                 "code": version,
                  "command": "python benchmarks/transport.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                  "load_start": load_start, "load_end": os.getloadavg()[0]})
     meta = {"date": runs[-1]["date"][:10], "machine": machine() + "; load averages (start, end) per run: "
             + ", ".join(f"({r['load_start']:.1f}, {r['load_end']:.1f})" for r in runs),
-            "command": "; ".join(r["command"] for r in runs), "repeats": args.repeats, "runs": runs}
+            "command": "; ".join(r["command"] for r in runs), "repeats": args.repeats, "runs": runs,
+            "code": "; ".join(sorted({r.get("code", "unknown") for r in runs}))}
     path_json.parent.mkdir(parents=True, exist_ok=True)
     path_json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     args.output.with_suffix(".md").write_text(markdown(rows, meta))
