@@ -255,20 +255,27 @@ def _length_scale(graph: TwoHopGraph) -> float:
     return top if top > 0 else 1.0
 
 
-def _pairing(graph: TwoHopGraph, flow: np.ndarray):
-    """Lemma 2's plan as (rows, cols, mass): the bunch arcs' flow, and at each hub the north-west
-    corner pairing of the mass arriving (sources in index order) with the mass leaving (targets)."""
-    (d_rows, d_cols, d_mass), into_hub, out_of_hub = graph.split_flow(flow)
-    parts = [(d_rows, d_cols, d_mass)]
+def _hub_groups(graph: TwoHopGraph, flow):
+    """Per hub with flow through it: (sources sending to it, their masses, targets it serves,
+    their masses); and the bunch part of the flow as (rows, cols, mass)."""
+    direct, into_hub, out_of_hub = graph.split_flow(flow)
     sources = np.flatnonzero(into_hub > 0)
     order = sources[np.argsort(graph.hub_of[sources], kind="stable")]
     bounds = np.searchsorted(graph.hub_of[order], np.arange(graph.n_hubs + 1))
+    groups = []
     for hub in range(graph.n_hubs):
         srcs = order[bounds[hub]:bounds[hub + 1]]
         tgts = np.flatnonzero(out_of_hub[hub] > 0)
-        if len(srcs) == 0 or len(tgts) == 0:
-            continue
-        parts.append(_north_west(srcs, into_hub[srcs], tgts, out_of_hub[hub, tgts]))
+        if len(srcs) and len(tgts):
+            groups.append((srcs, into_hub[srcs], tgts, out_of_hub[hub, tgts]))
+    return direct, groups
+
+
+def _pairing(graph: TwoHopGraph, flow: np.ndarray):
+    """Lemma 2's plan as (rows, cols, mass): the bunch arcs' flow, and at each hub the north-west
+    corner pairing of the mass arriving (sources in index order) with the mass leaving (targets)."""
+    direct, groups = _hub_groups(graph, flow)
+    parts = [direct] + [_north_west(*group) for group in groups]
     return tuple(np.concatenate(x) for x in zip(*parts))
 
 
@@ -289,18 +296,13 @@ def _north_west(srcs, supply, tgts, demand):
 
 
 def _candidates(graph: TwoHopGraph, flow, rows, cols):
-    """Candidate pairs for the re-solve: the bunch arcs with flow, at each hub every source sending
-    to it x every target it serves (when not too many; else that hub's pairing pairs), and the
-    pairing's own pairs (so the pairing is a feasible plan of the re-solve)."""
-    _, into_hub, out_of_hub = graph.split_flow(flow)
+    """Candidate pairs for the re-solve: the pairing's own pairs (bunch arcs with flow, hub pairs:
+    so the pairing is a feasible plan of the re-solve) and, at each hub, every source sending to
+    it x every target it serves (when not too many)."""
+    _, groups = _hub_groups(graph, flow)
     parts_r, parts_c = [rows], [cols]
-    sources = np.flatnonzero(into_hub > 0)
-    order = sources[np.argsort(graph.hub_of[sources], kind="stable")]
-    bounds = np.searchsorted(graph.hub_of[order], np.arange(graph.n_hubs + 1))
-    for hub in range(graph.n_hubs):
-        srcs = order[bounds[hub]:bounds[hub + 1]]
-        tgts = np.flatnonzero(out_of_hub[hub] > 0)
-        if 0 < len(srcs) * len(tgts) <= PAIRS_PER_HUB_NODE * (len(srcs) + len(tgts)):
+    for srcs, _, tgts, _ in groups:
+        if len(srcs) * len(tgts) <= PAIRS_PER_HUB_NODE * (len(srcs) + len(tgts)):
             parts_r.append(np.repeat(srcs, len(tgts)))
             parts_c.append(np.tile(tgts, len(srcs)))
     r, c = np.concatenate(parts_r), np.concatenate(parts_c)

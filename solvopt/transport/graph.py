@@ -25,9 +25,6 @@ import numpy as np
 
 from . import kernels_numpy
 
-BLOCK_ENTRIES = kernels_numpy.BLOCK_ENTRIES     # distance entries held at once by blockwise paths
-
-
 def kernel_module(name: str):
     """The kernel set ``numpy`` (reference), ``numba`` or ``cuda`` (the CuPy twin)."""
     if name == "numpy":
@@ -39,12 +36,6 @@ def kernel_module(name: str):
         from solvopt.gpu import transport as kernels_cuda
         return kernels_cuda
     raise ValueError(f"unknown kernel set {name!r}")
-
-
-def _blocks(n_rows: int, n_cols: int):
-    step = max(1, BLOCK_ENTRIES // max(n_cols, 1))
-    for start in range(0, n_rows, step):
-        yield slice(start, min(start + step, n_rows))
 
 
 class Distances:
@@ -65,7 +56,7 @@ class Distances:
         if self.code is not None:
             self.k.nearest(self.model.x, np.ascontiguousarray(self.model.y[centres]), self.code, index, dist)
             return index, dist
-        for rows in _blocks(n, len(centres)):
+        for rows in kernels_numpy.row_blocks(n, len(centres)):
             block = self.model.distance_block(rows, centres)
             index[rows] = np.argmin(block, axis=1)
             dist[rows] = block[np.arange(block.shape[0]), index[rows]]
@@ -78,7 +69,7 @@ class Distances:
             self.k.bunch_counts(self.model.x, self.model.y, radius, self.code, counts)
             return int(counts.sum())
         return sum(int(np.count_nonzero(self.model.distance_block(rows) < radius[rows, None]))
-                   for rows in _blocks(self.model.n, self.model.m))
+                   for rows in kernels_numpy.row_blocks(self.model.n, self.model.m))
 
     def bunches(self, radius: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """CSR (indptr, target indices, distances) of the targets strictly closer to a than radius[a]."""
@@ -91,7 +82,7 @@ class Distances:
             self.k.bunch_fill(self.model.x, self.model.y, radius, self.code, indptr, cols, dist)
             return indptr, cols, dist
         col_parts, dist_parts = [], []
-        for rows in _blocks(n, m):
+        for rows in kernels_numpy.row_blocks(n, m):
             block = self.model.distance_block(rows)
             inside = block < radius[rows, None]
             counts[rows] = inside.sum(axis=1)
@@ -109,12 +100,12 @@ class Distances:
         if self.code is not None:
             self.k.distances(np.ascontiguousarray(model.y[centres]), model.y, self.code, out)
         elif self.on_points:
-            for rows in _blocks(len(centres), model.m):
+            for rows in kernels_numpy.row_blocks(len(centres), model.m):
                 out[rows] = model._callable_block(model.y[centres[rows]], model.y)
         else:
             for h, (c, sources) in enumerate(zip(centres, members)):
                 best = np.full(model.m, np.inf)
-                for part in _blocks(len(sources), model.m):
+                for part in kernels_numpy.row_blocks(len(sources), model.m):
                     rows = sources[part]
                     np.minimum(best, (model.cost[rows, c][:, None] + model.cost[rows]).min(axis=0), out=best)
                 out[h] = best

@@ -36,11 +36,10 @@ def metric_code(metric) -> int:
         raise ValueError(f"no distance kernel for metric {metric!r}; kernels know {', '.join(METRICS)}") from None
 
 
-def _block_distances(x, y, metric):
-    """d(x[i], y[j]) for a block of rows: (len(x), len(y)), one axis at a time (no (., ., d) temporary)."""
-    acc = np.zeros((x.shape[0], y.shape[0]))
-    for axis in range(x.shape[1]):
-        diff = x[:, None, axis] - y[None, :, axis]
+def _accumulated(diffs, shape, metric):
+    """The distances from per-axis differences (an iterable of arrays of ``shape``), axis by axis."""
+    acc = np.zeros(shape)
+    for diff in diffs:
         if metric == 0:
             acc += diff * diff
         elif metric == 1:
@@ -50,44 +49,42 @@ def _block_distances(x, y, metric):
     return np.sqrt(acc, out=acc) if metric == 0 else acc
 
 
-def _row_blocks(n_rows, n_cols):
+def _block_distances(x, y, metric):
+    """d(x[i], y[j]) for a block of rows: (len(x), len(y)), one axis at a time (no (., ., d) temporary)."""
+    return _accumulated((x[:, None, axis] - y[None, :, axis] for axis in range(x.shape[1])),
+                        (x.shape[0], y.shape[0]), metric)
+
+
+def row_blocks(n_rows, n_cols):
+    """Slices of rows holding about BLOCK_ENTRIES distances each."""
     step = max(1, BLOCK_ENTRIES // max(n_cols, 1))
     for start in range(0, n_rows, step):
         yield slice(start, min(start + step, n_rows))
 
 
 def distances(x, y, metric, out) -> None:
-    for rows in _row_blocks(x.shape[0], y.shape[0]):
+    for rows in row_blocks(x.shape[0], y.shape[0]):
         out[rows] = _block_distances(x[rows], y, metric)
 
 
 def pair_distances(x, y, i, j, metric, out) -> None:
-    acc = np.zeros(len(i))
-    for axis in range(x.shape[1]):
-        diff = x[i, axis] - y[j, axis]
-        if metric == 0:
-            acc += diff * diff
-        elif metric == 1:
-            acc += np.abs(diff)
-        else:
-            np.maximum(acc, np.abs(diff), out=acc)
-    out[:] = np.sqrt(acc) if metric == 0 else acc
+    out[:] = _accumulated((x[i, axis] - y[j, axis] for axis in range(x.shape[1])), (len(i),), metric)
 
 
 def nearest(x, c, metric, index, dist) -> None:
-    for rows in _row_blocks(x.shape[0], c.shape[0]):
+    for rows in row_blocks(x.shape[0], c.shape[0]):
         block = _block_distances(x[rows], c, metric)
         index[rows] = np.argmin(block, axis=1)
         dist[rows] = block[np.arange(block.shape[0]), index[rows]]
 
 
 def bunch_counts(x, y, radius, metric, counts) -> None:
-    for rows in _row_blocks(x.shape[0], y.shape[0]):
+    for rows in row_blocks(x.shape[0], y.shape[0]):
         counts[rows] = np.count_nonzero(_block_distances(x[rows], y, metric) < radius[rows, None], axis=1)
 
 
 def bunch_fill(x, y, radius, metric, indptr, cols, dist) -> None:
-    for rows in _row_blocks(x.shape[0], y.shape[0]):
+    for rows in row_blocks(x.shape[0], y.shape[0]):
         block = _block_distances(x[rows], y, metric)
         inside = block < radius[rows, None]
         _, j = np.nonzero(inside)                       # row-major: increasing j within a row
