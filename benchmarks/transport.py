@@ -377,6 +377,7 @@ def main(argv=None):
     ap.add_argument("--lsa-max", type=int, default=None, help="largest n for lsa (default: --exact-max)")
     ap.add_argument("--bottleneck-max", type=int, default=2000, help="largest n for the exact bottleneck")
     ap.add_argument("--repeats", type=int, default=3, help="repeats at n <= 1000")
+    ap.add_argument("--code", default=None, help="what code is measured, when not this checkout (e.g. a snapshot of a commit)")
     ap.add_argument("--merge", action="store_true", help="merge into the recorded results instead of replacing them")
     ap.add_argument("--output", type=Path, default=RESULTS / "transport", help="results path without extension")
     args = ap.parse_args(argv)
@@ -388,7 +389,7 @@ def main(argv=None):
     args.sizes = args.sizes or list(FULL_SIZES)
     args.ps = args.ps or [1.0, 2.0, math.inf]
     load_start = os.getloadavg()[0]
-    version = code_version()
+    version = args.code or code_version()
     warm_up(args.methods)
     rows = []
     for case in args.cases:
