@@ -12,7 +12,10 @@ The anchor (Goktas, Zhao, Chen, Greenwald, ICLR 2026; Sadie-Zhao/Generalized-Mar
 and Monte-Carlo rollouts; its logged numbers are estimates (some negative), not certificates, so
 they are quoted, not re-run (JAX and haiku are not installed here).
 
-Usage: python benchmarks/games_markov.py [--time-limit 300] [--large] [--quick]
+Each run continues past the goal towards 1e-8 until its time limit; the table reports the time at
+which the goal was first certified and the final figures.
+
+Usage: python benchmarks/games_markov.py [--time-limit 60] [--large] [--quick]
 Writes benchmarks/results/games_markov.{md,json,png}.
 """
 from __future__ import annotations
@@ -30,7 +33,8 @@ import numpy as np
 from solvopt.games.economy import random_economy
 
 RESULTS = Path(__file__).resolve().parent / "results"
-GOAL = 1e-4
+GOAL = 1e-4      # the issue's goal, relative to the total endowment value
+DEEP = 1e-8      # each run goes on towards this to show the curve past the goal
 ANCHOR = ("anchor (paper's public code, 2000 epochs of Adam, neural best responses): logged exploitability "
           "estimates e.g. -2.48 (Cobb-Douglas, deterministic) and -36 (Leontief, stochastic) — negative, so not "
           "bounds; excess demand between about 0.9 and 44")
@@ -38,7 +42,7 @@ ANCHOR = ("anchor (paper's public code, 2000 epochs of Adam, neural best respons
 
 def run_case(consumers, goods, assets, states, utility, stochastic, time_limit, seed=0):
     econ = random_economy(consumers, goods, assets, states, utility, stochastic=stochastic, seed=seed)
-    result = econ.solve(tolerance=GOAL, time_limit=time_limit)
+    result = econ.solve(tolerance=DEEP, time_limit=time_limit)
     scale = result.stats["metrics"]["endowment_value"]
     hist = [(float(t), float(v) / scale) for _, t, v, *rest in result.stats["history"]]
     reached = next((t for t, v in hist if v <= GOAL), None)
@@ -60,7 +64,7 @@ def run_case(consumers, goods, assets, states, utility, stochastic, time_limit, 
 def markdown(meta, rows) -> str:
     out = [f"# Markov exchange economies (markov-tatonnement) — {meta['date']}", "",
            f"Machine: {meta['machine']}, {meta['cores']} cores, Python {meta['python']}. "
-           f"Time limit {meta['time_limit']} s per economy; goal: certified exploitability <= {GOAL:g} x total "
+           f"Time limit {meta['time_limit']} s per economy (runs go on towards {DEEP:g}); goal: certified exploitability <= {GOAL:g} x total "
            "endowment value (exact best responses: closed-form demands, HiGHS portfolio LPs bounded by their "
            "Lagrangian).", "",
            "| economy | utility | transitions | status | time to goal (s) | certified exploitability (rel.) | "
@@ -103,12 +107,12 @@ def plot(rows, path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--time-limit", type=float, default=300.0)
+    ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--large", action="store_true", help="also the 20 x 20 x 5 x 10 economies")
-    ap.add_argument("--quick", action="store_true", help="Cobb-Douglas only, 30 s (a smoke run; results not written)")
+    ap.add_argument("--quick", action="store_true", help="Cobb-Douglas only, 10 s (a smoke run; results not written)")
     args = ap.parse_args(argv)
     utilities = ("cobb_douglas",) if args.quick else ("linear", "cobb_douglas", "leontief")
-    limit = 30.0 if args.quick else args.time_limit
+    limit = 10.0 if args.quick else args.time_limit
     sizes = [(10, 10, 1, 5)] + ([(20, 20, 5, 10)] if args.large else [])
     rows = []
     for size in sizes:

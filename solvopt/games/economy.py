@@ -233,7 +233,7 @@ def certificate(econ, chain, profile: Profile):
     return m, expl
 
 
-def tatonnement(econ, run, *, step=0.5, asset_step=0.5, asset_every=10, asset_decay=0.5, check_every=25):
+def tatonnement(econ, run, *, step=0.5, asset_step=1.0, asset_every=10, asset_decay=1.0, check_every=25):
     """Multiplicative tatonnement on goods prices per state with exact demands (Cobb-Douglas,
     Leontief, CES), proportional response for linear utilities (spending shares follow the utility
     each good brings; prices clear the goods markets); every ``asset_every`` steps the asset markets

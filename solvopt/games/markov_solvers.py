@@ -75,9 +75,9 @@ class MarkovTatonnement(Solver):
         Option("tolerance", _positive, 1e-4, "stop when the certified exploitability is at most this fraction "
                                               "of the total endowment value"),
         Option("step", _positive, 0.5, "price step of the tatonnement"),
-        Option("asset_step", _positive, 0.5, "damping of the asset-market clearing (1: jump to the clearing holdings)"),
+        Option("asset_step", _positive, 1.0, "damping of the asset-market clearing (1: jump to the clearing holdings)"),
         Option("asset_every", _count, 10, "clear the asset markets every this many price steps"),
-        Option("asset_decay", float, 0.5, "the damping of the k-th clearing is asset_step / k^asset_decay"),
+        Option("asset_decay", float, 1.0, "the damping of the k-th clearing is asset_step / k^asset_decay"),
         Option("check_every", _count, 25, "certify the exploitability every this many iterations"),
     )
 
