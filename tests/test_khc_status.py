@@ -110,7 +110,7 @@ def test_external_methods_honour_only_what_their_lp_backend_honours():
 
 def test_restarts_means_the_same_on_every_method_that_takes_it():
     takers = {s.name: s.option("restarts") for s in solvers("khc") if s.option("restarts") is not None}
-    assert set(takers) == {"bnb", "heuristic", "sbb"}
+    assert set(takers) == {"bnb", "heuristic", "sbb", "partition-bound"}
     assert {o.default for o in takers.values()} == {10}
     pts = np.random.default_rng(0).normal(size=(9, 2))
     model = HyperplaneClustering(pts, 2)
@@ -155,7 +155,9 @@ def test_descriptor_builds_the_model_from_an_instance(samples):
     inst = read_instance(samples / "khc" / "sr_10_2_2_1022.dat")
     model = fam.build_model(inst, k=3)
     assert isinstance(model, HyperplaneClustering) and model.k == 3
-    assert {p.name: p.target for p in fam.params} == {"k": "model", "norms": "solver", "restarts": "solver"}
+    assert {p.name: p.target for p in fam.params} == {
+        "k": "model", "norms": "solver", "restarts": "solver", "extra_restarts": "solver", "order": "solver",
+        "suffix_bounds": "solver", "charge_bound": "solver"}
 
 
 def test_the_dsl_model_imports_no_solver_and_no_numba():
