@@ -44,6 +44,7 @@ from numba import njit
 from ..core.errors import ModelError
 from ..core.interrupt import stop_requested
 from ..core.progress import Progress
+from .bounds import MU_STEPS, charge_bound
 from .geometry import assignment_cost
 from .heuristics import kplane, local_search
 
@@ -203,14 +204,16 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, tmp_S, work):
 
 @njit(cache=True)
 def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos, branch_point, assigned,
-            dynamic, assign, best, scal, iscal, max_nodes, rel_gap, abs_gap, tmp_S, work):
+            dynamic, assign, best, scal, iscal, max_nodes, rel_gap, abs_gap, tmp_S, work, spec, psi):
     """Run the depth-first search for at most ``max_nodes`` nodes; return _DONE or _BUDGET.
 
     Level d's children put point ``branch_point[d]`` into each cluster: d itself in the static
     order (``dynamic`` None: Numba then prunes the dynamic branch and never compiles
     :func:`_pick_point`), chosen by :func:`_pick_point` otherwise (``dynamic`` True).
     scal = [incumbent, min bound of pruned nodes]; iscal = [depth, nodes]. Everything lives in
-    the arrays, so the next call resumes where this one stopped.
+    the arrays, so the next call resumes where this one stopped. ``psi`` None: the plain bound;
+    else (with the scratch ``spec``) every node also charges its unassigned points
+    (:func:`solvopt.khc.bounds.charge_bound`, static order only).
     """
     M, n = X.shape
     nodes_start = iscal[1]
@@ -266,16 +269,27 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         for c in range(k):
             total += lam[e, c]
         base[e] = total
-        bound[e] = b
         assign[point] = j
         assigned[point] = True
         iscal[1] += 1
         if e == M:
+            bound[e] = b
             if total < scal[0]:
                 scal[0] = total
                 for i in range(M):
                     best[i] = assign[i]
             continue
+        if psi is not None:
+            charged, pruned = charge_bound(X, e, k, cnt[e], mean[e], S[e], total, R, ub - tolerance, spec, psi)
+            if pruned:  # no completion beats the incumbent by more than the tolerance
+                if charged > ub:
+                    charged = ub
+                if charged < scal[1]:
+                    scal[1] = charged
+                continue
+            if charged > b:
+                b = charged
+        bound[e] = b
         if dynamic is None:
             branch_point[e] = e
         else:
@@ -321,6 +335,7 @@ class DollSearch:
     incumbent: float
     incumbent_assignment: np.ndarray
     dynamic: bool = False   # pick the branching point per node (then R must be 0)
+    charge: bool = False    # charge the unassigned points (bounds.charge_bound; static order only)
     nodes: int = 0
     arrays: dict = field(default_factory=dict)
 
@@ -351,6 +366,10 @@ class DollSearch:
         a["tmp_S"] = np.zeros((n, n))
         # Jacobi scratch (see _jacobi_smallest); None for n <= 2, whose kernels compile without it
         a["work"] = np.zeros((n, n)) if n > 2 else None
+        # charge_bound's scratch; None compiles the kernel without it
+        charged = self.charge and not self.dynamic
+        a["spec"] = np.zeros((k, n + 2))
+        a["psi"] = np.zeros((MU_STEPS, M)) if charged else None
         # the root: point 0 goes to cluster 0 (symmetry), bound R[1]
         a["nchild"][0] = 1
         a["child_j"][0, 0] = 0
@@ -363,7 +382,7 @@ class DollSearch:
         code = _search(self.X, self.R, int(self.k), a["cnt"], a["mean"], a["S"], a["lam"], a["used"], a["base"],
                        a["bound"], a["child_j"], a["child_b"], a["nchild"], a["pos"], a["branch_point"],
                        a["assigned"], True if self.dynamic else None, a["assign"], a["best"], a["scal"], a["iscal"],
-                       int(max_nodes), float(rel_gap), float(abs_gap), a["tmp_S"], a["work"])
+                       int(max_nodes), float(rel_gap), float(abs_gap), a["tmp_S"], a["work"], a["spec"], a["psi"])
         self.nodes = int(a["iscal"][1])
         self.incumbent = float(a["scal"][0])
         self.incumbent_assignment = a["best"].copy()
@@ -450,67 +469,116 @@ class BnbOutcome:
     stopped_by: str | None  # "time" / "nodes" / "interrupt" / None
     nodes: int
     dolls_solved: int
+    heuristic_objective: float = math.nan  # the first incumbent's cost (k-plane)
+    suffix_bounds: bool = False            # whether Russian dolls were searched (auto: after half the time)
 
 
-def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int | None = None,
-              rel_gap: float = 1e-6, abs_gap: float = 0.0, restarts: int = 10, seed: int = 0,
-              order: str = "farthest", progress: Progress | None = None,
-              suffix_bounds: bool = False, cost_unit: float = 1.0) -> BnbOutcome:
-    """Solve k-HC2 on ``points`` exactly (to the gap) by branch-and-bound.
+EXTRA_RESTARTS_FROM = 20      # extra_restarts=None: m - 20 more restarts above 20 points ...
+EXTRA_RESTARTS_TIME = 0.1     # ... within this share of the time limit
 
-    ``suffix_bounds=True`` adds the Russian-doll suffix bounds R (see the module docstring).
-    ``restarts=0`` starts from a trivial incumbent instead of the k-plane heuristic. Between
-    kernel batches (at most ~0.4 s apart) the search checks the time and node limits and a stop
-    request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`): a stopped search returns its
-    incumbent and a valid bound with ``stopped_by`` "time", "nodes" or "interrupt".
-    ``cost_unit`` multiplies the costs shown in progress lines (the caller's units).
+
+def first_incumbent(pts: np.ndarray, k: int, restarts: int, extra_restarts: int | None, seed: int,
+                    time_limit: float | None) -> tuple[np.ndarray, float]:
+    """bnb's first incumbent: k-plane with ``restarts`` (0: a trivial assignment), then more.
+
+    The first run is exactly the "heuristic" method's with the same restarts and seed, so the
+    exact method never starts from worse than ``solve("heuristic")``. Then ``extra_restarts``
+    more restarts start from its best (another seed); None sizes them for the problem: m - 20
+    above 20 points, within EXTRA_RESTARTS_TIME of a time limit (on hard instances the
+    incumbent's quality matters more than anything for a stopped run).
     """
-    if order == "dynamic" and suffix_bounds:
-        raise ModelError("the suffix bounds need a static branching order; order='dynamic' cannot use them")
-    start = time.perf_counter()
-    deadline = None if time_limit is None else start + time_limit
-    pts = np.asarray(points, dtype=np.float64)
     m, n = pts.shape
-    progress = progress or Progress(enabled=False)
-
-    if restarts > 0:
-        labels, cost = kplane(pts, k, restarts=restarts, seed=seed, time_limit=time_limit)
-    else:  # a trivial start: n points per cluster in input order
+    if restarts == 0:  # a trivial start: n points per cluster in input order
         labels = np.minimum(np.arange(m) // max(n, 1), k - 1).astype(np.int64)
-        cost = assignment_cost(pts, labels, k)
-    perm = branching_order(pts, k, order, labels)
-    X = np.ascontiguousarray(pts[perm])
-    inv_labels = labels[perm]
-    R = np.zeros(m + 1)
-    trivial = min(m, k * n)  # suffixes of at most k n points cost 0
-    nodes = 0
-    previous = None
-    first_doll = m - trivial - 1
-    if first_doll >= 0 and suffix_bounds:
-        # the trivial doll's optimum: n points per cluster, in order
-        previous = np.minimum(np.arange(trivial) // max(n, 1), k - 1).astype(np.int64)
-    dolls = 0
-    starts = range(first_doll, -1, -1) if suffix_bounds else range(min(first_doll, 0), -1, -1)
-    for s in starts:
-        Xs = X[s:]
-        if s == 0:
-            inc_labels, inc_cost = _relabel(inv_labels), cost
-            if previous is not None:
-                ext, ext_cost = _doll_incumbent(Xs, k, previous, seed)
-                if ext_cost < inc_cost:
-                    inc_labels, inc_cost = ext, ext_cost
-            gap_rel, gap_abs = rel_gap, abs_gap
-        else:
-            inc_labels, inc_cost = _doll_incumbent(Xs, k, previous, seed)
-            gap_rel, gap_abs = SUFFIX_REL_GAP, 0.0
-        search = DollSearch(Xs, R[s:], k, inc_cost, inc_labels, dynamic=order == "dynamic")
-        stopped = None
+        return labels, assignment_cost(pts, labels, k)
+    labels, cost = kplane(pts, k, restarts=restarts, seed=seed, time_limit=time_limit)
+    budget = None
+    if extra_restarts is None:
+        extra_restarts = max(0, m - EXTRA_RESTARTS_FROM)
+        budget = None if time_limit is None else EXTRA_RESTARTS_TIME * time_limit
+    if extra_restarts > 0 and not stop_requested():
+        more, more_cost = kplane(pts, k, restarts=extra_restarts, seed=seed + 1, init=labels, time_limit=budget)
+        if more_cost < cost:
+            labels, cost = more, more_cost
+    return labels, cost
+
+
+def _resolve_suffix_bounds(suffix_bounds, order: str, time_limit: float | None) -> bool | str:
+    """True / False, or "auto" (plain search for half the time limit, then dolls)."""
+    if suffix_bounds == "auto":
+        if order == "dynamic" or time_limit is None:
+            return False
+        return "auto"
+    if suffix_bounds and order == "dynamic":
+        raise ModelError("the suffix bounds need a static branching order; order='dynamic' cannot use them")
+    return bool(suffix_bounds)
+
+
+@dataclass
+class _Chain:
+    """One search over the dolls X[s:] for s in ``starts`` (the last start must be 0)."""
+
+    X: np.ndarray
+    k: int
+    R: np.ndarray
+    incumbent: np.ndarray   # an assignment of X (first-use labels) and its cost
+    cost: float
+    rel_gap: float
+    abs_gap: float
+    order: str
+    charge: bool
+    seed: int
+    progress: Progress
+    cost_unit: float
+    nodes: int = 0
+    dolls: int = 0
+
+    def run(self, starts, deadline: float | None, node_limit: int | None) -> tuple[float, bool, str | None]:
+        """Search the dolls in turn; (bound of the whole problem, complete, stopped_by).
+
+        A stopped doll s leaves R[s] = its bound, a lower bound of the whole problem too (the
+        k-HC2 optimum of a subset is at most that of the set)."""
+        m, n = self.X.shape
+        k = self.k
+        dolls = len(starts) > 1 or starts[0] > 0
+        previous = None
+        if dolls:  # the trivial doll's optimum (at most k n points): n points per cluster, in order
+            previous = np.minimum(np.arange(m - starts[0] - 1) // max(n, 1), k - 1).astype(np.int64)
+        for s in starts:
+            Xs = self.X[s:]
+            if s == 0:
+                inc_labels, inc_cost = self.incumbent, self.cost
+                if previous is not None:
+                    ext, ext_cost = _doll_incumbent(Xs, k, previous, self.seed)
+                    if ext_cost < inc_cost:
+                        inc_labels, inc_cost = ext, ext_cost
+                gap_rel, gap_abs = self.rel_gap, self.abs_gap
+            else:
+                inc_labels, inc_cost = _doll_incumbent(Xs, k, previous, self.seed)
+                gap_rel, gap_abs = SUFFIX_REL_GAP, 0.0
+            search = DollSearch(Xs, self.R[s:], k, inc_cost, inc_labels, dynamic=self.order == "dynamic",
+                                charge=self.charge)
+            stopped = self._drive(search, s, dolls, gap_rel, gap_abs, deadline, node_limit)
+            self.nodes += search.nodes
+            self.dolls += 1 if stopped is None else 0
+            self.R[s] = search.bound()
+            previous = search.incumbent_assignment
+            if s == 0:
+                self.incumbent, self.cost = search.incumbent_assignment, search.incumbent
+            if stopped is not None or s == 0:
+                return self.R[s], stopped is None and s == 0, stopped
+        raise AssertionError("the last doll is the whole problem")
+
+    def _drive(self, search: DollSearch, s: int, dolls: bool, gap_rel: float, gap_abs: float,
+               deadline: float | None, node_limit: int | None) -> str | None:
+        """Run one doll's kernel in batches until it is done or stopped; the stop reason."""
+        m = len(self.X)
         batch = BATCH_NODES[0]
-        doll = f"doll {m - s}/{m} " if suffix_bounds else ""
+        label = f"doll {m - s}/{m} " if dolls else ""
         while True:
             budget = batch
             if node_limit is not None:
-                budget = min(budget, node_limit - nodes - search.nodes)
+                budget = min(budget, node_limit - self.nodes - search.nodes)
             call_start = time.perf_counter()
             done = search.run(max(budget, 0), gap_rel, gap_abs) if budget > 0 else False
             if time.perf_counter() - call_start < BATCH_SECONDS:
@@ -518,35 +586,69 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
             open_count, _ = search.open_nodes()
             bound_now = search.bound()
             gap_now = (search.incumbent - bound_now) / max(abs(search.incumbent), 1e-10)
-            progress(f"bnb {doll}nodes {nodes + search.nodes} open {open_count} "
-                     f"incumbent {search.incumbent * cost_unit:.8g} bound {bound_now * cost_unit:.8g} "
-                     f"gap {100 * gap_now:.3g}%", force=done and s == 0)
+            self.progress(f"bnb {label}nodes {self.nodes + search.nodes} open {open_count} "
+                          f"incumbent {search.incumbent * self.cost_unit:.8g} bound {bound_now * self.cost_unit:.8g} "
+                          f"gap {100 * gap_now:.3g}%", force=done and s == 0)
             if done:
-                break
+                return None
             if stop_requested():
-                stopped = "interrupt"
-                break
-            if node_limit is not None and nodes + search.nodes >= node_limit:
-                stopped = "nodes"
-                break
+                return "interrupt"
+            if node_limit is not None and self.nodes + search.nodes >= node_limit:
+                return "nodes"
             if deadline is not None and time.perf_counter() > deadline:
-                stopped = "time"
-                break
-        nodes += search.nodes
-        dolls += 1 if stopped is None else 0
-        R[s] = search.bound()
-        previous = search.incumbent_assignment
-        if stopped is not None or s == 0:
-            if s == 0:
-                final_labels = search.incumbent_assignment
-            else:  # the whole problem was never reached: keep the heuristic's answer
-                final_labels = _relabel(inv_labels)
-            assignment = np.empty(m, dtype=np.int64)
-            assignment[perm] = final_labels
-            objective = assignment_cost(pts, assignment, k)
-            bound = min(R[s], objective)
-            return BnbOutcome(assignment, objective, bound, stopped is None, stopped, nodes, dolls)
-    # m <= k n: every cluster holds at most n points, cost 0
+                return "time"
+
+
+def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int | None = None,
+              rel_gap: float = 1e-6, abs_gap: float = 0.0, restarts: int = 10, extra_restarts: int | None = None,
+              seed: int = 0,
+              order: str = "farthest", progress: Progress | None = None,
+              suffix_bounds: bool | str = "auto", charge_bound: bool = False, cost_unit: float = 1.0) -> BnbOutcome:
+    """Solve k-HC2 on ``points`` exactly (to the gap) by branch-and-bound.
+
+    ``suffix_bounds=True`` adds the Russian-doll suffix bounds R (see the module docstring);
+    ``"auto"`` (default) searches without them for the first half of a time limit and, if that
+    did not finish, spends the second half on the dolls, so that a stopped run reports the
+    dolls' bound (the plain search's open nodes near the root bound next to nothing); without
+    a time limit "auto" is False. ``charge_bound=True`` adds the unassigned-point charge of
+    :mod:`solvopt.khc.bounds` (static orders). ``restarts``, ``extra_restarts``: see
+    :func:`first_incumbent`.
+    Between kernel batches (at most ~0.4 s apart) the search checks the time and node limits and
+    a stop request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`): a stopped search
+    returns its incumbent and a valid bound with ``stopped_by`` "time", "nodes" or "interrupt".
+    ``cost_unit`` multiplies the costs shown in progress lines (the caller's units).
+    """
+    mode = _resolve_suffix_bounds(suffix_bounds, order, time_limit)
+    start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit
+    pts = np.asarray(points, dtype=np.float64)
+    m, n = pts.shape
+    progress = progress or Progress(enabled=False)
+
+    labels, cost = first_incumbent(pts, k, restarts, extra_restarts, seed, time_limit)
+    perm = branching_order(pts, k, order, labels)
+    X = np.ascontiguousarray(pts[perm])
+    first_doll = m - min(m, k * n) - 1  # suffixes of at most k n points cost 0
+    if first_doll < 0:  # m <= k n: every cluster holds at most n points, cost 0
+        assignment = np.empty(m, dtype=np.int64)
+        assignment[perm] = np.minimum(np.arange(m) // max(n, 1), k - 1)
+        return BnbOutcome(assignment, assignment_cost(pts, assignment, k), 0.0, True, None, 0, 0, cost)
+    chain = _Chain(X, k, np.zeros(m + 1), _relabel(labels[perm]), cost, rel_gap, abs_gap, order, charge_bound,
+                   seed, progress, cost_unit)
+    dolls = list(range(first_doll, -1, -1))
+    if mode is True:
+        bound, complete, stopped = chain.run(dolls, deadline, node_limit)
+    else:
+        half = None if mode is False else start + 0.5 * time_limit
+        bound, complete, stopped = chain.run([0], half if half is not None else deadline, node_limit)
+        if mode == "auto" and stopped == "time" and time.perf_counter() < deadline:
+            plain_bound = bound
+            chain.R[:] = 0.0
+            bound, complete, stopped = chain.run(dolls, deadline, node_limit)
+            bound = max(bound, plain_bound)
+            mode = True
     assignment = np.empty(m, dtype=np.int64)
-    assignment[perm] = np.minimum(np.arange(m) // max(n, 1), k - 1)
-    return BnbOutcome(assignment, assignment_cost(pts, assignment, k), 0.0, True, None, 0, 0)
+    assignment[perm] = chain.incumbent
+    objective = assignment_cost(pts, assignment, k)
+    return BnbOutcome(assignment, objective, min(bound, objective), complete, stopped, chain.nodes, chain.dolls,
+                      cost, mode is True)

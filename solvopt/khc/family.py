@@ -19,6 +19,14 @@ FAMILY = Family(
                             "or the p-norm relaxations inf | 1", target="solver", metavar="SET"),
         Param("restarts", int, "k-plane restarts (heuristic; first incumbent of bnb and sbb, 0: none)",
               target="solver", metavar="N"),
+        Param("extra_restarts", int, "bnb: more k-plane restarts from the first incumbent (default: m - 20 "
+                                     "above 20 points)", target="solver", metavar="N"),
+        Param("order", str, "bnb's branching order: farthest | dynamic | margin | input", target="solver",
+              metavar="ORDER"),
+        Param("suffix_bounds", str, "bnb's Russian-doll suffix bounds: on | off | auto (auto: after half "
+                                    "the time limit)", target="solver", metavar="MODE"),
+        Param("charge_bound", str, "bnb's charge of the unassigned points: on | off", target="solver",
+              metavar="MODE"),
     ),
     from_instance="solvopt.khc.instance:model_from_instance",
 )

@@ -22,7 +22,7 @@ from ..core.result import Result, Termination
 from .bnb import ORDERS, solve_bnb
 from .brute_force import solve_brute_force
 from .heuristics import kplane
-from .options import count_option, restarts_option
+from .options import count_option, restarts_option, switch, switch_or_auto
 from .problem import KhcProblem
 
 _STOPPED_BY = {None: None, "time": Termination.TIME_LIMIT, "nodes": Termination.ITERATION_LIMIT,
@@ -48,23 +48,28 @@ class BnbSolver(_AssignmentSolver):
     honours = frozenset({"rel_gap", "abs_gap", "node_limit"})
     options = (
         restarts_option(0, "for the first incumbent (0: a trivial one)"),
+        count_option("extra_restarts", 0, None, "more k-plane restarts from the first incumbent (default: "
+                                                "m - 20 above 20 points, within 10% of a time limit)"),
         Option("order", str, "farthest", "branching order of the points", choices=ORDERS),
-        Option("suffix_bounds", bool, False, "Russian-doll suffix bounds (solve every suffix first)"),
+        Option("suffix_bounds", switch_or_auto, "auto",
+               "Russian-doll suffix bounds (solve every suffix first); auto: after half a time limit"),
+        Option("charge_bound", switch, False, "charge the unassigned points (solvopt.khc.bounds; static orders)"),
     )
 
     def solve(self, compiled, options: SolveOptions) -> Result:
         problem = KhcProblem.of(compiled)
-        suffix_bounds = options.extra["suffix_bounds"]
+        extra = options.extra
         out = solve_bnb(problem.unit, problem.k, time_limit=options.time_limit, node_limit=options.node_limit,
                         rel_gap=options.rel_gap, abs_gap=problem.unit_abs_gap(options.abs_gap),
-                        restarts=options.extra["restarts"], seed=options.seed, order=options.extra["order"],
-                        progress=Progress(options.progress, log=options.log), suffix_bounds=suffix_bounds,
-                        cost_unit=problem.cost(1.0))
+                        restarts=extra["restarts"], extra_restarts=extra["extra_restarts"], seed=options.seed, order=extra["order"],
+                        progress=Progress(options.progress, log=options.log), suffix_bounds=extra["suffix_bounds"],
+                        charge_bound=extra["charge_bound"], cost_unit=problem.cost(1.0))
         message = _WHY[out.stopped_by]
-        if not out.complete and suffix_bounds:
+        if not out.complete and out.suffix_bounds:
             message += f" after {out.dolls_solved} of the nested suffix problems"
-        stats = {"nodes": out.nodes, "order": options.extra["order"]}
-        if suffix_bounds:
+        stats = {"nodes": out.nodes, "order": extra["order"], "heuristic_objective": problem.cost(out.heuristic_objective),
+                 "suffix_bounds": out.suffix_bounds}
+        if out.suffix_bounds:
             stats["dolls_solved"] = out.dolls_solved
         return problem.result(out.assignment, out.bound, stopped=_STOPPED_BY[out.stopped_by], method=self.name,
                               stats=stats, message=message)

@@ -1,0 +1,136 @@
+"""k-HC2 exact bnb at growing sizes (issue 12, goal 1): node counts and times, variant against variant.
+
+Fixed instances (m, n, k, kind, seed): ``uniform`` points in [0, 10]^n, or ``planted``: points
+uniform in [0, 10]^n projected onto k random hyperplanes (random normal, through a random point
+of the box) plus Gaussian noise of standard deviation ``--sigma`` (default 0.1) in every
+coordinate; ``noisy``: the same with noise 5 sigma. Every instance is solved by each variant of :func:`solvopt.khc.bnb.solve_bnb` in
+one process, side by side (same incumbent: the heuristic runs inside each solve with the same
+seed), so the node and time ratios between variants are what to read; the machine is shared
+(2 cores, other engineers' jobs), absolute times are noisy.
+
+Variants: ``plain`` (charge_bound=False: the bnb before issue 12), ``charge`` (the default: the
+unassigned-point charge of :mod:`solvopt.khc.bounds`), ``charge+dolls`` (with suffix_bounds).
+
+    python benchmarks/khc_bnb_scale.py --time-limit 60                    # default set
+    python benchmarks/khc_bnb_scale.py --sizes 40,60 --variants plain,charge --time-limit 30
+    python benchmarks/khc_bnb_scale.py --out benchmarks/results/khc_bnb_scale --time-limit 300
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from solvopt.khc.bnb import solve_bnb  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+VARIANTS = {
+    "plain": {"charge_bound": False},
+    "charge": {},
+    "charge+dolls": {"suffix_bounds": True},
+}
+
+
+def planted_points(m: int, n: int, k: int, sigma: float, seed: int) -> np.ndarray:
+    """m points near k random hyperplanes crossing the box [0, 10]^n, Gaussian noise sigma."""
+    rng = np.random.default_rng(seed)
+    normals = rng.normal(size=(k, n))
+    normals /= np.linalg.norm(normals, axis=1)[:, None]
+    anchors = rng.uniform(0.0, 10.0, size=(k, n))
+    label = rng.integers(0, k, size=m)
+    pts = rng.uniform(0.0, 10.0, size=(m, n))
+    w = normals[label]
+    pts -= np.einsum("mn,mn->m", pts - anchors[label], w)[:, None] * w
+    return pts + sigma * rng.normal(size=(m, n))
+
+
+def instance(m: int, n: int, k: int, kind: str, seed: int, sigma: float) -> np.ndarray:
+    """``uniform``; ``planted`` (noise ``sigma``); ``noisy``: planted with noise 5 sigma."""
+    if kind == "uniform":
+        return np.random.default_rng(seed).uniform(0.0, 10.0, size=(m, n))
+    return planted_points(m, n, k, sigma if kind == "planted" else 5 * sigma, seed)
+
+
+def run(points: np.ndarray, k: int, options: dict, time_limit: float, restarts: int) -> dict:
+    start = time.perf_counter()
+    out = solve_bnb(points, k, time_limit=time_limit, restarts=restarts, **options)
+    wall = time.perf_counter() - start
+    gap = (out.objective - out.bound) / max(abs(out.objective), 1e-12)
+    return {"time": wall, "nodes": out.nodes, "objective": out.objective, "bound": out.bound, "gap": gap,
+            "complete": out.complete}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="40,50,60,80,100")
+    parser.add_argument("--dims", default="2,3")
+    parser.add_argument("--ks", default="2,3")
+    parser.add_argument("--kinds", default="uniform,planted,noisy")
+    parser.add_argument("--variants", default="plain,charge")
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--restarts", type=int, default=50)
+    parser.add_argument("--sigma", type=float, default=0.1)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", default=None, help="write OUT.md and OUT.json")
+    args = parser.parse_args()
+    ints = lambda text: [int(x) for x in text.split(",")]  # noqa: E731
+    variants = args.variants.split(",")
+    # warm the kernels (compile) outside the timings
+    warm = np.random.default_rng(0).uniform(0, 10, size=(12, 3))
+    for name in variants:
+        solve_bnb(warm, 2, restarts=1, **VARIANTS[name])
+        solve_bnb(warm[:, :2], 2, restarts=1, **VARIANTS[name])
+    rows = []
+    for m in ints(args.sizes):
+        for n in ints(args.dims):
+            for k in ints(args.ks):
+                for kind in args.kinds.split(","):
+                    points = instance(m, n, k, kind, args.seed + m + 10 * n + 100 * k, args.sigma)
+                    row = {"m": m, "n": n, "k": k, "kind": kind, "runs": {}}
+                    for name in variants:
+                        row["runs"][name] = run(points, k, VARIANTS[name], args.time_limit, args.restarts)
+                        r = row["runs"][name]
+                        print(f"m={m} n={n} k={k} {kind:8s} {name:13s} time {r['time']:7.2f}s nodes {r['nodes']:>11d} "
+                              f"obj {r['objective']:.6g} bound {r['bound']:.6g} gap {100 * r['gap']:.3g}% "
+                              f"{'proven' if r['complete'] else 'stopped'}", flush=True)
+                    rows.append(row)
+    if args.out:
+        write(Path(args.out), rows, variants, args)
+
+
+def write(out: Path, rows: list, variants: list, args) -> None:
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": f"{platform.node()} ({os.cpu_count()} cores, shared), {platform.processor() or platform.machine()}",
+            "time_limit": args.time_limit, "restarts": args.restarts, "sigma": args.sigma, "seed": args.seed}
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    lines = [f"# k-HC2 bnb at growing sizes ({meta['date']})", "",
+             f"Machine: {meta['machine']}. Time limit {args.time_limit:g} s per run, heuristic restarts "
+             f"{args.restarts}, planted noise sigma {args.sigma:g}. Written by `python benchmarks/khc_bnb_scale.py`.",
+             "", "| m | n | k | kind | " + " | ".join(f"{v}: time / nodes / gap" for v in variants) + " | node ratio | time ratio |",
+             "|" + "---|" * (4 + len(variants) + 2)]
+    for row in rows:
+        cells = []
+        for v in variants:
+            r = row["runs"][v]
+            mark = "" if r["complete"] else " (stopped)"
+            cells.append(f"{r['time']:.2f} s / {r['nodes']} / {100 * r['gap']:.3g}%{mark}")
+        a, b = row["runs"][variants[0]], row["runs"][variants[-1]]
+        ratio_nodes = f"{a['nodes'] / max(b['nodes'], 1):.3g}" if a["complete"] and b["complete"] else "-"
+        ratio_time = f"{a['time'] / max(b['time'], 1e-9):.3g}" if a["complete"] and b["complete"] else "-"
+        lines.append(f"| {row['m']} | {row['n']} | {row['k']} | {row['kind']} | " + " | ".join(cells)
+                     + f" | {ratio_nodes} | {ratio_time} |")
+    lines += ["", f"Ratios: {variants[0]} over {variants[-1]} (only where both proved optimality)."]
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

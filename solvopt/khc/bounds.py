@@ -1,0 +1,266 @@
+"""Node bounds of the k-HC2 assignment branch-and-bound that charge the unassigned points.
+
+A node of :mod:`solvopt.khc.bnb` has partial clusters A_1..A_k (N_j points, centroid c_j, centred
+scatter S_j, smallest eigenvalue lambda_j) and unassigned points U, in the static order a suffix
+of the points. Its plain bound sum_j lambda_j charges nothing for U. This module charges them.
+
+**The charge of one point.** For a plane P write f_j(P) = sum_{a in A_j} dist(a, P)^2 and
+e_j(P) = f_j(P) - lambda_j >= 0 (the excess of P over A_j's best plane). For mu > 0,
+
+    phi_j(u, mu) = min_P [ mu e_j(P) + dist(u, P)^2 ]
+                 = mu ( lambda_min(S_j + beta v v^T) - lambda_j ),   v = u - c_j, beta = N_j / (N_j mu + 1):
+
+mu f_j(P) + dist(u, P)^2 is mu times the least-squares cost of A_j plus u with weight W = 1/mu,
+whose best plane passes through the weighted centroid and costs the smallest eigenvalue of the
+weighted scatter S_j + (N_j W / (N_j + W)) v v^T. phi is 0 while N_j < n (a plane passes
+through A_j and u), concave and nondecreasing in mu, and tends to u's distance to A_j's plane.
+
+**Lower bound on lambda_min(S + beta v v^T) without an n x n eigenproblem.** With the smallest
+eigenpair (lambda_1, q) and the second eigenvalue lambda_2 of S, S >= T := lambda_1 q q^T +
+lambda_2 (I - q q^T) (Loewner order), so lambda_min(S + beta v v^T) >= lambda_min(T + beta v v^T).
+T + beta v v^T is lambda_2 on the complement of span{q, v} and, in the basis q, v_perp/|v_perp|,
+lambda_1 I + [[beta z1^2, beta z1 z2], [beta z1 z2, g + beta z2^2]] with z1 = q^T v,
+z2^2 = |v|^2 - z1^2 and the gap g = lambda_2 - lambda_1; that block's smallest eigenvalue is at
+most lambda_1 + g (test vector (z2, -z1)), so
+
+    lambda_min(S + beta v v^T) - lambda_1 >= incr := 2 beta g z1^2 / (tr + sqrt(tr^2 - 4 beta g z1^2)),
+    tr = g + beta |v|^2
+
+(exact for n = 2). One dot product per point and cluster, no eigenproblem. The spectrum of S_j
+comes in closed form for n <= 3 (:func:`_spectrum`); where it is not resolved accurately (a
+near-double eigenvalue of the 3 x 3 formula) or n > 3, g is taken as 0 and the charge is 0.
+Rounding: the eigenvector's error rotates T by an angle ~ eps ||S|| / g, which moves the bound
+by about eps ||S||; ``MARGIN`` * trace(S_j), far above that, is subtracted from every incr.
+
+**Sharing the clusters' excess.** Let U' be the next t unassigned points and U'' the rest (a
+suffix, whose k-HC2 optimum is at least R[.], the Russian-doll bound, 0 without dolls). For any
+completion with planes P_j and any mu > 0, every u in U' assigned to cluster c(u) satisfies
+dist(u, P_c(u))^2 >= phi_c(u)(u, mu) - mu e_c(u)(P_c(u)) >= psi_u(mu) - mu e_c(u)(P_c(u)) with
+psi_u(mu) = min_j phi_j(u, mu). Summing, with t_j points of U' in cluster j,
+
+    total >= sum_j lambda_j + R + sum_{u in U'} psi_u(mu) + sum_j e_j(P_j) (1 - mu t_j).
+
+(1) mu t <= 1: every coefficient 1 - mu t_j >= 0, so total >= sum_j lambda_j + R + sum psi_u(mu):
+    a valid node bound (reported, and inherited by the children).
+(2) mu t > 1: suppose the completion costs less than the target T (incumbent minus the gap
+    tolerance). Every other term is >= 0, so each e_j <= s := T - sum_j lambda_j - R, and
+    sum_j e_j (1 - mu t_j) >= -s sum_j max(0, mu t_j - 1) >= -s (mu t - 1) (the t_j sum to t).
+    Hence total >= sum_j lambda_j + R + sum psi_u(mu) - s (mu t - 1); if that is >= T, no
+    completion beats T and the node is pruned (its subtree's costs are >= min(incumbent, that
+    value), which is what the search records as the bound of a pruned node).
+
+Every t (U' a prefix of U, R = R[e + t]) and every mu of a small grid mu_g = MU_RATIO^g / |U| is
+tried; prefix sums make all t cost O(|U|) per mu, the charges O(|U| k) per mu. (Sharing is
+what makes it valid: the tempting sum of each point's cheapest single-point increase double
+counts a cluster's excess, see bnb.py.)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+MU_STEPS = 6          # the mu grid: MU_RATIO^g / |U| for g < MU_STEPS
+MU_RATIO = 4.0
+MARGIN = 1e-12        # times trace(S_j): subtracted from each charge (rounding of the spectrum)
+CHARGE_DEPTH = 1.0
+NEAR_DOUBLE = 1e-4    # as in bnb: the 3 x 3 closed form only when |r| <= 1 - NEAR_DOUBLE
+
+
+@njit(cache=True)
+def _spectrum(S, n, q):
+    """(lambda_1, lambda_2 - lambda_1) of the symmetric S (n <= 3) and its unit eigenvector q.
+
+    The gap is 0 (no charge from this cluster) where the closed form is not accurate: n = 3
+    near a double eigenvalue, a zero matrix, or n > 3.
+    """
+    if n == 1:
+        q[0] = 1.0
+        return S[0, 0], 0.0
+    if n == 2:
+        a, b, c = S[0, 0], S[0, 1], S[1, 1]
+        half = 0.5 * (a - c)
+        rad = math.sqrt(half * half + b * b)
+        lam1 = 0.5 * (a + c) - rad
+        # (S - lam1 I) q = 0: q is orthogonal to either row; take the longer candidate
+        x0, y0 = b, lam1 - a
+        x1, y1 = c - lam1, -b
+        if x0 * x0 + y0 * y0 >= x1 * x1 + y1 * y1:
+            x, y = x0, y0
+        else:
+            x, y = x1, y1
+        norm = math.sqrt(x * x + y * y)
+        if norm == 0.0 or rad == 0.0:
+            return lam1, 0.0
+        q[0] = x / norm
+        q[1] = y / norm
+        return lam1, 2.0 * rad
+    if n > 3:
+        return 0.0, 0.0
+    a, b, c = S[0, 0], S[1, 1], S[2, 2]
+    d, e, f = S[0, 1], S[0, 2], S[1, 2]
+    mean = (a + b + c) / 3.0
+    p2 = (a - mean) ** 2 + (b - mean) ** 2 + (c - mean) ** 2 + 2.0 * (d * d + e * e + f * f)
+    if p2 <= 0.0:
+        return mean, 0.0
+    p = math.sqrt(p2 / 6.0)
+    ba, bb, bc = (a - mean) / p, (b - mean) / p, (c - mean) / p
+    bd, be, bf = d / p, e / p, f / p
+    r = 0.5 * (ba * (bb * bc - bf * bf) - bd * (bd * bc - bf * be) + be * (bd * bf - bb * be))
+    if abs(r) > 1.0 - NEAR_DOUBLE:
+        return 0.0, 0.0
+    phi = math.acos(r) / 3.0
+    lam_max = mean + 2.0 * p * math.cos(phi)
+    lam1 = mean + 2.0 * p * math.cos(phi + 2.0 * math.pi / 3.0)
+    lam2 = 3.0 * mean - lam1 - lam_max
+    # the eigenvector of lam1: the longest cross product of two rows of S - lam1 I
+    r0x, r0y, r0z = a - lam1, d, e
+    r1x, r1y, r1z = d, b - lam1, f
+    r2x, r2y, r2z = e, f, c - lam1
+    best = -1.0
+    for pair in range(3):
+        if pair == 0:
+            ux, uy, uz, vx, vy, vz = r0x, r0y, r0z, r1x, r1y, r1z
+        elif pair == 1:
+            ux, uy, uz, vx, vy, vz = r0x, r0y, r0z, r2x, r2y, r2z
+        else:
+            ux, uy, uz, vx, vy, vz = r1x, r1y, r1z, r2x, r2y, r2z
+        cx, cy, cz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+        size = cx * cx + cy * cy + cz * cz
+        if size > best:
+            best = size
+            q[0], q[1], q[2] = cx, cy, cz
+    if best <= 0.0:
+        return lam1, 0.0
+    norm = math.sqrt(best)
+    for i in range(3):
+        q[i] /= norm
+    gap = lam2 - lam1
+    return lam1, gap if gap > 0.0 else 0.0
+
+
+@njit(cache=True)
+def charge_bound(X, e, k, cnt, mean, S, base, R, target, spec, psi):
+    """(bound, pruned) of the node at depth ``e`` charging the unassigned points X[e:].
+
+    ``cnt``, ``mean``, ``S`` are the node's k clusters (counts, centroids, centred scatters),
+    ``base`` = sum_j lambda_j, ``R`` the suffix bounds (R[len(X)] = 0), ``target`` the value a
+    completion must beat (incumbent minus gap tolerance). ``spec`` (k x (n + 2)) and ``psi``
+    (MU_STEPS x len(X)) are scratch. Returns a valid lower bound of the node (case (1) of the
+    module docstring, at least base + R[e]) and, when case (1) or (2) shows that no completion
+    beats ``target``, pruned = True with the bound replaced by the value that proved it.
+    """
+    M, n = X.shape
+    size = M - e
+    plain = base + R[e]
+    if size <= 0 or size > CHARGE_DEPTH * M:
+        return plain, False
+    for j in range(k):
+        if cnt[j] < n:  # a plane passes through A_j and any point: every charge is 0
+            return plain, False
+    for j in range(k):
+        lam1, gap = _spectrum(S[j], n, spec[j])
+        spec[j, n] = gap
+        trace = 0.0
+        for a in range(n):
+            trace += S[j, a, a]
+        spec[j, n + 1] = MARGIN * trace
+    # screen: every charge is at most the point's squared distance to the nearest cluster plane
+    # (phi_j(u, mu) <= mu beta z1^2 <= z1^2), so when even those sums cannot reach the target
+    # the node keeps its plain bound and the charges are not computed
+    reach = plain
+    acc = 0.0
+    for i in range(size):
+        u = e + i
+        nearest = math.inf
+        for j in range(k):
+            if spec[j, n] <= 0.0:
+                nearest = 0.0
+                break
+            z1 = 0.0
+            for a in range(n):
+                z1 += spec[j, a] * (X[u, a] - mean[j, a])
+            if z1 * z1 < nearest:
+                nearest = z1 * z1
+        acc += nearest
+        if base + R[e + i + 1] + acc > reach:
+            reach = base + R[e + i + 1] + acc
+    if reach < target:
+        return plain, False
+    for i in range(size):
+        for g in range(MU_STEPS):
+            psi[g, i] = math.inf
+        u = e + i
+        for j in range(k):
+            gap = spec[j, n]
+            if gap <= 0.0:
+                for g in range(MU_STEPS):
+                    psi[g, i] = 0.0
+                break
+            z1 = 0.0
+            r2 = 0.0
+            for a in range(n):
+                v = X[u, a] - mean[j, a]
+                z1 += spec[j, a] * v
+                r2 += v * v
+            z1sq = z1 * z1
+            N = cnt[j]
+            mu = 1.0 / size
+            for g in range(MU_STEPS):
+                beta = N / (N * mu + 1.0)
+                tr = gap + beta * r2
+                det = beta * gap * z1sq
+                disc = tr * tr - 4.0 * det
+                incr = 2.0 * det / (tr + math.sqrt(disc if disc > 0.0 else 0.0)) if tr > 0.0 else 0.0
+                phi = mu * (incr - spec[j, n + 1])
+                if phi < 0.0:
+                    phi = 0.0
+                if phi < psi[g, i]:
+                    psi[g, i] = phi
+                mu *= MU_RATIO
+    best = plain
+    mu = 1.0 / size
+    for g in range(MU_STEPS):
+        acc = 0.0
+        for t in range(1, size + 1):
+            acc += psi[g, t - 1]
+            rest = base + R[e + t]
+            excess = t * mu - 1.0
+            if g == 0 or excess <= 0.0:  # case (1), mu t <= 1: a valid bound
+                value = rest + acc
+                if value > best:
+                    best = value
+                if value >= target:
+                    return value, True
+            else:  # case (2): valid only against completions below the target
+                value = rest + acc - (target - rest) * excess
+                if value >= target:
+                    return value, True
+        mu *= MU_RATIO
+    # each point its own mu: the grid value maximising psi_u(mu) - s mu with s the slack of U' = U
+    slack = target - base - R[M]
+    acc = 0.0
+    mu_sum = 0.0
+    for t in range(1, size + 1):
+        i = t - 1
+        mu = 1.0 / size
+        pick, pick_mu, pick_value = 0.0, 0.0, 0.0
+        for g in range(MU_STEPS):
+            value = psi[g, i] - slack * mu
+            if value > pick_value:
+                pick, pick_mu, pick_value = psi[g, i], mu, value
+            mu *= MU_RATIO
+        acc += pick
+        mu_sum += pick_mu
+        rest = base + R[e + t]
+        excess = mu_sum - 1.0
+        if excess <= 0.0:
+            value = rest + acc
+            if value > best:
+                best = value
+        else:
+            value = rest + acc - (target - rest) * excess
+        if value >= target:
+            return value, True
+    return best, False
