@@ -6,8 +6,8 @@
   killed with os.kill mid-batch loses no result; the SAA estimate (stochastic split) and the
   inventory DP's statistics are bit-identical for 1 (in process), 2 and 4 workers; a deadline
   returns what merged with the scenarios done;
-- the CLI: --workers gives the sequential table's rows; SIGINT prints the finished instances'
-  lines and exits 130.
+- the CLI on --workers 2: SIGINT prints the finished instances' lines (the same answers as in
+  one process), writes their --out files, lists the others and exits 130.
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from solvopt.core.result import Termination
 from solvopt.core.tasks import TaskError, map_tasks, use_client
 from solvopt.dsl import StochasticSplit
 from solvopt.dsl.inventory import InventoryReinsertion
+from solvopt.io import read_instance
 
 REPO = Path(__file__).resolve().parents[1]
 KHC = sorted((REPO / "instances" / "khc").glob("*.dat"))
@@ -98,41 +99,53 @@ def _same(a, b):
 def test_a_batch_on_two_workers_equals_the_sequential_results(client):
     inputs = [*KHC, *CVRP, REPO / "no-such-file.dat", split_model(2000)]
     sequential = solvopt.solve_list(inputs, seed=3)
-    order = [r.stats["batch_index"] for r in solvopt.solve_many(inputs, client, seed=3)]
-    assert sorted(order) == list(range(len(inputs)))          # every input once, in completion order
-    distributed = solvopt.solve_list(inputs, client, seed=3)
-    for a, b in zip(sequential, distributed):
-        _same(a, b)
-    assert distributed[len(KHC) + len(CVRP)].termination is Termination.ERROR
+    finished = list(solvopt.solve_many(inputs, client, seed=3))
+    assert sorted(r.stats["batch_index"] for r in finished) == list(range(len(inputs)))   # each once
+    for r in finished:
+        _same(r, sequential[r.stats["batch_index"]])
+    assert sequential[len(KHC) + len(CVRP)].termination is Termination.ERROR
 
 
 def test_a_worker_killed_mid_batch_loses_no_result(client):
     inputs = [*KHC, *KHC, *KHC]
     expected = [r.objective for r in solvopt.solve_list(inputs)]
-    got, killed = {}, False
+    got, killed = {}, None
     for result in solvopt.solve_many(inputs, client):
         got[result.stats["batch_index"]] = result
-        if not killed:  # the other worker is busy: kill one (the nanny restarts it; its task reruns)
-            pid = next(iter(client.run(os.getpid).values()))
-            os.kill(pid, signal.SIGKILL)
-            killed = True
-    assert killed and sorted(got) == list(range(len(inputs)))
-    assert [got[i].objective for i in range(len(inputs))] == expected
-    assert all(r.termination is Termination.OPTIMAL for r in got.values())
+        busy = [address for address, keys in client.processing().items() if keys]
+        if killed is None and busy:  # kill a worker while it runs a task (the nanny restarts it; the task reruns)
+            killed = client.run(os.getpid, workers=busy[:1])[busy[0]]
+            os.kill(killed, signal.SIGKILL)
+    assert killed is not None
+    assert sorted(got) == list(range(len(inputs)))
+    assert [(got[i].termination, got[i].objective) for i in range(len(inputs))] == [
+        (Termination.OPTIMAL, objective) for objective in expected]
+
+
+@pytest.mark.parametrize("where", ["here", "cluster"])
+def test_a_stop_request_ends_the_batch_with_what_has_finished(where, request):
+    from solvopt.core.interrupt import request_stop
+    client = request.getfixturevalue("client") if where == "cluster" else None
+    inputs = [*KHC, *KHC, *KHC]
+    finished = []
+    for result in solvopt.solve_many(inputs, client):
+        finished.append(result)
+        request_stop()                       # what Ctrl-C does inside a batch
+    assert 1 <= len(finished) < len(inputs)
+    assert all(r.termination in (Termination.OPTIMAL, Termination.INTERRUPTED) for r in finished)
 
 
 def test_the_saa_estimate_is_bit_identical_for_1_2_and_4_workers(client):
+    from distributed import Client, LocalCluster
     model = split_model()
     one = model.solve(seed=11, chunk=500)                      # one process, no cluster
-    estimates = {}
-    for workers in (2, 4):
-        client.cluster.scale(workers)
-        client.wait_for_workers(workers)
-        with use_client(client):
-            r = model.solve(seed=11, chunk=500)
-        estimates[workers] = r
-    client.cluster.scale(2)
-    for r in estimates.values():
+    with use_client(client):
+        two = model.solve(seed=11, chunk=500)
+    # 4 workers as threads of this process: quick to start, and each chunk is still its own task
+    with LocalCluster(n_workers=4, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as four_client, use_client(four_client):
+        four = model.solve(seed=11, chunk=500)
+    for r in (two, four):
         assert r.objective == one.objective
         assert r.solution["std_error"] == one.solution["std_error"]
         assert r.solution["ci95"] == one.solution["ci95"]
@@ -166,18 +179,6 @@ def _cli(args, **kwargs):
                             stderr=subprocess.PIPE, text=True, **kwargs)
 
 
-def test_cli_workers_print_the_sequential_rows():
-    pytest.importorskip("distributed")
-    paths = [str(p) for p in KHC]
-    proc = _cli(["solve", *paths, "--workers", "2", "--json"])
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    records = {r["instance"]: r for r in map(json.loads, out.splitlines())}
-    for p in KHC:
-        ref = solvopt.solve_list([p])[0]
-        assert records[p.stem]["objective"] == ref.objective and records[p.stem]["termination"] == "optimal"
-
-
 def _points(path: Path, seed: int, m: int) -> None:
     """m uniform points in 3-D; with k = 3, bnb proves m = 8 at once and m = 60 in minutes."""
     pts = np.random.default_rng(seed).uniform(0, 10, (m, 3))
@@ -204,7 +205,11 @@ def test_sigint_on_a_worker_batch_prints_the_finished_and_exits_130(tmp_path):
         pytest.fail("the CLI did not stop within 60 s of SIGINT")
     err = proc.stderr.read()
     assert proc.returncode == 130, err
-    assert {json.loads(line)["instance"] for line in first} == {"q1", "q2"}
+    records = {r["instance"]: r for r in map(json.loads, first)}
+    assert sorted(records) == ["q1", "q2"]
+    for p in quick:  # the same answer as a solve in this process
+        ref = solvopt.solve_list([read_instance(str(p), k=3)])[0]
+        assert records[p.stem]["objective"] == ref.objective and records[p.stem]["termination"] == "optimal"
     assert lines.empty() or all(not line.strip() for line in list(lines.queue))
     assert "skipped 2 instance(s) not finished" in err and str(hard[0]) in err and "Traceback" not in err
     assert sorted(os.listdir(tmp_path / "out")) == ["q1.json", "q2.json"]

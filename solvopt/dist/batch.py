@@ -15,6 +15,7 @@ import os
 from typing import Any, Iterable, Iterator
 
 from solvopt.core.errors import SolvoptError
+from solvopt.core.interrupt import catching_sigint
 from solvopt.core.progress import Progress
 from solvopt.core.result import Result, SolutionStatus, Termination
 from solvopt.core.tasks import TaskError, exception_message, map_tasks
@@ -66,21 +67,24 @@ def solve_many(items: Iterable, client=None, *, workers: int | None = None, meth
     processes for this batch; neither: one after the other in this process. ``options`` go to
     every solve (``time_limit`` is per input). ``progress``: a line per finished input on
     stderr (default: when stderr is a terminal). Each Result's ``stats`` carry ``batch_index``
-    (the input's position) and ``instance`` (its name).
+    (the input's position) and ``instance`` (its name). Ctrl-C (or ``request_stop()``) while the
+    batch runs: the input being solved here returns its best (INTERRUPTED), the generator ends,
+    the inputs not finished are cancelled.
     """
     items = list(items)
     task = functools.partial(solve_one, method=method, options=options, model_params=model_params)
     bar = Progress(progress)
     runs = map_tasks(task, items, client=client, workers=workers, deadline=deadline, progress=bar,
                      return_exceptions=True, what="instances")
-    try:
-        for index, result in runs:
-            if isinstance(result, TaskError):  # lost outside the solve (e.g. KilledWorker)
-                result = error_result(result.message)
-            result.stats.update(batch_index=index, instance=input_name(items[index], index))
-            yield result
-    finally:
-        runs.close()
+    with catching_sigint():  # Ctrl-C ends the batch with what has finished (spine semantics)
+        try:
+            for index, result in runs:
+                if isinstance(result, TaskError):  # lost outside the solve (e.g. KilledWorker)
+                    result = error_result(result.message)
+                result.stats.update(batch_index=index, instance=input_name(items[index], index))
+                yield result
+        finally:
+            runs.close()
 
 
 def solve_list(items: Iterable, client=None, **kwargs) -> list[Result | None]:
