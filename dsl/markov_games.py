@@ -94,6 +94,7 @@ class MarkovPseudoGame(FamilyModel):
     """
 
     family = "games"
+    default_method = "gda"          # what the family's "auto" runs (generalized Markov perfect equilibria)
 
     def __init__(self, action_sizes, linear, transitions, discount, *, quadratic=None, lower=None, upper=None,
                  shared_matrix=None, shared_rhs=None, transition_slopes=None, initial=None, players=None):
@@ -154,10 +155,6 @@ class MarkovPseudoGame(FamilyModel):
         if len(self.players) != N:
             raise ModelError(f"players names {len(self.players)} != {N} players")
 
-    def solve(self, method: str | None = None, **options):
-        """Solve for a generalized Markov perfect equilibrium (default method ``gda``)."""
-        return super().solve(method or "gda", **options)
-
     @property
     def action_independent(self) -> bool:
         """True when no action moves the transition probabilities."""
@@ -183,6 +180,7 @@ class MarkovExchangeEconomy(FamilyModel):
     """
 
     family = "games"
+    default_method = "markov-tatonnement"     # what the family's "auto" runs (recursive Radner equilibria)
 
     def __init__(self, utility, endowments, transitions, discount=0.9, *, initial=None, asset_returns=None,
                  borrowing_limit=1.0, holding_limit=1.0, asset_price_max=10.0, price_sum=10.0):
@@ -223,7 +221,3 @@ class MarkovExchangeEconomy(FamilyModel):
                 raise ModelError(f"{name} must be > 0")
             setattr(self, name, float(v))
         self.n_world, self.n_consumers, self.n_goods, self.n_assets = W, N, M, K
-
-    def solve(self, method: str | None = None, **options):
-        """Solve for a recursive Radner equilibrium (default method ``markov-tatonnement``)."""
-        return super().solve(method or "markov-tatonnement", **options)

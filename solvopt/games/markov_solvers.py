@@ -26,13 +26,26 @@ def _count(value):
     return int(value)
 
 
-@register
-class MarkovGDA(Solver):
+class _MarkovSolver(Solver):
+    """A Markov method: it takes one model class of :mod:`solvopt.dsl.markov_games`."""
+
     family = "games"
+    honours = COMMON_HONOURS
+    model_class = ""
+
+    @classmethod
+    def compile(cls, model):
+        from solvopt.dsl import markov_games
+        if not isinstance(model, getattr(markov_games, cls.model_class)):
+            raise ModelError(f"method {cls.name!r} solves {cls.model_class} models, got {type(model).__name__}")
+        return model
+
+
+@register
+class MarkovGDA(_MarkovSolver):
     name = "gda"
     description = "two-time-scale gradient descent-ascent for Markov pseudo-games (exact policy gradients)"
     capabilities = ("markov_pseudo_game",)
-    honours = COMMON_HONOURS
     options = (
         Option("tolerance", _positive, 1e-8, "stop when the certified exploitability is at most this"),
         Option("step", _positive, 0.2, "policy step (divided by the own-reward curvature)"),
@@ -42,12 +55,7 @@ class MarkovGDA(Solver):
         Option("start", None, None, "starting policy, (states, actions)"),
     )
 
-    @classmethod
-    def compile(cls, model):
-        from solvopt.dsl.markov_games import MarkovPseudoGame
-        if not isinstance(model, MarkovPseudoGame):
-            raise ModelError("method 'gda' solves Markov pseudo-games (MarkovPseudoGame)")
-        return model
+    model_class = "MarkovPseudoGame"
 
     def solve(self, game, options):
         x = options.extra
@@ -64,13 +72,11 @@ class MarkovGDA(Solver):
 
 
 @register
-class MarkovTatonnement(Solver):
-    family = "games"
+class MarkovTatonnement(_MarkovSolver):
     name = "markov-tatonnement"
     description = ("recursive Radner equilibria of Markov exchange economies: tatonnement (proportional response "
                    "for linear utilities), exact best responses")
     capabilities = ("markov_exchange_economy",)
-    honours = COMMON_HONOURS
     options = (
         Option("tolerance", _positive, 1e-4, "stop when the certified exploitability is at most this fraction "
                                               "of the total endowment value"),
@@ -81,12 +87,7 @@ class MarkovTatonnement(Solver):
         Option("check_every", _count, 25, "certify the exploitability every this many iterations"),
     )
 
-    @classmethod
-    def compile(cls, model):
-        from solvopt.dsl.markov_games import MarkovExchangeEconomy
-        if not isinstance(model, MarkovExchangeEconomy):
-            raise ModelError("method 'markov-tatonnement' solves Markov exchange economies (MarkovExchangeEconomy)")
-        return model
+    model_class = "MarkovExchangeEconomy"
 
     def solve(self, econ, options):
         x = options.extra
