@@ -278,3 +278,14 @@ def test_markov_game_instance_and_bad_files(tmp_path):
         with pytest.raises(InstanceFormatError, match=str(path.name)) as info:
             get_family("games").build_model(read_instance(str(path)))
         assert field is None or field in str(info.value)
+
+
+def test_ctrl_c_returns_the_best_certified_iterate():
+    from solvopt.core.interrupt import request_stop
+    game, _ = coupled_game()
+    result = game.solve(log=lambda line: request_stop())          # the first log line asks to stop
+    assert result.termination is Termination.INTERRUPTED and result.solution_status is SolutionStatus.FEASIBLE
+    assert result.objective == pytest.approx(mk.exploitability(game, result.solution["policy"]).value)
+    econ = ec.random_economy(3, 3, 1, 2, "leontief", seed=4)
+    result = econ.solve(log=lambda line: request_stop())
+    assert result.termination is Termination.INTERRUPTED and result.solution["prices"].shape == (2 + 4, 3)
