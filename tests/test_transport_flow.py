@@ -150,3 +150,13 @@ def test_simplex_on_real_weights_matches_highs(seed, n, m):
     np.testing.assert_allclose(out, supplies, atol=1e-9)
     reduced = costs - (sol.potentials[tails] - sol.potentials[heads])
     assert reduced.min() > -1e-6                                 # duals of the rounded costs
+
+
+def test_simplex_stops_when_asked():
+    from solvopt.transport.flow import FlowStopped
+    cost = np.random.default_rng(4).random((150, 150))
+    with pytest.raises(FlowStopped):
+        min_cost_flow(*assignment_graph(cost), engine="simplex", stop=lambda: True)
+    sol = min_cost_flow(*assignment_graph(cost), engine="simplex", stop=lambda: False)
+    rows, cols = linear_sum_assignment(cost)
+    assert sol.cost == pytest.approx(cost[rows, cols].sum() / 150, abs=1e-9 + sol.abs_error)

@@ -62,7 +62,7 @@ Otherwise the plan is the bottleneck-optimal plan over the flow's candidate pair
 threshold search), again no worse than the pairing.
 
 Stopping early (Ctrl-C, ``time_limit``) after the flow is known returns the Lemma 2 plan with
-the factor; before that there is no plan.
+the factor; before that (the network simplex is watched every 50 ms) there is no plan.
 """
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ from solvopt.core.options import Option
 from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
 
-from .flow import ENGINES, feasible_flow, min_cost_flow
+from .flow import ENGINES, FlowStopped, feasible_flow, min_cost_flow
 from .graph import Distances, TwoHopGraph, build_two_hop, default_centres
 from .result import transport_result
 
@@ -130,8 +130,12 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
     scale = _length_scale(graph)
     tails, heads = graph.arc_ends()
     t0 = time.perf_counter()
-    sol = min_cost_flow(tails, heads, graph.arc_costs(p, scale), graph.supplies(model.a, model.b),
-                        n_nodes=graph.n_nodes, engine=extra["engine"], path_arcs=2)
+    try:
+        sol = min_cost_flow(tails, heads, graph.arc_costs(p, scale), graph.supplies(model.a, model.b),
+                            n_nodes=graph.n_nodes, engine=extra["engine"], path_arcs=2,
+                            stop=lambda: stop_reason(deadline) is not None)
+    except FlowStopped:
+        return transport_result(model, None, guarantee=None, stopped=stop_reason(deadline), stats=stats)
     stats.update(engine=sol.engine, flow_time=time.perf_counter() - t0, flow_cost_p=sol.cost * scale ** p)
     progress(f"min-cost flow ({sol.engine}): cost {sol.cost * scale ** p:.6g}", force=True)
     lower = max(sol.cost - sol.abs_error, 0.0)                 # certified: optimum of the graph >= this

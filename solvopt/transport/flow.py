@@ -37,6 +37,10 @@ ORTOOLS_COST_RANGE = 10**9        # largest integer arc cost handed to OR-Tools 
 _MAX_UNITS = 2**50                # largest integer total supply handed to an integer engine
 
 
+class FlowStopped(Exception):
+    """A min-cost flow run stopped by its ``stop`` callable before it finished (no flow to report)."""
+
+
 @dataclass
 class FlowSolution:
     """An optimal (see ``abs_error``) flow: ``flow`` per arc, its ``cost`` = sum flow * cost,
@@ -76,14 +80,18 @@ def _check(tails, heads, costs, supplies, n_nodes, capacities):
 
 
 def min_cost_flow(tails, heads, costs, supplies, *, n_nodes=None, capacities=None, engine="auto",
-                  path_arcs=None) -> FlowSolution:
+                  path_arcs=None, stop=None) -> FlowSolution:
     """A min-cost flow: arcs ``tails[k] -> heads[k]`` of cost ``costs[k]`` (capacity
     ``capacities[k]``, default unbounded), node ``i`` sending ``supplies[i]`` (positive: source,
     negative: sink; the supplies sum to 0). Raises ModelError when no feasible flow exists.
 
     ``path_arcs``: the most arcs on a supply-to-demand path of the graph (1 for a bipartite
     graph, 2 for the two-hop graph; default n_nodes - 1), which bounds the total arc flow of an
-    optimal flow and so the cost error of the engines that round costs to integers."""
+    optimal flow and so the cost error of the engines that round costs to integers.
+
+    ``stop``: a callable polled about every 50 ms while the ``simplex`` engine runs (in a worker
+    thread); when it returns true the run ends by raising :class:`FlowStopped`. (HiGHS stops on
+    Ctrl-C through its own callbacks; OR-Tools cannot be stopped.)"""
     if engine not in ENGINES:
         raise ModelError(f"unknown min-cost-flow engine {engine!r}; choose one of {', '.join(ENGINES)}")
     tails, heads, costs, supplies, n_nodes, capacities = _check(tails, heads, costs, supplies, n_nodes, capacities)
@@ -92,7 +100,7 @@ def min_cost_flow(tails, heads, costs, supplies, *, n_nodes=None, capacities=Non
     if engine == "highs":
         return _highs(tails, heads, costs, supplies, n_nodes, capacities)
     if engine == "simplex":
-        return _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs)
+        return _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop)
     units = _integer_data(supplies, capacities)
     if units is None:
         raise ModelError(f"engine {engine!r} needs supplies (and capacities) that are integer multiples of one "
@@ -210,7 +218,7 @@ def _rounding_error(flow, supplies, scale, n_nodes, path_arcs) -> float:
     return (float(flow.sum()) + optimal_total) / (2.0 * scale)
 
 
-def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs) -> FlowSolution:
+def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop) -> FlowSolution:
     if capacities is not None and np.any(np.isfinite(capacities)):
         raise ModelError("engine 'simplex' takes uncapacitated arcs only; use engine='highs' or 'ortools'")
     from .network_simplex import network_simplex
@@ -222,7 +230,7 @@ def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs) -> F
     # the finest integer costs that cannot overflow int64 (and are exact in float64)
     int_costs, scale = _integer_costs(costs, min(2**53, 2**62 // (4 * (n_nodes + 2))))
     scaled = supplies if units is None else units[1].astype(np.float64)
-    flow, pi, left = network_simplex(tails, heads, int_costs, scaled)
+    flow, pi, left = _run_stoppable(network_simplex, (tails, heads, int_costs, scaled), stop)
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
         raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
     flow = np.maximum(flow, 0.0) * unit
@@ -230,6 +238,27 @@ def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs) -> F
     # (cost >= P[tail] - P[head]) P = -pi, in the caller's cost units
     return FlowSolution(flow, float(flow @ costs), -pi.astype(np.float64) / scale, "simplex",
                         _rounding_error(flow, supplies, scale, n_nodes, path_arcs))
+
+
+def _run_stoppable(kernel, args, stop):
+    """``kernel(*args, flag)`` in a worker thread (it releases the GIL), setting the flag when
+    ``stop()`` turns true; the main thread keeps running Python, so Ctrl-C is seen at once."""
+    import threading
+    flag = np.zeros(1, dtype=np.int8)
+    if stop is None:
+        return kernel(*args, flag)
+    if stop():
+        raise FlowStopped
+    out = []
+    worker = threading.Thread(target=lambda: out.append(kernel(*args, flag)), daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.05)
+        if flag[0] == 0 and stop():
+            flag[0] = 1
+    if flag[0] or not out:
+        raise FlowStopped
+    return out[0]
 
 
 def _ortools(tails, heads, costs, units, n_nodes, path_arcs) -> FlowSolution:

@@ -27,13 +27,18 @@ TREE, LOWER = 0, 1
 UP, DOWN = 1, -1
 
 
-@njit(cache=True)
-def network_simplex(tails, heads, costs, supplies):
+STOP_CHECK = 1024      # pivots between two looks at the stop flag
+
+
+@njit(cache=True, nogil=True)
+def network_simplex(tails, heads, costs, supplies, stop):
     """(flow per arc, potentials per node, largest flow left on an artificial arc) of a min-cost
     flow over uncapacitated arcs; the flow is feasible when that last number is 0 (to float noise).
 
     ``costs`` int64, ``supplies`` float64 summing to 0. Potentials pi satisfy
-    cost + pi[tail] - pi[head] >= 0 on every arc (= 0 on arcs with flow)."""
+    cost + pi[tail] - pi[head] >= 0 on every arc (= 0 on arcs with flow). ``stop``: a one-entry
+    int8 array another thread may set to 1; the simplex then returns early with left = inf
+    (it releases the GIL, so a caller can run it in a thread and watch for Ctrl-C)."""
     n = supplies.shape[0]
     m = tails.shape[0]
     root = n
@@ -95,7 +100,11 @@ def network_simplex(tails, heads, costs, supplies):
     block = max(int(np.sqrt(m)), 10) if m > 0 else 1
     next_arc = 0
     dirty = np.empty(n + 1, np.int64)
+    pivots = 0
     while m > 0:
+        pivots += 1
+        if pivots % STOP_CHECK == 0 and stop[0] != 0:
+            return flow[:m].copy(), pi[:n] - pi[root], np.inf
         # --- entering arc: block search
         best = 0
         in_arc = -1
