@@ -167,12 +167,8 @@ class TaskMap:
         pending = set(futures)
         try:
             while pending:
-                if self.done and self._stop_now(deadline):  # like the loop here: the first task finishes
-                    return
-                if not finished.has_ready():
-                    time.sleep(POLL_SECONDS)
-                    continue
-                for future in finished.next_batch(block=False):
+                batch = finished.next_batch(block=False) if finished.has_ready() else []
+                for future in batch:  # what has finished is delivered before any stop
                     pending.discard(future)
                     index = index_of[future.key]
                     if future.status == "finished":
@@ -181,6 +177,10 @@ class TaskMap:
                         exc = future.exception() if future.status == "error" else None
                         yield index, exception_message(exc) if exc is not None else f"task {future.status}", True
                     future.release()
+                if pending and self.done and self._stop_now(deadline):  # as here: the first task finishes
+                    return
+                if not batch:
+                    time.sleep(POLL_SECONDS)
         finally:
             if pending:
                 client.cancel(list(pending))
