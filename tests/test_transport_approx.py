@@ -170,10 +170,20 @@ def test_time_limit_before_the_flow_returns_no_plan():
 def test_interrupt_after_the_flow_returns_the_pairing_plan(monkeypatch):
     x, y, *_ = inputs("uniform")
     model = Transport(x, y, p=2)
-    calls = iter([None, Termination.INTERRUPTED] + [Termination.INTERRUPTED] * 10)
-    monkeypatch.setattr(approx_module, "stop_reason", lambda deadline=None: next(calls))
+    flow_done = []
+    real_flow = approx_module.min_cost_flow
+
+    def flow_then_interrupt(*args, **kwargs):
+        sol = real_flow(*args, **kwargs)
+        flow_done.append(True)
+        return sol
+
+    monkeypatch.setattr(approx_module, "min_cost_flow", flow_then_interrupt)
+    monkeypatch.setattr(approx_module, "stop_reason",
+                        lambda deadline=None: Termination.INTERRUPTED if flow_done else None)
     result = model.solve(method="approx")
     assert result.termination is Termination.INTERRUPTED
+    assert "improve_time" not in result.stats                      # stopped before the re-solve
     check_against(model, result, reference(model))
 
 
@@ -197,3 +207,20 @@ def test_random_weighted_cases(seed, n, m, p, weighted):
         b *= a.sum() / b.sum()
     model = Transport(x, y, a=a, b=b, p=p)
     check_against(model, model.solve(method="approx", seed=seed % 7), reference(model))
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2])
+def test_stopped_bottleneck_search_certifies_only_what_it_proved(monkeypatch, steps):
+    x, y, *_ = inputs("uniform", seed=11)
+    model = Transport(x, y, p="inf")
+    optimum = reference(model)
+    calls = iter([None] + [None] * steps + [Termination.INTERRUPTED] * 100)
+    monkeypatch.setattr(approx_module, "stop_reason", lambda deadline=None: next(calls))
+    result = model.solve(method="approx")
+    assert result.termination is Termination.INTERRUPTED
+    assert result.bound is None or result.bound <= optimum * (1 + TOL)
+    if result.stats["factor"] is None:           # nothing proven yet (the smallest threshold is 0)
+        assert result.guarantee is None
+    else:
+        assert result.objective <= result.stats["factor"] * result.bound * (1 + TOL)
+    assert result.objective >= optimum * (1 - TOL)

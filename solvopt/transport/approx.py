@@ -62,7 +62,8 @@ Otherwise the plan is the bottleneck-optimal plan over the flow's candidate pair
 threshold search), again no worse than the pairing.
 
 Stopping early (Ctrl-C, ``time_limit``) after the flow is known returns the Lemma 2 plan with
-the factor; before that (the network simplex is watched every 50 ms) there is no plan.
+the factor (p = inf: a stopped threshold search certifies only the smallest threshold above the
+largest one it proved infeasible, t_lower; bound t_lower, factor = the plan's bottleneck / t_lower); before that (the network simplex is watched every 50 ms) there is no plan.
 """
 from __future__ import annotations
 
@@ -167,8 +168,8 @@ def _bottleneck(model, graph: TwoHopGraph, distances: Distances, extra, deadline
     supplies = graph.supplies(model.a, model.b)
     engine = "highs" if extra["engine"] == "highs" else "auto"
     t0 = time.perf_counter()
-    t_min, flow, stopped = _threshold_search(tails, heads, graph.arc_thresholds(), supplies, graph.n_nodes, engine,
-                                             deadline, progress, "two-hop")
+    t_min, flow, stopped, t_lower = _threshold_search(tails, heads, graph.arc_thresholds(), supplies,
+                                                      graph.n_nodes, engine, deadline, progress, "two-hop")
     stats.update(flow_time=time.perf_counter() - t0, threshold=t_min)
     if flow is None:
         return transport_result(model, None, guarantee=None, stopped=stopped, stats=stats)
@@ -187,7 +188,7 @@ def _bottleneck(model, graph: TwoHopGraph, distances: Distances, extra, deadline
         lengths = distances.pairs(cand_rows, cand_cols)
         keep = lengths <= largest                                  # no pair longer than the pairing's
         cand_rows, cand_cols, lengths = cand_rows[keep], cand_cols[keep], lengths[keep]
-        best, better, _ = _threshold_search(cand_rows, cand_cols + model.n, lengths,
+        best, better, _, _ = _threshold_search(cand_rows, cand_cols + model.n, lengths,
                                             np.concatenate([model.a, -model.b]), model.n + model.m, engine,
                                             None, progress, "candidate pairs")
         stats.update(improve_time=time.perf_counter() - t0, candidate_pairs=len(cand_rows), improve="candidate pairs")
@@ -195,8 +196,11 @@ def _bottleneck(model, graph: TwoHopGraph, distances: Distances, extra, deadline
             used = better > 0
             plan = _plan(model, cand_rows[used], cand_cols[used], better[used])
             largest = best
+    # a stopped search proved only t_lower (the smallest threshold above the last infeasible one)
+    # a lower bound, and holds a plan of bottleneck <= 3 t_min: its proven factor is largest / t_lower
     proven = largest <= FACTOR * t_min * (1 + COST_RTOL)
-    return transport_result(model, plan, guarantee=FACTOR if proven else None, bound=t_min if proven else None,
+    factor = FACTOR if stopped is None else max(largest / t_lower, 1.0) if t_lower > 0 else None
+    return transport_result(model, plan, guarantee=factor if proven else None, bound=t_lower if proven else None,
                             stopped=stopped, stats=stats)
 
 
@@ -209,7 +213,7 @@ def _exact_within(model, distances: Distances, largest: float, n_arcs: int, engi
         return None
     indptr, cols, lengths = distances.bunches(radius)
     rows = np.repeat(np.arange(model.n, dtype=np.int64), np.diff(indptr))
-    t, flow, stopped = _threshold_search(rows, cols + model.n, lengths, np.concatenate([model.a, -model.b]),
+    t, flow, stopped, _ = _threshold_search(rows, cols + model.n, lengths, np.concatenate([model.a, -model.b]),
                                          model.n + model.m, engine, deadline, progress, "pairs within the bottleneck")
     if stopped is not None:
         return None
@@ -220,9 +224,10 @@ def _exact_within(model, distances: Distances, largest: float, n_arcs: int, engi
 def _threshold_search(tails, heads, thresholds, supplies, n_nodes, engine, deadline, progress, what):
     """Smallest t among the thresholds with a feasible flow on the arcs of threshold <= t.
 
-    Returns (t, that flow over all arcs (zeros off G_t), stop reason). The largest candidate must be
-    feasible. A stopped search returns its smallest feasible t so far (the plan's factor then is
-    not proven at t_min: the caller checks it)."""
+    Returns (t, that flow over all arcs (zeros off G_t), stop reason, certified lower bound). The
+    largest candidate must be feasible. Finished, the bound is t itself; a stopped search returns
+    its smallest feasible t so far and, as the bound, the smallest candidate above the largest one
+    proven infeasible (below the smallest candidate there is no arc: infeasible for any mass)."""
     candidates = np.unique(thresholds)
     lo, hi = -1, len(candidates) - 1                      # candidates[lo] infeasible (or none), [hi] feasible
     best = _feasible_at(tails, heads, thresholds, supplies, n_nodes, engine, candidates[hi])
@@ -240,7 +245,7 @@ def _threshold_search(tails, heads, thresholds, supplies, n_nodes, engine, deadl
         else:
             hi, best = mid, flow
         progress(f"{what} threshold search: {hi - lo} candidates left, t <= {candidates[hi]:.6g}")
-    return float(candidates[hi]), best, stopped
+    return float(candidates[hi]), best, stopped, float(candidates[lo + 1])
 
 
 def _feasible_at(tails, heads, thresholds, supplies, n_nodes, engine, t):
