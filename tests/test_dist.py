@@ -81,6 +81,27 @@ def test_an_input_that_raises_is_an_error_result_in_process():
     assert [r.stats["batch_index"] for r in results] == [0, 1, 2]
 
 
+def test_a_scenario_chunk_pickles_light_and_is_safe_to_share_between_threads():
+    import pickle
+    from concurrent.futures import ThreadPoolExecutor
+
+    from solvopt.core.backend import gpu_available
+    from solvopt.cvrp.solvers import compile_split
+    from solvopt.cvrp.stochastic import ScenarioChunks
+    compiled = compile_split(split_model(4000))
+    plan = ChunkPlan(4000, 250)
+    chunk = ScenarioChunks(compiled, 5, "numba", plan.size, 1)
+    copy = pickle.loads(pickle.dumps(chunk))
+    assert len(pickle.dumps(chunk)) < len(pickle.dumps(compiled)) + 1000     # no buffers, no device arrays
+    with ThreadPoolExecutor(4) as pool:                                       # one buffer per thread
+        parts = list(pool.map(lambda i: copy(i, *plan.bounds(i)), range(plan.count)))
+    for index, part in enumerate(parts):
+        ref = chunk(index, *plan.bounds(index))
+        assert (part.mean, part.m2, part.count) == (ref.mean, ref.m2, ref.count)
+    auto = ScenarioChunks(compiled, 5, "auto", plan.size, 1)
+    assert auto.backend.name == ("cuda" if gpu_available() else "numba")
+
+
 # --- on a LocalCluster of 2 worker processes ----------------------------------------------------
 @pytest.fixture(scope="module")
 def client():
