@@ -44,7 +44,7 @@ from numba import njit
 from ..core.errors import ModelError
 from ..core.interrupt import stop_requested
 from ..core.progress import Progress
-from .bounds import MU_STEPS, charge_bound
+from .bounds import MU_STEPS, _spectrum, charge_bound
 from .geometry import assignment_cost
 from .heuristics import kplane, local_search
 
@@ -159,13 +159,16 @@ def _smallest_eigenvalue_work(S, n, work):
 
 # --- the resumable depth-first search -------------------------------------------------------------
 @njit(cache=True)
-def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, tmp_S, work):
+def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, spec, jac):
     """Dynamic order: the unassigned point whose cheapest placement raises the bound most.
 
     ``max_u min_j (lambda_min(A_j + u) - lambda_min(A_j))`` is itself a valid increase of the
-    node's bound (u must go somewhere); branching on that u makes all its children strong.
-    While some usable cluster has fewer than n points every increase is 0: take the next point
-    in the static order.
+    node's bound (u must go somewhere); branching on that u makes all its children strong. The
+    pick ranks the points by a cheap lower estimate of each increase: the two-eigenvalue bound
+    of :mod:`solvopt.khc.bounds` with weight 1 (beta = N_j / (N_j + 1); exact for n = 2), one
+    dot product per point and cluster instead of an n x n eigenproblem (the children's bounds
+    are then computed exactly). While some usable cluster has fewer than n points every
+    increase is 0: take the next point in the static order.
     """
     M, n = X.shape
     limit = used[level] + 1 if used[level] + 1 < k else k
@@ -177,21 +180,28 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, tmp_S, work):
     for j in range(limit):
         if cnt[level, j] + 1.0 <= n:
             return first
+    for j in range(limit):
+        _, gap = _spectrum(S[level, j], n, spec[j], jac)
+        spec[j, n] = gap
     best_point, best_increase = first, -1.0
     for p in range(M):
         if assigned[p]:
             continue
         cheapest = np.inf
         for j in range(limit):
-            # lambda_min of cluster j with point p added (the cluster is not changed)
             size = cnt[level, j]
-            factor = size / (size + 1.0)
+            beta = size / (size + 1.0)
+            gap = spec[j, n]
+            z1 = 0.0
+            r2 = 0.0
             for a in range(n):
-                da = X[p, a] - mean[level, j, a]
-                for b in range(n):
-                    tmp_S[a, b] = S[level, j, a, b] + factor * da * (X[p, b] - mean[level, j, b])
-            value = _smallest_eigenvalue_work(tmp_S, n, work)
-            increase = (value if value > 0.0 else 0.0) - lam[level, j]
+                v = X[p, a] - mean[level, j, a]
+                z1 += spec[j, a] * v
+                r2 += v * v
+            trace = gap + beta * r2
+            det = beta * gap * z1 * z1
+            disc = trace * trace - 4.0 * det
+            increase = 2.0 * det / (trace + math.sqrt(disc if disc > 0.0 else 0.0)) if trace > 0.0 else 0.0
             if increase < cheapest:
                 cheapest = increase
                 if cheapest <= best_increase:
@@ -204,7 +214,7 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, tmp_S, work):
 
 @njit(cache=True)
 def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos, branch_point, assigned,
-            dynamic, assign, best, scal, iscal, max_nodes, rel_gap, abs_gap, tmp_S, work, spec, psi):
+            dynamic, assign, best, scal, iscal, max_nodes, rel_gap, abs_gap, tmp_S, work, spec, psi, jac):
     """Run the depth-first search for at most ``max_nodes`` nodes; return _DONE or _BUDGET.
 
     Level d's children put point ``branch_point[d]`` into each cluster: d itself in the static
@@ -280,7 +290,7 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
                     best[i] = assign[i]
             continue
         if psi is not None:
-            charged, pruned = charge_bound(X, e, k, cnt[e], mean[e], S[e], total, R, ub - tolerance, spec, psi)
+            charged, pruned = charge_bound(X, e, k, cnt[e], mean[e], S[e], total, R, ub - tolerance, spec, psi, jac)
             if pruned:  # no completion beats the incumbent by more than the tolerance
                 if charged > ub:
                     charged = ub
@@ -293,7 +303,7 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         if dynamic is None:
             branch_point[e] = e
         else:
-            branch_point[e] = _pick_point(X, k, e, cnt, mean, S, lam, used, assigned, tmp_S, work)
+            branch_point[e] = _pick_point(X, k, e, cnt, mean, S, lam, used, assigned, spec, jac)
         # the children: the branching point into each usable cluster, sorted by bound
         point = branch_point[e]
         limit = used[e] + 1 if used[e] + 1 < k else k
@@ -369,6 +379,7 @@ class DollSearch:
         # charge_bound's scratch; None compiles the kernel without it
         charged = self.charge and not self.dynamic
         a["spec"] = np.zeros((k, n + 2))
+        a["jac"] = np.zeros((2, n, n))
         a["psi"] = np.zeros((MU_STEPS, M)) if charged else None
         # the root: point 0 goes to cluster 0 (symmetry), bound R[1]
         a["nchild"][0] = 1
@@ -382,7 +393,7 @@ class DollSearch:
         code = _search(self.X, self.R, int(self.k), a["cnt"], a["mean"], a["S"], a["lam"], a["used"], a["base"],
                        a["bound"], a["child_j"], a["child_b"], a["nchild"], a["pos"], a["branch_point"],
                        a["assigned"], True if self.dynamic else None, a["assign"], a["best"], a["scal"], a["iscal"],
-                       int(max_nodes), float(rel_gap), float(abs_gap), a["tmp_S"], a["work"], a["spec"], a["psi"])
+                       int(max_nodes), float(rel_gap), float(abs_gap), a["tmp_S"], a["work"], a["spec"], a["psi"], a["jac"])
         self.nodes = int(a["iscal"][1])
         self.incumbent = float(a["scal"][0])
         self.incumbent_assignment = a["best"].copy()

@@ -27,10 +27,12 @@ most lambda_1 + g (test vector (z2, -z1)), so
     tr = g + beta |v|^2
 
 (exact for n = 2). One dot product per point and cluster, no eigenproblem. The spectrum of S_j
-comes in closed form for n <= 3 (:func:`_spectrum`); where it is not resolved accurately (a
-near-double eigenvalue of the 3 x 3 formula) or n > 3, g is taken as 0 and the charge is 0.
-Rounding: the eigenvector's error rotates T by an angle ~ eps ||S|| / g, which moves the bound
-by about eps ||S||; ``MARGIN`` * trace(S_j), far above that, is subtracted from every incr.
+(:func:`_spectrum`: closed form for n = 2, Jacobi with accumulated rotations above) is computed
+once per node and cluster. Rounding: with computed eigenpairs the residual S q - lambda_1 q is a
+few eps ||S||, and T built from them differs from a true minorant of S by at most that
+(in the Loewner order: an eigenvector off by an angle a moves T by g sin a, and sin a is at most
+the residual over g); ``MARGIN`` * trace(S_j), orders of magnitude above, is subtracted from
+every incr, so rounding never overstates a charge.
 
 **Sharing the clusters' excess.** Let U' be the next t unassigned points and U'' the rest (a
 suffix, whose k-HC2 optimum is at least R[.], the Russian-doll bound, 0 without dolls). For any
@@ -65,15 +67,17 @@ MU_STEPS = 6          # the mu grid: MU_RATIO^g / |U| for g < MU_STEPS
 MU_RATIO = 4.0
 MARGIN = 1e-12        # times trace(S_j): subtracted from each charge (rounding of the spectrum)
 CHARGE_DEPTH = 1.0
-NEAR_DOUBLE = 1e-4    # as in bnb: the 3 x 3 closed form only when |r| <= 1 - NEAR_DOUBLE
 
 
 @njit(cache=True)
-def _spectrum(S, n, q):
-    """(lambda_1, lambda_2 - lambda_1) of the symmetric S (n <= 3) and its unit eigenvector q.
+def _spectrum(S, n, q, jac):
+    """(lambda_1, lambda_2 - lambda_1) of the symmetric n x n S and a unit eigenvector q of lambda_1.
 
-    The gap is 0 (no charge from this cluster) where the closed form is not accurate: n = 3
-    near a double eigenvalue, a zero matrix, or n > 3.
+    n <= 2 in closed form; n >= 3 by the cyclic Jacobi method with the rotations accumulated
+    (``jac``: 2 x n x n scratch, S is not changed), which is accurate for clustered and widely
+    spread spectra alike (planar clusters: lambda_1 << lambda_2 ~ lambda_3), where the 3 x 3
+    trigonometric formula loses half the digits. Eigenvalue errors are a few eps ||S||, the
+    eigenvector's angle error a few eps ||S|| / gap (see the module docstring for the margin).
     """
     if n == 1:
         q[0] = 1.0
@@ -92,62 +96,71 @@ def _spectrum(S, n, q):
             x, y = x1, y1
         norm = math.sqrt(x * x + y * y)
         if norm == 0.0 or rad == 0.0:
+            q[0], q[1] = 1.0, 0.0
             return lam1, 0.0
         q[0] = x / norm
         q[1] = y / norm
         return lam1, 2.0 * rad
-    if n > 3:
-        return 0.0, 0.0
-    a, b, c = S[0, 0], S[1, 1], S[2, 2]
-    d, e, f = S[0, 1], S[0, 2], S[1, 2]
-    mean = (a + b + c) / 3.0
-    p2 = (a - mean) ** 2 + (b - mean) ** 2 + (c - mean) ** 2 + 2.0 * (d * d + e * e + f * f)
-    if p2 <= 0.0:
-        return mean, 0.0
-    p = math.sqrt(p2 / 6.0)
-    ba, bb, bc = (a - mean) / p, (b - mean) / p, (c - mean) / p
-    bd, be, bf = d / p, e / p, f / p
-    r = 0.5 * (ba * (bb * bc - bf * bf) - bd * (bd * bc - bf * be) + be * (bd * bf - bb * be))
-    if abs(r) > 1.0 - NEAR_DOUBLE:
-        return 0.0, 0.0
-    phi = math.acos(r) / 3.0
-    lam_max = mean + 2.0 * p * math.cos(phi)
-    lam1 = mean + 2.0 * p * math.cos(phi + 2.0 * math.pi / 3.0)
-    lam2 = 3.0 * mean - lam1 - lam_max
-    # the eigenvector of lam1: the longest cross product of two rows of S - lam1 I
-    r0x, r0y, r0z = a - lam1, d, e
-    r1x, r1y, r1z = d, b - lam1, f
-    r2x, r2y, r2z = e, f, c - lam1
-    best = -1.0
-    for pair in range(3):
-        if pair == 0:
-            ux, uy, uz, vx, vy, vz = r0x, r0y, r0z, r1x, r1y, r1z
-        elif pair == 1:
-            ux, uy, uz, vx, vy, vz = r0x, r0y, r0z, r2x, r2y, r2z
-        else:
-            ux, uy, uz, vx, vy, vz = r1x, r1y, r1z, r2x, r2y, r2z
-        cx, cy, cz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
-        size = cx * cx + cy * cy + cz * cz
-        if size > best:
-            best = size
-            q[0], q[1], q[2] = cx, cy, cz
-    if best <= 0.0:
-        return lam1, 0.0
-    norm = math.sqrt(best)
-    for i in range(3):
-        q[i] /= norm
-    gap = lam2 - lam1
-    return lam1, gap if gap > 0.0 else 0.0
+    A = jac[0]
+    V = jac[1]
+    for i in range(n):
+        for j in range(n):
+            A[i, j] = S[i, j]
+            V[i, j] = 1.0 if i == j else 0.0
+    for _ in range(50):
+        rotated = False
+        for i in range(n - 1):
+            for j in range(i + 1, n):
+                aij = A[i, j]
+                aii = A[i, i]
+                ajj = A[j, j]
+                if abs(aij) <= 1e-16 * math.sqrt(abs(aii * ajj)):
+                    continue
+                rotated = True
+                theta = 0.5 * (ajj - aii) / aij
+                t = 1.0 / (abs(theta) + math.sqrt(1.0 + theta * theta))
+                if theta < 0.0:
+                    t = -t
+                cos = 1.0 / math.sqrt(1.0 + t * t)
+                sin = t * cos
+                A[i, i] = aii - t * aij
+                A[j, j] = ajj + t * aij
+                A[i, j] = 0.0
+                A[j, i] = 0.0
+                for h in range(n):
+                    if h != i and h != j:
+                        ahi = A[h, i]
+                        ahj = A[h, j]
+                        A[h, i] = A[i, h] = cos * ahi - sin * ahj
+                        A[h, j] = A[j, h] = sin * ahi + cos * ahj
+                    vhi = V[h, i]
+                    vhj = V[h, j]
+                    V[h, i] = cos * vhi - sin * vhj
+                    V[h, j] = sin * vhi + cos * vhj
+        if not rotated:
+            break
+    first = 0
+    for i in range(1, n):
+        if A[i, i] < A[first, first]:
+            first = i
+    second = 1 if first == 0 else 0
+    for i in range(n):
+        if i != first and A[i, i] < A[second, second]:
+            second = i
+    for i in range(n):
+        q[i] = V[i, first]
+    gap = A[second, second] - A[first, first]
+    return A[first, first], gap if gap > 0.0 else 0.0
 
 
 @njit(cache=True)
-def charge_bound(X, e, k, cnt, mean, S, base, R, target, spec, psi):
+def charge_bound(X, e, k, cnt, mean, S, base, R, target, spec, psi, jac):
     """(bound, pruned) of the node at depth ``e`` charging the unassigned points X[e:].
 
     ``cnt``, ``mean``, ``S`` are the node's k clusters (counts, centroids, centred scatters),
     ``base`` = sum_j lambda_j, ``R`` the suffix bounds (R[len(X)] = 0), ``target`` the value a
-    completion must beat (incumbent minus gap tolerance). ``spec`` (k x (n + 2)) and ``psi``
-    (MU_STEPS x len(X)) are scratch. Returns a valid lower bound of the node (case (1) of the
+    completion must beat (incumbent minus gap tolerance). ``spec`` (k x (n + 2)), ``psi``
+    (MU_STEPS x len(X)) and ``jac`` (2 x n x n) are scratch. Returns a valid lower bound of the node (case (1) of the
     module docstring, at least base + R[e]) and, when case (1) or (2) shows that no completion
     beats ``target``, pruned = True with the bound replaced by the value that proved it.
     """
@@ -160,7 +173,7 @@ def charge_bound(X, e, k, cnt, mean, S, base, R, target, spec, psi):
         if cnt[j] < n:  # a plane passes through A_j and any point: every charge is 0
             return plain, False
     for j in range(k):
-        lam1, gap = _spectrum(S[j], n, spec[j])
+        lam1, gap = _spectrum(S[j], n, spec[j], jac)
         spec[j, n] = gap
         trace = 0.0
         for a in range(n):

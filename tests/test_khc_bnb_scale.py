@@ -1,0 +1,252 @@
+"""k-HC2 bnb at larger sizes (issue 12): the unassigned-point charge, the cheap dynamic order,
+the "auto" suffix bounds of stopped runs, the sized first incumbent and the bnb flags on the CLI.
+
+References are independent of the code under test: numpy.linalg.eigh, a plain enumeration of
+all completions of a node (costed with eigvalsh), brute-force optima, invariances.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solvopt.cli import main
+from solvopt.core.errors import ModelError
+from solvopt.core.result import Termination
+from solvopt.dsl import HyperplaneClustering
+from solvopt.khc.bnb import solve_bnb
+from solvopt.khc.bounds import MU_STEPS, _spectrum, charge_bound
+
+
+def cluster_cost(points: np.ndarray) -> float:
+    if len(points) <= 1:
+        return 0.0
+    centred = points - points.mean(axis=0)
+    return max(0.0, float(np.linalg.eigvalsh(centred.T @ centred)[0]))
+
+
+def optimum(points: np.ndarray, k: int) -> float:
+    """Minimum over all k^m labelled assignments (tiny instances only)."""
+    best = np.inf
+    for labels in itertools.product(range(k), repeat=len(points)):
+        labels = np.array(labels)
+        best = min(best, sum(cluster_cost(points[labels == j]) for j in range(k)))
+    return best
+
+
+def close(a: float, b: float, rel: float = 1e-7) -> bool:
+    return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
+
+
+# --- the spectrum the charge is built on ----------------------------------------------------------
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_spectrum_matches_numpy(n):
+    rng = np.random.default_rng(n)
+    q = np.zeros(n)
+    jac = np.zeros((2, n, n))
+    resolved = 0
+    for trial in range(400):
+        pts = rng.normal(size=(rng.integers(n, 3 * n + 2), n)) * 10.0 ** rng.uniform(-3, 3, size=n)
+        centred = pts - pts.mean(axis=0)
+        S = centred.T @ centred
+        values, vectors = np.linalg.eigh(S)
+        scale = max(1.0, float(np.abs(S).max()))
+        lam1, gap = _spectrum(S, n, q, jac)
+        assert abs(lam1 - values[0]) <= 1e-12 * scale
+        assert abs(gap - (values[1] - values[0])) <= 1e-12 * scale
+        assert abs(np.linalg.norm(q) - 1.0) <= 1e-12
+        # the residual of the eigenpair: what the margin of bounds.py covers
+        assert np.linalg.norm(S @ q - lam1 * q) <= 1e-12 * scale
+
+
+# --- the charge bound against every completion of small nodes ---------------------------------------
+def _node(X, labels, k):
+    e = len(labels)
+    n = X.shape[1]
+    cnt = np.zeros(k)
+    mean = np.zeros((k, n))
+    S = np.zeros((k, n, n))
+    base = 0.0
+    for j in range(k):
+        A = X[:e][labels == j]
+        cnt[j] = len(A)
+        if len(A):
+            mean[j] = A.mean(axis=0)
+            S[j] = (A - mean[j]).T @ (A - mean[j])
+            base += cluster_cost(A)
+    return cnt, mean, S, base
+
+
+def _best_completion(X, labels, k):
+    e = len(labels)
+    best = np.inf
+    for rest in itertools.product(range(k), repeat=len(X) - e):
+        full = np.concatenate([labels, np.array(rest, dtype=np.int64)])
+        best = min(best, sum(cluster_cost(X[full == j]) for j in range(k)))
+    return best
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6), st.sampled_from([(2, 2), (2, 3), (3, 2)]), st.integers(1, 3),
+       st.booleans(), st.floats(0.3, 1.5))
+def test_charge_never_exceeds_the_best_completion(seed, nk, unassigned, dolls, target_factor):
+    """Case (1) of bounds.py is a lower bound of every completion; a prune (case (1) or (2))
+    happens only when no completion beats the target. R: exact suffix optima (valid dolls)."""
+    n, k = nk
+    rng = np.random.default_rng(seed)
+    e = k * n + int(rng.integers(0, 3))           # every cluster can hold >= n points
+    X = rng.uniform(0.0, 10.0, size=(e + unassigned, n))
+    if seed % 3 == 0:                             # near-planar data: small charges, tight targets
+        X[:, -1] *= 0.05
+    labels = np.repeat(np.arange(k), n)
+    labels = np.concatenate([labels, rng.integers(0, k, size=e - k * n)])
+    cnt, mean, S, base = _node(X, labels, k)
+    R = np.zeros(len(X) + 1)
+    if dolls:
+        for d in range(e, len(X)):
+            R[d] = optimum(X[d:], k) if len(X) - d > n else 0.0
+    best = _best_completion(X, labels, k)
+    target = target_factor * best
+    spec, psi, jac = np.zeros((k, n + 2)), np.zeros((MU_STEPS, len(X))), np.zeros((2, n, n))
+    bound, pruned = charge_bound(X, e, k, cnt, mean, S, base, R, 1e3 * best + 1.0, spec, psi, jac)
+    assert not pruned
+    assert bound >= base + R[e] - 1e-12
+    assert bound <= best * (1 + 1e-9) + 1e-9
+    value, pruned = charge_bound(X, e, k, cnt, mean, S, base, R, target, spec, psi, jac)
+    if pruned:
+        assert best >= target * (1 - 1e-9) - 1e-9
+        assert value >= target
+
+
+def test_charge_prunes_a_node_whose_far_point_cannot_fit():
+    """Three tight lines of 6 points and a point far from all of them: the plain bound is ~0,
+    the charge alone exceeds a target below the point's cost."""
+    t = np.linspace(0.0, 5.0, 6)
+    lines = [np.c_[t, 0 * t], np.c_[0 * t + 10, t], np.c_[t, t + 20]]
+    X = np.vstack(lines + [np.array([[30.0, -30.0]])])
+    labels = np.repeat(np.arange(3), 6)
+    cnt, mean, S, base = _node(X, labels, 3)
+    best = _best_completion(X, labels, 3)
+    spec, psi, jac = np.zeros((3, 4)), np.zeros((MU_STEPS, len(X))), np.zeros((2, 2, 2))
+    R = np.zeros(len(X) + 1)
+    # (a target no completion can reach would skip the charges: the screen of charge_bound)
+    bound, pruned = charge_bound(X, 18, 3, cnt, mean, S, base, R, 1.5 * best, spec, psi, jac)
+    assert not pruned and base < 1e-9 and 0.5 * best < bound <= best * (1 + 1e-9)
+    _, pruned = charge_bound(X, 18, 3, cnt, mean, S, base, R, 0.9 * best, spec, psi, jac)
+    assert pruned
+
+
+# --- whole searches against brute force -----------------------------------------------------------------
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10**6), st.integers(5, 7), st.sampled_from([(2, 2), (2, 3), (3, 2), (1, 3)]),
+       st.sampled_from([{"charge_bound": True}, {"order": "dynamic"}, {"charge_bound": True, "suffix_bounds": True}]))
+def test_bnb_variants_match_brute_force(seed, m, nk, options):
+    n, k = nk
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 10.0, size=(m, n))
+    if seed % 2:
+        X[: m // 2, -1] = 0.1 * rng.normal(size=m // 2)
+    out = solve_bnb(X, k, restarts=0, **options)
+    reference = optimum(X, k)
+    assert out.complete and close(out.objective, reference) and out.bound <= reference * (1 + 1e-9) + 1e-12
+
+
+@pytest.mark.parametrize("options", [{"charge_bound": True}, {"order": "dynamic"}])
+def test_bnb_variants_agree_on_a_larger_instance(options):
+    X = np.random.default_rng(11).uniform(0.0, 10.0, size=(20, 3))
+    plain = solve_bnb(X, 3, suffix_bounds=False)
+    other = solve_bnb(X, 3, **options)
+    assert plain.complete and other.complete
+    assert close(plain.objective, other.objective, 1e-9)
+
+
+@pytest.mark.parametrize("options", [{"charge_bound": True}, {"order": "dynamic"}])
+def test_similarity_invariance(options):
+    """Points scaled by s: objective by s^2, same partition; translation and rotation: same optimum."""
+    X = np.random.default_rng(5).uniform(0.0, 10.0, size=(16, 3))
+    model = HyperplaneClustering(X, 2)
+    base = model.solve("bnb", **options)
+    for s in (1e-3, 7.0):
+        scaled = HyperplaneClustering(s * X, 2).solve("bnb", **options)
+        assert close(scaled.objective, s * s * base.objective, 1e-7)
+        a, b = scaled.solution["assignment"], base.solution["assignment"]
+        assert np.array_equal(a, b) or np.array_equal(a, 1 - b)
+    q, _ = np.linalg.qr(np.random.default_rng(6).normal(size=(3, 3)))
+    moved = HyperplaneClustering(X @ q.T + np.array([1e3, -5.0, 2.0]), 2).solve("bnb", **options)
+    assert close(moved.objective, base.objective, 1e-6)
+
+
+# --- stopped runs: honest bound, incumbent no worse than the heuristic's -----------------------------------
+@pytest.mark.parametrize("options", [{}, {"charge_bound": True}, {"order": "dynamic"}, {"suffix_bounds": True}])
+def test_stopped_runs_bracket_the_optimum(options):
+    X = np.random.default_rng(8).uniform(0.0, 10.0, size=(9, 2))
+    reference = optimum(X, 2)
+    r = HyperplaneClustering(X, 2).solve("bnb", node_limit=5, **options)
+    assert r.termination in (Termination.ITERATION_LIMIT, Termination.OPTIMAL)
+    assert r.bound <= reference * (1 + 1e-9) + 1e-12 <= r.objective * (1 + 2e-9) + 2e-12
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_stopped_incumbent_is_no_worse_than_the_heuristic(seed):
+    X = np.random.default_rng(20 + seed).uniform(0.0, 10.0, size=(45, 3))
+    model = HyperplaneClustering(X, 3)
+    heuristic = model.solve("heuristic", seed=seed)
+    stopped = model.solve("bnb", seed=seed, node_limit=2000)
+    assert stopped.termination == Termination.ITERATION_LIMIT
+    assert stopped.objective <= heuristic.objective * (1 + 1e-12)
+    assert stopped.stats["heuristic_objective"] <= heuristic.objective * (1 + 1e-12)
+    assert 0.0 <= stopped.bound <= stopped.objective
+
+
+def test_time_limited_auto_run_reports_the_dolls_bound():
+    """m = 60, n = 3, k = 3 uniform takes the plain search a minute or more: stopped after 3 s,
+    "auto" spent the second half on the dolls, whose bound is positive (the plain search's
+    open nodes near the root bound 0)."""
+    X = np.random.default_rng(3).uniform(0.0, 10.0, size=(60, 3))
+    r = HyperplaneClustering(X, 3).solve("bnb", time_limit=3.0)
+    assert r.termination == Termination.TIME_LIMIT
+    assert r.stats["suffix_bounds"] is True and r.stats["dolls_solved"] >= 1
+    assert 0.0 < r.bound < r.objective
+    plain = HyperplaneClustering(X, 3).solve("bnb", time_limit=3.0, suffix_bounds=False)
+    assert plain.stats["suffix_bounds"] is False and "dolls_solved" not in plain.stats
+
+
+def test_extra_restarts_are_sized_by_m_and_optional():
+    X = np.random.default_rng(4).uniform(0.0, 10.0, size=(40, 3))
+    sized = solve_bnb(X, 3, node_limit=1)
+    none = solve_bnb(X, 3, node_limit=1, extra_restarts=0)
+    heuristic_only = HyperplaneClustering(X, 3).solve("heuristic")
+    assert close(none.heuristic_objective, heuristic_only.objective, 1e-12)
+    assert sized.heuristic_objective <= none.heuristic_objective * (1 + 1e-12)
+
+
+# --- options and the command line ---------------------------------------------------------------------------
+def test_bad_bnb_options_are_model_errors():
+    model = HyperplaneClustering(np.random.default_rng(0).uniform(size=(8, 2)), 2)
+    with pytest.raises(ModelError, match="suffix_bounds"):
+        model.solve("bnb", suffix_bounds="sometimes")
+    with pytest.raises(ModelError, match="charge_bound"):
+        model.solve("bnb", charge_bound=2)
+    with pytest.raises(ModelError, match="static branching order"):
+        model.solve("bnb", order="dynamic", suffix_bounds="on")
+    with pytest.raises(ModelError, match="extra_restarts"):
+        model.solve("bnb", extra_restarts=-1)
+    assert model.solve("bnb", order="dynamic", time_limit=5).stats["suffix_bounds"] is False  # auto: no dolls
+
+
+def test_cli_passes_the_bnb_flags(samples, capsys):
+    path = str(samples / "khc" / "sr_10_2_2_1022.dat")
+    assert main(["solve", path, "--json", "--suffix-bounds", "on", "--charge-bound", "yes", "--extra-restarts", "3",
+                 "--order", "input"]) == 0
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert record["termination"] == "optimal" and record["stats"]["suffix_bounds"] is True
+    assert record["options"]["charge_bound"] is True and record["options"]["extra_restarts"] == 3
+    assert record["options"]["order"] == "input"
+    assert main(["solve", path, "--method", "heuristic", "--charge-bound", "on"]) == 1
+    assert "--charge-bound does not apply to method 'heuristic'" in capsys.readouterr().err
+    assert main(["solve", path, "--suffix-bounds", "maybe"]) == 1
+    assert "expected on, off or auto" in capsys.readouterr().err
