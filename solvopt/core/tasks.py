@@ -119,7 +119,7 @@ class TaskMap:
 
     def _run(self):
         fn, items, client, workers, deadline, progress, return_exceptions, what = self._args
-        start = time.perf_counter()
+        start, runs = time.perf_counter(), None
         try:
             if client is None and (workers is None or workers <= 1):
                 runs = self._here(fn, items, deadline)
@@ -138,6 +138,8 @@ class TaskMap:
                         raise value
                 yield index, value
         finally:
+            if runs is not None:
+                runs.close()  # cancels what has not finished (a raise or an early close lands here too)
             self.wall_time = time.perf_counter() - start
 
     def _stop_now(self, deadline) -> bool:
