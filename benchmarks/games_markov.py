@@ -28,7 +28,6 @@ import platform
 import sys
 from pathlib import Path
 
-import numpy as np
 
 from solvopt.games.economy import random_economy
 

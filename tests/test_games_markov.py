@@ -289,3 +289,19 @@ def test_ctrl_c_returns_the_best_certified_iterate():
     econ = ec.random_economy(3, 3, 1, 2, "leontief", seed=4)
     result = econ.solve(log=lambda line: request_stop())
     assert result.termination is Termination.INTERRUPTED and result.solution["prices"].shape == (2 + 4, 3)
+
+
+def test_box_halfspace_projection_matches_the_qp():
+    from solvopt.games.projection import Polyhedron
+    rng = np.random.default_rng(11)
+    for _ in range(25):
+        n = int(rng.integers(1, 5))
+        lb = rng.uniform(-2, 0, n)
+        ub = lb + rng.uniform(0.1, 3, n)
+        a = rng.normal(size=n)
+        X = Polyhedron(lb, ub, a[None, :], None, [a @ lb + rng.uniform(0.05, 1) * (np.abs(a) @ (ub - lb))])
+        z = rng.normal(scale=3, size=n)
+        fast, qp = mk.project(X, z), X.project(z)
+        assert X.violation(fast) <= 1e-9
+        assert np.linalg.norm(fast - z) <= np.linalg.norm(qp - z) + 1e-7
+        assert np.allclose(fast, qp, atol=1e-6)

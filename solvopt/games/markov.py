@@ -115,7 +115,8 @@ def project(X: Polyhedron, z) -> np.ndarray:
     else:
         return X.project(z)              # the halfspace misses the box along this path: let HiGHS decide
     x0 = np.clip(z - lo_lam * a, X.lb, X.ub)
-    free = (z - lo_lam * a > X.lb) & (z - lo_lam * a < X.ub) & nz
+    mid = z - 0.5 * (lo_lam + lam) * a  # which coordinates move between the two breakpoints
+    free = (mid > X.lb) & (mid < X.ub) & nz
     slope = float(a[free] @ a[free])     # linear between breakpoints: a.x(lam) = a.x0 - (lam - lo_lam) slope
     lam = lo_lam + (a @ x0 - b) / slope if slope > 0 else lam
     return np.clip(z - lam * a, X.lb, X.ub)
