@@ -182,6 +182,10 @@ def metrics(econ, chain: PairChain, profile: Profile) -> dict:
         "endowment_value": endowment_value,
         "excess_demand": float(np.max(np.maximum(z, 0.0) / supply)),           # relative to supply
         "excess_demand_abs": float(np.max(np.maximum(z, 0.0))),                 # in goods units
+        # the anchor's "excess demand" formula (mean square over goods + over assets), averaged over
+        # the states with the occupancy weights
+        "excess_demand_msq": float(d @ (np.mean(z ** 2, axis=1) + (np.mean(Ys ** 2, axis=1) if Ys.shape[1] else 0.0))
+                                   / d.sum()),
         "excess_supply_value": float(np.max(np.einsum("sm,sm->s", p, np.maximum(-z, 0.0)))),
         "asset_excess_demand": float(np.max(np.abs(Y), initial=0.0)),
         "budget_violation": budget_violation,
