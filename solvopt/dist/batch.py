@@ -22,9 +22,9 @@ from solvopt.core.tasks import TaskError, exception_message, map_tasks
 
 
 def input_name(item: Any, index: int) -> str:
-    """How a batch input is named in its Result: a file's name, an Instance's name, else ``#index``."""
+    """How a batch input is named in its Result: an Instance's (or model's) name, a file's stem, else ``#index``."""
     if isinstance(item, (str, os.PathLike)):
-        return os.path.basename(os.fspath(item))
+        return os.path.splitext(os.path.basename(os.fspath(item)))[0]
     name = getattr(item, "name", None)
     return name if isinstance(name, str) and name else f"#{index}"
 
@@ -34,25 +34,29 @@ def error_result(message: str, **stats) -> Result:
     return Result(Termination.ERROR, SolutionStatus.NONE, message=message, stats=dict(stats))
 
 
-def model_of(item: Any, model_params: dict):
-    """A batch input as a model: a file path is read, an Instance built by its family's descriptor."""
+def model_of(item: Any, model_params: dict) -> tuple:
+    """A batch input as ``(model, name or None)``: a file path is read, an Instance built by its family."""
     if hasattr(item, "solve"):
-        return item
+        return item, None
     from solvopt.core.family import get_family
     from solvopt.io import Instance, read_instance
     instance = item if isinstance(item, Instance) else read_instance(os.fspath(item))
-    return get_family(instance.family).build_model(instance, **model_params)
+    return get_family(instance.family).build_model(instance, **model_params), instance.name
 
 
 def solve_one(item: Any, method: str | None = None, options: dict | None = None,
               model_params: dict | None = None) -> Result:
     """Solve one batch input (runs on a worker); every exception becomes an ERROR Result."""
     try:
-        return model_of(item, model_params or {}).solve(method, **(options or {}))
+        model, name = model_of(item, model_params or {})
+        result = model.solve(method, **(options or {}))
     except SolvoptError as exc:
         return error_result(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
     except Exception as exc:  # noqa: BLE001 - a bug in one input must not end the batch
         return error_result(exception_message(exc))
+    if name:
+        result.stats["instance"] = name
+    return result
 
 
 def solve_many(items: Iterable, client=None, *, workers: int | None = None, method: str | None = None,
@@ -81,7 +85,8 @@ def solve_many(items: Iterable, client=None, *, workers: int | None = None, meth
             for index, result in runs:
                 if isinstance(result, TaskError):  # lost outside the solve (e.g. KilledWorker)
                     result = error_result(result.message)
-                result.stats.update(batch_index=index, instance=input_name(items[index], index))
+                result.stats["batch_index"] = index
+                result.stats.setdefault("instance", input_name(items[index], index))
                 yield result
         finally:
             runs.close()
