@@ -78,6 +78,8 @@ class Polyhedron:
         self.hi = np.full(m, np.inf) if hi is None else np.asarray(hi, dtype=float)
         self.n = n
         self._session = None      # (H, Highs) of the last QP: a repeated QP with the same H only changes costs
+        self._face = None         # (H, active face) of the last QP: tried first by the next one
+        self._dense_h = self._dense_a = None
         self._eye = None
 
     @property
@@ -114,10 +116,38 @@ class Polyhedron:
         return y, float(g @ y)
 
     def minimize_qp(self, H, c):
-        """argmin 0.5 x'Hx + c'x over P, for H positive semidefinite (sparse or dense)."""
+        """argmin 0.5 x'Hx + c'x over P, for H positive semidefinite (sparse or dense).
+
+        Tries the active face of the previous solve with the same H (then the empty face) first:
+        an exact KKT solve that is kept only if it checks out; otherwise HiGHS, then its face.
+        """
         c = np.asarray(c, dtype=float)
+        if self.n <= POLISH_MAX:
+            Hd = self._dense(H)
+            guesses = [self._face] if self._face is not None and self._face[0] is H else []
+            for guess in guesses + [(H, _empty_face(self))]:
+                y = self._solve_face(Hd, c, guess[1])
+                if y is not None:
+                    return y
         x = self._highs(H, c)        # H itself (not a copy): a repeated H reuses the loaded model
-        return self._polish(H, c, x) if self.n <= POLISH_MAX else x
+        if self.n > POLISH_MAX:
+            return x
+        face = self._active_face(x)
+        y = self._solve_face(Hd, c, face)
+        if y is None:
+            return x
+        self._face = (H, face)
+        return y
+
+    def _dense_rows(self):
+        if self._dense_a is None:
+            self._dense_a = self.A.toarray()
+        return self._dense_a
+
+    def _dense(self, H):
+        if self._dense_h is None or self._dense_h[0] is not H:
+            self._dense_h = (H, H.toarray() if sp.issparse(H) else np.asarray(H, dtype=float))
+        return self._dense_h[1]
 
     # --- HiGHS ---------------------------------------------------------------------------------
     def _highs(self, H, c):
@@ -158,22 +188,26 @@ class Polyhedron:
                           T.indices.astype(np.int32), np.ascontiguousarray(T.data, dtype=float))
         return h
 
-    def _polish(self, H, c, x, tol=1e-7):
-        """Solve the KKT equations on the active face of x exactly; keep the result if it checks out."""
-        n = self.n
+    def _active_face(self, x, tol=1e-7):
+        """(at lower bound, at upper bound, upper rows, lower rows) active at x."""
         at_lb = np.abs(x - self.lb) <= tol
         at_ub = (np.abs(x - self.ub) <= tol) & ~at_lb
-        fixed = at_lb | at_ub
-        xf = np.where(at_lb, self.lb, np.where(at_ub, self.ub, x))
         r = self.A @ x if self.A.shape[0] else np.zeros(0)
         with np.errstate(invalid="ignore"):
             up = np.isfinite(self.hi) & (np.abs(r - self.hi) <= tol * np.maximum(1.0, np.abs(self.hi)))
             low = np.isfinite(self.lo) & (np.abs(r - self.lo) <= tol * np.maximum(1.0, np.abs(self.lo))) & ~up
+        return at_lb, at_ub, up, low
+
+    def _solve_face(self, Hd, c, face):
+        """The KKT point of the QP on a face, or None unless it is feasible with multipliers of the right sign."""
+        at_lb, at_ub, up, low = face
+        n = self.n
+        fixed = at_lb | at_ub
+        xf = np.where(at_lb, self.lb, np.where(at_ub, self.ub, 0.0))
         act = np.flatnonzero(up | low)
         rhs_rows = np.where(up, self.hi, self.lo)[act]
         free = np.flatnonzero(~fixed)
-        Hd = H.toarray() if sp.issparse(H) else np.asarray(H, dtype=float)
-        Aa = self.A[act].toarray() if len(act) else np.zeros((0, n))
+        Aa = self._dense_rows()[act]
         k = len(free)
         K = np.zeros((k + len(act), k + len(act)))
         K[:k, :k] = Hd[np.ix_(free, free)]
@@ -181,15 +215,18 @@ class Polyhedron:
         K[k:, :k] = Aa[:, free]
         rhs = np.concatenate([-c[free] - Hd[np.ix_(free, np.flatnonzero(fixed))] @ xf[fixed],
                               rhs_rows - Aa[:, fixed] @ xf[fixed]])
+        if not np.all(np.isfinite(rhs)):
+            return None
         try:
             sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
         except np.linalg.LinAlgError:
-            return x
-        y = xf.copy()
+            return None
+        scale = max(1.0, float(np.max(np.abs(rhs), initial=0.0)))
+        if float(np.max(np.abs(K @ sol - rhs), initial=0.0)) > 1e-10 * scale:
+            return None
+        y = xf
         y[free] = sol[:k]
         mu = sol[k:]
-        if not np.allclose(K @ sol, rhs, rtol=0, atol=1e-10 * max(1.0, float(np.max(np.abs(rhs), initial=0.0)))):
-            return x
         # stationarity grad f + A'mu = 0: an active upper row needs mu >= 0, a lower one mu <= 0 (equalities: any)
         eq = (self.lo == self.hi)[act]
         sign_ok = np.all(mu[up[act] & ~eq] >= -1e-9) and np.all(mu[low[act] & ~eq] <= 1e-9)
@@ -197,4 +234,10 @@ class Polyhedron:
         bound_ok = np.all(grad[at_lb] >= -1e-9) and np.all(grad[at_ub] <= 1e-9)
         if sign_ok and bound_ok and self.violation(y) <= FEAS_TOL:
             return y
-        return x
+        return None
+
+
+def _empty_face(P: Polyhedron):
+    none = np.zeros(P.n, dtype=bool)
+    rows = np.zeros(P.A.shape[0], dtype=bool)
+    return none, none, rows, rows

@@ -9,7 +9,8 @@ Both methods work on K = {a : bounds, own rows, shared rows} and return the iter
   restricted to its diagonal; the VI's solutions are the VEs. Adaptive step: halved until
   eta ||F(y) - F(a)|| <= 0.9 ||y - a||, then allowed to grow by 10% per iteration. Linear
   convergence for strongly monotone F (Harker's and the river-basin games), O(1/eps) for monotone F.
-- ``nested``: projected gradient descent (Armijo) on the regularised exploitability
+- ``nested``: spectral projected gradient (Barzilai-Borwein steps, nonmonotone Armijo) on the
+  regularised exploitability
   V(a) = max over b in K of Psi(a, b) - (alpha/2) ||a - b||^2, whose inner maximiser b(a) is
   unique (a strongly concave QP for quadratic utilities, projected ascent otherwise) and whose
   gradient is exact by Danskin: sum_i grad u_i(b_i, a_-i) off block i - sum_i grad u_i(a)
@@ -124,24 +125,30 @@ class Extragradient(_StaticSolver):
 @register
 class Nested(_StaticSolver):
     name = "nested"
-    description = "projected gradient descent on the regularised exploitability (inner maximisation exact)"
+    description = "spectral projected gradient on the regularised exploitability (inner maximisation exact)"
     options = (TOLERANCE, CHECK_EVERY, Option("alpha", _positive, 1.0, "regularisation weight alpha"),
                Option("start", None, None, "starting joint action (default: 0 clipped to the bounds)"))
 
     def iterate(self, game, K, a, options):
+        """Spectral projected gradient (Birgin-Martinez-Raydan): Barzilai-Borwein steps, nonmonotone Armijo."""
         alpha, t, it = options.extra["alpha"], 1.0, 0
         value, grad = _regularised(game, K, a, alpha)
+        recent = [value]
         while True:
             it += 1
+            d = K.project(a - t * grad) - a
+            lam, ref = 1.0, max(recent[-10:])
             while True:
-                y = K.project(a - t * grad)
+                y = a + lam * d                       # a convex combination of points of K
                 vy, gy = _regularised(game, K, y, alpha)
-                d = y - a
-                if vy <= value + grad @ d + (d @ d) / (2 * t) or t < 1e-14:
+                if vy <= ref + 1e-4 * lam * float(grad @ d) or lam < 1e-12:
                     break
-                t *= 0.5
+                lam *= 0.5
+            s_, g_ = y - a, gy - grad
+            curv = float(s_ @ g_)
+            t = min(1e10, max(1e-10, float(s_ @ s_) / curv)) if curv > 0 else 1e10
             a, value, grad = y, vy, gy
-            t *= 2.0
+            recent.append(value)
             yield it, a
 
 
