@@ -8,8 +8,10 @@ one process, side by side (same incumbent: the heuristic runs inside each solve 
 seed), so the node and time ratios between variants are what to read; the machine is shared
 (2 cores, other engineers' jobs), absolute times are noisy.
 
-Variants: ``plain`` (charge_bound=False: the bnb before issue 12), ``charge`` (the default: the
-unassigned-point charge of :mod:`solvopt.khc.bounds`), ``charge+dolls`` (with suffix_bounds).
+Variants: ``plain`` (farthest order, no charge, no dolls: the search of the bnb before issue 12;
+its first incumbent now adds the extra restarts), ``charge`` (plus the unassigned-point charge
+of :mod:`solvopt.khc.bounds`), ``dynamic`` (the dynamic order, no dolls) and ``default`` (the
+options' defaults, with suffix_bounds "auto": dolls after half the time limit).
 
     python benchmarks/khc_bnb_scale.py --time-limit 60                    # default set
     python benchmarks/khc_bnb_scale.py --sizes 40,60 --variants plain,charge --time-limit 30
@@ -34,9 +36,10 @@ from solvopt.khc.bnb import solve_bnb  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 VARIANTS = {
-    "plain": {"charge_bound": False},
-    "charge": {},
-    "charge+dolls": {"suffix_bounds": True},
+    "plain": {"order": "farthest", "charge_bound": False, "suffix_bounds": False},   # bnb before issue 12
+    "charge": {"order": "farthest", "charge_bound": True, "suffix_bounds": False},
+    "dynamic": {"order": "dynamic", "suffix_bounds": False},
+    "default": {},
 }
 
 

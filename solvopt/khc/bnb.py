@@ -51,7 +51,8 @@ from .heuristics import kplane, local_search
 BATCH_NODES = (10_000, 1_000_000)  # nodes per kernel call between time checks: first, largest
 BATCH_SECONDS = 0.2                # the batch grows while a call takes less than this
 SUFFIX_REL_GAP = 1e-10         # the dolls are solved (almost) exactly: their bounds feed the next
-ORDERS = ("farthest", "dynamic", "input", "margin")
+ORDERS = ("auto", "farthest", "dynamic", "input", "margin")
+DYNAMIC_FROM = 31                # order "auto": dynamic from this many points on, farthest below
 NEAR_DOUBLE = 1e-4               # 3 x 3 closed form only when |r| <= 1 - NEAR_DOUBLE
 
 # kernel return codes
@@ -482,6 +483,7 @@ class BnbOutcome:
     dolls_solved: int
     heuristic_objective: float = math.nan  # the first incumbent's cost (k-plane)
     suffix_bounds: bool = False            # whether Russian dolls were searched (auto: after half the time)
+    order: str = "farthest"                # the branching order used (order "auto" resolved)
 
 
 EXTRA_RESTARTS_FROM = 20      # extra_restarts=None: m - 20 more restarts above 20 points ...
@@ -515,11 +517,9 @@ def first_incumbent(pts: np.ndarray, k: int, restarts: int, extra_restarts: int 
 
 
 def _resolve_suffix_bounds(suffix_bounds, order: str, time_limit: float | None) -> bool | str:
-    """True / False, or "auto" (plain search for half the time limit, then dolls)."""
+    """True / False, or "auto" (no dolls for half the time limit, then dolls in the static order)."""
     if suffix_bounds == "auto":
-        if order == "dynamic" or time_limit is None:
-            return False
-        return "auto"
+        return False if time_limit is None else "auto"
     if suffix_bounds and order == "dynamic":
         raise ModelError("the suffix bounds need a static branching order; order='dynamic' cannot use them")
     return bool(suffix_bounds)
@@ -613,27 +613,31 @@ class _Chain:
 def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int | None = None,
               rel_gap: float = 1e-6, abs_gap: float = 0.0, restarts: int = 10, extra_restarts: int | None = None,
               seed: int = 0,
-              order: str = "farthest", progress: Progress | None = None,
+              order: str = "auto", progress: Progress | None = None,
               suffix_bounds: bool | str = "auto", charge_bound: bool = False, cost_unit: float = 1.0) -> BnbOutcome:
     """Solve k-HC2 on ``points`` exactly (to the gap) by branch-and-bound.
 
     ``suffix_bounds=True`` adds the Russian-doll suffix bounds R (see the module docstring);
     ``"auto"`` (default) searches without them for the first half of a time limit and, if that
-    did not finish, spends the second half on the dolls, so that a stopped run reports the
-    dolls' bound (the plain search's open nodes near the root bound next to nothing); without
-    a time limit "auto" is False. ``charge_bound=True`` adds the unassigned-point charge of
+    did not finish, spends the second half on the dolls (in the farthest order when ``order``
+    is dynamic), so that a stopped run reports the dolls' bound (the depth-first search's open
+    nodes near the root bound next to nothing); without a time limit "auto" is False. ``charge_bound=True`` adds the unassigned-point charge of
     :mod:`solvopt.khc.bounds` (static orders). ``restarts``, ``extra_restarts``: see
-    :func:`first_incumbent`.
+    :func:`first_incumbent`. ``order``: see :func:`branching_order`; "auto" is "dynamic" from
+    DYNAMIC_FROM points on (measured: far fewer nodes and less time at m >= 40, see
+    benchmarks/results/khc_bnb_scale.md), "farthest" below.
     Between kernel batches (at most ~0.4 s apart) the search checks the time and node limits and
     a stop request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`): a stopped search
     returns its incumbent and a valid bound with ``stopped_by`` "time", "nodes" or "interrupt".
     ``cost_unit`` multiplies the costs shown in progress lines (the caller's units).
     """
+    pts = np.asarray(points, dtype=np.float64)
+    m, n = pts.shape
+    if order == "auto":  # small problems: the static order's kernel compiles faster and needs no picks
+        order = "dynamic" if m >= DYNAMIC_FROM else "farthest"
     mode = _resolve_suffix_bounds(suffix_bounds, order, time_limit)
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
-    pts = np.asarray(points, dtype=np.float64)
-    m, n = pts.shape
     progress = progress or Progress(enabled=False)
 
     labels, cost = first_incumbent(pts, k, restarts, extra_restarts, seed, time_limit)
@@ -643,7 +647,7 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     if first_doll < 0:  # m <= k n: every cluster holds at most n points, cost 0
         assignment = np.empty(m, dtype=np.int64)
         assignment[perm] = np.minimum(np.arange(m) // max(n, 1), k - 1)
-        return BnbOutcome(assignment, assignment_cost(pts, assignment, k), 0.0, True, None, 0, 0, cost)
+        return BnbOutcome(assignment, assignment_cost(pts, assignment, k), 0.0, True, None, 0, 0, cost, False, order)
     chain = _Chain(X, k, np.zeros(m + 1), _relabel(labels[perm]), cost, rel_gap, abs_gap, order, charge_bound,
                    seed, progress, cost_unit)
     dolls = list(range(first_doll, -1, -1))
@@ -655,6 +659,8 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
         if mode == "auto" and stopped == "time" and time.perf_counter() < deadline:
             plain_bound = bound
             chain.R[:] = 0.0
+            if order == "dynamic":  # the dolls are suffixes of a static order: X is in the farthest order
+                chain.order = "farthest"
             bound, complete, stopped = chain.run(dolls, deadline, node_limit)
             bound = max(bound, plain_bound)
             mode = True
@@ -662,4 +668,4 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     assignment[perm] = chain.incumbent
     objective = assignment_cost(pts, assignment, k)
     return BnbOutcome(assignment, objective, min(bound, objective), complete, stopped, chain.nodes, chain.dolls,
-                      cost, mode is True)
+                      cost, mode is True, order)

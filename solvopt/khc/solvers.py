@@ -50,7 +50,8 @@ class BnbSolver(_AssignmentSolver):
         restarts_option(0, "for the first incumbent (0: a trivial one)"),
         count_option("extra_restarts", 0, None, "more k-plane restarts from the first incumbent (default: "
                                                 "m - 20 above 20 points, within 10% of a time limit)"),
-        Option("order", str, "farthest", "branching order of the points", choices=ORDERS),
+        Option("order", str, "auto", "branching order of the points (auto: dynamic from 31 points on)",
+               choices=ORDERS),
         Option("suffix_bounds", switch_or_auto, "auto",
                "Russian-doll suffix bounds (solve every suffix first); auto: after half a time limit"),
         Option("charge_bound", switch, False, "charge the unassigned points (solvopt.khc.bounds; static orders)"),
@@ -67,7 +68,7 @@ class BnbSolver(_AssignmentSolver):
         message = _WHY[out.stopped_by]
         if not out.complete and out.suffix_bounds:
             message += f" after {out.dolls_solved} of the nested suffix problems"
-        stats = {"nodes": out.nodes, "order": extra["order"], "heuristic_objective": problem.cost(out.heuristic_objective),
+        stats = {"nodes": out.nodes, "order": out.order, "heuristic_objective": problem.cost(out.heuristic_objective),
                  "suffix_bounds": out.suffix_bounds}
         if out.suffix_bounds:
             stats["dolls_solved"] = out.dolls_solved
