@@ -67,15 +67,18 @@ class PartitionBoundSolver(Solver):
         stopped = stop_reason(None if limit is None else start + limit)
         if stopped is None:
             workers = extra["workers"]
+            trace = []   # (seconds since the solve started, certified bound in the user's units)
+            offset = time.perf_counter() - start
             out = subset_bound(problem.unit, problem.k, group_size=extra["group_size"] or None,
                                group_seconds=extra["group_seconds"], partitions=extra["partitions"],
                                time_limit=left, seed=options.seed, workers=None if workers == 1 else workers,
-                               progress=Progress(options.progress, log=options.log))
+                               progress=Progress(options.progress, log=options.log),
+                               on_bound=lambda seconds, bound: trace.append((offset + seconds, problem.cost(bound))))
             bound, stopped = out.bound, out.stopped
             stats = {"group_size": out.group_size, "groups": out.groups, "groups_proven": out.groups_proven,
                      "groups_solved": out.groups_solved, "partitions_solved": len(out.partition_bounds),
                      "partition_bounds": [problem.cost(b) for b in out.partition_bounds], "nodes": out.nodes,
-                     "bound_time": out.seconds}
+                     "bound_time": out.seconds, "bound_trace": trace}
             message = (f"bound from {len(out.partition_bounds)} partition(s) into {out.groups} groups of "
                        f"~{out.group_size} points ({out.groups_proven} of {out.groups} proven in the best)")
         else:
