@@ -9,8 +9,8 @@ The classic spanning-tree network simplex in the form of LEMON's ``NetworkSimple
 - the tree as parent / pred (arc to the parent) / pred_dir (+1: the arc points up) with a preorder
   thread (thread, rev_thread), subtree sizes (succ_num) and last successors (last_succ), so a
   pivot touches only the cycle and the moved subtree;
-- block-search pricing: scan blocks of about sqrt(arcs) arcs from where the last scan stopped and
-  enter the most negative reduced cost of the first block that has one;
+- block-search pricing: scan blocks of ``BLOCK_FACTOR`` x sqrt(arcs) arcs from where the last scan
+  stopped and enter the most negative reduced cost of the first block that has one;
 - the leaving arc by LEMON's rule (strict on the first side of the cycle, non-strict on the second:
   strongly feasible trees, no cycling).
 
@@ -28,6 +28,9 @@ UP, DOWN = 1, -1
 
 
 STOP_CHECK = 1024      # pivots between two looks at the stop flag
+# Pricing block = BLOCK_FACTOR * sqrt(arcs) (at least 10). LEMON's default factor is 1; on the
+# two-hop graphs (n = 4000 to 10^4, side by side) 0.1 was 1.5-1.8x faster than 1 and 0.03-0.25 within 15%.
+BLOCK_FACTOR = 0.1
 
 
 @njit(cache=True, nogil=True)
@@ -97,7 +100,7 @@ def network_simplex(tails, heads, costs, supplies, stop):
             cost[e] = art_cost
             pi[u] = art_cost
 
-    block = max(int(np.sqrt(m)), 10) if m > 0 else 1
+    block = max(int(BLOCK_FACTOR * np.sqrt(m)), 10) if m > 0 else 1
     next_arc = 0
     dirty = np.empty(n + 1, np.int64)
     pivots = 0
