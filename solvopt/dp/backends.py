@@ -66,8 +66,10 @@ def numba_backend(options: SolveOptions) -> Backend:
 
     def prepare(chunk_size: int, compiled) -> None:
         """Resolve the ``auto`` schedule once per solve, from the chunk size."""
-        if backend.options["schedule"] == "auto":
-            threads = kernels_numba.effective_threads(options.threads, compiled.model.n_transitions, chunk_size)
+        if backend.options["schedule"] == "auto":  # reads backend.options, not the solve options (a log
+            # callable there may not pickle when the chunks run on dask workers)
+            threads = kernels_numba.effective_threads(backend.options["threads"], compiled.model.n_transitions,
+                                                      chunk_size)
             backend.options["schedule"] = kernels_numba.choose_schedule(
                 chunk_size, compiled.max_states, compiled.dtype.itemsize, threads)
     backend.prepare = prepare

@@ -213,7 +213,8 @@ def solve(compiled: CompiledDP, backend, options: SolveOptions) -> Result:
     if getattr(backend, "prepare", None) is not None:
         backend.prepare(plan.size, compiled)
     deadline = None if options.time_limit is None else begin + options.time_limit
-    run = run_chunks(plan, lambda index, lo, hi: scenario_chunk(compiled, backend, options.seed, plan, index, spec),
+    seed = options.seed  # the chunk captures the seed, not the options (whose log callable may not pickle)
+    run = run_chunks(plan, lambda index, lo, hi: scenario_chunk(compiled, backend, seed, plan, index, spec),
                      deadline=deadline, progress=Progress(options.progress, log=options.log), what="scenarios")
     acc: EngineChunk = run.stats
     stats, processed = acc.stats, run.done
