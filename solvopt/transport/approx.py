@@ -131,10 +131,14 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
     scale = _length_scale(graph)
     tails, heads = graph.arc_ends()
     t0 = time.perf_counter()
+
+    def stop() -> bool:                 # polled while the flow runs: a heartbeat line, and Ctrl-C / time limit
+        progress(f"min-cost flow on {graph.n_arcs:,} arcs: {time.perf_counter() - t0:.0f}s")
+        return stop_reason(deadline) is not None
+
     try:
         sol = min_cost_flow(tails, heads, graph.arc_costs(p, scale), graph.supplies(model.a, model.b),
-                            n_nodes=graph.n_nodes, engine=extra["engine"], path_arcs=2,
-                            stop=lambda: stop_reason(deadline) is not None)
+                            n_nodes=graph.n_nodes, engine=extra["engine"], path_arcs=2, stop=stop)
     except FlowStopped:
         return transport_result(model, None, guarantee=None, stopped=stop_reason(deadline), stats=stats)
     stats.update(engine=sol.engine, flow_time=time.perf_counter() - t0, flow_cost_p=sol.cost * scale ** p)
