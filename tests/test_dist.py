@@ -175,9 +175,14 @@ def test_the_saa_estimate_is_bit_identical_for_1_2_and_4_workers(client):
 
 def test_the_inventory_dp_fans_its_chunks_out_with_the_same_statistics(client):
     model = inventory_model()
+    lock, lines = threading.Lock(), []
+
+    def log(line):  # holds a lock: does not pickle, and need not (it stays in this process)
+        with lock:
+            lines.append(line)
     one = model.solve("numba", chunk=400)
     with use_client(client):
-        two = model.solve("numba", chunk=400)
+        two = model.solve("numba", chunk=400, log=log)
     assert two.stats["chunks"] == one.stats["chunks"] == 8
     assert (two.objective, two.solution["ci95"]) == (one.objective, one.solution["ci95"])
 
