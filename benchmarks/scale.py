@@ -116,8 +116,8 @@ def main(argv=None) -> int:
     parser.add_argument("--scenarios", type=float, default=1e7)
     parser.add_argument("--chunk", type=int, default=1 << 20)
     parser.add_argument("--sweep-scenarios", type=float, default=1e6)
-    parser.add_argument("--sweep-chunks", type=int, nargs="+", default=[1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18])
-    parser.add_argument("--overhead-tasks", type=int, default=400)
+    parser.add_argument("--sweep-chunks", type=int, nargs="+", default=[1 << 12, 1 << 14, 1 << 16, 1 << 18])
+    parser.add_argument("--overhead-tasks", type=int, default=200)
     parser.add_argument("--out", default=str(RESULTS / "scale"))
     args = parser.parse_args(argv)
     from khc import cpu_name
