@@ -10,8 +10,11 @@
   (:func:`solvopt.transport.flow.feasible_flow`: OR-Tools or SciPy max flow on integer units of
   the masses, HiGHS for general real masses; or, asked for, SciPy's Hopcroft-Karp perfect
   matching for n = m uniform weights, which is far slower near the critical threshold: 10-30 s
-  per test against 0.02-0.05 s for the max flows at n = 2000). Every threshold below the answer
-  is proven infeasible, so a stopped search still returns its best plan and a certified bound.
+  per test against 0.02-0.05 s for the max flows at n = 2000, and one test can run for minutes,
+  past a time limit). Every threshold below the answer is proven infeasible, so a stopped search
+  still returns its best plan and a certified bound. Measured side by side (2-D uniform, n = m,
+  medians of 3 on the shared 2-core machine): n = 1000: 0.61 s (auto: OR-Tools) / 0.90 s (scipy);
+  n = 2000: 2.45 s / 3.23 s; Hopcroft-Karp had not finished within 60 s at either size.
 - ``pot``: POT's network simplex ``ot.emd`` (optional: ``pip install pot``), with an iteration
   limit high enough to reach the optimum (its default, 100000, stops early).
 
