@@ -2,7 +2,8 @@
 the "auto" suffix bounds of stopped runs, the sized first incumbent and the bnb flags on the CLI.
 
 References are independent of the code under test: numpy.linalg.eigh, a plain enumeration of
-all completions of a node (costed with eigvalsh), brute-force optima, invariances.
+all completions of a node (costed with eigvalsh), brute-force optima (tests/khc_reference.py),
+invariances.
 """
 from __future__ import annotations
 
@@ -21,21 +22,14 @@ from solvopt.dsl import HyperplaneClustering
 from solvopt.khc.bnb import solve_bnb
 from solvopt.khc.bounds import MU_STEPS, _spectrum, charge_bound
 
+from khc_reference import brute_force as optimum
+
 
 def cluster_cost(points: np.ndarray) -> float:
-    if len(points) <= 1:
+    if len(points) <= points.shape[1]:
         return 0.0
     centred = points - points.mean(axis=0)
     return max(0.0, float(np.linalg.eigvalsh(centred.T @ centred)[0]))
-
-
-def optimum(points: np.ndarray, k: int) -> float:
-    """Minimum over all k^m labelled assignments (tiny instances only)."""
-    best = np.inf
-    for labels in itertools.product(range(k), repeat=len(points)):
-        labels = np.array(labels)
-        best = min(best, sum(cluster_cost(points[labels == j]) for j in range(k)))
-    return best
 
 
 def close(a: float, b: float, rel: float = 1e-7) -> bool:

@@ -44,7 +44,7 @@ from numba import njit
 from ..core.errors import ModelError
 from ..core.interrupt import stop_requested
 from ..core.progress import Progress
-from .bounds import MU_STEPS, _spectrum, charge_bound
+from .bounds import MU_STEPS, _spectrum, charge_bound, jacobi_diagonalise
 from .geometry import assignment_cost
 from .heuristics import kplane, local_search
 
@@ -68,7 +68,7 @@ _DONE, _BUDGET = 0, 1
 # * a flat call tree: Numba compiles each jitted callee on its own and then re-optimises and
 #   re-emits its code inside every caller, so each level of calls costs its whole subtree again.
 #   The search loop, the rank-one update and the children's bounds are one function; the
-#   smallest eigenvalue (closed forms and Jacobi) is one function;
+#   smallest eigenvalue is one function (closed forms; the Jacobi sweeps of bounds.py);
 # * compile only what the run needs: ``work`` is None for n <= 2 and ``dynamic`` is None for the
 #   static order, and Numba prunes the branches those guard at compile time (no Jacobi code for
 #   n <= 2, no _pick_point for a static order);
@@ -87,15 +87,13 @@ def _smallest_eigenvalue_work(S, n, work):
     n = 3 uses the trigonometric (Smith) formula phi = acos(r) / 3, accurate to a few
     eps ||S|| / sqrt(1 - r^2); near |r| = 1 (a double eigenvalue) acos loses half the digits
     (errors ~ sqrt(eps) ||S||), which could overstate a lower bound, so there (and for n > 3)
-    the cyclic Jacobi method runs on the copy ``work`` (n x n scratch; S is not changed): each
-    rotation zeroes one off-diagonal pair (Golub & Van Loan's cyclic Jacobi; the diagonal is
-    updated by the accurate ``-/+ t a_pq`` formulas), and sweeps repeat until every
-    off-diagonal entry is below ``1e-16 sqrt(|a_pp a_qq|)`` (the relative-accuracy criterion of
-    Demmel and Veselic). Jacobi is backward stable like LAPACK's symmetric eigensolvers
-    (eigenvalue errors a few eps ||S||) and converges quadratically, in a handful of sweeps at
-    the sizes branch-and-bound meets; it allocates nothing and compiles far faster than
-    np.linalg.eigvalsh. One function rather than three: each level of jitted calls re-optimises
-    its callees' code, so a flat call tree compiles faster.
+    the cyclic Jacobi method (:func:`solvopt.khc.bounds.jacobi_diagonalise`) runs on the copy
+    ``work`` (n x n scratch; S is not changed): backward stable like LAPACK's symmetric
+    eigensolvers (eigenvalue errors a few eps ||S||), a handful of sweeps at the sizes
+    branch-and-bound meets; it allocates nothing and compiles far faster than np.linalg.eigvalsh.
+    The closed forms stay in this function (a flat call tree compiles faster: each level of
+    jitted calls re-optimises its callees' code); the Jacobi sweeps are shared with the charge
+    bound's spectra.
     """
     if n == 1:
         return S[0, 0]
@@ -123,34 +121,7 @@ def _smallest_eigenvalue_work(S, n, work):
     for i in range(n):
         for j in range(n):
             A[i, j] = S[i, j]
-    for _ in range(50):
-        rotated = False
-        for i in range(n - 1):
-            for j in range(i + 1, n):
-                aij = A[i, j]
-                aii = A[i, i]
-                ajj = A[j, j]
-                if abs(aij) <= 1e-16 * math.sqrt(abs(aii * ajj)):
-                    continue
-                rotated = True
-                theta = 0.5 * (ajj - aii) / aij
-                t = 1.0 / (abs(theta) + math.sqrt(1.0 + theta * theta))  # 0 when theta overflows
-                if theta < 0.0:
-                    t = -t
-                cos = 1.0 / math.sqrt(1.0 + t * t)
-                sin = t * cos
-                A[i, i] = aii - t * aij
-                A[j, j] = ajj + t * aij
-                A[i, j] = 0.0
-                A[j, i] = 0.0
-                for h in range(n):
-                    if h != i and h != j:
-                        ahi = A[h, i]
-                        ahj = A[h, j]
-                        A[h, i] = A[i, h] = cos * ahi - sin * ahj
-                        A[h, j] = A[j, h] = sin * ahi + cos * ahj
-        if not rotated:
-            break
+    jacobi_diagonalise(A, n, A, n < 0)  # no vectors; a computed False (a literal would compile apart)
     smallest = A[0, 0]
     for i in range(1, n):
         if A[i, i] < smallest:
