@@ -10,19 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from khc_planted import planted
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc.heuristics import SUBSAMPLE_SIZE, kplane, local_search
-
-
-def planted(m: int, n: int, k: int, sigma: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    normals = rng.normal(size=(k, n))
-    normals /= np.linalg.norm(normals, axis=1)[:, None]
-    truth = rng.integers(0, k, size=m)
-    pts = rng.normal(size=(m, n))
-    pts -= (np.einsum("mn,mn->m", pts, normals[truth]) - truth)[:, None] * normals[truth]
-    return pts + sigma * rng.normal(size=(m, n)), truth
 
 
 def cost_of(points: np.ndarray, labels: np.ndarray, k: int) -> float:

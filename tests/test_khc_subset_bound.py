@@ -13,23 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from khc_planted import planted
 from khc_reference import brute_force
 from solvopt.core.errors import ModelError
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc.subset_bound import (GroupTask, solve_group, spatial_order, stratified_partition,
                                       subset_bound)
-
-
-def planted(m: int, n: int, k: int, sigma: float, seed: int) -> np.ndarray:
-    """m points near k random hyperplanes (offsets 0..k-1), Gaussian noise sigma."""
-    rng = np.random.default_rng(seed)
-    normals = rng.normal(size=(k, n))
-    normals /= np.linalg.norm(normals, axis=1)[:, None]
-    truth = rng.integers(0, k, size=m)
-    pts = rng.normal(size=(m, n))
-    pts -= (np.einsum("mn,mn->m", pts, normals[truth]) - truth)[:, None] * normals[truth]
-    return pts + sigma * rng.normal(size=(m, n))
 
 
 def bnb_optimum(points: np.ndarray, k: int) -> float:
@@ -54,7 +44,7 @@ def test_the_subset_bound_never_exceeds_the_brute_force_optimum(seed, m, group_s
 @given(seed=st.integers(0, 2**31 - 1), planted_points=st.booleans())
 def test_the_subset_bound_never_exceeds_the_optimum_bnb_proves(seed, planted_points):
     rng = np.random.default_rng(seed)
-    pts = planted(24, 2, 2, 0.05, seed) if planted_points else rng.uniform(0, 1, (24, 2))
+    pts = planted(24, 2, 2, 0.05, seed)[0] if planted_points else rng.uniform(0, 1, (24, 2))
     optimum = bnb_optimum(pts, 2)
     out = subset_bound(pts, 2, group_size=8, partitions=3, seed=seed)
     assert out.bound <= optimum * (1 + 1e-6)
@@ -98,7 +88,7 @@ def test_the_spatial_order_keeps_neighbours_together():
 
 def test_planted_groups_give_a_tight_bound():
     """Groups that sample the whole set evenly keep the planted structure: the bound is close."""
-    pts = planted(600, 2, 2, 0.01, 7)
+    pts = planted(600, 2, 2, 0.01, 7)[0]
     r = HyperplaneClustering(pts, 2).solve("partition-bound", group_size=120, partitions=2, restarts=4)
     assert r.termination is Termination.ITERATION_LIMIT and r.bound <= r.objective
     assert r.gap < 0.1
@@ -114,7 +104,7 @@ def test_points_on_k_lines_are_proven_optimal():
 
 
 def test_partition_bound_is_equivariant_under_similarities():
-    pts = planted(200, 3, 2, 0.02, 3)
+    pts = planted(200, 3, 2, 0.02, 3)[0]
     base = HyperplaneClustering(pts, 2).solve("partition-bound", group_size=25, partitions=1, seed=5)
     assert base.bound <= base.objective
     s = 2.0 ** 10    # scaling: objective and bound by s^2, the same assignment
@@ -161,7 +151,7 @@ def test_a_group_task_pickles_for_a_worker_process():
 def test_groups_run_through_a_dask_client_with_the_same_bound():
     from distributed import Client
 
-    pts = planted(90, 2, 2, 0.05, 9)
+    pts = planted(90, 2, 2, 0.05, 9)[0]
     here = subset_bound(pts, 2, group_size=15, partitions=1, seed=2)
     with Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as client:
         there = subset_bound(pts, 2, group_size=15, partitions=1, seed=2, client=client)
