@@ -224,3 +224,13 @@ def test_stopped_bottleneck_search_certifies_only_what_it_proved(monkeypatch, st
     else:
         assert result.objective <= result.stats["factor"] * result.bound * (1 + TOL)
     assert result.objective >= optimum * (1 - TOL)
+
+
+@pytest.mark.gpu
+def test_gpu_kernels_give_the_cpu_answer():
+    x, y, *_ = inputs("gaussian-mixture", seed=6)
+    model = Transport(x, y, p=2)
+    on_gpu = model.solve(method="approx", device="gpu")
+    on_cpu = model.solve(method="approx", device="cpu")
+    assert on_gpu.stats["kernels"] == "transport" and on_cpu.stats["kernels"] == "kernels_numba"
+    assert on_gpu.objective == on_cpu.objective and on_gpu.bound == on_cpu.bound
