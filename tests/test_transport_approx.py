@@ -232,5 +232,5 @@ def test_gpu_kernels_give_the_cpu_answer():
     model = Transport(x, y, p=2)
     on_gpu = model.solve(method="approx", device="gpu")
     on_cpu = model.solve(method="approx", device="cpu")
-    assert on_gpu.stats["kernels"] == "transport" and on_cpu.stats["kernels"] == "kernels_numba"
+    assert on_gpu.stats["kernels"] == "cuda" and on_cpu.stats["kernels"] == "numba"
     assert on_gpu.objective == on_cpu.objective and on_gpu.bound == on_cpu.bound

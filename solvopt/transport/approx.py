@@ -115,7 +115,7 @@ class Approx(Solver):
         k = extra["centres"] or default_centres(model.n, model.m)
         graph = build_two_hop(distances, k, np.random.default_rng(options.seed))
         stats = {"centres": graph.n_hubs, "arcs": graph.n_arcs, "bunch_arcs": len(graph.bunch_cols),
-                 "kernels": distances.k.__name__.rsplit(".", 1)[-1] if distances.code is not None else "model",
+                 "kernels": distances.kernels,
                  "graph_time": time.perf_counter() - start}
         progress(f"two-hop graph: {graph.n_hubs} hubs, {graph.n_arcs:,} arcs", force=True)
         stopped = stop_reason(deadline)

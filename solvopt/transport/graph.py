@@ -45,9 +45,11 @@ class Distances:
         self.model = model
         self.on_points = model.cost is None
         self.code = None
+        self.kernels = "model"          # who computes distances: numpy / numba / cuda kernels, or the model
         if self.on_points and not callable(model.metric):
             self.code = kernels_numpy.metric_code(model.metric)
             self.k = kernel_module(kernels)
+            self.kernels = kernels
 
     def nearest_centre(self, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each source: the index into ``centres`` (target indices) of its nearest one, and the distance."""
