@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import pickle
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 from khc_planted import planted
 from khc_reference import brute_force
 from solvopt.core.errors import ModelError
+from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc.subset_bound import (GroupTask, solve_group, spatial_order, stratified_partition,
@@ -157,3 +160,20 @@ def test_groups_run_through_a_dask_client_with_the_same_bound():
         there = subset_bound(pts, 2, group_size=15, partitions=1, seed=2, client=client)
     assert there.bound == pytest.approx(here.bound, rel=1e-9)
     assert there.groups_proven == here.groups_proven == 6
+
+
+def test_a_stop_request_returns_the_incumbent_and_a_valid_bound():
+    pts = np.random.default_rng(6).uniform(0, 1, (40, 2))
+    optimum = bnb_optimum(pts, 2)
+    timer = threading.Timer(0.5, request_stop)
+    timer.start()
+    try:
+        start = time.perf_counter()
+        r = HyperplaneClustering(pts, 2).solve("partition-bound", group_size=13, partitions=10**6)
+        seconds = time.perf_counter() - start
+    finally:
+        timer.cancel()
+        timer.join()
+        clear_stop()
+    assert r.termination is Termination.INTERRUPTED and seconds < 30
+    assert r.bound <= optimum * (1 + 1e-6) <= r.objective * (1 + 1e-6)
