@@ -160,3 +160,22 @@ def test_simplex_stops_when_asked():
     sol = min_cost_flow(*assignment_graph(cost), engine="simplex", stop=lambda: False)
     rows, cols = linear_sum_assignment(cost)
     assert sol.cost == pytest.approx(cost[rows, cols].sum() / 150, abs=1e-9 + sol.abs_error)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 8), st.integers(1, 8), st.floats(0.1, 0.9))
+def test_feasible_flow_engines_agree(seed, n, m, density):
+    """Every feasibility engine finds a flow exactly when one exists, and the flow meets the supplies."""
+    from solvopt.transport.flow import feasible_flow
+    rng = np.random.default_rng(seed)
+    keep = rng.random(n * m) < density
+    tails, heads = np.repeat(np.arange(n), m)[keep], np.tile(np.arange(m), n)[keep] + n
+    supplies = np.concatenate([np.full(n, 1.0 / n), np.full(m, -1.0 / m)])
+    engines = ["scipy", "highs"] + (["ortools"] if HAVE_ORTOOLS else [])
+    answers = {e: feasible_flow(tails, heads, supplies, n_nodes=n + m, engine=e) for e in engines}
+    assert len({flow is None for flow in answers.values()}) == 1
+    for flow in answers.values():
+        if flow is not None:
+            out = np.bincount(tails, flow, minlength=n + m) - np.bincount(heads, flow, minlength=n + m)
+            np.testing.assert_allclose(out, supplies, atol=1e-9)
+            assert flow.min() >= -1e-12

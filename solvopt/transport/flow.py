@@ -166,6 +166,10 @@ def _highs(tails, heads, costs, supplies, n_nodes, capacities) -> FlowSolution:
     from solvopt.dsl.highs_export import HIGHS_INT_MAX, highspy_module, new_highs, watch_interrupt, was_interrupted
     highspy = highspy_module("min-cost flow engine 'highs'")
     n_arcs = len(tails)
+    if n_arcs == 0:               # HiGHS calls an LP without columns "empty"; answer it here
+        if np.any(supplies != 0):
+            raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
+        return FlowSolution(np.zeros(0), 0.0, np.zeros(n_nodes), "highs")
     if 2 * n_arcs > HIGHS_INT_MAX:
         raise ModelError(f"{n_arcs:,} arcs: more than HiGHS holds")
     h = new_highs()
