@@ -237,7 +237,8 @@ def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop
     flow, pi, left = _run_stoppable(network_simplex, (tails, heads, int_costs, scaled), stop)
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
         raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
-    flow = np.maximum(flow, 0.0) * unit
+    flow = np.maximum(flow, 0.0, out=flow)
+    flow *= unit
     # pi: int_cost + pi[tail] - pi[head] >= 0; in the convention of the HiGHS duals
     # (cost >= P[tail] - P[head]) P = -pi, in the caller's cost units
     return FlowSolution(flow, float(flow @ costs), -pi.astype(np.float64) / scale, "simplex",

@@ -46,14 +46,11 @@ def network_simplex(tails, heads, costs, supplies, stop):
     m = tails.shape[0]
     root = n
     total = m + n
-    source = np.empty(total, np.int64)
-    target = np.empty(total, np.int64)
-    cost = np.empty(total, np.int64)
+    # the real arcs are read in place; an artificial arc is never priced nor entered, so only its
+    # flow and state are stored (its direction is pred_dir, its cost enters through pi)
+    source, target, cost = tails, heads, costs
     flow = np.zeros(total, np.float64)
     state = np.empty(total, np.int8)
-    source[:m] = tails
-    target[:m] = heads
-    cost[:m] = costs
     state[:m] = LOWER
     top = 0
     for e in range(m):
@@ -87,17 +84,11 @@ def network_simplex(tails, heads, costs, supplies, stop):
         state[e] = TREE
         if supplies[u] >= 0:
             pred_dir[u] = UP
-            source[e] = u
-            target[e] = root
             flow[e] = supplies[u]
-            cost[e] = 0
             pi[u] = 0
         else:
             pred_dir[u] = DOWN
-            source[e] = root
-            target[e] = u
             flow[e] = -supplies[u]
-            cost[e] = art_cost
             pi[u] = art_cost
 
     block = max(int(BLOCK_FACTOR * np.sqrt(m)), 10) if m > 0 else 1
@@ -107,7 +98,7 @@ def network_simplex(tails, heads, costs, supplies, stop):
     while m > 0:
         pivots += 1
         if pivots % STOP_CHECK == 0 and stop[0] != 0:
-            return flow[:m].copy(), pi[:n] - pi[root], np.inf
+            return flow[:m], pi[:n] - pi[root], np.inf
         # --- entering arc: block search
         best = 0
         in_arc = -1
@@ -283,4 +274,4 @@ def network_simplex(tails, heads, costs, supplies, stop):
     left = 0.0
     for e in range(m, total):
         left = max(left, flow[e])
-    return flow[:m].copy(), pi[:n] - pi[root], left
+    return flow[:m], pi[:n] - pi[root], left
