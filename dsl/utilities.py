@@ -23,8 +23,8 @@ import numpy as np
 from solvopt.core.errors import ModelError
 
 
-def _params(value, what: str, *, positive: bool = False) -> np.ndarray:
-    """A finite float array of parameters, >= 0 (or > 0), at least 1-D."""
+def _params(value, what: str, *, positive: bool = False, some: str | None = None) -> np.ndarray:
+    """A finite float array of parameters, >= 0 (or > 0), at least 1-D; ``some``: each row needs a positive one."""
     try:
         arr = np.atleast_1d(np.asarray(value, dtype=float))
     except (TypeError, ValueError):
@@ -35,6 +35,8 @@ def _params(value, what: str, *, positive: bool = False) -> np.ndarray:
         raise ModelError(f"{what} contains NaN or infinite values")
     if np.any(arr < 0) or (positive and np.any(arr <= 0)):
         raise ModelError(f"{what} must be {'> 0' if positive else '>= 0'}")
+    if some is not None and np.any(arr.sum(axis=-1) <= 0):
+        raise ModelError(f"each {some} needs a positive {what.split()[-1].rstrip('s')} for some good")
     return arr
 
 
@@ -91,9 +93,7 @@ class Linear(UtilityForm):
     kind = "linear"
 
     def __init__(self, values):
-        self.weights = _params(values, "linear utility values")
-        if np.any(self.weights.sum(axis=-1) <= 0):
-            raise ModelError("each linear utility needs a positive value for some good")
+        self.weights = _params(values, "linear utility values", some="linear utility")
 
     def value(self, x):
         return np.sum(self.weights * x, axis=-1)
@@ -164,12 +164,10 @@ class CES(UtilityForm):
     kind = "ces"
 
     def __init__(self, values, rho: float):
-        self.weights = _params(values, "CES values")
+        self.weights = _params(values, "CES values", some="CES utility")
         rho = float(rho)
         if not np.isfinite(rho) or rho >= 1 or rho == 0:
             raise ModelError(f"CES needs rho < 1 and rho != 0 (rho >= 1 is not concave or is linear), got {rho}")
-        if np.any(self.weights.sum(axis=-1) <= 0):
-            raise ModelError("each CES utility needs a positive value for some good")
         self.rho = rho
 
     def _inner(self, x):
@@ -207,9 +205,7 @@ class Leontief(UtilityForm):
     kind = "leontief"
 
     def __init__(self, requirements):
-        self.weights = _params(requirements, "Leontief requirements")
-        if np.any(self.weights.sum(axis=-1) <= 0):
-            raise ModelError("each Leontief utility needs a positive requirement for some good")
+        self.weights = _params(requirements, "Leontief requirements", some="Leontief utility")
 
     def _ratios(self, x):
         with np.errstate(divide="ignore", invalid="ignore"):

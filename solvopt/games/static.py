@@ -39,6 +39,7 @@ def _positive(value):
 
 TOLERANCE = Option("tolerance", _positive, DEFAULT_TOLERANCE, "stop when the certified exploitability is at most this")
 CHECK_EVERY = Option("check_every", int, 10, "certify the exploitability every this many iterations")
+START = Option("start", None, None, "starting joint action (default: 0 clipped to the bounds)")
 
 
 def pseudo_gradient(game, a) -> np.ndarray:
@@ -102,8 +103,7 @@ class _StaticSolver(Solver):
 class Extragradient(_StaticSolver):
     name = "extragradient"
     description = "extragradient on the pseudo-gradient VI over the shared set (variational equilibrium)"
-    options = (TOLERANCE, CHECK_EVERY, Option("step", _positive, 1.0, "initial step size (adapted)"),
-               Option("start", None, None, "starting joint action (default: 0 clipped to the bounds)"))
+    options = (TOLERANCE, CHECK_EVERY, START, Option("step", _positive, 1.0, "initial step size (adapted)"))
 
     def iterate(self, game, K, a, options):
         eta, it = options.extra["step"], 0
@@ -126,8 +126,7 @@ class Extragradient(_StaticSolver):
 class Nested(_StaticSolver):
     name = "nested"
     description = "spectral projected gradient on the regularised exploitability (inner maximisation exact)"
-    options = (TOLERANCE, CHECK_EVERY, Option("alpha", _positive, 1.0, "regularisation weight alpha"),
-               Option("start", None, None, "starting joint action (default: 0 clipped to the bounds)"))
+    options = (TOLERANCE, CHECK_EVERY, START, Option("alpha", _positive, 1.0, "regularisation weight alpha"))
 
     def iterate(self, game, K, a, options):
         """Spectral projected gradient (Birgin-Martinez-Raydan): Barzilai-Borwein steps, nonmonotone Armijo."""

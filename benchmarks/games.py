@@ -1,0 +1,225 @@
+"""Static games and Fisher markets: certified exploitability against wall time.
+
+    python benchmarks/games.py                # everything (a few minutes on 2 cores)
+    python benchmarks/games.py --quick        # smaller market, for a smoke run
+
+- Harker's game and the river-basin game: extragradient and nested to exploitability 1e-10 (and
+  VE gap 1e-10), certified every 5 (extragradient) or every (nested) iteration, the curve recorded. Anchor: nashopt (KKT system by
+  Powell's hybrid method / Levenberg-Marquardt, variational GNE) when installed: its wall time and
+  the *same* certified exploitability and VE gap evaluated at its answer. PATH through pyomo.mpec
+  is not compared: the PATH binary does not install through pip here.
+- A 1000 x 1000 linear Fisher market (uniform random valuations and budgets): eisenberg-gale
+  (proportional response + exact polish) and plain proportional response to relative
+  exploitability 1e-6; a 1000 x 1000 CES (rho = 0.5) market by eisenberg-gale (convex dual).
+
+Results: benchmarks/results/games.json, games.md, games.png (exploitability vs time, log scale).
+Timings are single runs on a shared machine (noted in the file); each method reports its own
+certified exploitability from the same code.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from solvopt.dsl.games import FisherMarket  # noqa: E402
+from solvopt.dsl.utilities import CES, Linear  # noqa: E402
+from solvopt.games.exploitability import static_exploitability, ve_gap  # noqa: E402
+
+from dp import cpu_name  # noqa: E402  (benchmarks/dp.py: the machine's CPU model)
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def games():
+    from test_games_static import harker, river_basin   # the test suite's own definitions of the two games
+    return {"harker": harker, "river_basin": river_basin}
+
+
+def time_to(history, target):
+    """Seconds until the certified exploitability (and VE gap) first reached ``target`` (None if never)."""
+    for row in history:
+        if max(row[2:]) <= target:
+            return row[1]
+    return None
+
+
+def run_static(name, make):
+    rows = []
+    for method in ("extragradient", "nested"):
+        start = time.perf_counter()
+        r = make().solve(method=method, tolerance=1e-10, check_every=5 if method == "extragradient" else 1,
+                         iteration_limit=5000)
+        wall = time.perf_counter() - start
+        rows.append({"game": name, "method": method, "termination": str(r.termination), "wall_s": wall,
+                     "exploitability": r.objective, "ve_gap": r.stats.get("ve_gap"),
+                     "iterations": r.stats["iterations"], "actions": r.solution["actions"].tolist(),
+                     "time_to_1e-8": time_to(r.stats["history"], 1e-8),
+                     "time_to_1e-10": time_to(r.stats["history"], 1e-10),
+                     "history": r.stats["history"]})
+        print(f"{name:12s} {method:14s} {r.termination} exploitability {r.objective:.2e} "
+              f"VE gap {r.stats.get('ve_gap'):.2e} {wall:.2f}s {r.stats['iterations']} iterations", flush=True)
+    anchor = run_nashopt(name, make)
+    if anchor is not None:
+        rows.append(anchor)
+    return rows
+
+
+def run_nashopt(name, make):
+    """nashopt's variational GNE on the same game (costs from the compiled game's quadratic data)."""
+    try:
+        import jax
+        import jax.numpy as jnp
+        from nashopt import GNEP
+    except Exception as exc:  # noqa: BLE001 - optional anchor
+        print(f"nashopt not available ({type(exc).__name__}: {exc}); skipped", flush=True)
+        return None
+    jax.config.update("jax_enable_x64", True)
+    game = make().data()
+    Q = [jnp.asarray(u.Q.toarray()) for u in game.utilities]
+    c = [jnp.asarray(u.c) for u in game.utilities]
+    costs = [(lambda x, Qi=Qi, ci=ci: -(0.5 * x @ (Qi @ x) + ci @ x)) for Qi, ci in zip(Q, c)]
+    A = game.A.toarray()
+    rows = np.flatnonzero(np.isfinite(game.hi))
+    G, h = jnp.asarray(A[rows]), jnp.asarray(game.hi[rows])
+    lb = np.where(np.isfinite(game.lb), game.lb, -np.inf)
+    ub = np.where(np.isfinite(game.ub), game.ub, np.inf)
+    out = []
+    for attempt in ("first call (JIT)", "second call"):
+        start = time.perf_counter()
+        problem = GNEP([len(b) for b in game.blocks], costs, g=lambda x: G @ x - h, ng=len(rows), lb=lb, ub=ub,
+                       variational=True)
+        sol = problem.solve(x0=np.clip(np.zeros(game.n), lb, ub), verbose=0)
+        wall = time.perf_counter() - start
+        x = np.clip(np.asarray(sol.x, dtype=float), game.lb, game.ub)
+        e, v = static_exploitability(game, x), ve_gap(game, x)
+        out.append({"attempt": attempt, "wall_s": wall, "exploitability": e.value, "ve_gap": v.value,
+                    "violation": e.violation, "actions": x.tolist()})
+    best = out[-1]
+    print(f"{name:12s} {'nashopt':14s} exploitability {best['exploitability']:.2e} VE gap {best['ve_gap']:.2e} "
+          f"violation {best['violation']:.1e} {best['wall_s']:.2f}s (first call {out[0]['wall_s']:.2f}s)", flush=True)
+    import nashopt
+    from importlib.metadata import version
+    return {"game": name, "method": f"nashopt {version('nashopt')} (variational, KKT root finding)",
+            "termination": "-", "wall_s": best["wall_s"], "first_call_s": out[0]["wall_s"],
+            "exploitability": best["exploitability"], "ve_gap": best["ve_gap"], "violation": best["violation"],
+            "actions": best["actions"], "history": [], "time_to_1e-8": None, "time_to_1e-10": None,
+            "module": nashopt.__name__}
+
+
+def run_markets(size, seed=2026):
+    rng = np.random.default_rng(seed)
+    n = m = size
+    B = rng.uniform(0.5, 1.5, n)
+    linear = FisherMarket(Linear(rng.uniform(0.0, 1.0, (n, m))), B)
+    ces = FisherMarket(CES(rng.uniform(0.0, 1.0, (n, m)), 0.5), B)
+    rows = []
+    for label, market, method in (("linear", linear, "eisenberg-gale"), ("linear", linear, "proportional-response"),
+                                  ("ces0.5", ces, "eisenberg-gale")):
+        start = time.perf_counter()
+        r = market.solve(method=method, tolerance=1e-6, time_limit=240)
+        wall = time.perf_counter() - start
+        total = float(market.budgets.sum())
+        hist = [[h[0], h[1], h[2] / total] for h in r.stats["history"]]
+        rows.append({"market": f"{label} {n}x{m}", "method": method, "termination": str(r.termination), "wall_s": wall,
+                     "relative_exploitability": r.stats.get("relative_exploitability"),
+                     "iterations": r.stats["iterations"], "history": hist})
+        print(f"{label} {n}x{m} {method:22s} {r.termination} relative exploitability "
+              f"{r.stats.get('relative_exploitability'):.2e} {wall:.1f}s {r.stats['iterations']} iterations", flush=True)
+    return rows
+
+
+def write(static, markets, meta):
+    RESULTS.mkdir(exist_ok=True)
+    with open(RESULTS / "games.json", "w") as fh:
+        json.dump({"meta": meta, "static": static, "markets": markets}, fh, indent=1)
+    lines = [f"# Games: certified exploitability against time ({meta['date']})", "",
+             f"Machine: {meta['machine']} ({meta['cpus']} logical CPUs, shared: load average {meta['load']}). "
+             "Single runs; every exploitability is the certified upper bound from "
+             "`solvopt.games.exploitability`, the same code for every method and anchor.", "",
+             "## Static games (tolerance 1e-10 on exploitability and VE gap)", "",
+             "| game | method | termination | exploitability | VE gap | iterations | time to 1e-8 (s) | time to 1e-10 (s) | wall (s) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    fmt = lambda v: "-" if v is None else f"{v:.3g}"  # noqa: E731
+    for r in static:
+        lines.append(f"| {r['game']} | {r['method']} | {r['termination']} | {fmt(r['exploitability'])} | "
+                     f"{fmt(r['ve_gap'])} | {r.get('iterations', '-')} | {fmt(r['time_to_1e-8'])} | "
+                     f"{fmt(r['time_to_1e-10'])} | {fmt(r['wall_s'])} |")
+    anchors = [r for r in static if r["method"].startswith("nashopt")]
+    if anchors:
+        lines += ["", "nashopt rows: wall time of its second call (the first includes JAX compilation: "
+                  + ", ".join(f"{r['game']} {r['first_call_s']:.2f} s" for r in anchors)
+                  + "); its answer is clipped to the bounds and certified by our exploitability and VE gap."]
+    lines += ["", "PATH through `pyomo.mpec`: not compared — the PATH binary is not installable through pip here.",
+              "", "## Fisher markets (tolerance: relative exploitability 1e-6, time limit 240 s)", "",
+              "| market | method | termination | relative exploitability | iterations | wall (s) |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for r in markets:
+        lines.append(f"| {r['market']} | {r['method']} | {r['termination']} | {fmt(r['relative_exploitability'])} | "
+                     f"{r['iterations']} | {fmt(r['wall_s'])} |")
+    lines += ["", "![exploitability against time](games.png)", ""]
+    (RESULTS / "games.md").write_text("\n".join(lines))
+    plot(static, markets)
+
+
+def plot(static, markets):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no figure", file=sys.stderr)
+        return
+    games_ = sorted({r["game"] for r in static})
+    fig, axes = plt.subplots(1, len(games_) + 1, figsize=(5 * (len(games_) + 1), 4))
+    for ax, g in zip(axes, games_):
+        for r in static:
+            if r["game"] == g and r["history"]:
+                h = np.asarray([[row[1], max(max(row[2:]), 1e-16)] for row in r["history"]])
+                ax.semilogy(h[:, 0], h[:, 1], label=r["method"])
+            elif r["game"] == g:
+                ax.semilogy([r["wall_s"]], [max(r["exploitability"], r["ve_gap"], 1e-16)], "k*", label="nashopt")
+        ax.set_title(g)
+        ax.set_xlabel("seconds")
+        ax.set_ylabel("max(exploitability, VE gap)")
+        ax.legend()
+    ax = axes[-1]
+    for r in markets:
+        h = np.asarray([[row[1], max(row[2], 1e-16)] for row in r["history"]])
+        if len(h):
+            ax.semilogy(h[:, 0], h[:, 1], label=f"{r['market']} {r['method']}")
+    ax.set_title("Fisher markets")
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("relative exploitability")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(RESULTS / "games.png", dpi=110)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a 200 x 200 market instead of 1000 x 1000")
+    parser.add_argument("--part", choices=("all", "static", "markets"), default="all",
+                        help="run one part and keep the other from the existing games.json")
+    args = parser.parse_args(argv)
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": cpu_name(), "cpus": os.cpu_count(), "load": os.getloadavg()[0], "python": platform.python_version()}
+    old = json.loads((RESULTS / "games.json").read_text()) if (RESULTS / "games.json").exists() else {}
+    static = ([row for name, make in games().items() for row in run_static(name, make)]
+              if args.part in ("all", "static") else old.get("static", []))
+    markets = run_markets(200 if args.quick else 1000) if args.part in ("all", "markets") else old.get("markets", [])
+    write(static, markets, meta)
+    print(f"wrote {RESULTS / 'games.md'}")
+
+
+if __name__ == "__main__":
+    main()
