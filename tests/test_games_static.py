@@ -270,3 +270,19 @@ def test_player_without_utility():
     g.player("x", lb=0, ub=1)
     with pytest.raises(ModelError, match="no utility"):
         g.solve()
+
+
+def test_stop_request_and_time_limit_return_the_best_certified_point():
+    from solvopt.core.interrupt import request_stop
+    lines = []
+
+    def log(line):          # called at each certification: ask to stop at the third, as Ctrl-C would
+        lines.append(line)
+        if len(lines) == 3:
+            request_stop()
+
+    r = harker().solve(log=log, check_every=1, tolerance=1e-14)
+    assert r.termination is Termination.INTERRUPTED and r.ok
+    assert r.objective == pytest.approx(static_exploitability(harker().data(), r.solution["actions"]).value)
+    r = harker().solve(time_limit=1e-3, tolerance=1e-14)
+    assert r.termination is Termination.TIME_LIMIT and r.ok and r.objective > 0
