@@ -230,6 +230,9 @@ def test_bad_bnb_options_are_model_errors():
     with pytest.raises(ModelError, match="extra_restarts"):
         model.solve("bnb", extra_restarts=-1)
     assert model.solve("bnb", order="dynamic", time_limit=5).stats["suffix_bounds"] is False  # auto: no dolls
+    big = HyperplaneClustering(np.random.default_rng(0).uniform(size=(35, 2)), 2)
+    assert big.solve("bnb", node_limit=10).stats["order"] == "dynamic"
+    assert big.solve("bnb", node_limit=10, suffix_bounds=True).stats["order"] == "farthest"  # the dolls' order
 
 
 def test_cli_passes_the_bnb_flags(samples, capsys):

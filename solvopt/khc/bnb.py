@@ -17,12 +17,19 @@ distance to its nearest one). The two parts are over disjoint points, so they ad
 tempting "sum over unassigned points of their cheapest single-point increase" is NOT valid:
 increases are not superadditive; two points on one far line cost less together than apart.)
 
-By default R = 0 (the plain bound). With ``suffix_bounds=True``, R is computed by "Russian doll
-search": the suffixes are solved from the shortest upwards by the same search, each using the R
-of the shorter ones (suffixes of at most k n points have R = 0: k hyperplanes pass through any
-k n points); the last doll is the whole problem. On the shared instances and on random ones
-with m up to 60 the dolls cost more than they prune (benchmarks/khc_bnb.py measures both), so
-they are opt-in.
+Without dolls R = 0 (the plain bound). With ``suffix_bounds=True``, R is computed by "Russian
+doll search": the suffixes are solved from the shortest upwards by the same search, each using
+the R of the shorter ones (suffixes of at most k n points have R = 0: k hyperplanes pass through
+any k n points); the last doll is the whole problem. On the shared instances and on random ones
+with m up to 60 the dolls cost more than they prune (benchmarks/khc_bnb.py measures both), but
+they give a stopped run a real bound: the default ``"auto"`` searches without them for half of
+a time limit and spends the rest on them when the search has not finished.
+
+``charge_bound=True`` adds :func:`solvopt.khc.bounds.charge_bound` at every node: the unassigned
+points charged against the clusters' planes with the clusters' excess shared between them
+(proof there); it removes a third to a half of the nodes but costs O(m k) per node, so it is
+opt-in. The dynamic order (the default from DYNAMIC_FROM points on) picks the branching point
+per node by bounds.py's cheap estimate of each point's cheapest placement.
 
 The hot loop is a Numba kernel over a resumable depth-first search (children visited in order
 of their bounds: best-first flavour); per-cluster counts, means and centred scatters are
@@ -595,7 +602,7 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     nodes near the root bound next to nothing); without a time limit "auto" is False. ``charge_bound=True`` adds the unassigned-point charge of
     :mod:`solvopt.khc.bounds` (static orders). ``restarts``, ``extra_restarts``: see
     :func:`first_incumbent`. ``order``: see :func:`branching_order`; "auto" is "dynamic" from
-    DYNAMIC_FROM points on (measured: far fewer nodes and less time at m >= 40, see
+    DYNAMIC_FROM points on (unless ``suffix_bounds`` is True) (measured: far fewer nodes and less time at m >= 40, see
     benchmarks/results/khc_bnb_scale.md), "farthest" below.
     Between kernel batches (at most ~0.4 s apart) the search checks the time and node limits and
     a stop request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`): a stopped search
@@ -604,8 +611,9 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     """
     pts = np.asarray(points, dtype=np.float64)
     m, n = pts.shape
-    if order == "auto":  # small problems: the static order's kernel compiles faster and needs no picks
-        order = "dynamic" if m >= DYNAMIC_FROM else "farthest"
+    if order == "auto":  # small problems: the static order's kernel compiles faster and needs no picks;
+        # the dolls (suffix_bounds=True from the start) need a static order
+        order = "dynamic" if m >= DYNAMIC_FROM and suffix_bounds is not True else "farthest"
     mode = _resolve_suffix_bounds(suffix_bounds, order, time_limit)
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
