@@ -54,6 +54,15 @@ def test_the_subset_bound_never_exceeds_the_optimum_bnb_proves(seed, planted_poi
     assert out.groups == 3 and out.groups_proven == 3
 
 
+@pytest.mark.parametrize("time_limit", [None, 20.0])
+def test_the_calibrated_group_size_gives_a_valid_bound(time_limit):
+    pts = planted(120, 2, 2, 0.05, 11)[0]
+    optimum = bnb_optimum(pts, 2)
+    out = subset_bound(pts, 2, group_seconds=0.05, partitions=1, time_limit=time_limit)
+    assert 3 * 2 * 2 <= out.group_size <= 120 and out.groups == 120 // out.group_size
+    assert 0.0 < out.bound <= optimum * (1 + 1e-6)
+
+
 def test_each_group_value_is_its_proven_optimum():
     pts = np.random.default_rng(4).uniform(0, 1, (9, 2))
     out = solve_group(GroupTask(pts, 2, None, None, 0))

@@ -21,7 +21,8 @@ noisy planes. So each group here is a *stratified sample*: the points are put in
 order (Morton order of a grid; the first principal component in more than 8 dimensions), cut
 into consecutive blocks of r points, and each block deals one point to every group in a random
 order. Bigger groups overfit less, and bnb's time grows fast with the group size, so the size is
-calibrated to what bnb proves in about ``group_seconds``.
+calibrated on trial groups (:func:`calibrate_group_size`): to what bnb proves in about
+``group_seconds``, or under a time limit, to the largest groups whose partition fits in it.
 """
 from __future__ import annotations
 
@@ -173,7 +174,7 @@ def subset_bound(points, k: int, *, group_size: int | None = None, group_seconds
     """A certified lower bound on the k-HC2 optimum of ``points`` from exact solves of partitions' groups.
 
     ``group_size`` None calibrates it (:func:`calibrate_group_size`, from 3 k n up to
-    MAX_GROUP_SIZE) so that bnb proves a group in about ``group_seconds``; each group's solve is
+    MAX_GROUP_SIZE) to bnb's time on trial groups; each group's solve is
     cut at 4 ``group_seconds`` (its stopped bound still counts). Up to ``partitions`` different
     stratified partitions are solved, each within what is left of ``time_limit``; a stop (time
     limit, Ctrl-C) keeps what finished: unsolved groups count 0, so the bound stays valid.
