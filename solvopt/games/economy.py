@@ -303,8 +303,8 @@ def clear_assets(econ, chain, p, y, damping=1.0) -> tuple[np.ndarray, np.ndarray
     For each world state w and asset k, consumers sorted by reservation price: those above the
     marginal one hold the limit, those below are short the borrowing limit, and the marginal
     consumer (indifferent at q = its reservation price) holds the rest, so holdings sum to 0. The
-    holdings move a fraction ``damping`` of the way there (wealth constraints are checked by the
-    certificate, not here)."""
+    holdings move a fraction ``damping`` of the way there; a consumer who would then overspend
+    somewhere is moved back into its budget set (:func:`affordable`)."""
     r = reservation_prices(econ, chain, p)
     W, N, K = y.shape
     target, q_world = np.empty_like(y), np.empty((W, K))
@@ -321,7 +321,26 @@ def clear_assets(econ, chain, p, y, damping=1.0) -> tuple[np.ndarray, np.ndarray
             holdings[order[m]] = np.clip(rest, lo, hi)
             target[w, :, k] = holdings
             q_world[w, k] = np.clip(r[w, order[m], k], 0.0, econ.asset_price_max)
-    return q_world[chain.world], (1.0 - damping) * y + damping * target
+    q = q_world[chain.world]
+    return q, affordable(econ, chain, p, q, (1.0 - damping) * y + damping * target)
+
+
+def affordable(econ, chain, p, q, y) -> np.ndarray:
+    """The holdings with each consumer's projected onto its budget-feasible set {limits, W_i(s) >= 0
+    at every state} where they overspend somewhere (a QP through HiGHS; markets may then not clear)."""
+    Wl = wealth(econ, chain, p, q, y)
+    poor = np.flatnonzero(np.any(Wl < 0, axis=0))
+    if poor.size == 0:
+        return y
+    from .projection import Polyhedron
+    W, N, K = y.shape
+    G = portfolio_matrix(econ, chain, q)
+    c = endowment_values(econ, chain, p)
+    lb, ub = np.tile(-econ.borrowing_limit, W), np.tile(econ.holding_limit, W)
+    out = y.copy()
+    for i in poor:
+        out[:, i, :] = Polyhedron(lb, ub, G, -c[:, i], None).project(y[:, i, :].ravel()).reshape(W, K)
+    return out
 
 
 def random_economy(consumers, goods, assets, world_states, utility="cobb_douglas", stochastic=True,
