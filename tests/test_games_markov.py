@@ -305,3 +305,12 @@ def test_box_halfspace_projection_matches_the_qp():
         assert X.violation(fast) <= 1e-9
         assert np.linalg.norm(fast - z) <= np.linalg.norm(qp - z) + 1e-7
         assert np.allclose(fast, qp, atol=1e-6)
+
+
+def test_clearing_keeps_consumers_within_their_budgets():
+    econ = ec.random_economy(4, 3, 3, 2, "cobb_douglas", seed=6, borrowing_limit=5.0, holding_limit=5.0)
+    chain = ec.pair_chain(econ)
+    prof = ec.initial_profile(econ, chain)
+    q, y = ec.clear_assets(econ, chain, prof.prices, prof.portfolio)
+    assert np.all(ec.wealth(econ, chain, prof.prices, q, y) >= -1e-9)
+    assert np.all(y >= -5.0 - 1e-12) and np.all(y <= 5.0 + 1e-12)
