@@ -107,6 +107,7 @@ def measure(fn):
             peak[0] = max(peak[0], proc.memory_info().rss)
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
+    cpu0 = sum(proc.cpu_times()[:2])
     t0 = time.perf_counter()
     try:
         value = fn()
@@ -115,6 +116,8 @@ def measure(fn):
         done.set()
         sampler.join()
     peak[0] = max(peak[0], proc.memory_info().rss)
+    if isinstance(value, dict):
+        value["cpu_seconds"] = sum(proc.cpu_times()[:2]) - cpu0   # all threads: less load-dependent than wall time
     return elapsed, (peak[0] - base) / 2**20, value
 
 
