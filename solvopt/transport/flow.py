@@ -19,7 +19,10 @@ One entry point, :func:`min_cost_flow`, several engines behind it:
 
 ``engine="auto"`` picks the fastest engine that is exact on these inputs, as measured by
 ``benchmarks/transport_flow.py`` (see ``benchmarks/results/transport_flow.md``): the network
-simplex whenever it applies (no capacities, costs >= 0), else OR-Tools, else HiGHS.
+simplex whenever it applies (no capacities, costs >= 0), else OR-Tools, else HiGHS. The simplex
+can stall on inputs with many ties (pixel colour clouds: ~100 pivots per node against 4-11 on
+uniform points); under ``auto`` it gives up after ``SIMPLEX_PIVOTS_PER_NODE`` pivots per node and
+OR-Tools (when installed and the supplies are unit multiples) solves the flow instead.
 """
 from __future__ import annotations
 
@@ -32,6 +35,9 @@ import numpy as np
 from solvopt.core.errors import BackendUnavailable, ModelError, SolverError
 
 ENGINES = ("auto", "simplex", "highs", "ortools", "networkx")
+# engine="auto": pivots per node after which the simplex hands over to OR-Tools (where installed).
+# Uniform points take 4-11 pivots per node; colour clouds with many ties took ~100 (OR-Tools 3-4x faster there).
+SIMPLEX_PIVOTS_PER_NODE = 25
 FEASIBILITY_ENGINES = ("auto", "ortools", "scipy", "highs")
 ORTOOLS_COST_RANGE = 10**9        # largest integer arc cost handed to OR-Tools (overflow headroom)
 _MAX_UNITS = 2**50                # largest integer total supply handed to an integer engine
@@ -95,12 +101,19 @@ def min_cost_flow(tails, heads, costs, supplies, *, n_nodes=None, capacities=Non
     if engine not in ENGINES:
         raise ModelError(f"unknown min-cost-flow engine {engine!r}; choose one of {', '.join(ENGINES)}")
     tails, heads, costs, supplies, n_nodes, capacities = _check(tails, heads, costs, supplies, n_nodes, capacities)
+    fallback = None
     if engine == "auto":
         engine = auto_engine(supplies, capacities, costs)
+        if engine == "simplex" and _ortools_installed() and _integer_data(supplies, None) is not None:
+            fallback = "ortools"
     if engine == "highs":
         return _highs(tails, heads, costs, supplies, n_nodes, capacities)
     if engine == "simplex":
-        return _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop)
+        sol = _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop,
+                       max(1, int(SIMPLEX_PIVOTS_PER_NODE * n_nodes)) if fallback else 0)
+        if sol is not None:
+            return sol
+        engine = fallback               # the simplex stalled (many ties): OR-Tools' cost scaling does not
     units = _integer_data(supplies, capacities)
     if units is None:
         raise ModelError(f"engine {engine!r} needs supplies (and capacities) that are integer multiples of one "
@@ -222,7 +235,8 @@ def _rounding_error(flow, supplies, scale, n_nodes, path_arcs) -> float:
     return (float(flow.sum()) + optimal_total) / (2.0 * scale)
 
 
-def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop) -> FlowSolution:
+def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop, max_pivots):
+    """The network simplex's solution, or None when it used up ``max_pivots`` (0: no limit)."""
     if capacities is not None and np.any(np.isfinite(capacities)):
         raise ModelError("engine 'simplex' takes uncapacitated arcs only; use engine='highs' or 'ortools'")
     from .network_simplex import network_simplex
@@ -234,7 +248,9 @@ def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop
     # the finest integer costs that cannot overflow int64 (and are exact in float64)
     int_costs, scale = _integer_costs(costs, min(2**53, 2**62 // (4 * (n_nodes + 2))))
     scaled = supplies if units is None else units[1].astype(np.float64)
-    flow, pi, left = _run_stoppable(network_simplex, (tails, heads, int_costs, scaled), stop)
+    flow, pi, left = _run_stoppable(network_simplex, (tails, heads, int_costs, scaled), (max_pivots,), stop)
+    if left < 0:
+        return None
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
         raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
     flow = np.maximum(flow, 0.0, out=flow)
@@ -245,17 +261,17 @@ def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop
                         _rounding_error(flow, supplies, scale, n_nodes, path_arcs))
 
 
-def _run_stoppable(kernel, args, stop):
-    """``kernel(*args, flag)`` in a worker thread (it releases the GIL), setting the flag when
-    ``stop()`` turns true; the main thread keeps running Python, so Ctrl-C is seen at once."""
+def _run_stoppable(kernel, args, tail, stop):
+    """``kernel(*args, flag, *tail)`` in a worker thread (it releases the GIL), setting the flag
+    when ``stop()`` turns true; the main thread keeps running Python, so Ctrl-C is seen at once."""
     import threading
     flag = np.zeros(1, dtype=np.int8)
     if stop is None:
-        return kernel(*args, flag)
+        return kernel(*args, flag, *tail)
     if stop():
         raise FlowStopped
     out = []
-    worker = threading.Thread(target=lambda: out.append(kernel(*args, flag)), daemon=True)
+    worker = threading.Thread(target=lambda: out.append(kernel(*args, flag, *tail)), daemon=True)
     worker.start()
     while worker.is_alive():
         worker.join(0.05)

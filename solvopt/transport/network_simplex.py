@@ -34,14 +34,15 @@ BLOCK_FACTOR = 0.1
 
 
 @njit(cache=True, nogil=True)
-def network_simplex(tails, heads, costs, supplies, stop):
+def network_simplex(tails, heads, costs, supplies, stop, max_pivots):
     """(flow per arc, potentials per node, largest flow left on an artificial arc) of a min-cost
     flow over uncapacitated arcs; the flow is feasible when that last number is 0 (to float noise).
 
     ``costs`` int64, ``supplies`` float64 summing to 0. Potentials pi satisfy
     cost + pi[tail] - pi[head] >= 0 on every arc (= 0 on arcs with flow). ``stop``: a one-entry
     int8 array another thread may set to 1; the simplex then returns early with left = inf
-    (it releases the GIL, so a caller can run it in a thread and watch for Ctrl-C)."""
+    (it releases the GIL, so a caller can run it in a thread and watch for Ctrl-C). After
+    ``max_pivots`` pivots (0: no limit) it also returns early, with left = -1."""
     n = supplies.shape[0]
     m = tails.shape[0]
     root = n
@@ -99,6 +100,8 @@ def network_simplex(tails, heads, costs, supplies, stop):
         pivots += 1
         if pivots % STOP_CHECK == 0 and stop[0] != 0:
             return flow[:m], pi[:n] - pi[root], np.inf
+        if pivots == max_pivots:
+            return flow[:m], pi[:n] - pi[root], -1.0
         # --- entering arc: block search
         best = 0
         in_arc = -1
