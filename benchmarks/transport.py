@@ -317,12 +317,39 @@ def markdown(rows, meta):
             _fmt(_ratio(ours, _secs(r, "floor")), 2),
             _fmt(r.get("ratio"), 4), _fmt(r.get("ours_gap"), 3),
             _fmt(r["ours"].get("factor") if "ours" in r else None, 3), *peaks]) + " |")
+    lines += ["", "## The issue's goals, row by row", ""] + goal_lines(rows)
     codes = sorted({r["emd"]["result_code"] for r in rows if "emd" in r})
     worst = max((r["emd_vs_lsa"] for r in rows if "emd_vs_lsa" in r), default=None)
     lines += ["", f"ot.emd result codes: {codes} (1 = optimal). Largest relative difference between the "
                   f"emd and lsa optima: {_fmt(worst, 12) if worst is not None else '-'}.", "",
               "![time and ratio against n](transport.png)", ""]
     return "\n".join(lines)
+
+
+def goal_lines(rows):
+    """Each recorded row that a goal of issue 10 speaks of, against that goal (met or not)."""
+    out = []
+    for r in sorted(rows, key=lambda r: (CASES.index(r["case"]), str(r["p"]), r["n"])):
+        ours = _secs(r, "ours")
+        if r["n"] == 10000 and r["p"] in (1.0, 2.0) and "emd" in r and "ratio" in r:
+            speed, ratio = _secs(r, "emd") / ours, r["ratio"]
+            ok = speed >= 10 and ratio <= 1.10
+            out.append(f"- {r['case']}, p = {r['p']:g}, n = 10^4: {speed:.1f}x faster than ot.emd (goal >= 10x), "
+                       f"ratio {ratio:.4f} (goal <= 1.10): {'met' if ok else 'NOT met'}")
+        if r["n"] == 2000 and r["p"] == "inf" and "bottleneck" in r and "ratio" in r:
+            speed, ratio = _secs(r, "bottleneck") / ours, r["ratio"]
+            ok = speed >= 20 and ratio <= 2
+            out.append(f"- {r['case']}, p = inf, n = 2000: {speed:.1f}x faster than the exact bottleneck (goal >= 20x), "
+                       f"ratio {ratio:.4f} (goal <= 2): {'met' if ok else 'NOT met'}")
+        if r["n"] == 100000 and ours is not None:
+            peak = r["ours"]["peak_mib"]
+            cpu = r["ours"].get("cpu_seconds")
+            ok = ours < 300 and peak <= 4096
+            out.append(f"- {r['case']}, p = {r['p']:g}, n = 10^5: {ours:.0f} s wall"
+                       + (f" ({cpu:.0f} s CPU)" if cpu is not None else "")
+                       + f" (goal < 300 s), peak +{peak:.0f} MiB (goal <= 4096 MiB): {'met' if ok else 'NOT met'}"
+                       " (wall time on a shared, loaded machine)")
+    return out or ["- no row at the goals' sizes recorded"]
 
 
 def plot(rows, path):
