@@ -23,6 +23,7 @@ size sampled every 5 ms during the call, above the size before it). Exact anchor
     python benchmarks/transport.py --quick            # d = 2, n in {500, 1000}: a smoke run (writes nothing)
     nice python benchmarks/transport.py               # the full run: writes benchmarks/results/transport.{md,json,png}
     nice python benchmarks/transport.py --cases uniform2 --ps 1 2 --merge   # a part, merged into the results
+    python benchmarks/transport.py --redraw            # the .md and .png again from the recorded .json
 """
 from __future__ import annotations
 
@@ -442,7 +443,13 @@ def main(argv=None):
     ap.add_argument("--merge", action="store_true",
                     help="merge into the recorded results (method by method) instead of replacing them")
     ap.add_argument("--output", type=Path, default=RESULTS / "transport", help="results path without extension")
+    ap.add_argument("--redraw", action="store_true", help="rewrite the .md and .png from the recorded .json (runs nothing)")
     args = ap.parse_args(argv)
+    if args.redraw:
+        recorded = json.loads(args.output.with_suffix(".json").read_text())
+        args.output.with_suffix(".md").write_text(markdown(recorded["rows"], recorded["meta"]))
+        plot(recorded["rows"], args.output.with_suffix(".png"))
+        return
     if args.quick:
         args.cases = args.cases or ["uniform2", "pixels"]
         args.sizes = args.sizes or list(QUICK_SIZES)
