@@ -205,7 +205,7 @@ def test_time_limited_auto_run_reports_the_dolls_bound():
     assert r.termination == Termination.TIME_LIMIT
     assert r.stats["suffix_bounds"] is True and r.stats["dolls_solved"] >= 1
     assert 0.0 < r.bound < r.objective
-    plain = HyperplaneClustering(X, 3).solve("bnb", time_limit=3.0, suffix_bounds=False)
+    plain = HyperplaneClustering(X, 3).solve("bnb", time_limit=1.0, suffix_bounds=False)
     assert plain.stats["suffix_bounds"] is False and "dolls_solved" not in plain.stats
 
 
@@ -233,6 +233,9 @@ def test_bad_bnb_options_are_model_errors():
     big = HyperplaneClustering(np.random.default_rng(0).uniform(size=(35, 2)), 2)
     assert big.solve("bnb", node_limit=10).stats["order"] == "dynamic"
     assert big.solve("bnb", node_limit=10, suffix_bounds=True).stats["order"] == "farthest"  # the dolls' order
+    assert big.solve("bnb", node_limit=10, charge_bound=True).stats["order"] == "farthest"
+    with pytest.raises(ModelError, match="static branching order"):
+        model.solve("bnb", order="dynamic", charge_bound=True)
 
 
 def test_cli_passes_the_bnb_flags(samples, capsys):

@@ -324,7 +324,7 @@ class DollSearch:
     incumbent: float
     incumbent_assignment: np.ndarray
     dynamic: bool = False   # pick the branching point per node (then R must be 0)
-    charge: bool = False    # charge the unassigned points (bounds.charge_bound; static order only)
+    charge: bool = False    # charge the unassigned points (bounds.charge_bound; ignored by the dynamic order)
     nodes: int = 0
     arrays: dict = field(default_factory=dict)
 
@@ -602,7 +602,7 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     nodes near the root bound next to nothing); without a time limit "auto" is False. ``charge_bound=True`` adds the unassigned-point charge of
     :mod:`solvopt.khc.bounds` (static orders). ``restarts``, ``extra_restarts``: see
     :func:`first_incumbent`. ``order``: see :func:`branching_order`; "auto" is "dynamic" from
-    DYNAMIC_FROM points on (unless ``suffix_bounds`` is True) (measured: far fewer nodes and less time at m >= 40, see
+    DYNAMIC_FROM points on (unless ``suffix_bounds`` or ``charge_bound`` is True) (measured: far fewer nodes and less time at m >= 40, see
     benchmarks/results/khc_bnb_scale.md), "farthest" below.
     Between kernel batches (at most ~0.4 s apart) the search checks the time and node limits and
     a stop request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`): a stopped search
@@ -612,8 +612,11 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     pts = np.asarray(points, dtype=np.float64)
     m, n = pts.shape
     if order == "auto":  # small problems: the static order's kernel compiles faster and needs no picks;
-        # the dolls (suffix_bounds=True from the start) need a static order
-        order = "dynamic" if m >= DYNAMIC_FROM and suffix_bounds is not True else "farthest"
+        # the dolls (suffix_bounds=True from the start) and the charge need a static order
+        static = suffix_bounds is True or charge_bound
+        order = "dynamic" if m >= DYNAMIC_FROM and not static else "farthest"
+    if order == "dynamic" and charge_bound:
+        raise ModelError("the charge bound needs a static branching order; order='dynamic' cannot use it")
     mode = _resolve_suffix_bounds(suffix_bounds, order, time_limit)
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
