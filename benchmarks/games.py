@@ -38,6 +38,7 @@ from solvopt.games.exploitability import static_exploitability, ve_gap  # noqa: 
 from dp import cpu_name  # noqa: E402  (benchmarks/dp.py: the machine's CPU model)
 
 RESULTS = Path(__file__).resolve().parent / "results"
+TIME_LIMIT = 240     # seconds per market run
 
 
 def games():
@@ -126,7 +127,7 @@ def run_markets(size, seed=2026):
     for label, market, method in (("linear", linear, "eisenberg-gale"), ("linear", linear, "proportional-response"),
                                   ("ces0.5", ces, "eisenberg-gale")):
         start = time.perf_counter()
-        r = market.solve(method=method, tolerance=1e-6, time_limit=240)
+        r = market.solve(method=method, tolerance=1e-6, time_limit=TIME_LIMIT)
         wall = time.perf_counter() - start
         total = float(market.budgets.sum())
         hist = [[h[0], h[1], h[2] / total] for h in r.stats["history"]]
@@ -160,7 +161,7 @@ def write(static, markets, meta):
                   + ", ".join(f"{r['game']} {r['first_call_s']:.2f} s" for r in anchors)
                   + "); its answer is clipped to the bounds and certified by our exploitability and VE gap."]
     lines += ["", "PATH through `pyomo.mpec`: not compared — the PATH binary is not installable through pip here.",
-              "", "## Fisher markets (tolerance: relative exploitability 1e-6, time limit 240 s)", "",
+              "", f"## Fisher markets (tolerance: relative exploitability 1e-6, time limit {TIME_LIMIT} s)", "",
               "| market | method | termination | relative exploitability | iterations | wall (s) |",
               "| --- | --- | --- | --- | --- | --- |"]
     for r in markets:
@@ -180,7 +181,8 @@ def plot(static, markets):
         print("matplotlib missing: no figure", file=sys.stderr)
         return
     games_ = sorted({r["game"] for r in static})
-    fig, axes = plt.subplots(1, len(games_) + 1, figsize=(5 * (len(games_) + 1), 4))
+    fig, axes = plt.subplots(1, len(games_) + 1, figsize=(5 * (len(games_) + 1), 4), squeeze=False)
+    axes = axes[0]
     for ax, g in zip(axes, games_):
         for r in static:
             if r["game"] == g and r["history"]:

@@ -12,7 +12,9 @@ indirect utilities. The ``tolerance`` of these methods is *relative* to the tota
   exact gradients, then prices rescaled onto p.s = sum B and allocations = demands, finished
   (L-BFGS-B stalls where f's rounding hides its progress) by multiplicative mirror-descent steps
   on the same dual, which are tatonnement. Linear (f is
-  not smooth): proportional response, then an exact *polish* — the spending graph's components
+  not smooth): proportional response — on the whole market for a warm-up, then only on its
+  active edges (near-best bang per buck; certified on the whole market, edges that become
+  preferred are brought in) — with an exact *polish* at each check: the spending graph's components
   fix the prices (v_ij / p_j equal for all of a buyer's spending edges, each component's prices
   summing to its budgets), an LP routes the budgets over those edges, and the answer is kept
   only when its certified exploitability beats the iterate's.
@@ -206,22 +208,71 @@ class EisenbergGale(_MarketSolver):
         self.loop(model, run, options, tatonnement(model, p, 0.5, first=count[0] + 1))
 
     def _linear(self, model, run, options):
+        """Proportional response: WARM_UP iterations on the whole market, then on its active edges only.
+
+        Every check certifies on the whole market (so edges left out cannot hide a better
+        response), brings in the edges some buyer now prefers, and tries the exact polish.
+        """
+        v, B, s = model.utility.weights, model.budgets, model.supplies
+        n, m = v.shape
         every = max(1, options.extra["check_every"])
-        last, next_polish = None, every
         for it, x, p in proportional_response(model, 1.0):
-            last = (x, p)
-            if it % every == 0 and self.certify(run, model, it, x, p):
+            if it % every == 0 and self._check(run, model, it, x, p):
                 return
-            if it >= next_polish:                    # polish attempts thin out geometrically
-                next_polish = max(it + every, int(1.25 * it))
-                for slack in (1e-2, 1e-5):
-                    polished = polish_linear(model, x * p, slack)
-                    if polished is not None and self.certify(run, model, it, *polished):
-                        return
             if run.should_stop(it):
+                self.certify(run, model, it, x, p)
+                return
+            if it >= WARM_UP:
                 break
-        if last is not None and it % every:
-            self.certify(run, model, it, *last)
+        bids = x * p
+        bang = v / p
+        keep = (bang >= 0.9 * bang.max(axis=1, keepdims=True)) & (v > 0)
+        keep[np.argmax(bids, axis=0), np.arange(m)] = True            # every good keeps its biggest buyer
+        rows, cols = np.nonzero(keep)
+        b = np.maximum(bids[rows, cols], 1e-12 * B[rows])
+        sparse_every = max(every, 100)
+        while True:
+            it += 1
+            p = np.bincount(cols, weights=b, minlength=m) / s
+            w = v[rows, cols] * b / p[cols]
+            b = B[rows] * w / np.bincount(rows, weights=w, minlength=n)[rows]
+            stop = run.should_stop(it)
+            if it % sparse_every == 0 or stop:
+                p = np.bincount(cols, weights=b, minlength=m) / s
+                x = np.zeros((n, m))
+                x[rows, cols] = b / p[cols]
+                if self._check(run, model, it, x, p) or stop:
+                    return
+                rows, cols, b = _admit_preferred(v, B, p, rows, cols, b)
+
+    def _check(self, run, model, it, x, p) -> bool:
+        """Certify (x, p), then (at geometrically thinning iterations) try the exact polish from its bids."""
+        if self.certify(run, model, it, x, p):
+            return True
+        if it < getattr(self, "_next_polish", 0):
+            return False
+        self._next_polish = max(it + 1, int(1.25 * it))
+        for slack in (1e-2, 1e-5):
+            polished = polish_linear(model, x * p, slack)
+            if polished is not None and self.certify(run, model, it, *polished):
+                return True
+        return False
+
+
+WARM_UP = 50     # whole-market proportional-response iterations before the active-edge phase
+
+
+def _admit_preferred(v, B, p, rows, cols, b):
+    """Add the edges whose bang per buck beats the buyer's best active edge (with a tiny bid)."""
+    n = v.shape[0]
+    best = np.zeros(n)
+    np.maximum.at(best, rows, v[rows, cols] / p[cols])
+    new_r, new_c = np.nonzero(v / p > best[:, None] * (1 + 1e-9))
+    if len(new_r) == 0:
+        return rows, cols, b
+    b = np.concatenate([b, 1e-6 * B[new_r]])
+    rows, cols = np.concatenate([rows, new_r]), np.concatenate([cols, new_c])
+    return rows, cols, B[rows] * b / np.bincount(rows, weights=b, minlength=n)[rows]
 
 
 def polish_linear(model, bids, slack: float = 1e-3):
