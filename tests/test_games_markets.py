@@ -156,3 +156,15 @@ def test_methods_refuse_what_they_cannot_solve():
         FisherMarket(CobbDouglas([[0.3, 0.3]]), [1.0]).solve(method="eisenberg-gale")
     with pytest.raises(ModelError, match="pseudo-games"):
         linear.solve(method="extragradient")
+
+
+def test_active_edge_phase_matches_scip(monkeypatch):
+    import solvopt.games.markets as markets
+    monkeypatch.setattr(markets, "WARM_UP", 0)                 # straight into the active-edge phase
+    monkeypatch.setattr(markets, "polish_linear", lambda *a, **k: None)   # and no polish: PR alone must get there
+    market = random_market("linear", 10, 8, 21)
+    ref, primal, dual = scip_eisenberg_gale(market.utility, market.budgets, market.supplies)
+    r = market.solve(tolerance=1e-7)
+    assert r.termination is Termination.FEASIBLE_WITHIN_GAP and r.stats["relative_exploitability"] <= 1e-7
+    objective = float(market.budgets @ np.log(market.utility.value(r.solution["allocation"])))
+    assert primal - 1e-5 <= objective <= dual + 1e-6
