@@ -234,3 +234,12 @@ def test_gpu_kernels_give_the_cpu_answer():
     on_cpu = model.solve(method="approx", device="cpu")
     assert on_gpu.stats["kernels"] == "cuda" and on_cpu.stats["kernels"] == "numba"
     assert on_gpu.objective == on_cpu.objective and on_gpu.bound == on_cpu.bound
+
+
+def test_a_graph_beyond_the_memory_budget_is_refused_before_it_is_built(monkeypatch):
+    from solvopt.core.errors import ModelError
+    from solvopt.transport import graph as graph_module
+    monkeypatch.setattr(graph_module, "BYTES_PER_ARC", 1 << 40)
+    x, y, *_ = inputs("uniform")
+    with pytest.raises(ModelError, match="more than half this machine's memory"):
+        Transport(x, y, p=2).solve(method="approx")

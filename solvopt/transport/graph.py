@@ -23,7 +23,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvopt.core.errors import ModelError
+from solvopt.core.memory import format_bytes, memory_budget
+
 from . import kernels_numpy
+
+# Peak bytes per arc while the approximation solves (measured: 84 at n = 5 x 10^4, 22M arcs,
+# 1.84 GB resident; arcs, costs, integer costs, flow and the graph's distances)
+BYTES_PER_ARC = 90
 
 def kernel_module(name: str):
     """The kernel set ``numpy`` (reference), ``numba`` or ``cuda`` (the CuPy twin)."""
@@ -73,13 +80,18 @@ class Distances:
         return sum(int(np.count_nonzero(self.model.distance_block(rows) < radius[rows, None]))
                    for rows in kernels_numpy.row_blocks(self.model.n, self.model.m))
 
-    def bunches(self, radius: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """CSR (indptr, target indices, distances) of the targets strictly closer to a than radius[a]."""
+    def bunches(self, radius: np.ndarray, before_fill=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """CSR (indptr, target indices, distances) of the targets strictly closer to a than radius[a].
+
+        ``before_fill(total)``, when given, sees the number of entries before they are stored (with
+        the kernels; it may raise to refuse them)."""
         n, m = self.model.n, self.model.m
         counts = np.empty(n, dtype=np.int64)
         if self.code is not None:
             self.k.bunch_counts(self.model.x, self.model.y, radius, self.code, counts)
             indptr = np.concatenate(([0], np.cumsum(counts)))
+            if before_fill is not None:
+                before_fill(int(indptr[-1]))
             cols, dist = np.empty(indptr[-1], dtype=np.int64), np.empty(indptr[-1])
             self.k.bunch_fill(self.model.x, self.model.y, radius, self.code, indptr, cols, dist)
             return indptr, cols, dist
@@ -198,9 +210,20 @@ def build_two_hop(distances: Distances, n_centres: int, rng: np.random.Generator
     centres = drawn[used]
     order = np.argsort(hub_of, kind="stable")
     members = np.split(order, np.cumsum(np.bincount(hub_of, minlength=len(centres)))[:-1])
-    indptr, cols, dist = distances.bunches(radius)
+    indptr, cols, dist = distances.bunches(
+        radius, before_fill=lambda bunch_arcs: _check_memory(bunch_arcs + model.n + len(centres) * model.m))
     hub_dist = distances.hub_distances(centres, members)
     return TwoHopGraph(model.n, model.m, centres, hub_of.astype(np.int64), radius, indptr, cols, dist, hub_dist)
+
+
+def _check_memory(arcs: int) -> None:
+    """ModelError before allocating a graph that cannot fit in half the machine's memory."""
+    need = arcs * BYTES_PER_ARC
+    budget = memory_budget(0.5)
+    if need > budget:
+        raise ModelError(f"approx would build a graph of {arcs:,} arcs (about {format_bytes(need)} while solving), "
+                         f"more than half this machine's memory ({format_bytes(budget)}); about 2 n^1.5 arcs "
+                         "for n = m points: use fewer points")
 
 
 def default_centres(n: int, m: int) -> int:
