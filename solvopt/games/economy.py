@@ -326,21 +326,18 @@ def clear_assets(econ, chain, p, y, damping=1.0) -> tuple[np.ndarray, np.ndarray
 
 
 def affordable(econ, chain, p, q, y) -> np.ndarray:
-    """The holdings with each consumer's projected onto its budget-feasible set {limits, W_i(s) >= 0
-    at every state} where they overspend somewhere (a QP through HiGHS; markets may then not clear)."""
-    Wl = wealth(econ, chain, p, q, y)
-    poor = np.flatnonzero(np.any(Wl < 0, axis=0))
-    if poor.size == 0:
-        return y
-    from .projection import Polyhedron
-    W, N, K = y.shape
+    """The holdings with each consumer who would overspend somewhere scaled towards 0 (y = 0 is
+    affordable, wealth is affine in y) just enough that W_i(s) >= 0 at every state; the limits
+    hold since they contain 0. Markets may then not clear: the certificate says by how much."""
     G = portfolio_matrix(econ, chain, q)
-    c = endowment_values(econ, chain, p)
-    lb, ub = np.tile(-econ.borrowing_limit, W), np.tile(econ.holding_limit, W)
-    out = y.copy()
-    for i in poor:
-        out[:, i, :] = Polyhedron(lb, ub, G, -c[:, i], None).project(y[:, i, :].ravel()).reshape(W, K)
-    return out
+    c = endowment_values(econ, chain, p)                                  # (S, N)
+    W, N, K = y.shape
+    flat = y.transpose(0, 2, 1).reshape(W * K, N)
+    spend = G @ flat                                                      # (S, N): wealth = c + spend
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.where(spend < 0, c / -spend, np.inf)
+    t = np.clip(room.min(axis=0), 0.0, 1.0)
+    return y * t[None, :, None]
 
 
 def random_economy(consumers, goods, assets, world_states, utility="cobb_douglas", stochastic=True,
