@@ -226,7 +226,7 @@ class EisenbergGale(_MarketSolver):
                 break
         bids = x * p
         bang = v / p
-        keep = (bang >= 0.9 * bang.max(axis=1, keepdims=True)) & (v > 0)
+        keep = (bang >= ACTIVE * bang.max(axis=1, keepdims=True)) & (v > 0)
         keep[np.argmax(bids, axis=0), np.arange(m)] = True            # every good keeps its biggest buyer
         rows, cols = np.nonzero(keep)
         b = np.maximum(bids[rows, cols], 1e-12 * B[rows])
@@ -260,6 +260,7 @@ class EisenbergGale(_MarketSolver):
 
 
 WARM_UP = 50     # whole-market proportional-response iterations before the active-edge phase
+ACTIVE = 0.98    # an edge is active when its bang per buck is within 2% of the buyer's best
 
 
 def _admit_preferred(v, B, p, rows, cols, b):
