@@ -157,9 +157,10 @@ def write(static, markets, meta):
                      f"{fmt(r['time_to_1e-10'])} | {fmt(r['wall_s'])} |")
     anchors = [r for r in static if r["method"].startswith("nashopt")]
     if anchors:
-        lines += ["", "nashopt rows: wall time of its second call (the first includes JAX compilation: "
+        lines += ["", "nashopt rows: wall time of its second call; each call builds a new `GNEP`, which JAX traces "
+                  "and compiles again, so both include compilation (first calls: "
                   + ", ".join(f"{r['game']} {r['first_call_s']:.2f} s" for r in anchors)
-                  + "); its answer is clipped to the bounds and certified by our exploitability and VE gap."]
+                  + "). Its answer is clipped to the bounds and certified by our exploitability and VE gap."]
     lines += ["", "PATH through `pyomo.mpec`: not compared — the PATH binary is not installable through pip here.",
               "", f"## Fisher markets (tolerance: relative exploitability 1e-6, time limit {TIME_LIMIT} s)", "",
               "| market | method | termination | relative exploitability | iterations | wall (s) |",
@@ -210,8 +211,8 @@ def plot(static, markets):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a 200 x 200 market instead of 1000 x 1000")
-    parser.add_argument("--part", choices=("all", "static", "markets"), default="all",
-                        help="run one part and keep the other from the existing games.json")
+    parser.add_argument("--part", choices=("all", "static", "markets", "report"), default="all",
+                        help="run one part and keep the other from the existing games.json ('report': only redraw)")
     args = parser.parse_args(argv)
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": cpu_name(), "cpus": os.cpu_count(), "load": os.getloadavg()[0], "python": platform.python_version()}
@@ -219,6 +220,8 @@ def main(argv=None):
     static = ([row for name, make in games().items() for row in run_static(name, make)]
               if args.part in ("all", "static") else old.get("static", []))
     markets = run_markets(200 if args.quick else 1000) if args.part in ("all", "markets") else old.get("markets", [])
+    if args.part == "report":
+        meta = old.get("meta", meta)
     write(static, markets, meta)
     print(f"wrote {RESULTS / 'games.md'}")
 

@@ -11,7 +11,7 @@ from solvopt.core.errors import ModelError
 from solvopt.core.options import Option
 from solvopt.core.registry import Solver, get_solver, register
 
-from .static import _positive
+from .static import positive_number
 from .tracking import COMMON_HONOURS
 
 
@@ -22,7 +22,7 @@ class Auto(Solver):
     description = "the model's default method (pseudo-game: extragradient; Fisher: eisenberg-gale; Arrow-Debreu: tatonnement)"
     default = True
     honours = COMMON_HONOURS
-    options = (Option("tolerance", _positive, None, "stop at this certified exploitability (the method's default: "
+    options = (Option("tolerance", positive_number, None, "stop at this certified exploitability (the method's default: "
                       "absolute for pseudo-games, relative to the total budget for markets)"),
                Option("check_every", int, None, "certify every this many iterations (the method's default)"))
 

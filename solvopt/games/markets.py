@@ -34,10 +34,10 @@ from solvopt.core.options import Option
 from solvopt.core.registry import Solver, register
 
 from .exploitability import market_exploitability
-from .static import CHECK_EVERY, _positive
+from .static import CHECK_EVERY, positive_number
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
-MARKET_TOLERANCE = Option("tolerance", _positive, 1e-9,
+MARKET_TOLERANCE = Option("tolerance", positive_number, 1e-9,
                           "stop when the certified exploitability / total budget is at most this")
 
 
@@ -139,7 +139,7 @@ class Tatonnement(_MarketSolver):
     description = "multiplicative tatonnement on exact demands (Fisher and Arrow-Debreu; not linear utilities)"
     kinds = ("cobb_douglas", "ces", "leontief", "log")
     arrow_debreu = True
-    options = (MARKET_TOLERANCE, CHECK_EVERY, Option("step", _positive, 0.5, "price step eta"))
+    options = (MARKET_TOLERANCE, CHECK_EVERY, Option("step", positive_number, 0.5, "price step eta"))
 
     def run_loop(self, model, run, options):
         start = _normalised(model, np.ones(model.shape[1]))

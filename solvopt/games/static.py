@@ -30,14 +30,15 @@ from .tracking import COMMON_HONOURS, EquilibriumRun
 DEFAULT_TOLERANCE = 1e-9
 
 
-def _positive(value):
+def positive_number(value):
+    """Option type of tolerances and steps: a finite number > 0 (shared by the family's methods)."""
     value = float(value)
     if not (np.isfinite(value) and value > 0):
         raise ValueError(f"must be a positive number, got {value}")
     return value
 
 
-TOLERANCE = Option("tolerance", _positive, DEFAULT_TOLERANCE, "stop when the certified exploitability is at most this")
+TOLERANCE = Option("tolerance", positive_number, DEFAULT_TOLERANCE, "stop when the certified exploitability is at most this")
 CHECK_EVERY = Option("check_every", int, 10, "certify the exploitability every this many iterations")
 START = Option("start", None, None, "starting joint action (default: 0 clipped to the bounds)")
 
@@ -103,7 +104,7 @@ class _StaticSolver(Solver):
 class Extragradient(_StaticSolver):
     name = "extragradient"
     description = "extragradient on the pseudo-gradient VI over the shared set (variational equilibrium)"
-    options = (TOLERANCE, CHECK_EVERY, START, Option("step", _positive, 1.0, "initial step size (adapted)"))
+    options = (TOLERANCE, CHECK_EVERY, START, Option("step", positive_number, 1.0, "initial step size (adapted)"))
 
     def iterate(self, game, K, a, options):
         eta, it = options.extra["step"], 0
@@ -126,7 +127,7 @@ class Extragradient(_StaticSolver):
 class Nested(_StaticSolver):
     name = "nested"
     description = "spectral projected gradient on the regularised exploitability (inner maximisation exact)"
-    options = (TOLERANCE, CHECK_EVERY, START, Option("alpha", _positive, 1.0, "regularisation weight alpha"))
+    options = (TOLERANCE, CHECK_EVERY, START, Option("alpha", positive_number, 1.0, "regularisation weight alpha"))
 
     def iterate(self, game, K, a, options):
         """Spectral projected gradient (Birgin-Martinez-Raydan): Barzilai-Borwein steps, nonmonotone Armijo."""
