@@ -307,10 +307,12 @@ def test_box_halfspace_projection_matches_the_qp():
         assert np.allclose(fast, qp, atol=1e-6)
 
 
-def test_clearing_keeps_consumers_within_their_budgets():
+def test_certified_holdings_are_affordable():
     econ = ec.random_economy(4, 3, 3, 2, "cobb_douglas", seed=6, borrowing_limit=5.0, holding_limit=5.0)
     chain = ec.pair_chain(econ)
     prof = ec.initial_profile(econ, chain)
     q, y = ec.clear_assets(econ, chain, prof.prices, prof.portfolio)
+    assert np.any(ec.wealth(econ, chain, prof.prices, q, y) < 0)         # the clearing alone overspends
+    y = ec.affordable(econ, chain, prof.prices, q, y)
     assert np.all(ec.wealth(econ, chain, prof.prices, q, y) >= -1e-9)
     assert np.all(y >= -5.0 - 1e-12) and np.all(y <= 5.0 + 1e-12)

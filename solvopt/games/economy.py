@@ -275,7 +275,8 @@ def tatonnement(econ, run, *, step=0.5, asset_step=1.0, asset_every=10, asset_de
             q, y = clear_assets(econ, chain, p, y, asset_step / (1.0 + it // asset_every) ** asset_decay)
         last = it % check_every == 0
         if last or run.should_stop(it):
-            prof = Profile(p.copy(), q.copy(), _consumption(econ, chain, p, q, y, shares), y.copy())
+            held = affordable(econ, chain, p, q, y)     # the certified profile is budget-feasible
+            prof = Profile(p.copy(), q.copy(), _consumption(econ, chain, p, q, held, shares), held)
             m, expl = certificate(econ, chain, prof)
             history[it] = m
             if run.record(it, prof, expl) or not last or run.should_stop(it):
@@ -303,8 +304,8 @@ def clear_assets(econ, chain, p, y, damping=1.0) -> tuple[np.ndarray, np.ndarray
     For each world state w and asset k, consumers sorted by reservation price: those above the
     marginal one hold the limit, those below are short the borrowing limit, and the marginal
     consumer (indifferent at q = its reservation price) holds the rest, so holdings sum to 0. The
-    holdings move a fraction ``damping`` of the way there; a consumer who would then overspend
-    somewhere is moved back into its budget set (:func:`affordable`)."""
+    holdings move a fraction ``damping`` of the way there. (They may overspend somewhere while the
+    prices move; the profiles that are certified hold :func:`affordable` holdings.)"""
     r = reservation_prices(econ, chain, p)
     W, N, K = y.shape
     target, q_world = np.empty_like(y), np.empty((W, K))
@@ -321,8 +322,7 @@ def clear_assets(econ, chain, p, y, damping=1.0) -> tuple[np.ndarray, np.ndarray
             holdings[order[m]] = np.clip(rest, lo, hi)
             target[w, :, k] = holdings
             q_world[w, k] = np.clip(r[w, order[m], k], 0.0, econ.asset_price_max)
-    q = q_world[chain.world]
-    return q, affordable(econ, chain, p, q, (1.0 - damping) * y + damping * target)
+    return q_world[chain.world], (1.0 - damping) * y + damping * target
 
 
 def affordable(econ, chain, p, q, y) -> np.ndarray:
