@@ -111,7 +111,15 @@ _install_checkout_finder()
 
 from .core import (BackendUnavailable, InstanceFormatError, ModelError, Result, SolutionStatus,  # noqa: E402
                    SolveOptions, SolverError, SolvoptError, Termination)
-from .dist import solve_list, solve_many  # noqa: E402  (imports no dask: the dist extra is needed by a cluster run only)
+
+
+def __getattr__(name):
+    """``solvopt.solve_many`` / ``solvopt.solve_list``, loaded on first use (``import solvopt`` stays light)."""
+    if name in ("solve_many", "solve_list"):
+        from . import dist
+        return getattr(dist, name)
+    raise AttributeError(f"module 'solvopt' has no attribute {name!r}")
+
 
 __all__ = ["BackendUnavailable", "InstanceFormatError", "ModelError", "Result", "SolutionStatus",
            "SolveOptions", "SolverError", "SolvoptError", "Termination", "__version__", "numba_cache_dir",
