@@ -290,7 +290,7 @@ def cmd_methods(args) -> int:
     for r in [header] + table:
         if r[3] == "import failed":  # the reason matters more than one line: wrap it
             import textwrap
-            desc, *more = textwrap.wrap(r[4], room) or [""]
+            desc, *more = textwrap.wrap(r[4], room, break_long_words=False, break_on_hyphens=False) or [""]
         else:
             desc, more = (r[4] if len(r[4]) <= room else r[4][:room - 3] + "..."), []
         print("  ".join([c.ljust(w) for c, w in zip(r[:4], widths)] + [desc]).rstrip())
