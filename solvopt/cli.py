@@ -288,14 +288,13 @@ def cmd_methods(args) -> int:
     widths = [max(len(r[i]) for r in [header] + table) for i in range(4)]
     room = max(20, width - sum(widths) - 2 * 4)
     for r in [header] + table:
-        if r[3] == "import failed":  # the reason matters more than one line: wrap it
-            import textwrap
-            desc, *more = textwrap.wrap(r[4], room, break_long_words=False, break_on_hyphens=False) or [""]
+        if r[3] == "import failed" and len(r[4]) > room:  # the reason matters: whole, on its own line
+            desc, more = "", ["    " + r[4]]
         else:
             desc, more = (r[4] if len(r[4]) <= room else r[4][:room - 3] + "..."), []
         print("  ".join([c.ljust(w) for c, w in zip(r[:4], widths)] + [desc]).rstrip())
         for line in more:
-            print(" " * (sum(widths) + 2 * 4) + line)
+            print(line)
         if args.verbose and r is not header:
             row = rows[table.index(r)]
             if row["honours"]:
