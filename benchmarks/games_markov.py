@@ -102,7 +102,9 @@ def anchor_table(time_limit):
              "anchor's 'excess demand' (seller first-order violation) is mean_j z_j^2 + mean_k Y_k^2, averaged over "
              "sampled states; here over our states with the occupancy weights. " + ANCHOR + ". Our state space "
              "is tabular (pairs of world states) and endowments do not accumulate asset payouts, so the "
-             "economies are of the same sizes and kind, not identical.", "",
+             "economies are of the same sizes and kind, not identical. The formula counts excess supply too: "
+             "Leontief equilibria leave some goods in excess supply at prices near 0 (free goods), which is "
+             "what its Leontief rows measure; the largest positive excess demand is the last column.", "",
              "| utility | transitions | status | seconds | relative exploitability | excess demand (anchor formula) | "
              "max excess demand (goods units) |", "|---|---|---|---|---|---|---|"]
     for r in rows:
