@@ -122,9 +122,13 @@ def plot(rows, path):
         print("matplotlib missing: no figure", file=sys.stderr)
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for r in rows:
+    colours = {"linear": "tab:blue", "cobb_douglas": "tab:green", "leontief": "tab:red"}
+    for r in rows:        # the best certified so far (what a stop returns): solid 10x10, dashed 20x20
         t, v = zip(*[(max(t, 1e-2), max(v, 1e-16)) for t, v in r["history"]])
-        ax.plot(t, v, label=f"{r['size']} {r['utility']} {r['transitions'][:5]}")
+        best = [min(v[:k + 1]) for k in range(len(v))]
+        ax.step(t, best, where="post", color=colours[r["utility"]], lw=1.2,
+                ls="-" if r["size"].startswith("10x") else "--", alpha=1.0 if r["transitions"][0] == "d" else 0.55,
+                label=f"{r['size']} {r['utility']} {r['transitions'][:5]}")
     ax.axhline(GOAL, color="k", ls=":", lw=1)
     ax.set(xscale="log", yscale="log", xlabel="wall time (s)", ylabel="certified exploitability / endowment value",
            title="Markov exchange economies: markov-tatonnement")
@@ -138,9 +142,13 @@ def main(argv=None):
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--large", action="store_true", help="also the 20 x 20 x 5 x 10 economies")
     ap.add_argument("--large-time-limit", type=float, default=300.0)
+    ap.add_argument("--replot", action="store_true", help="only redraw the figure from the recorded JSON")
     ap.add_argument("--anchor", action="store_true", help="only the anchor-formula table (games_markov_anchor.*)")
     ap.add_argument("--quick", action="store_true", help="Cobb-Douglas only, 10 s (a smoke run; results not written)")
     args = ap.parse_args(argv)
+    if args.replot:
+        plot(json.loads((RESULTS / "games_markov.json").read_text())["rows"], RESULTS / "games_markov.png")
+        return
     if args.anchor:
         rows, text = anchor_table(args.time_limit)
         print(text)

@@ -156,7 +156,9 @@ def metrics(econ, chain: PairChain, profile: Profile) -> dict:
     beta = bang_per_buck(econ, p)
     Wlth = wealth(econ, chain, p, q, y)
     spend = np.einsum("sm,snm->sn", p, x)
-    budget_violation = float(np.max(np.maximum(spend - Wlth, 0.0) / np.maximum(np.abs(Wlth), 1e-12)))
+    # overspending relative to what the endowment is worth (not to the wealth, which can be 0)
+    scale = np.maximum(1.0, endowment_values(econ, chain, p))
+    budget_violation = float(np.max(np.maximum(spend - Wlth, 0.0) / scale))
     u = econ.utility.value(x)                                                # (S, N)
     values = d @ u
     best, best_lower, _ = consumer_best_value(econ, chain, p, q, beta)
