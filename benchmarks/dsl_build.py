@@ -403,12 +403,9 @@ def report(records, loads, meta) -> str:
 
 
 def plot(records, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot (pip install matplotlib)", file=sys.stderr)
+    from plots import pyplot_or_none
+    plt = pyplot_or_none()
+    if plt is None:
         return
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     styles = {"ours": ("ours (solvopt.dsl)", "o-"), "linopy": ("linopy", "s--"),

@@ -174,12 +174,9 @@ def write(static, markets, meta):
 
 
 def plot(static, markets):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib missing: no figure", file=sys.stderr)
+    from plots import pyplot_or_none
+    plt = pyplot_or_none()
+    if plt is None:
         return
     games_ = sorted({r["game"] for r in static})
     fig, axes = plt.subplots(1, len(games_) + 1, figsize=(5 * (len(games_) + 1), 4), squeeze=False)

@@ -190,12 +190,9 @@ def markdown(data: dict) -> str:
 
 
 def plot(data: dict, path: Path) -> None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib missing: no plot", file=sys.stderr)
+    from plots import pyplot_or_none
+    plt = pyplot_or_none()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for r in data["gap"]:

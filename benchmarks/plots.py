@@ -47,6 +47,15 @@ def _pyplot():
     return plt
 
 
+def pyplot_or_none():
+    """matplotlib.pyplot on the Agg backend, or None (said on stderr) without the ``bench`` extra."""
+    try:
+        return _pyplot()
+    except ImportError:
+        print("matplotlib is not installed (the bench extra): tables only, no figure", file=sys.stderr)
+        return None
+
+
 def _machine(meta: dict) -> str:
     """The date and machine line of a results file, from whichever fields it has."""
     parts = [meta.get("date")]

@@ -235,12 +235,9 @@ def markdown(data: dict) -> str:
 
 
 def plot(data: dict, path: Path) -> None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no figure", file=sys.stderr)
+    from plots import pyplot_or_none
+    plt = pyplot_or_none()
+    if plt is None:
         return
     base = data["baseline"]
     workers = [c["workers"] for c in data["configs"]]

@@ -358,12 +358,9 @@ def goal_lines(rows):
 
 
 def plot(rows, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no figure", file=sys.stderr)
+    from plots import pyplot_or_none
+    plt = pyplot_or_none()
+    if plt is None:
         return
     ps = sorted({str(r["p"]) for r in rows}, key=lambda s: math.inf if s == "inf" else float(s))
     fig, axes = plt.subplots(2, len(ps), figsize=(4.2 * len(ps), 7), squeeze=False)
