@@ -27,6 +27,7 @@ import numpy as np
 
 from solvopt.core.errors import ModelError
 
+from .arrays import real_array
 from .family import FamilyModel
 
 STOCHASTIC_TOL = 1e-9     # rows of a transition matrix must sum to 1 within this
@@ -34,21 +35,8 @@ CONCAVITY_TOL = 1e-10     # largest eigenvalue allowed in a player's own quadrat
 
 
 def _array(value, name: str, shape: tuple | None = None) -> np.ndarray:
-    """A finite float64 array of the given shape (None entries of ``shape`` are free)."""
-    try:
-        raw = np.asarray(value)
-    except (TypeError, ValueError):
-        raise ModelError(f"{name} must be a numeric array (rows of equal length)") from None
-    if raw.dtype.kind not in "biuf":
-        raise ModelError(f"{name} must be real numbers, got dtype {raw.dtype}")
-    arr = np.array(raw, dtype=np.float64)
-    if shape is not None:
-        if arr.ndim != len(shape) or any(s is not None and s != t for s, t in zip(shape, arr.shape)):
-            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
-            raise ModelError(f"{name} must have shape {want}, got {arr.shape}")
-    if np.isnan(arr).any():
-        raise ModelError(f"{name} contains NaN")
-    return arr
+    """A float64 array of the given shape (None entries of ``shape`` are free), without NaN (inf allowed)."""
+    return real_array(value, name, shape, allow_inf=True)
 
 
 def _finite(arr: np.ndarray, name: str) -> np.ndarray:

@@ -20,6 +20,7 @@ import numpy as np
 
 from solvopt.core.errors import ModelError
 
+from .arrays import real_array
 from .family import FamilyModel
 
 METRICS = ("euclidean", "cityblock", "chebyshev")
@@ -49,18 +50,8 @@ def validate_p(p) -> float:
 
 
 def _real_array(value, name: str) -> np.ndarray:
-    """A finite real float64 array; ModelError for strings, objects, complex, NaN or inf."""
-    try:
-        raw = np.asarray(value)
-    except (TypeError, ValueError):
-        raise ModelError(f"{name!r} must be a numeric array (rows of equal length)") from None
-    if raw.dtype.kind not in "biuf":
-        raise ModelError(f"{name!r} must be real numbers, got dtype {raw.dtype}")
-    arr = np.ascontiguousarray(raw, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
-        where = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
-        raise ModelError(f"{name!r} has a non-finite entry at {where}")
-    return arr
+    """A finite real float64 array (C-contiguous); ModelError for strings, objects, complex, NaN or inf."""
+    return real_array(value, repr(name))
 
 
 def validate_points(points, name: str) -> np.ndarray:
