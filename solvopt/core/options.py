@@ -95,6 +95,19 @@ def _is_real(v) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
+def positive_number(value) -> float:
+    """Option type of tolerances, steps and seconds: a finite number > 0 (one rule for every method)."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a positive number, got {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"must be a positive number, got {value}")
+    return value
+
+
+positive_number.__name__ = "float>0"
+
+
 @dataclass(frozen=True)
 class Option:
     """A solver's extra option: name, type, default and help; ``choices`` restricts its values.

@@ -6,18 +6,11 @@ Markov exchange economies. Both report the certified exploitability of their bes
 from __future__ import annotations
 
 from solvopt.core.errors import ModelError
-from solvopt.core.options import Option
+from solvopt.core.options import Option, positive_number
 from solvopt.core.registry import Solver, register
 
 from . import economy, markov
 from .tracking import COMMON_HONOURS, EquilibriumRun
-
-
-def _positive(value):
-    value = float(value)
-    if not value > 0:
-        raise ValueError(f"must be > 0, got {value}")
-    return value
 
 
 def _count(value):
@@ -47,9 +40,9 @@ class MarkovGDA(_MarkovSolver):
     description = "two-time-scale gradient descent-ascent for Markov pseudo-games (exact policy gradients)"
     capabilities = ("markov_pseudo_game",)
     options = (
-        Option("tolerance", _positive, 1e-8, "stop when the certified exploitability is at most this"),
-        Option("step", _positive, 0.2, "policy step (divided by the own-reward curvature)"),
-        Option("adversary_step", _positive, 1.0, "adversary step (the fast time scale)"),
+        Option("tolerance", positive_number, 1e-8, "stop when the certified exploitability is at most this"),
+        Option("step", positive_number, 0.2, "policy step (divided by the own-reward curvature)"),
+        Option("adversary_step", positive_number, 1.0, "adversary step (the fast time scale)"),
         Option("adversary_steps", _count, 5, "adversary ascent steps per policy step"),
         Option("check_every", _count, 20, "certify the exploitability every this many iterations"),
         Option("start", None, None, "starting policy, (states, actions)"),
@@ -78,10 +71,10 @@ class MarkovTatonnement(_MarkovSolver):
                    "for linear utilities), exact best responses")
     capabilities = ("markov_exchange_economy",)
     options = (
-        Option("tolerance", _positive, 1e-4, "stop when the certified exploitability is at most this fraction "
+        Option("tolerance", positive_number, 1e-4, "stop when the certified exploitability is at most this fraction "
                                               "of the total endowment value"),
-        Option("step", _positive, 0.5, "price step of the tatonnement"),
-        Option("asset_step", _positive, 1.0, "damping of the asset-market clearing (1: jump to the clearing holdings)"),
+        Option("step", positive_number, 0.5, "price step of the tatonnement"),
+        Option("asset_step", positive_number, 1.0, "damping of the asset-market clearing (1: jump to the clearing holdings)"),
         Option("asset_every", _count, 10, "clear the asset markets every this many price steps"),
         Option("asset_decay", float, 1.0, "the damping of the k-th clearing is asset_step / k^asset_decay"),
         Option("check_every", _count, 25, "certify the exploitability every this many iterations"),

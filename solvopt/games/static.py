@@ -21,21 +21,13 @@ from __future__ import annotations
 import numpy as np
 
 from solvopt.core.errors import ModelError
-from solvopt.core.options import Option
+from solvopt.core.options import Option, positive_number
 from solvopt.core.registry import Solver, register
 
 from .exploitability import joint_polyhedron, joint_response, static_exploitability, ve_gap
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
 DEFAULT_TOLERANCE = 1e-9
-
-
-def positive_number(value):
-    """Option type of tolerances and steps: a finite number > 0 (shared by the family's methods)."""
-    value = float(value)
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"must be a positive number, got {value}")
-    return value
 
 
 TOLERANCE = Option("tolerance", positive_number, DEFAULT_TOLERANCE, "stop when the certified exploitability is at most this")

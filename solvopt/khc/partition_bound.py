@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 from ..core.interrupt import stop_reason
-from ..core.options import Option, SolveOptions
+from ..core.options import Option, SolveOptions, positive_number
 from ..core.progress import Progress
 from ..core.registry import Solver, register
 from ..core.result import Result, Termination
@@ -24,15 +24,6 @@ from .subset_bound import subset_bound
 
 # share of the time limit the heuristic may take before the bound starts
 HEURISTIC_SHARE = 0.25
-
-
-def _positive(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"expected a positive number, got {value!r}")
-    return float(value)
-
-
-_positive.__name__ = "float>0"
 
 
 @register
@@ -46,7 +37,7 @@ class PartitionBoundSolver(Solver):
     options = (
         restarts_option(1, "for the incumbent"),
         count_option("group_size", 0, 0, "points per group (0: calibrated to group_seconds)"),
-        Option("group_seconds", _positive, 1.0, "target bnb time per group (calibrates the group size)"),
+        Option("group_seconds", positive_number, 1.0, "target bnb time per group (calibrates the group size)"),
         count_option("partitions", 1, 3, "stratified partitions solved (the best bound is kept)"),
         count_option("workers", 1, 1, "processes solving groups (>1: a dask LocalCluster; needs the dist extra)"),
     )
