@@ -102,6 +102,28 @@ def test_a_scenario_chunk_pickles_light_and_is_safe_to_share_between_threads():
     assert auto.backend.name == ("cuda" if gpu_available() else "numba")
 
 
+
+def test_under_device_auto_with_workers_each_worker_picks_its_kernel(monkeypatch):
+    """split under device='auto' with chunks on a client builds them with backend 'auto' (each worker
+    takes CUDA where it sees a GPU, else Numba); without a client, or with device='cpu', Numba."""
+    import solvopt.cvrp.solvers as solvers
+    seen = []
+    real = solvers.run_scenarios
+
+    def spy(compiled, **kwargs):
+        seen.append(kwargs["backend"])
+        return real(compiled, **dict(kwargs, backend="numba"))     # run here: the spy stands in for workers
+
+    monkeypatch.setattr(solvers, "run_scenarios", spy)
+    monkeypatch.setattr("solvopt.core.tasks._current_client", [object()])   # as inside use_client(client)
+    auto = split_model(2000).solve(method="split")
+    cpu = split_model(2000).solve(method="split", device="cpu")
+    monkeypatch.setattr("solvopt.core.tasks._current_client", [])
+    alone = split_model(2000).solve(method="split")
+    assert seen == ["auto", "numba", "numba"]
+    assert auto.stats["device"] == "per worker" and cpu.stats["device"] == alone.stats["device"] == "cpu"
+    assert auto.objective == cpu.objective == alone.objective
+
 # --- on a LocalCluster of 2 worker processes ----------------------------------------------------
 @pytest.fixture(scope="module")
 def client():

@@ -185,10 +185,15 @@ class _SplitSolver(Solver):
             raise ModelError(f"method {self.name!r} runs on the CPU; use method 'split-cuda' (or device='auto') "
                              "for the GPU")
 
+    def scenario_backend(self, options: SolveOptions) -> str:
+        """The kernel backend the scenario chunks build on: this method's own kernel."""
+        return self.kernel
+
     def run_scenarios(self, compiled, options: SolveOptions, keep: bool, deadline):
-        run = run_scenarios(compiled, seed=options.seed, backend=self.kernel, chunk=options.extra.get("chunk"),
+        backend = self.scenario_backend(options)
+        run = run_scenarios(compiled, seed=options.seed, backend=backend, chunk=options.extra.get("chunk"),
                             keep_costs=keep, deadline=deadline, progress=Progress(options.progress, log=options.log))
-        return run, {"backend": self.kernel, "device": "cpu"}
+        return run, {"backend": backend, "device": "cpu" if backend != "auto" else "per worker"}
 
 
 @register
@@ -197,6 +202,12 @@ class SplitNumba(_SplitSolver):
     default = True
     honours = frozenset({"threads", "device"})
     description = "CVRP split: Vidal O(n) / Bellman; stochastic split with fused-sampling Numba SIMD kernels"
+
+    def scenario_backend(self, options: SolveOptions) -> str:
+        """Numba here; under ``device="auto"`` with chunks on dask workers (``use_client``), each worker
+        picks CUDA when it sees a GPU, else Numba (the same Philox demand stream on both)."""
+        from solvopt.core.tasks import current_client
+        return "auto" if options.device == "auto" and current_client() is not None else self.kernel
 
     def run_scenarios(self, compiled, options: SolveOptions, keep: bool, deadline):
         previous = numba.get_num_threads()
