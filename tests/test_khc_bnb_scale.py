@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -17,11 +19,13 @@ from hypothesis import strategies as st
 
 from solvopt.cli import main
 from solvopt.core.errors import ModelError
+from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc.bnb import solve_bnb
 from solvopt.khc.bounds import MU_STEPS, _spectrum, charge_bound
 
+from khc_planted import planted
 from khc_reference import brute_force as optimum
 
 
@@ -207,6 +211,56 @@ def test_time_limited_auto_run_reports_the_dolls_bound():
     assert 0.0 < r.bound < r.objective
     plain = HyperplaneClustering(X, 3).solve("bnb", time_limit=1.0, suffix_bounds=False)
     assert plain.stats["suffix_bounds"] is False and "dolls_solved" not in plain.stats
+
+
+# A run that does not poll its limit overran it by minutes (the dolls of a 1735-point group: each
+# doll small enough to finish within one kernel batch never reached the time check, and each
+# paid k-plane restarts for its first incumbent). Generous: a correctness check, not a speed one.
+PROMPT = 15.0
+
+
+@pytest.fixture(scope="module")
+def many_points() -> np.ndarray:
+    return planted(1200, 3, 3, 0.05, seed=1)[0]
+
+
+@pytest.mark.parametrize("options", [{}, {"suffix_bounds": True}, {"charge_bound": True},
+                                     {"order": "input", "suffix_bounds": True, "charge_bound": True}])
+def test_a_time_limit_holds_at_a_thousand_points(many_points, options):
+    start = time.perf_counter()
+    r = HyperplaneClustering(many_points, 3).solve("bnb", time_limit=1.0, restarts=2, **options)
+    assert time.perf_counter() - start < PROMPT
+    assert r.termination in (Termination.TIME_LIMIT, Termination.OPTIMAL)
+    assert 0.0 <= r.bound <= r.objective
+
+
+@pytest.mark.parametrize("options", [{}, {"suffix_bounds": True}])
+def test_a_time_limit_holds_through_easy_dolls(options):
+    """The reported case: a coherent group of 1735 points near 2 lines, as the subset bound solves
+    it. Each doll is proven within its first kernel batch; before the fix, none of them looked at
+    the clock (about 14 s on a 1 s limit at 1200 points, 129 s on a 2 s limit at 1735)."""
+    X = planted(1735, 2, 2, 0.01, seed=1)[0]
+    start = time.perf_counter()
+    r = HyperplaneClustering(X, 2).solve("bnb", time_limit=1.0, restarts=1, extra_restarts=0, **options)
+    assert time.perf_counter() - start < PROMPT
+    assert r.termination in (Termination.TIME_LIMIT, Termination.OPTIMAL)
+    assert 0.0 <= r.bound <= r.objective
+
+
+@pytest.mark.parametrize("options", [{"suffix_bounds": True}, {"charge_bound": True}])
+def test_a_stop_request_holds_in_the_dolls_at_a_thousand_points(many_points, options):
+    timer = threading.Timer(1.0, request_stop)
+    start = time.perf_counter()
+    timer.start()
+    try:
+        r = HyperplaneClustering(many_points, 3).solve("bnb", restarts=2, extra_restarts=0, **options)
+    finally:
+        timer.cancel()
+        timer.join()
+        clear_stop()
+    assert time.perf_counter() - start < PROMPT
+    assert r.termination == Termination.INTERRUPTED
+    assert 0.0 <= r.bound <= r.objective
 
 
 def test_extra_restarts_are_sized_by_m_and_optional():

@@ -56,6 +56,8 @@ from .geometry import assignment_cost
 from .heuristics import kplane, local_search
 
 BATCH_NODES = (10_000, 1_000_000)  # nodes per kernel call between time checks: first, largest
+BATCH_POINT_NODES = 200_000        # ... the first batch at most this / m nodes (a node of the charge
+                                   # or the dynamic order costs O(m k): 10^4 of them took > 1 s at m = 1735)
 BATCH_SECONDS = 0.2                # the batch grows while a call takes less than this
 SUFFIX_REL_GAP = 1e-10         # the dolls are solved (almost) exactly: their bounds feed the next
 ORDERS = ("auto", "farthest", "dynamic", "input", "margin")
@@ -437,14 +439,19 @@ def _relabel(labels: np.ndarray) -> np.ndarray:
     return out
 
 
-def _doll_incumbent(X: np.ndarray, k: int, previous: np.ndarray | None, seed: int) -> tuple[np.ndarray, float]:
-    """A good assignment of a doll: the previous doll's optimum extended by one point, polished."""
+def _doll_incumbent(X: np.ndarray, k: int, previous: np.ndarray | None, seed: int,
+                    deadline: float | None = None) -> tuple[np.ndarray, float]:
+    """A good assignment of a doll: the previous doll's optimum extended by one point, polished.
+
+    Both the polish and the k-plane restarts stop at ``deadline`` (or a stop request) with their
+    best so far: with a thousand dolls of a thousand points this was most of a run's time."""
     candidates = []
     if previous is not None:
         for j in range(k):
-            labels = local_search(X, np.concatenate(([j], previous)), k)
+            labels = local_search(X, np.concatenate(([j], previous)), k, deadline=deadline)
             candidates.append((assignment_cost(X, labels, k), labels))
-    labels, cost = kplane(X, k, restarts=4, seed=seed)
+    left = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+    labels, cost = kplane(X, k, restarts=4, seed=seed, time_limit=left)
     candidates.append((cost, labels))
     cost, labels = min(candidates, key=lambda c: c[0])
     return _relabel(labels), cost
@@ -494,6 +501,15 @@ def first_incumbent(pts: np.ndarray, k: int, restarts: int, extra_restarts: int 
     return labels, cost
 
 
+def _stop_cause(deadline: float | None) -> str | None:
+    """"interrupt" after a stop request (Ctrl-C), "time" past ``deadline``, else None."""
+    if stop_requested():
+        return "interrupt"
+    if deadline is not None and time.perf_counter() > deadline:
+        return "time"
+    return None
+
+
 def _resolve_suffix_bounds(suffix_bounds, order: str, time_limit: float | None) -> bool | str:
     """True / False, or "auto" (no dolls for half the time limit, then dolls in the static order)."""
     if suffix_bounds == "auto":
@@ -531,19 +547,24 @@ class _Chain:
         k = self.k
         dolls = len(starts) > 1 or starts[0] > 0
         previous = None
+        solved_bound = 0.0  # the bound of the largest doll solved so far (0: none yet)
         if dolls:  # the trivial doll's optimum (at most k n points): n points per cluster, in order
             previous = np.minimum(np.arange(m - starts[0] - 1) // max(n, 1), k - 1).astype(np.int64)
         for s in starts:
+            if dolls:  # a doll that finishes within its first kernel batch never reaches _drive's checks
+                stopped = _stop_cause(deadline)
+                if stopped is not None:
+                    return solved_bound, False, stopped
             Xs = self.X[s:]
             if s == 0:
                 inc_labels, inc_cost = self.incumbent, self.cost
                 if previous is not None:
-                    ext, ext_cost = _doll_incumbent(Xs, k, previous, self.seed)
+                    ext, ext_cost = _doll_incumbent(Xs, k, previous, self.seed, deadline)
                     if ext_cost < inc_cost:
                         inc_labels, inc_cost = ext, ext_cost
                 gap_rel, gap_abs = self.rel_gap, self.abs_gap
             else:
-                inc_labels, inc_cost = _doll_incumbent(Xs, k, previous, self.seed)
+                inc_labels, inc_cost = _doll_incumbent(Xs, k, previous, self.seed, deadline)
                 gap_rel, gap_abs = SUFFIX_REL_GAP, 0.0
             search = DollSearch(Xs, self.R[s:], k, inc_cost, inc_labels, dynamic=self.order == "dynamic",
                                 charge=self.charge)
@@ -554,15 +575,16 @@ class _Chain:
             previous = search.incumbent_assignment
             if s == 0:
                 self.incumbent, self.cost = search.incumbent_assignment, search.incumbent
-            if stopped is not None or s == 0:
-                return self.R[s], stopped is None and s == 0, stopped
+            if stopped is not None or s == 0:  # a doll's bound and a smaller doll's both bound the whole
+                return max(self.R[s], solved_bound), stopped is None and s == 0, stopped
+            solved_bound = self.R[s]
         raise AssertionError("the last doll is the whole problem")
 
     def _drive(self, search: DollSearch, s: int, dolls: bool, gap_rel: float, gap_abs: float,
                deadline: float | None, node_limit: int | None) -> str | None:
         """Run one doll's kernel in batches until it is done or stopped; the stop reason."""
         m = len(self.X)
-        batch = BATCH_NODES[0]
+        batch = max(1, min(BATCH_NODES[0], BATCH_POINT_NODES // m))
         label = f"doll {m - s}/{m} " if dolls else ""
         while True:
             budget = batch
@@ -580,12 +602,11 @@ class _Chain:
                           f"gap {100 * gap_now:.3g}%", force=done and s == 0)
             if done:
                 return None
-            if stop_requested():
-                return "interrupt"
-            if node_limit is not None and self.nodes + search.nodes >= node_limit:
+            if node_limit is not None and self.nodes + search.nodes >= node_limit and not stop_requested():
                 return "nodes"
-            if deadline is not None and time.perf_counter() > deadline:
-                return "time"
+            stopped = _stop_cause(deadline)
+            if stopped is not None:
+                return stopped
 
 
 def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int | None = None,
