@@ -157,7 +157,8 @@ def test_descriptor_builds_the_model_from_an_instance(samples):
     assert isinstance(model, HyperplaneClustering) and model.k == 3
     assert {p.name: p.target for p in fam.params} == {
         "k": "model", "norms": "solver", "restarts": "solver", "extra_restarts": "solver", "order": "solver",
-        "suffix_bounds": "solver", "charge_bound": "solver"}
+        "suffix_bounds": "solver", "charge_bound": "solver", "group_size": "solver", "group_seconds": "solver",
+        "partitions": "solver"}
 
 
 def test_the_dsl_model_imports_no_solver_and_no_numba():

@@ -6,6 +6,7 @@ proven optimum on small ones; the partition's properties are checked directly.
 from __future__ import annotations
 
 import importlib.util
+import json
 import pickle
 import threading
 import time
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from khc_planted import planted
 from khc_reference import brute_force
+from solvopt.cli import main
 from solvopt.core.errors import ModelError
 from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.result import Termination
@@ -186,3 +188,21 @@ def test_a_stop_request_returns_the_incumbent_and_a_valid_bound():
         clear_stop()
     assert r.termination is Termination.INTERRUPTED and seconds < 30
     assert r.bound <= optimum * (1 + 1e-6) <= r.objective * (1 + 1e-6)
+
+
+def test_the_cli_passes_the_partition_bound_flags(tmp_path, capsys):
+    pts = planted(30, 2, 2, 0.05, 4)[0]
+    path = str(tmp_path / "points.npy")
+    np.save(path, pts)
+    assert main(["solve", path, "--k", "2", "--method", "partition-bound", "--group-size", "10", "--partitions", "2",
+                 "--group-seconds", "0.5", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert record["options"]["group_size"] == 10 and record["options"]["partitions"] == 2
+    assert record["options"]["group_seconds"] == 0.5
+    assert record["stats"]["group_size"] == 10 and record["stats"]["groups"] == 3
+    assert record["stats"]["partitions_solved"] == 2
+    assert record["bound"] <= bnb_optimum(pts, 2) * (1 + 1e-6) <= record["objective"] * (1 + 1e-6)
+    assert main(["solve", path, "--k", "2", "--method", "partition-bound", "--group-size", "-1"]) == 1
+    assert "group_size" in capsys.readouterr().err
+    assert main(["solve", path, "--k", "2", "--method", "bnb", "--partitions", "2"]) == 1
+    assert "--partitions does not apply to method 'bnb'" in capsys.readouterr().err

@@ -27,6 +27,14 @@ FAMILY = Family(
                                     "the time limit)", target="solver", metavar="MODE"),
         Param("charge_bound", str, "bnb's charge of the unassigned points: on | off", target="solver",
               metavar="MODE"),
+        Param("group_size", int, "partition-bound: points per group (0: calibrated to --group-seconds)",
+              target="solver", metavar="N"),
+        Param("group_seconds", float, "partition-bound: target bnb time per group in seconds (calibrates the "
+                                      "group size)", target="solver", metavar="S"),
+        Param("partitions", int, "partition-bound: stratified partitions solved (the best bound is kept)",
+              target="solver", metavar="N"),
+        # partition-bound's ``workers`` option has no flag here: --workers is the CLI's own (a dask
+        # cluster for the instances), and argparse takes one meaning per flag.
     ),
     from_instance="solvopt.khc.instance:model_from_instance",
 )
