@@ -625,8 +625,8 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     :func:`first_incumbent`. ``order``: see :func:`branching_order`; "auto" is "dynamic" from
     DYNAMIC_FROM points on (unless ``suffix_bounds`` or ``charge_bound`` is True) (measured: far fewer nodes and less time at m >= 40, see
     benchmarks/results/khc_bnb_scale.md), "farthest" below.
-    Between kernel batches (at most ~0.4 s apart) the search checks the time and node limits and
-    a stop request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`): a stopped search
+    Between kernel batches (at most ~0.4 s apart) and before every doll the search checks the time
+    and node limits and a stop request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`): a stopped search
     returns its incumbent and a valid bound with ``stopped_by`` "time", "nodes" or "interrupt".
     ``cost_unit`` multiplies the costs shown in progress lines (the caller's units).
     """
