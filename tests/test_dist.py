@@ -124,6 +124,54 @@ def test_under_device_auto_with_workers_each_worker_picks_its_kernel(monkeypatch
     assert auto.stats["device"] == "per worker" and cpu.stats["device"] == alone.stats["device"] == "cpu"
     assert auto.objective == cpu.objective == alone.objective
 
+
+def test_a_result_lost_with_its_worker_after_finishing_is_awaited_not_reported_as_an_error(monkeypatch):
+    """as_completed hands over a future whose worker then dies: the future is pending again (the
+    scheduler recomputes it); the task map must wait for it, not report 'task pending' as an error."""
+    distributed = pytest.importorskip("distributed")
+
+    class Future:
+        def __init__(self, key, statuses):
+            self.key, self._statuses = key, list(statuses)
+
+        @property
+        def status(self):
+            return self._statuses[0]
+
+        def result(self):
+            return self.key * 10
+
+        def release(self):
+            pass
+
+    lost = Future(1, ["pending", "finished"])        # read once as pending (lost), then finished again
+    futures = [Future(0, ["finished"]), lost]
+
+    class Completed:
+        def __init__(self, fs):
+            self.queue = list(fs)
+
+        def has_ready(self):
+            return bool(self.queue)
+
+        def next_batch(self, block=False):
+            batch, self.queue = self.queue, []
+            return batch
+
+        def add(self, future):                       # recomputed: it finishes again
+            future._statuses.pop(0)
+            self.queue.append(future)
+
+    class Client:
+        def map(self, fn, items, pure=False):
+            return futures
+
+        def cancel(self, fs):
+            raise AssertionError("nothing is left to cancel")
+
+    monkeypatch.setattr(distributed, "as_completed", Completed)
+    assert sorted(map_tasks(None, [0, 1], client=Client())) == [(0, 0), (1, 10)]
+
 # --- on a LocalCluster of 2 worker processes ----------------------------------------------------
 @pytest.fixture(scope="module")
 def client():

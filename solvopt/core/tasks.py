@@ -171,6 +171,11 @@ class TaskMap:
             while pending:
                 batch = finished.next_batch(block=False) if finished.has_ready() else []
                 for future in batch:  # what has finished is delivered before any stop
+                    if future.status not in ("finished", "error", "cancelled"):
+                        # its result was lost with a killed worker after it finished: the scheduler
+                        # recomputes it, and it is delivered when it finishes again
+                        finished.add(future)
+                        continue
                     pending.discard(future)
                     index = index_of[future.key]
                     if future.status == "finished":
