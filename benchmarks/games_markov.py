@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import os
 import platform
-import sys
 from pathlib import Path
 
 
@@ -56,7 +56,7 @@ def run_case(consumers, goods, assets, states, utility, stochastic, time_limit, 
         "excess_demand_rel": m["excess_demand"], "excess_demand_abs": m["excess_demand_abs"],
         "asset_excess_demand": m["asset_excess_demand"], "excess_demand_msq": m.get("excess_demand_msq"), "bellman_error": m["bellman_error"],
         "portfolio_foc": m["portfolio_foc"], "budget_violation": m["budget_violation"],
-        "time_limit": time_limit, "history": hist, "metric_names": result.stats["metric_names"], "metric_history": result.stats["metric_history"],
+        "time_limit": time_limit, "history": hist,     # the final metrics are above; their histories stay in Result
     }
 
 
@@ -114,18 +114,15 @@ def anchor_table(time_limit):
 
 
 def plot(rows, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib missing: no figure", file=sys.stderr)
+    from plots import pyplot_or_none
+    plt = pyplot_or_none()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
     colours = {"linear": "tab:blue", "cobb_douglas": "tab:green", "leontief": "tab:red"}
     for r in rows:        # the best certified so far (what a stop returns): solid 10x10, dashed 20x20
         t, v = zip(*[(max(t, 1e-2), max(v, 1e-16)) for t, v in r["history"]])
-        best = [min(v[:k + 1]) for k in range(len(v))]
+        best = list(itertools.accumulate(v, min))
         ax.step(t, best, where="post", color=colours[r["utility"]], lw=1.2,
                 ls="-" if r["size"].startswith("10x") else "--", alpha=1.0 if r["transitions"][0] == "d" else 0.55,
                 label=f"{r['size']} {r['utility']} {r['transitions'][:5]}")
