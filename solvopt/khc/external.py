@@ -19,13 +19,13 @@ from typing import ClassVar
 import numpy as np
 
 from solvopt.core.options import UNIVERSAL_OPTIONS, Option, SolveOptions
-from solvopt.core.registry import Solver, register
+from solvopt.core.registry import register
 from solvopt.core.result import Result, Termination
 from solvopt.core.status import settle
 from solvopt.dsl.hyperplane_formulation import khc_minlp
 
 from .options import NORMS, problem_norms
-from .problem import KhcProblem
+from .problem import KhcProblem, KhcSolver
 
 # the backend's own verdict -> why it stopped (None: finished by its own criterion; settle decides)
 _FINISHED = (Termination.OPTIMAL, Termination.FEASIBLE_WITHIN_GAP)
@@ -45,10 +45,9 @@ def assignment_from_x(x: np.ndarray) -> np.ndarray:
     return np.argmax(np.asarray(x), axis=1).astype(np.int64)
 
 
-class ExternalMINLPSolver(Solver):
+class ExternalMINLPSolver(KhcSolver):
     """Solve the exported MINLP with one of the ``lp`` family's global backends."""
 
-    family = "khc"
     backend: ClassVar[str]
     feastol_param: ClassVar[str]          # the backend's name of its feasibility tolerance
     options = (
@@ -57,10 +56,6 @@ class ExternalMINLPSolver(Solver):
                "the backend's feasibility tolerance on the MINLP rows; at the usual 1e-6 the unit-norm rows "
                "let |w| shrink and the bound overstate by ~1e-6 relative, more than OPTIMAL allows"),
     )
-
-    @classmethod
-    def compile(cls, model) -> KhcProblem:
-        return KhcProblem.of(model)
 
     def backend_options(self, problem: KhcProblem, options: SolveOptions) -> dict:
         """The common options for the backend method: the universal ones and those this method honours

@@ -15,11 +15,11 @@ import time
 from ..core.interrupt import stop_reason
 from ..core.options import Option, SolveOptions, positive_number
 from ..core.progress import Progress
-from ..core.registry import Solver, register
+from ..core.registry import register
 from ..core.result import Result, Termination
 from .heuristics import kplane
 from .options import count_option, restarts_option
-from .problem import KhcProblem
+from .problem import KhcProblem, KhcSolver
 from .subset_bound import subset_bound
 
 # share of the time limit the heuristic may take before the bound starts
@@ -27,8 +27,7 @@ HEURISTIC_SHARE = 0.25
 
 
 @register
-class PartitionBoundSolver(Solver):
-    family = "khc"
+class PartitionBoundSolver(KhcSolver):
     name = "partition-bound"
     description = ("k-plane incumbent + certified bound from exact bnb solves of the groups of "
                    "stratified partitions (large m)")
@@ -41,10 +40,6 @@ class PartitionBoundSolver(Solver):
         count_option("partitions", 1, 3, "stratified partitions solved (the best bound is kept)"),
         count_option("workers", 1, 1, "processes solving groups (>1: a dask LocalCluster; needs the dist extra)"),
     )
-
-    @classmethod
-    def compile(cls, model) -> KhcProblem:
-        return KhcProblem.of(model)
 
     def solve(self, compiled, options: SolveOptions) -> Result:
         problem = KhcProblem.of(compiled)

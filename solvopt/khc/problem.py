@@ -28,6 +28,7 @@ import numpy as np
 
 from solvopt.core.errors import ModelError
 from solvopt.core.options import DEFAULT_ABS_GAP, SolveOptions
+from solvopt.core.registry import Solver
 from solvopt.core.result import Result, Termination
 from solvopt.core.status import settle
 from solvopt.dsl.hyperplane import parse_norms, unit_points, validate_big_m, validate_k, validate_points
@@ -161,3 +162,13 @@ class KhcProblem:
             stats.setdefault("unit_scale", self.scale)
         return Result(termination, status, objective=objective, bound=bound, gap=gap, solution=solution,
                       stats=stats, family="khc", method=method, message=message)
+
+
+class KhcSolver(Solver):
+    """A method of the ``khc`` family: every one compiles a model to the same :class:`KhcProblem`."""
+
+    family = "khc"
+
+    @classmethod
+    def compile(cls, model) -> KhcProblem:
+        return KhcProblem.of(model)

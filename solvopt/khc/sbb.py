@@ -37,7 +37,7 @@ from solvopt.core.errors import ModelError
 from solvopt.core.interrupt import stop_reason
 from solvopt.core.options import Option, SolveOptions
 from solvopt.core.progress import Progress
-from solvopt.core.registry import Solver, register
+from solvopt.core.registry import register
 from solvopt.core.result import Result, Termination, relative_gap
 
 from . import relaxation as rx
@@ -45,7 +45,7 @@ from .geometry import assignment_cost
 from .heuristics import kplane, local_search
 from .node_lp import NodeLP
 from .options import NORMS, count_option, problem_norms, restarts_option
-from .problem import KhcProblem
+from .problem import KhcProblem, KhcSolver
 
 INTEGRALITY_TOL = 1e-6
 _WHY = {None: "search complete", Termination.TIME_LIMIT: "time limit reached",
@@ -446,8 +446,7 @@ class SpatialBranchAndBound:
 
 
 @register
-class SBBSolver(Solver):
-    family = "khc"
+class SBBSolver(KhcSolver):
     name = "sbb"
     description = ("spatial branch-and-bound: HiGHS node LPs with tangent cuts, secants of ||w||^2 >= 1, "
                    "inf-/1-norm strengthening, orthant branching and FBBT")
@@ -461,10 +460,6 @@ class SBBSolver(Solver):
         Option("point_rule", str, "maxmin", "which open point to branch on", choices=("maxmin", "fractional")),
         count_option("cut_rounds", 0, 1, "rounds of tangent cuts per node LP"),
     )
-
-    @classmethod
-    def compile(cls, model) -> KhcProblem:
-        return KhcProblem.of(model)
 
     def solve(self, compiled, options: SolveOptions) -> Result:
         problem = KhcProblem.of(compiled)

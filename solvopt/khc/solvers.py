@@ -17,13 +17,13 @@ import time
 from ..core.interrupt import stop_requested
 from ..core.options import Option, SolveOptions
 from ..core.progress import Progress
-from ..core.registry import Solver, register
+from ..core.registry import register
 from ..core.result import Result, Termination
 from .bnb import ORDERS, solve_bnb
 from .brute_force import solve_brute_force
 from .heuristics import kplane
 from .options import count_option, restarts_option, switch, switch_or_auto
-from .problem import KhcProblem
+from .problem import KhcProblem, KhcSolver
 
 _STOPPED_BY = {None: None, "time": Termination.TIME_LIMIT, "nodes": Termination.ITERATION_LIMIT,
                "interrupt": Termination.INTERRUPTED}
@@ -31,16 +31,8 @@ _WHY = {None: "search complete", "time": "time limit reached", "nodes": "node li
         "interrupt": "interrupted"}
 
 
-class _AssignmentSolver(Solver):
-    family = "khc"
-
-    @classmethod
-    def compile(cls, model) -> KhcProblem:
-        return KhcProblem.of(model)
-
-
 @register
-class BnbSolver(_AssignmentSolver):
+class BnbSolver(KhcSolver):
     name = "bnb"
     default = True
     description = "exact assignment branch-and-bound on partial-cluster eigenvalue bounds (Numba)"
@@ -77,7 +69,7 @@ class BnbSolver(_AssignmentSolver):
 
 
 @register
-class HeuristicSolver(_AssignmentSolver):
+class HeuristicSolver(KhcSolver):
     name = "heuristic"
     description = "k-plane (Bradley-Mangasarian) restarts with rank-one local search; no optimality proof"
     capabilities = ("time_limit",)
@@ -106,7 +98,7 @@ class HeuristicSolver(_AssignmentSolver):
 
 
 @register
-class BruteForceSolver(_AssignmentSolver):
+class BruteForceSolver(KhcSolver):
     name = "brute-force"
     description = "enumerate every assignment up to relabelling (reference; refuses k^m/k! > 1e7)"
     capabilities = ("exact", "time_limit")
