@@ -108,6 +108,16 @@ def positive_number(value) -> float:
 positive_number.__name__ = "float>0"
 
 
+def integer_at_least(minimum: int) -> Callable[[Any], int]:
+    """Option type of counts: an integer >= ``minimum`` (not a bool, not a float)."""
+    def convert(value) -> int:
+        if not _is_int(value) or value < minimum:
+            raise ValueError(f"expected an integer >= {minimum}, got {value!r}")
+        return int(value)
+    convert.__name__ = f"int>={minimum}"
+    return convert
+
+
 @dataclass(frozen=True)
 class Option:
     """A solver's extra option: name, type, default and help; ``choices`` restricts its values.

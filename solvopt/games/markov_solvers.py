@@ -6,17 +6,11 @@ Markov exchange economies. Both report the certified exploitability of their bes
 from __future__ import annotations
 
 from solvopt.core.errors import ModelError
-from solvopt.core.options import Option, positive_number
+from solvopt.core.options import Option, integer_at_least, positive_number
 from solvopt.core.registry import Solver, register
 
 from . import economy, markov
 from .tracking import COMMON_HONOURS, EquilibriumRun
-
-
-def _count(value):
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"must be a positive integer, got {value!r}")
-    return int(value)
 
 
 class _MarkovSolver(Solver):
@@ -43,8 +37,8 @@ class MarkovGDA(_MarkovSolver):
         Option("tolerance", positive_number, 1e-8, "stop when the certified exploitability is at most this"),
         Option("step", positive_number, 0.2, "policy step (divided by the own-reward curvature)"),
         Option("adversary_step", positive_number, 1.0, "adversary step (the fast time scale)"),
-        Option("adversary_steps", _count, 5, "adversary ascent steps per policy step"),
-        Option("check_every", _count, 20, "certify the exploitability every this many iterations"),
+        Option("adversary_steps", integer_at_least(1), 5, "adversary ascent steps per policy step"),
+        Option("check_every", integer_at_least(1), 20, "certify the exploitability every this many iterations"),
         Option("start", None, None, "starting policy, (states, actions)"),
     )
 
@@ -75,9 +69,9 @@ class MarkovTatonnement(_MarkovSolver):
                                               "of the total endowment value"),
         Option("step", positive_number, 0.5, "price step of the tatonnement"),
         Option("asset_step", positive_number, 1.0, "damping of the asset-market clearing (1: jump to the clearing holdings)"),
-        Option("asset_every", _count, 10, "clear the asset markets every this many price steps"),
+        Option("asset_every", integer_at_least(1), 10, "clear the asset markets every this many price steps"),
         Option("asset_decay", float, 1.0, "the damping of the k-th clearing is asset_step / k^asset_decay"),
-        Option("check_every", _count, 25, "certify the exploitability every this many iterations"),
+        Option("check_every", integer_at_least(1), 25, "certify the exploitability every this many iterations"),
     )
 
     model_class = "MarkovExchangeEconomy"

@@ -10,18 +10,8 @@ from __future__ import annotations
 
 import numbers
 
-from solvopt.core.options import Option
+from solvopt.core.options import Option, integer_at_least
 from solvopt.dsl.hyperplane import DEFAULT_NORMS, norm_names, parse_norms
-
-
-def _count(minimum: int):
-    """A converter accepting integers >= minimum (not bools, not floats)."""
-    def convert(value):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-            raise ValueError(f"expected an integer >= {minimum}, got {value!r}")
-        return int(value)
-    convert.__name__ = f"int>={minimum}"
-    return convert
 
 
 def norm_set(value) -> str:
@@ -33,7 +23,7 @@ norm_set.__name__ = "norms"
 
 
 def restarts_option(minimum: int, what: str) -> Option:
-    return Option("restarts", _count(minimum), 10, f"k-plane restarts {what}")
+    return Option("restarts", integer_at_least(minimum), 10, f"k-plane restarts {what}")
 
 
 _WORDS = {"on": True, "yes": True, "true": True, "1": True, "off": False, "no": False, "false": False, "0": False}
@@ -67,7 +57,7 @@ switch_or_auto.__name__ = "on|off|auto"
 
 
 def count_option(name: str, minimum: int, default: int | None, help: str) -> Option:
-    return Option(name, _count(minimum), default, help)
+    return Option(name, integer_at_least(minimum), default, help)
 
 
 NORMS = Option("norms", norm_set, None,
