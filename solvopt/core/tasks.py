@@ -26,6 +26,7 @@ workers. A task that has been on ``distributed.scheduler.allowed-failures`` + 1 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from typing import Any, Callable, Iterable, Iterator
 
@@ -87,8 +88,11 @@ def local_client(workers: int, **cluster_options):
     ``client.close()``: closing the client shuts its cluster down.
     """
     distributed = require_distributed()
+    # silence_logs: a task's error comes back as its result; the cluster's own log lines (e.g. a
+    # worker's heartbeat traceback when the batch is stopped and the scheduler closes first) would
+    # only put tracebacks on the CLI's stderr
     options = dict(n_workers=int(workers), threads_per_worker=1, processes=True, dashboard_address=None,
-                   env={"NUMBA_NUM_THREADS": "1"})
+                   env={"NUMBA_NUM_THREADS": "1"}, silence_logs=logging.CRITICAL)
     options.update(cluster_options)
     return distributed.Client(**options)
 
