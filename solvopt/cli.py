@@ -67,6 +67,9 @@ def solve_instance(instance, fam: Family, method: str | None, options: dict, giv
     for p in fam.params:  # CLI defaults a family declares (e.g. a scenario count)
         if p.name not in given and p.default is not None:
             (model_params if p.target == "model" else solver_params if p.target == "solver" else {})[p.name] = p.default
+    model = fam.build_model(instance, **model_params)
+    if method is None:  # a model may name its own default (the games models do)
+        method = getattr(model, "default_method", None)
     solver = get_solver(fam.name, method, options.get("device"))
     for name in list(solver_params):
         if solver.option(name) is None:
@@ -76,7 +79,6 @@ def solve_instance(instance, fam: Family, method: str | None, options: dict, giv
             takers = [s.name for s in solvers(fam.name) if s.option(name) is not None]
             raise CliError(f"{instance.path}: --{name.replace('_', '-')} does not apply to method {solver.name!r}; "
                            f"it applies to: {', '.join(takers) or 'none'}")
-    model = fam.build_model(instance, **model_params)
     return model.solve(solver.name, **options, **solver_params)
 
 

@@ -317,3 +317,18 @@ def test_none_options_and_cpu_devices_are_accepted_by_cpu_only_methods(fake_fami
     assert registry.solve("_okfake", 3.0, method="once", device="auto").objective == 3.0
     with pytest.raises(ModelError, match="'device' does not apply"):
         registry.solve("_okfake", 3.0, method="once", device="gpu")
+
+
+def test_a_model_without_a_method_gets_its_own_default_with_all_its_options():
+    """A games model names its default method; ``solve()`` routes there, so that method's own
+    options (here extragradient's ``step`` and ``start``) are accepted, where the family-level
+    ``auto`` takes only the shared ones."""
+    from solvopt.core.errors import ModelError
+    from test_games_static import harker
+
+    game = harker()
+    assert game.solver().name == "extragradient" == game.default_method
+    result = game.solve(step=0.5, start=[0.0, 0.0], iteration_limit=50)
+    assert result.method == "extragradient"
+    with pytest.raises(ModelError, match="step"):
+        game.solve("auto", step=0.5)

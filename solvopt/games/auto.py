@@ -1,9 +1,12 @@
-"""The family default ``auto``: each game model names its own default method; ``auto`` runs it.
+"""The family default ``auto``: run the model's own default method.
 
-The spine picks one default per family before the model is built (CLI), but the right method
-depends on the model: ``PseudoGame.default_method`` is extragradient, ``FisherMarket``'s
-eisenberg-gale, ``ArrowDebreuMarket``'s tatonnement (Markov models declare theirs). The result
-names the method that ran.
+A games model names its default (``PseudoGame.default_method`` is extragradient,
+``FisherMarket``'s eisenberg-gale, the Markov models' theirs), and with no method the spine
+already routes a model to it (:class:`solvopt.dsl.family.FamilyModel`, and the CLI, which builds
+the model before it picks), with every option of that method. ``auto`` is what
+``--method auto`` and a model-less lookup of the family default get: it forwards only the
+options all games methods share (``tolerance``, ``check_every``). The result names the method
+that ran.
 """
 from __future__ import annotations
 
