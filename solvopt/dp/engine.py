@@ -34,7 +34,7 @@ import numpy as np
 
 from solvopt.core.chunks import ChunkPlan, ScenarioStats, run_chunks
 from solvopt.core.errors import ModelError
-from solvopt.core.options import Option, SolveOptions
+from solvopt.core.options import Option, SolveOptions, integer_at_least
 from solvopt.core.progress import Progress
 from solvopt.core.result import Result, Termination
 from solvopt.core.status import settle
@@ -49,16 +49,8 @@ QUANTILE_SAMPLE = 1_000_000      # most values kept on the host for quantiles (e
 
 
 # --- the engine's typed options (every dp and irp method takes them) -----------------------------
-def positive_int(value) -> int:
-    if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1):
-        raise ValueError(f"must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def nonnegative_int(value) -> int:
-    if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0):
-        raise ValueError(f"must be an integer >= 0, got {value!r}")
-    return int(value)
+positive_int = integer_at_least(1)
+nonnegative_int = integer_at_least(0)
 
 
 def path_request(value):
