@@ -62,6 +62,7 @@ BATCH_SECONDS = 0.2                # the batch grows while a call takes less tha
 SUFFIX_REL_GAP = 1e-10         # the dolls are solved (almost) exactly: their bounds feed the next
 ORDERS = ("auto", "farthest", "dynamic", "input", "margin")
 DYNAMIC_FROM = 31                # order "auto": dynamic from this many points on, farthest below
+PARALLEL_FROM = 31               # threads=None: the cores available from this many points on, 1 below
 NEAR_DOUBLE = 1e-4               # 3 x 3 closed form only when |r| <= 1 - NEAR_DOUBLE
 
 # kernel return codes
@@ -193,21 +194,33 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, spec, jac):
     return best_point
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos, branch_point, assigned,
-            dynamic, assign, best, scal, iscal, max_nodes, rel_gap, abs_gap, tmp_S, work, spec, psi, jac):
+            dynamic, assign, best, scal, iscal, max_nodes, rel_gap, abs_gap, tmp_S, work, spec, psi, jac,
+            shared, path, front_paths, front_b):
     """Run the depth-first search for at most ``max_nodes`` nodes; return _DONE or _BUDGET.
 
     Level d's children put point ``branch_point[d]`` into each cluster: d itself in the static
     order (``dynamic`` None: Numba then prunes the dynamic branch and never compiles
     :func:`_pick_point`), chosen by :func:`_pick_point` otherwise (``dynamic`` True).
-    scal = [incumbent, min bound of pruned nodes]; iscal = [depth, nodes]. Everything lives in
-    the arrays, so the next call resumes where this one stopped. ``psi`` None: the plain bound;
-    else (with the scratch ``spec``) every node also charges its unassigned points
-    (:func:`solvopt.khc.bounds.charge_bound`, static order only).
+    scal = [incumbent, min bound of pruned nodes]; iscal = [depth, nodes, path length, split
+    depth, frontier count]. Everything lives in the arrays, so the next call resumes where this
+    one stopped. ``psi`` None: the plain bound; else (with the scratch ``spec``) every node also
+    charges its unassigned points (:func:`solvopt.khc.bounds.charge_bound`, static order only).
+
+    For the parallel search (:mod:`solvopt.khc.parallel`; a plain search passes ``shared`` =
+    [incumbent], path length 0 and split depth M + 1, which change nothing): nodes are pruned
+    against min(own incumbent, ``shared[0]``), the incumbent cost other searches share (a leaf
+    that beats both writes it); at levels d < path length only the child into cluster
+    ``path[d]`` is made (the search is the subtree below that path); a node at the split depth
+    is not expanded but recorded: the clusters of its levels' branching points in
+    ``front_paths`` and its bound in ``front_b`` (while there is room; the count goes on).
+    The kernel releases the GIL: two threads run it on two searches at once.
     """
     M, n = X.shape
     nodes_start = iscal[1]
+    path_len = iscal[2]
+    split_depth = iscal[3]
     while True:
         d = iscal[0]
         if d < 0:
@@ -221,7 +234,7 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         j = child_j[d, pos[d]]
         b = child_b[d, pos[d]]
         pos[d] += 1
-        ub = scal[0]
+        ub = scal[0] if scal[0] < shared[0] else shared[0]
         tolerance = rel_gap * abs(ub)
         if abs_gap > tolerance:
             tolerance = abs_gap
@@ -265,10 +278,11 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         iscal[1] += 1
         if e == M:
             bound[e] = b
-            if total < scal[0]:
+            if total < scal[0] and total < shared[0]:
                 scal[0] = total
                 for i in range(M):
                     best[i] = assign[i]
+                shared[0] = total  # a racing write may lose a better value: see parallel.py
             continue
         if psi is not None:
             charged, pruned = charge_bound(X, e, k, cnt[e], mean[e], S[e], total, R, ub - tolerance, spec, psi, jac)
@@ -281,6 +295,14 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
             if charged > b:
                 b = charged
         bound[e] = b
+        if e == split_depth:  # the parallel search's frontier: record the node, do not expand it
+            row = iscal[4]
+            if row < front_b.shape[0]:
+                for level in range(e):
+                    front_paths[row, level] = assign[branch_point[level]]
+                front_b[row] = b
+            iscal[4] = row + 1
+            continue
         if dynamic is None:
             branch_point[e] = e
         else:
@@ -290,6 +312,8 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         limit = used[e] + 1 if used[e] + 1 < k else k
         count = 0
         for j in range(limit):
+            if e < path_len and j != path[e]:
+                continue  # above the subtree's root only its path is made
             size = cnt[e, j]
             new_lam = 0.0
             if size + 1.0 > n:  # lambda_min of cluster j with the point added (at most n points: 0)
@@ -329,6 +353,11 @@ class DollSearch:
     charge: bool = False    # charge the unassigned points (bounds.charge_bound; ignored by the dynamic order)
     nodes: int = 0
     arrays: dict = field(default_factory=dict)
+    # the parallel search's pieces (solvopt.khc.parallel; the defaults are the plain search):
+    shared: np.ndarray | None = None  # [incumbent cost] shared between searches (None: this search's own)
+    path: np.ndarray | None = None    # the subtree's root: path[d] = cluster of level d's branching point
+    split_depth: int | None = None    # record the nodes at this depth instead of expanding them ...
+    front_capacity: int = 0           # ... up to this many
 
     def __post_init__(self):
         # one canonical layout for the kernels (one compiled signature each): float64, C order
@@ -353,7 +382,16 @@ class DollSearch:
         a["assign"] = np.zeros(M, dtype=np.int64)
         a["best"] = np.array(self.incumbent_assignment, dtype=np.int64)
         a["scal"] = np.array([self.incumbent, np.inf])
-        a["iscal"] = np.array([0, 0], dtype=np.int64)
+        path_len = 0 if self.path is None else len(self.path)
+        split = M + 1 if self.split_depth is None else int(self.split_depth)
+        a["iscal"] = np.array([0, 0, path_len, split, 0], dtype=np.int64)
+        if self.shared is None:
+            self.shared = np.array([self.incumbent])
+        a["path"] = np.zeros(M + 1, dtype=np.int64)
+        if path_len:
+            a["path"][:path_len] = self.path
+        a["front_paths"] = np.zeros((self.front_capacity, M + 1), dtype=np.int64)
+        a["front_b"] = np.zeros(self.front_capacity)
         a["tmp_S"] = np.zeros((n, n))
         # Jacobi scratch (see _jacobi_smallest); None for n <= 2, whose kernels compile without it
         a["work"] = np.zeros((n, n)) if n > 2 else None
@@ -374,7 +412,8 @@ class DollSearch:
         code = _search(self.X, self.R, int(self.k), a["cnt"], a["mean"], a["S"], a["lam"], a["used"], a["base"],
                        a["bound"], a["child_j"], a["child_b"], a["nchild"], a["pos"], a["branch_point"],
                        a["assigned"], True if self.dynamic else None, a["assign"], a["best"], a["scal"], a["iscal"],
-                       int(max_nodes), float(rel_gap), float(abs_gap), a["tmp_S"], a["work"], a["spec"], a["psi"], a["jac"])
+                       int(max_nodes), float(rel_gap), float(abs_gap), a["tmp_S"], a["work"], a["spec"], a["psi"], a["jac"],
+                       self.shared, a["path"], a["front_paths"], a["front_b"])
         self.nodes = int(a["iscal"][1])
         self.incumbent = float(a["scal"][0])
         self.incumbent_assignment = a["best"].copy()
@@ -396,6 +435,31 @@ class DollSearch:
         """A valid lower bound now: min(incumbent, open children, nodes pruned within the gap)."""
         _, smallest_open = self.open_nodes()
         return min(self.incumbent, smallest_open, float(self.arrays["scal"][1]))
+
+    def frontier(self) -> list[tuple[float, np.ndarray]]:
+        """The nodes recorded at the split depth: (bound, path), path[d] = cluster of level d's point."""
+        a = self.arrays
+        rows = min(int(a["iscal"][4]), self.front_capacity)
+        return [(float(a["front_b"][r]), a["front_paths"][r, :self.split_depth].copy()) for r in range(rows)]
+
+    def frontier_overflowed(self) -> bool:
+        return int(self.arrays["iscal"][4]) > self.front_capacity
+
+    def split_open(self) -> list[tuple[float, np.ndarray]]:
+        """Hand over the open children of the shallowest level that has some (below the path):
+        (bound, path) of each; this search will not visit them (work sharing between threads).
+        Call only while the kernel is not running on this search."""
+        a = self.arrays
+        depth = int(a["iscal"][0])
+        start = int(a["iscal"][2])  # above the path every level holds its one path child
+        for d in range(start, depth + 1):
+            first, last = int(a["pos"][d]), int(a["nchild"][d])
+            if first < last:
+                prefix = np.array([a["assign"][a["branch_point"][level]] for level in range(d)], dtype=np.int64)
+                out = [(float(a["child_b"][d, i]), np.append(prefix, a["child_j"][d, i])) for i in range(first, last)]
+                a["nchild"][d] = first
+                return out
+        return []
 
 
 # --- orders and incumbents --------------------------------------------------------------------
@@ -469,6 +533,7 @@ class BnbOutcome:
     heuristic_objective: float = math.nan  # the first incumbent's cost (k-plane)
     suffix_bounds: bool = False            # whether Russian dolls were searched (auto: after half the time)
     order: str = "farthest"                # the branching order used (order "auto" resolved)
+    threads: int = 1                       # the threads that searched (1: the serial search)
 
 
 EXTRA_RESTARTS_FROM = 20      # extra_restarts=None: m - 20 more restarts above 20 points ...
@@ -535,6 +600,7 @@ class _Chain:
     seed: int
     progress: Progress
     cost_unit: float
+    threads: int = 1        # > 1: each search is a parallel.ParallelSearch on that many threads
     nodes: int = 0
     dolls: int = 0
 
@@ -566,8 +632,13 @@ class _Chain:
             else:
                 inc_labels, inc_cost = _doll_incumbent(Xs, k, previous, self.seed, deadline)
                 gap_rel, gap_abs = SUFFIX_REL_GAP, 0.0
-            search = DollSearch(Xs, self.R[s:], k, inc_cost, inc_labels, dynamic=self.order == "dynamic",
-                                charge=self.charge)
+            if self.threads > 1:
+                from .parallel import ParallelSearch
+                search = ParallelSearch(Xs, self.R[s:], k, inc_cost, inc_labels, dynamic=self.order == "dynamic",
+                                        charge=self.charge, threads=self.threads)
+            else:
+                search = DollSearch(Xs, self.R[s:], k, inc_cost, inc_labels, dynamic=self.order == "dynamic",
+                                    charge=self.charge)
             stopped = self._drive(search, s, dolls, gap_rel, gap_abs, deadline, node_limit)
             self.nodes += search.nodes
             self.dolls += 1 if stopped is None else 0
@@ -613,7 +684,8 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
               rel_gap: float = 1e-6, abs_gap: float = 0.0, restarts: int = 10, extra_restarts: int | None = None,
               seed: int = 0,
               order: str = "auto", progress: Progress | None = None,
-              suffix_bounds: bool | str = "auto", charge_bound: bool = False, cost_unit: float = 1.0) -> BnbOutcome:
+              suffix_bounds: bool | str = "auto", charge_bound: bool = False, cost_unit: float = 1.0,
+              threads: int | None = 1) -> BnbOutcome:
     """Solve k-HC2 on ``points`` exactly (to the gap) by branch-and-bound.
 
     ``suffix_bounds=True`` adds the Russian-doll suffix bounds R (see the module docstring);
@@ -629,6 +701,10 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     and node limits and a stop request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`): a stopped search
     returns its incumbent and a valid bound with ``stopped_by`` "time", "nodes" or "interrupt".
     ``cost_unit`` multiplies the costs shown in progress lines (the caller's units).
+    ``threads`` > 1 shares each search out between that many threads (:mod:`solvopt.khc.parallel`:
+    the same optimum to the gap, valid bounds when stopped, node counts that vary from run to
+    run); 1 is the serial search; None takes the cores available (capped) from PARALLEL_FROM
+    points on and 1 below.
     """
     pts = np.asarray(points, dtype=np.float64)
     m, n = pts.shape
@@ -639,6 +715,9 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     if order == "dynamic" and charge_bound:
         raise ModelError("the charge bound needs a static branching order; order='dynamic' cannot use it")
     mode = _resolve_suffix_bounds(suffix_bounds, order, time_limit)
+    if threads is None:
+        from .parallel import default_threads
+        threads = default_threads() if m >= PARALLEL_FROM else 1
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
     progress = progress or Progress(enabled=False)
@@ -652,7 +731,7 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
         assignment[perm] = np.minimum(np.arange(m) // max(n, 1), k - 1)
         return BnbOutcome(assignment, assignment_cost(pts, assignment, k), 0.0, True, None, 0, 0, cost, False, order)
     chain = _Chain(X, k, np.zeros(m + 1), _relabel(labels[perm]), cost, rel_gap, abs_gap, order, charge_bound,
-                   seed, progress, cost_unit)
+                   seed, progress, cost_unit, threads=threads)
     dolls = list(range(first_doll, -1, -1))
     if mode is True:
         bound, complete, stopped = chain.run(dolls, deadline, node_limit)
@@ -671,4 +750,4 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     assignment[perm] = chain.incumbent
     objective = assignment_cost(pts, assignment, k)
     return BnbOutcome(assignment, objective, min(bound, objective), complete, stopped, chain.nodes, chain.dolls,
-                      cost, mode is True, order)
+                      cost, mode is True, order, threads)
