@@ -134,8 +134,8 @@ def test_an_option_a_method_does_not_honour_names_the_methods_that_do():
     model = HyperplaneClustering(np.random.default_rng(0).normal(size=(8, 2)), 2)
     with pytest.raises(ModelError, match=r"'rel_gap' does not apply to method khc/heuristic.*bnb"):
         model.solve("heuristic", rel_gap=0.1)
-    with pytest.raises(ModelError, match=r"'threads' does not apply to method khc/bnb.*gurobi"):
-        model.solve("bnb", threads=2)
+    with pytest.raises(ModelError, match=r"'threads' does not apply to method khc/sbb.*bnb.*gurobi"):
+        model.solve("sbb", threads=2)
     with pytest.raises(ModelError, match="'device' does not apply"):
         model.solve("sbb", device="gpu")
     with pytest.raises(ModelError, match="'node_limit' does not apply to method khc/brute-force"):

@@ -37,7 +37,7 @@ class BnbSolver(KhcSolver):
     default = True
     description = "exact assignment branch-and-bound on partial-cluster eigenvalue bounds (Numba)"
     capabilities = ("exact", "time_limit", "node_limit", "bound")
-    honours = frozenset({"rel_gap", "abs_gap", "node_limit"})
+    honours = frozenset({"rel_gap", "abs_gap", "node_limit", "threads"})  # threads: solvopt.khc.parallel
     options = (
         restarts_option(0, "for the first incumbent (0: a trivial one)"),
         count_option("extra_restarts", 0, None, "more k-plane restarts from the first incumbent (default: "
@@ -56,12 +56,12 @@ class BnbSolver(KhcSolver):
                         rel_gap=options.rel_gap, abs_gap=problem.unit_abs_gap(options.abs_gap),
                         restarts=extra["restarts"], extra_restarts=extra["extra_restarts"], seed=options.seed, order=extra["order"],
                         progress=Progress(options.progress, log=options.log), suffix_bounds=extra["suffix_bounds"],
-                        charge_bound=extra["charge_bound"], cost_unit=problem.cost(1.0))
+                        charge_bound=extra["charge_bound"], cost_unit=problem.cost(1.0), threads=options.threads)
         message = _WHY[out.stopped_by]
         if not out.complete and out.suffix_bounds:
             message += f" after {out.dolls_solved} of the nested suffix problems"
         stats = {"nodes": out.nodes, "order": out.order, "heuristic_objective": problem.cost(out.heuristic_objective),
-                 "suffix_bounds": out.suffix_bounds}
+                 "suffix_bounds": out.suffix_bounds, "threads": out.threads}
         if out.suffix_bounds:
             stats["dolls_solved"] = out.dolls_solved
         return problem.result(out.assignment, out.bound, stopped=_STOPPED_BY[out.stopped_by], method=self.name,
