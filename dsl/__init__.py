@@ -19,7 +19,7 @@ from .games import ArrowDebreuMarket, FisherMarket, PseudoGame
 from .hyperplane import HyperplaneClustering
 from .inventory import InventoryReinsertion
 from .layered_dp import LayeredDP, Transitions
-from .markov_games import MarkovExchangeEconomy, MarkovPseudoGame
+from .markov_games import LinearQuadraticMarkovGame, MarkovExchangeEconomy, MarkovPseudoGame
 from .split import Split, StochasticSplit
 from .transport import Transport
 

@@ -17,6 +17,11 @@ exogenous world state (a Markov chain), assets paying returns in the next world 
 and holding limits, and an auctioneer who sets prices. Its recursive Radner equilibria are the
 generalized Markov perfect equilibria of that Markov pseudo-game (:mod:`solvopt.games.economy`).
 
+:class:`LinearQuadraticMarkovGame` adds a continuous state component z in R^c to the finite state
+s: linear dynamics z' = A(s) z + B(s) a + b(s) + w (w Gaussian, covariance W(s), or none), rewards
+linear-quadratic in (z, a), action boxes. Its policies are parametric (affine in [1, z] per finite
+state, clipped to the box); see :mod:`solvopt.games.parametric`.
+
 This module imports only NumPy and solvopt.core / the DSL core.
 """
 from __future__ import annotations
@@ -66,6 +71,37 @@ def _initial(mu, n: int) -> np.ndarray:
     return mu
 
 
+def _action_slices(action_sizes) -> tuple[list[int], list[slice]]:
+    """The players' action sizes and their slices of the joint action vector."""
+    sizes = list(action_sizes) if not isinstance(action_sizes, (str, bytes)) else None
+    if not sizes or any(isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 for k in sizes):
+        raise ModelError("action_sizes must be a non-empty list of positive integers")
+    sizes = [int(k) for k in sizes]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    return sizes, [slice(int(offsets[i]), int(offsets[i + 1])) for i in range(len(sizes))]
+
+
+def _concave_quadratic(quadratic, shape: tuple, slices, strict=None) -> np.ndarray:
+    """The (N, S, D, D) reward matrices Q_i(s) (0 if None): symmetric, each player's own block
+    negative semidefinite (negative definite on the coordinates flagged in ``strict``, (N, S, d_i)
+    masks, where an unbounded action needs a unique maximiser)."""
+    Q = np.zeros(shape) if quadratic is None else _finite(_array(quadratic, "quadratic", shape), "quadratic")
+    if not np.allclose(Q, np.swapaxes(Q, -1, -2), rtol=0, atol=1e-12):
+        raise ModelError("each quadratic reward matrix Q_i(s) must be symmetric")
+    for i, sl in enumerate(slices):
+        top = np.linalg.eigvalsh(Q[i][:, sl, sl]).max()
+        if top > CONCAVITY_TOL:
+            raise ModelError(f"player {i}'s reward is not concave in its own action (its quadratic block has "
+                             f"eigenvalue {top:.3g} > 0): best responses would not be convex programs")
+        if strict is not None:
+            for s in range(shape[1]):
+                free = strict[i][s]
+                if free.any() and np.linalg.eigvalsh(Q[i, s][sl, sl][np.ix_(free, free)]).max() > -CONCAVITY_TOL:
+                    raise ModelError(f"player {i}'s reward at state {s} is not strictly concave in its unbounded "
+                                     "actions: its best response would be unbounded or not unique")
+    return Q
+
+
 class MarkovPseudoGame(FamilyModel):
     """A tabular linear-quadratic Markov pseudo-game (see the module docstring).
 
@@ -86,13 +122,8 @@ class MarkovPseudoGame(FamilyModel):
 
     def __init__(self, action_sizes, linear, transitions, discount, *, quadratic=None, lower=None, upper=None,
                  shared_matrix=None, shared_rhs=None, transition_slopes=None, initial=None, players=None):
-        sizes = list(action_sizes) if not isinstance(action_sizes, (str, bytes)) else None
-        if not sizes or any(isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 for k in sizes):
-            raise ModelError("action_sizes must be a non-empty list of positive integers")
-        self.action_sizes = [int(k) for k in sizes]
-        N, D = len(sizes), int(sum(sizes))
-        offsets = np.concatenate([[0], np.cumsum(self.action_sizes)])
-        self.slices = [slice(int(offsets[i]), int(offsets[i + 1])) for i in range(N)]
+        self.action_sizes, self.slices = _action_slices(action_sizes)
+        N, D = len(self.action_sizes), int(sum(self.action_sizes))
         self.transitions = _stochastic(_finite(_array(transitions, "transitions", (None, None)), "transitions"),
                                        "transitions")
         S = self.transitions.shape[0]
@@ -100,16 +131,7 @@ class MarkovPseudoGame(FamilyModel):
             raise ModelError(f"transitions must be square (S, S), got {self.transitions.shape}")
         self.n_players, self.n_states, self.n_actions = N, S, D
         self.linear = _finite(_array(linear, "linear", (N, S, D)), "linear")
-        Q = np.zeros((N, S, D, D)) if quadratic is None else _finite(_array(quadratic, "quadratic", (N, S, D, D)),
-                                                                      "quadratic")
-        if not np.allclose(Q, np.swapaxes(Q, -1, -2), rtol=0, atol=1e-12):
-            raise ModelError("each quadratic reward matrix Q_i(s) must be symmetric")
-        for i, sl in enumerate(self.slices):
-            top = np.linalg.eigvalsh(Q[i][:, sl, sl]).max()
-            if top > CONCAVITY_TOL:
-                raise ModelError(f"player {i}'s reward is not concave in its own action (its quadratic block has "
-                                 f"eigenvalue {top:.3g} > 0): best responses would not be convex programs")
-        self.quadratic = Q
+        self.quadratic = _concave_quadratic(quadratic, (N, S, D, D), self.slices)
         self.lower = np.broadcast_to(_array(0.0 if lower is None else lower, "lower"), (S, D)).copy()
         self.upper = np.broadcast_to(_array(np.inf if upper is None else upper, "upper"), (S, D)).copy()
         if np.any(self.lower == np.inf) or np.any(self.upper == -np.inf) or np.any(self.lower > self.upper):
@@ -209,3 +231,82 @@ class MarkovExchangeEconomy(FamilyModel):
                 raise ModelError(f"{name} must be > 0")
             setattr(self, name, float(v))
         self.n_world, self.n_consumers, self.n_goods, self.n_assets = W, N, M, K
+
+
+class LinearQuadraticMarkovGame(FamilyModel):
+    """A Markov game whose state has a finite part s and a continuous part z in R^c (module docstring).
+
+    Parameters (S finite states, N players, D = sum of the action sizes, c continuous components):
+
+    - ``action_sizes``: list of N positive ints (player i owns ``game.slices[i]`` of a);
+    - ``linear`` (N, S, D) c_i(s), ``quadratic`` (N, S, D, D) Q_i(s) (optional, own blocks negative
+      semidefinite, definite where the action is unbounded), ``state_linear`` (N, S, c) e_i(s),
+      ``state_quadratic`` (N, S, c, c) Z_i(s), ``cross`` (N, S, D, c) C_i(s), all optional: player
+      i's reward is  r_i(s, z, a) = c_i(s).a + 1/2 a'Q_i(s)a + e_i(s).z + 1/2 z'Z_i(s)z + a'C_i(s)z;
+    - ``transitions`` (S, S) for s (the finite chain does not depend on the actions), ``discount``
+      in [0, 1), ``initial`` (S,) (default uniform);
+    - ``state_matrix`` (S, c, c) A(s), ``input_matrix`` (S, c, D) B(s), ``state_offset`` (S, c) b(s)
+      (default 0), ``noise_cov`` (S, c, c) W(s) positive semidefinite (default 0: deterministic):
+      z' = A(s) z + B(s) a + b(s) + w, w ~ N(0, W(s)), and s' ~ transitions[s];
+    - ``initial_state`` (c,) mean and ``initial_cov`` (c, c) covariance of z_0 (default 0, 0);
+    - ``lower``, ``upper``: (S, D) or (D,) action bounds (default unbounded: -inf, +inf).
+
+    Shared constraints coupling the players are not part of this class (see docs/markov_parametric.md).
+    """
+
+    family = "games"
+    default_method = "affine-gda"
+
+    def __init__(self, action_sizes, linear, transitions, discount, state_matrix, input_matrix, *, quadratic=None,
+                 state_linear=None, state_quadratic=None, cross=None, state_offset=None, noise_cov=None,
+                 lower=None, upper=None, initial=None, initial_state=None, initial_cov=None, players=None):
+        self.action_sizes, self.slices = _action_slices(action_sizes)
+        N, D = len(self.action_sizes), int(sum(self.action_sizes))
+        self.transitions = _stochastic(_finite(_array(transitions, "transitions", (None, None)), "transitions"),
+                                       "transitions")
+        S = self.transitions.shape[0]
+        if self.transitions.shape != (S, S):
+            raise ModelError(f"transitions must be square (S, S), got {self.transitions.shape}")
+        self.state_matrix = _finite(_array(state_matrix, "state_matrix", (S, None, None)), "state_matrix")
+        c = self.state_matrix.shape[1]
+        if self.state_matrix.shape != (S, c, c) or c < 1:
+            raise ModelError(f"state_matrix must have shape (states, c, c) with c >= 1, got {self.state_matrix.shape}")
+        self.n_players, self.n_states, self.n_actions, self.n_continuous = N, S, D, c
+
+        def part(value, name, shape):
+            return np.zeros(shape) if value is None else _finite(_array(value, name, shape), name)
+
+        self.input_matrix = part(input_matrix, "input_matrix", (S, c, D))
+        self.state_offset = part(state_offset, "state_offset", (S, c))
+        self.noise_cov = part(noise_cov, "noise_cov", (S, c, c))
+        if not np.allclose(self.noise_cov, np.swapaxes(self.noise_cov, -1, -2), rtol=0, atol=1e-12) or \
+                np.linalg.eigvalsh(self.noise_cov).min() < -1e-12:
+            raise ModelError("noise_cov must hold symmetric positive semidefinite matrices")
+        self.lower = np.broadcast_to(_array(-np.inf if lower is None else lower, "lower"), (S, D)).copy()
+        self.upper = np.broadcast_to(_array(np.inf if upper is None else upper, "upper"), (S, D)).copy()
+        if np.any(self.lower == np.inf) or np.any(self.upper == -np.inf) or np.any(self.lower > self.upper):
+            raise ModelError("action bounds must satisfy lower <= upper (lower < inf, upper > -inf)")
+        unbounded = ~(np.isfinite(self.lower) & np.isfinite(self.upper))
+        self.linear = part(linear, "linear", (N, S, D))
+        self.quadratic = _concave_quadratic(quadratic, (N, S, D, D), self.slices,
+                                            strict=[unbounded[:, sl] for sl in self.slices])
+        self.state_linear = part(state_linear, "state_linear", (N, S, c))
+        self.state_quadratic = part(state_quadratic, "state_quadratic", (N, S, c, c))
+        if not np.allclose(self.state_quadratic, np.swapaxes(self.state_quadratic, -1, -2), rtol=0, atol=1e-12):
+            raise ModelError("each state_quadratic matrix Z_i(s) must be symmetric")
+        self.cross = part(cross, "cross", (N, S, D, c))
+        self.discount = _discount(discount)
+        self.initial = _initial(initial, S)
+        self.initial_state = part(initial_state, "initial_state", (c,))
+        self.initial_cov = part(initial_cov, "initial_cov", (c, c))
+        if not np.allclose(self.initial_cov, self.initial_cov.T, rtol=0, atol=1e-12) or \
+                np.linalg.eigvalsh(self.initial_cov).min() < -1e-12:
+            raise ModelError("initial_cov must be symmetric positive semidefinite")
+        self.players = list(players) if players is not None else [f"player{i}" for i in range(N)]
+        if len(self.players) != N:
+            raise ModelError(f"players names {len(self.players)} != {N} players")
+
+    @property
+    def constrained(self) -> bool:
+        """True when some action has a finite bound (values are then estimated by rollouts)."""
+        return bool(np.any(np.isfinite(self.lower)) or np.any(np.isfinite(self.upper)))

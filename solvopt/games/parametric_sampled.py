@@ -1,0 +1,279 @@
+"""Clipped affine policies in a :class:`~solvopt.dsl.markov_games.LinearQuadraticMarkovGame` with
+action bounds: values over a fixed batch of rollouts, exact pathwise gradients, and an
+exploitability ESTIMATE.
+
+With bounds the policy a = clip(k(s) + K(s) z, lower(s), upper(s)) keeps every action feasible by
+construction, but its value is no longer quadratic in z, so it is estimated:
+
+- a :class:`Batch` fixes the common random numbers: the finite-state paths (the chain ignores the
+  actions), z_0 and the noise, over ``horizon`` steps (gamma^horizon < 1e-8 by default);
+- :meth:`SampledEngine.evaluate` rolls every path forward; the objective sum_i w_i J_i (the batch
+  mean of the discounted sums) is a deterministic function of the gains, and
+  :meth:`SampledEngine.gradient` is its EXACT gradient by reverse accumulation (the adjoint of the
+  linear dynamics through the clip, whose derivative is 1 strictly inside the box, 0 outside), then
+  divided by the sample occupancy moments Y(s) as in the exact engine;
+- :func:`estimate`: each player's best response within the clipped affine class by L-BFGS-B on
+  the training batch (the gradient above), then the gains of all deviations on an INDEPENDENT batch
+  (common random numbers across policies): the exploitability estimate and its standard error.
+  It is relative to the policy class and a lower estimate (the responses are local optima of a
+  sampled objective); no bound is claimed.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvopt.core.errors import ModelError
+from solvopt.core.result import Result, SolutionStatus, Termination
+
+from .tracking import EquilibriumRun
+
+TAIL = 1e-8                 # default horizon: gamma^horizon below this
+MAX_HORIZON = 5000
+BR_ITERATIONS = 60          # L-BFGS-B iterations per best response of the estimate
+
+
+@dataclass
+class Batch:
+    """Common random numbers: states (T + 1, B), z_0 (B, c), noise (T, B, c) already scaled by W(s_t)^(1/2)."""
+
+    states: np.ndarray
+    z0: np.ndarray
+    noise: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return self.z0.shape[0]
+
+
+def default_horizon(game) -> int:
+    if game.discount == 0:
+        return 1
+    return int(min(MAX_HORIZON, max(1, math.ceil(math.log(TAIL) / math.log(game.discount)))))
+
+
+def _psd_root(M) -> np.ndarray:
+    w, V = np.linalg.eigh(M)
+    return V * np.sqrt(np.clip(w, 0.0, None))[..., None, :]
+
+
+def draw_batch(game, size: int, horizon: int, seed: int) -> Batch:
+    """``size`` rollouts of length ``horizon`` from the generator seeded by ``seed``."""
+    rng = np.random.default_rng(seed)
+    S, c = game.n_states, game.n_continuous
+    states = np.empty((horizon + 1, size), dtype=np.int64)
+    states[0] = rng.choice(S, size=size, p=game.initial)
+    cdf = np.cumsum(game.transitions, axis=1)
+    for t in range(horizon):
+        u = rng.random(size)
+        states[t + 1] = np.minimum((u[:, None] > cdf[states[t]]).sum(axis=1), S - 1)
+    z0 = game.initial_state + rng.standard_normal((size, c)) @ _psd_root(game.initial_cov).T
+    root = _psd_root(game.noise_cov)                                 # (S, c, c)
+    noise = np.einsum("tbcd,tbd->tbc", root[states[:-1]], rng.standard_normal((horizon, size, c)))
+    return Batch(states, z0, noise)
+
+
+@dataclass
+class Rollout:
+    """One joint policy on one batch: states x_t, pre-clip actions, clip masks, returns (B, N), moments Y."""
+
+    G: np.ndarray
+    z: np.ndarray          # (T + 1, B, c)
+    actions: np.ndarray    # (T, B, D) clipped
+    inside: np.ndarray     # (T, B, D) 1 where the clip is inactive
+    returns: np.ndarray    # (B, N) discounted sums per rollout
+    Y: np.ndarray          # (S, n, n) sample occupancy moments
+
+    @property
+    def J(self) -> np.ndarray:
+        return self.returns.mean(axis=0)
+
+
+class SampledEngine:
+    """What :func:`solvopt.games.parametric.gda` needs, from rollouts on one fixed batch."""
+
+    def __init__(self, game, batch: Batch):
+        self.game, self.batch = game, batch
+        self.slices = list(game.slices)
+        self.disc = game.discount ** np.arange(batch.noise.shape[0])
+        self.onehot = np.eye(game.n_states)[batch.states[:-1]]         # (T, B, S)
+        from .parametric import lq_data
+        self.lq = lq_data(game)
+        self.curvature = [self._reward_curvature(i) for i in range(game.n_players)]
+
+    def _reward_curvature(self, i) -> np.ndarray:
+        """Q_ii(s), made negative definite where it is only semidefinite (bounded actions)."""
+        sl = self.slices[i]
+        Q = self.game.quadratic[i][:, sl, sl]
+        scale = max(float(np.max(np.abs(Q), initial=0.0)), 1.0)
+        return Q - 1e-6 * scale * np.eye(Q.shape[-1])
+
+    def evaluate(self, G, what="policy") -> Rollout:
+        g, b = self.game, self.batch
+        G = np.asarray(G, dtype=float)
+        T, B = b.noise.shape[:2]
+        z = np.empty((T + 1, B, g.n_continuous))
+        z[0] = b.z0
+        acts = np.empty((T, B, g.n_actions))
+        inside = np.empty((T, B, g.n_actions))
+        returns = np.zeros((B, g.n_players))
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t in range(T):
+                s = b.states[t]
+                u = G[s, :, 0] + np.einsum("bdc,bc->bd", G[s, :, 1:], z[t])
+                lo, hi = g.lower[s], g.upper[s]
+                a = np.clip(u, lo, hi)
+                inside[t] = (u > lo) & (u < hi)
+                acts[t] = a
+                returns += self.disc[t] * _rewards(g, s, z[t], a)
+                z[t + 1] = (np.einsum("bcd,bd->bc", g.state_matrix[s], z[t]) + np.einsum("bcd,bd->bc", g.input_matrix[s], a)
+                            + g.state_offset[s] + b.noise[t])
+        if not (np.all(np.isfinite(returns)) and np.all(np.isfinite(z))):
+            raise ModelError(f"the dynamics under the {what} diverge in the rollouts: its value is infinite")
+        x = np.concatenate([np.ones((T, B, 1)), z[:-1]], axis=-1)
+        Y = np.einsum("t,tbs,tbn,tbm->snm", self.disc, self.onehot, x, x) / B
+        return Rollout(G, z, acts, inside, returns, Y)
+
+    def raw_gradient(self, ro: Rollout, weights) -> np.ndarray:
+        """(S, D, n): the exact gradient of the batch mean of sum_i weights_i (discounted return of i)."""
+        g, b = self.game, self.batch
+        T, B = b.noise.shape[:2]
+        lin = np.einsum("k,ksd->sd", weights, g.linear)
+        Q = np.einsum("k,ksde->sde", weights, g.quadratic)
+        e = np.einsum("k,ksc->sc", weights, g.state_linear)
+        Z = np.einsum("k,ksce->sce", weights, g.state_quadratic)
+        C = np.einsum("k,ksdc->sdc", weights, g.cross)
+        lam = np.zeros((B, g.n_continuous))                 # dJ / dz_{t+1}
+        grad = np.zeros_like(ro.G)
+        for t in range(T - 1, -1, -1):
+            s, z, a = b.states[t], ro.z[t], ro.actions[t]
+            da = self.disc[t] * (lin[s] + np.einsum("bde,be->bd", Q[s], a) + np.einsum("bdc,bc->bd", C[s], z)) \
+                + np.einsum("bcd,bc->bd", g.input_matrix[s], lam)
+            du = da * ro.inside[t]
+            dz = self.disc[t] * (e[s] + np.einsum("bce,be->bc", Z[s], z) + np.einsum("bdc,bd->bc", C[s], a)) \
+                + np.einsum("bcd,bc->bd", g.state_matrix[s], lam) + np.einsum("bdc,bd->bc", ro.G[s, :, 1:], du)
+            x = np.concatenate([np.ones((B, 1)), z], axis=-1)
+            grad += np.einsum("bs,bd,bn->sdn", self.onehot[t], du, x)
+            lam = dz
+        return grad / B
+
+    def gradient(self, ro: Rollout, weights) -> np.ndarray:
+        """The gradient per unit of occupancy, raw_gradient Y(s)^+ (as E in the exact engine)."""
+        grad = self.raw_gradient(ro, weights)
+        return np.einsum("sdn,snm->sdm", grad, np.linalg.pinv(ro.Y, rcond=1e-10, hermitian=True))
+
+    def scaled(self, ro, i, E_own) -> np.ndarray:
+        """-H(s)^{-1} E with H player i's own-action curvature from the exact engine of the same game
+        without bounds at the unclipped gains (the clip only removes curvature), the last such H
+        when those gains are unstable without the clip, -Q_ii(s) before any."""
+        from .parametric import evaluate, own_curvature
+        try:
+            ev = evaluate(self.lq, ro.G)
+            H = own_curvature(self.lq, ev, i)
+            if np.all(np.linalg.eigvalsh(0.5 * (H + np.swapaxes(H, -1, -2))).max(axis=-1) < 0):
+                self.curvature[i] = H
+        except ModelError:
+            pass
+        H = self.curvature[i]
+        return np.linalg.solve(-0.5 * (H + np.swapaxes(H, -1, -2)), E_own)
+
+
+def _rewards(g, s, z, a) -> np.ndarray:
+    """(B, N): r_i(s_b, z_b, a_b)."""
+    return (np.einsum("kbd,bd->bk", g.linear[:, s], a) + 0.5 * np.einsum("bd,kbde,be->bk", a, g.quadratic[:, s], a)
+            + np.einsum("kbc,bc->bk", g.state_linear[:, s], z) + 0.5 * np.einsum("bc,kbce,be->bk", z, g.state_quadratic[:, s], z)
+            + np.einsum("bd,kbdc,bc->bk", a, g.cross[:, s], z))
+
+
+def sampled_best_response(engine: SampledEngine, G, i: int) -> np.ndarray:
+    """Player i's best response within the clipped affine class on the engine's batch (L-BFGS-B from G_i)."""
+    from scipy.optimize import minimize
+    sl = engine.slices[i]
+    weights = np.eye(len(engine.slices))[i]
+    base = np.array(G, dtype=float, copy=True)
+    shape = base[:, sl].shape
+
+    def negative(theta):
+        trial = base.copy()
+        trial[:, sl] = theta.reshape(shape)
+        try:
+            ro = engine.evaluate(trial)
+        except ModelError:
+            return np.inf, np.zeros_like(theta)
+        return -float(ro.J[i]), -engine.raw_gradient(ro, weights)[:, sl].ravel()
+
+    starts = [base[:, sl].ravel(), np.zeros(base[:, sl].size)]      # a saturated start has zero gradient
+    try:                                                             # the best response without the bounds
+        from .parametric import best_response
+        starts.append(best_response(engine.lq, base, i).gains.ravel())
+    except ModelError:
+        pass
+    best, best_value = base[:, sl].copy(), negative(starts[0])[0]
+    for theta in starts:
+        out = minimize(negative, theta, jac=True, method="L-BFGS-B", options={"maxiter": BR_ITERATIONS})
+        if out.fun < best_value:
+            best, best_value = out.x.reshape(shape), out.fun
+    return best
+
+
+@dataclass
+class Estimate:
+    value: float             # estimated sum_i [J_i(best deviation_i, G_-i) - J_i(G)] on the evaluation batch
+    stderr: float
+    per_player: np.ndarray
+    deviations: list
+
+
+def estimate(train: SampledEngine, test: SampledEngine, G) -> Estimate:
+    """Exploitability estimate relative to clipped affine policies (module docstring)."""
+    base = test.evaluate(G)
+    diff = np.zeros(test.batch.size)
+    per_player, devs = [], []
+    for i, sl in enumerate(train.slices):
+        rows = sampled_best_response(train, G, i)
+        dev = np.array(G, dtype=float, copy=True)
+        dev[:, sl] = rows
+        gain = test.evaluate(dev).returns[:, i] - base.returns[:, i]
+        diff += gain
+        per_player.append(float(gain.mean()))
+        devs.append(rows)
+    return Estimate(float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(diff.size)), np.array(per_player), devs)
+
+
+def solve_sampled(game, options, G0, *, samples, horizon, tolerance, step, adversary_step, adversary_steps,
+                  check_every) -> Result:
+    """GDA on the training batch; the iterate of smallest estimate on a second batch is re-estimated on
+    a third (so the reported figure carries no selection bias)."""
+    from .parametric import gda
+    from .parametric_solvers import POLICY_CLASS, solution_of
+    T = default_horizon(game) if horizon is None else horizon
+    seed = 0 if options.seed is None else int(options.seed)
+    train, select, report = (SampledEngine(game, draw_batch(game, samples, T, seed + k)) for k in range(3))
+    run = EquilibriumRun(options, tolerance)            # its limits and stop requests; no certified record
+    best = {"G": None, "value": np.inf}
+    history = []
+
+    def record(it, G):
+        est = estimate(train, select, G)
+        history.append([it, time.perf_counter() - run.start, est.value, est.stderr])
+        options.emit(f"iteration {it}: exploitability estimate {est.value:.3e} +- {est.stderr:.1e}")
+        if est.value < best["value"]:
+            best.update(G=G.copy(), value=est.value)
+        return est.value + 2 * est.stderr <= tolerance
+
+    gda(train, run, G0, step=step, adversary_step=adversary_step, adversary_steps=adversary_steps,
+        check_every=check_every, record=record)
+    G = best["G"]
+    final = estimate(train, report, G)
+    done = final.value + 2 * final.stderr <= tolerance
+    term = Termination.FEASIBLE_WITHIN_GAP if done else (run.stopped or Termination.ITERATION_LIMIT)
+    stats = {"exploitability_kind": "estimate", "exploitability_estimate": final.value,
+             "exploitability_stderr": final.stderr, "per_player_exploitability_estimate": final.per_player,
+             "policy_class": "clipped " + POLICY_CLASS, "samples": samples, "horizon": T, "history": history,
+             "iterations": history[-1][0] if history else 0, "tolerance": tolerance}
+    return Result(term, SolutionStatus.FEASIBLE, objective=None, bound=None, gap=None, solution=solution_of(game, G),
+                  stats=stats, guarantee="no certificate: the exploitability is an estimate over rollouts, relative to "
+                                         "clipped affine policies (stats['exploitability_estimate'] +- stderr)")

@@ -1,0 +1,96 @@
+"""The games family's method for Markov games with a continuous state component: ``affine-gda``.
+
+Policies are affine in [1, z] per finite state (clipped to the action box). Without action
+bounds everything is exact (:mod:`solvopt.games.parametric`): the result's ``objective`` is the
+exact exploitability (the best responses over all policies are affine, found by Riccati policy
+iteration) and the status settles through :class:`~solvopt.games.tracking.EquilibriumRun`. With
+bounds the values come from a fixed batch of rollouts (:mod:`solvopt.games.parametric_sampled`):
+the exploitability is an ESTIMATE relative to clipped affine policies, reported in
+``stats["exploitability_estimate"]`` with its standard error, ``objective`` and ``bound`` unset,
+and the status never OPTIMAL.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from solvopt.core.errors import ModelError
+from solvopt.core.options import Option, integer_at_least, positive_number
+from solvopt.core.registry import Solver, register
+
+from . import parametric as pm
+from . import parametric_sampled as ps
+from .tracking import COMMON_HONOURS, EquilibriumRun
+
+POLICY_CLASS = "affine: a = k(s) + K(s) z per finite state s"
+
+
+def start_gains(game, start) -> np.ndarray:
+    """The starting gain table (S, D, 1 + c): ``start`` checked, or the zero policy."""
+    if start is None:
+        return pm.zero_policy(game)
+    shape = (game.n_states, game.n_actions, 1 + game.n_continuous)
+    G = np.asarray(start, dtype=float)
+    if G.shape != shape:
+        raise ModelError(f"start gains must have shape (states, actions, 1 + continuous) = {shape}, got {G.shape}")
+    if not np.all(np.isfinite(G)):
+        raise ModelError("start gains must be finite")
+    return G
+
+
+@register
+class AffineGDA(Solver):
+    family = "games"
+    name = "affine-gda"
+    description = ("two-time-scale GDA over affine policies for Markov games with a continuous state (exact "
+                   "Lyapunov/Riccati values without action bounds; rollouts with pathwise gradients with bounds)")
+    capabilities = ("linear_quadratic_markov_game",)
+    honours = COMMON_HONOURS
+    options = (
+        Option("policy", str, "affine", "policy class (affine in [1, z], clipped to the action box)", ("affine",)),
+        Option("evaluation", str, "auto", "exact (Lyapunov; no action bounds), sampled (rollouts), or auto",
+               ("auto", "exact", "sampled")),
+        Option("tolerance", positive_number, 1e-10, "stop at this exploitability (exact) or estimate + 2 stderr (sampled)"),
+        Option("step", positive_number, 0.5, "policy step (scaled by each player's own curvature)"),
+        Option("adversary_step", positive_number, 1.0, "adversary step (the fast time scale)"),
+        Option("adversary_steps", integer_at_least(1), 2, "adversary ascent steps per policy step"),
+        Option("check_every", integer_at_least(1), 10, "evaluate the exploitability every this many iterations"),
+        Option("samples", integer_at_least(2), 256, "rollouts in the fixed batch (sampled evaluation)"),
+        Option("horizon", integer_at_least(1), None, "rollout length (default: until gamma^t < 1e-8)"),
+        Option("start", None, None, "starting gains (states, actions, 1 + continuous)"),
+    )
+
+    @classmethod
+    def compile(cls, model):
+        from solvopt.dsl.markov_games import LinearQuadraticMarkovGame
+        if not isinstance(model, LinearQuadraticMarkovGame):
+            raise ModelError(f"method {cls.name!r} solves LinearQuadraticMarkovGame models, got {type(model).__name__}")
+        return model
+
+    def solve(self, game, options):
+        x = options.extra
+        G0 = start_gains(game, x["start"])
+        sampled = x["evaluation"] == "sampled" or (x["evaluation"] == "auto" and game.constrained)
+        if x["evaluation"] == "exact" and game.constrained:
+            raise ModelError("exact evaluation needs unbounded actions (the clipped policy's value is not quadratic); "
+                             "use evaluation='sampled'")
+        steps = dict(step=x["step"], adversary_step=x["adversary_step"], adversary_steps=x["adversary_steps"],
+                     check_every=x["check_every"])
+        if sampled:
+            return ps.solve_sampled(game, options, G0, samples=x["samples"], horizon=x["horizon"],
+                                    tolerance=x["tolerance"], **steps)
+        data = pm.lq_data(game)
+        run = EquilibriumRun(options, x["tolerance"])
+        pm.gda(pm.ExactEngine(data), run, G0, record=lambda it, G: run.record(it, G.copy(), pm.exploitability(data, G)),
+               **steps)
+        G = run.best_point
+        extra = {"exploitability_kind": "exact", "policy_class": POLICY_CLASS}
+        if run.best is not None:
+            extra.update(values=run.best.values, riccati_residual=run.best.residual)
+        return run.result(solution_of(game, G), **extra)
+
+
+def solution_of(game, G) -> dict:
+    """The Result's solution: the gain table and each player's rows."""
+    if G is None:
+        return {}
+    return {"gains": G, "players": {name: G[:, sl] for name, sl in zip(game.players, game.slices)}}
