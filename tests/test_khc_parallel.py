@@ -1,0 +1,181 @@
+"""bnb on several threads (solvopt.khc.parallel): the same optimum, valid bounds when stopped.
+
+References: the optimum by enumeration (tests/khc_reference.py, m <= 8; the brute-force method's
+Numba enumeration up to m = 12) and the serial search. Node counts of a threaded run vary, so
+only values are compared; the serial search (threads=1) is the one before the threads existed.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solvopt.cli import main
+from solvopt.core.interrupt import clear_stop, request_stop
+from solvopt.core.result import Termination
+from solvopt.dsl import HyperplaneClustering
+from solvopt.khc import parallel
+from solvopt.khc.bnb import DollSearch, branching_order, solve_bnb
+from solvopt.khc.brute_force import solve_brute_force
+from solvopt.khc.parallel import ParallelSearch, default_threads
+
+from khc_reference import brute_force
+
+PROMPT = 15.0  # generous: a correctness check (the stop is polled), not a speed one
+
+
+def close(a: float, b: float, rel: float = 1e-6) -> bool:
+    return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
+
+
+def below(bound: float, value: float) -> bool:
+    return bound <= value * (1 + 1e-9) + 1e-12
+
+
+def instance(seed: int, m: int, n: int, flat: bool = False) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 10.0, size=(m, n))
+    if flat:  # half the points near a hyperplane: ties and deep pruning
+        X[: m // 2, -1] = 0.1 * rng.normal(size=m // 2)
+    return X
+
+
+def reference(X: np.ndarray, k: int) -> float:
+    if len(X) <= 8:
+        return brute_force(X, k)
+    _, cost, complete = solve_brute_force(X, k)
+    assert complete
+    return cost
+
+
+# --- the whole search ------------------------------------------------------------------------------
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10**6), st.integers(5, 8), st.sampled_from([(2, 2), (2, 3), (3, 2), (1, 3)]),
+       st.sampled_from([2, 3]), st.sampled_from([{}, {"order": "dynamic"}, {"charge_bound": True},
+                                                 {"suffix_bounds": True}]))
+def test_threads_find_the_optimum_of_one_thread_and_of_brute_force(seed, m, nk, threads, options):
+    n, k = nk
+    X = instance(seed, m, n, flat=seed % 2 == 1)
+    best = reference(X, k)
+    one = solve_bnb(X, k, restarts=0, threads=1, **options)
+    many = solve_bnb(X, k, restarts=0, threads=threads, **options)
+    assert one.complete and many.complete
+    assert many.threads == (threads if m > k * n else 1)  # m <= k n: cost 0 without a search
+    assert close(many.objective, best) and close(many.objective, one.objective)
+    assert below(many.bound, best)
+
+
+@pytest.mark.parametrize("seed,n,k,dynamic", [(0, 2, 3, False), (1, 2, 3, True), (2, 3, 2, True)])
+def test_many_small_windows_share_the_work_and_bracket_the_optimum(seed, n, k, dynamic):
+    """Windows of 30 nodes: paused subtrees, work handed over between them, a bound after every
+    window; the end is the brute-force optimum."""
+    X = instance(seed, 12, n)
+    best = reference(X, k)
+    perm = branching_order(X, k, "farthest")
+    start = np.minimum(np.arange(12) // n, k - 1)  # a poor first incumbent: the search has work to do
+    from solvopt.khc.geometry import assignment_cost
+    search = ParallelSearch(X[perm], np.zeros(13), k, assignment_cost(X[perm], start, k), start,
+                            dynamic=dynamic, threads=2)
+    windows = 0
+    while not search.run(30, 1e-9, 0.0):
+        windows += 1
+        assert below(search.bound(), best) and search.incumbent >= best * (1 - 1e-9)
+    assert windows > 10 and close(search.incumbent, best, 1e-9)
+    assert close(assignment_cost(X[perm], search.incumbent_assignment, k), best, 1e-9)
+    assert below(search.bound(), best) and search.bound() >= best * (1 - 1e-6)
+
+
+def test_handed_over_subtrees_and_the_rest_cover_the_tree():
+    """split_open: the donor's remaining search and the subtrees below the handed-over paths,
+    each searched alone from the same poor incumbent, together find the optimum."""
+    X = instance(7, 11, 2)
+    k = 3
+    best = reference(X, k)
+    start = np.minimum(np.arange(11) // 2, k - 1)
+    from solvopt.khc.geometry import assignment_cost
+    cost = assignment_cost(X, start, k)
+    donor = DollSearch(X, np.zeros(12), k, cost, start)
+    donor.run(40, 1e-9, 0.0)
+    handed = donor.split_open()
+    assert handed, "the donor had open children"
+    found = [donor.incumbent if donor.run(10**9, 1e-9, 0.0) else np.inf]
+    for b, path in handed:
+        sub = DollSearch(X, np.zeros(12), k, cost, start, path=path)
+        assert sub.run(10**9, 1e-9, 0.0)
+        assert below(b, sub.incumbent) or sub.incumbent == cost  # the handed bound bounds the subtree
+        found.append(sub.incumbent)
+    assert close(min(found), best, 1e-9)
+
+
+# --- stopped runs ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("node_limit", [1, 40, 400, 4000])
+@pytest.mark.parametrize("options", [{"order": "dynamic"}, {"suffix_bounds": True}])
+def test_stopped_runs_bracket_the_optimum(node_limit, options):
+    X = instance(4, 12, 2)
+    best = reference(X, 3)
+    out = solve_bnb(X, 3, restarts=0, node_limit=node_limit, threads=2, **options)
+    assert below(out.bound, best) and best <= out.objective * (1 + 1e-9)
+    if not out.complete:
+        assert out.stopped_by == "nodes"
+
+
+def test_a_time_limited_run_on_two_threads_returns_a_valid_bound():
+    """m = 60, n = 3, k = 3 uniform needs about half a minute: stopped at 2 s (dolls in the second
+    second); the serial search proves the bound never exceeds the optimum elsewhere, here the
+    bracket is against the incumbent and the dolls' bound is positive."""
+    X = instance(3, 60, 3)
+    start = time.perf_counter()
+    r = HyperplaneClustering(X, 3).solve("bnb", time_limit=2.0, threads=2)
+    assert time.perf_counter() - start < PROMPT
+    assert r.termination == Termination.TIME_LIMIT and r.stats["threads"] == 2
+    assert 0.0 < r.bound < r.objective
+
+
+def test_a_stop_request_returns_promptly_with_incumbent_and_bound():
+    X = instance(3, 60, 3)
+    timer = threading.Timer(1.0, request_stop)
+    start = time.perf_counter()
+    timer.start()
+    try:
+        r = HyperplaneClustering(X, 3).solve("bnb", threads=2, extra_restarts=0)
+    finally:
+        timer.cancel()
+        timer.join()
+        clear_stop()
+    assert time.perf_counter() - start < PROMPT
+    assert r.termination == Termination.INTERRUPTED and r.stats["threads"] == 2
+    assert 0.0 <= r.bound <= r.objective
+
+
+def test_a_worker_error_reaches_the_caller(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("kernel failed")
+    X = instance(5, 40, 2)
+    monkeypatch.setattr(parallel.DollSearch, "run", broken)
+    with pytest.raises(RuntimeError, match="kernel failed"):
+        solve_bnb(X, 2, threads=2, restarts=1, extra_restarts=0)
+
+
+# --- the option and the command line ----------------------------------------------------------------
+def test_the_default_is_the_cores_available_from_31_points_on():
+    small = HyperplaneClustering(instance(1, 20, 2), 2).solve("bnb")
+    large = HyperplaneClustering(instance(1, 35, 2), 2).solve("bnb", node_limit=50)
+    assert small.stats["threads"] == 1
+    assert large.stats["threads"] == default_threads() >= 1
+    assert HyperplaneClustering(instance(1, 35, 2), 2).solve("bnb", threads=1, node_limit=50).stats["threads"] == 1
+
+
+def test_cli_threads_reaches_bnb(tmp_path, capsys):
+    path = tmp_path / "points.csv"
+    np.savetxt(path, instance(2, 14, 2), delimiter=",")
+    for threads in ("1", "2"):
+        assert main(["solve", str(path), "--k", "2", "--json", "--threads", threads]) == 0
+        record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert record["termination"] == "optimal" and record["stats"]["threads"] == int(threads)
+    assert main(["solve", str(path), "--k", "2", "--method", "heuristic", "--threads", "2"]) == 1
+    assert "threads" in capsys.readouterr().err
