@@ -11,11 +11,16 @@ seed), so the node and time ratios between variants are what to read; the machin
 Variants: ``plain`` (farthest order, no charge, no dolls: the search of the bnb before issue 12;
 its first incumbent now adds the extra restarts), ``charge`` (plus the unassigned-point charge
 of :mod:`solvopt.khc.bounds`), ``dynamic`` (the dynamic order, no dolls) and ``default`` (the
-options' defaults, with suffix_bounds "auto": dolls after half the time limit).
+options' defaults, with suffix_bounds "auto": dolls after half the time limit); ``threads1`` and
+``threads2``: the dynamic variant on 1 and on 2 threads (:mod:`solvopt.khc.parallel`). Each run
+records its wall time, its CPU time (all threads), the search's own wall time (after the first
+incumbent) and the 1-minute load average when it started: on a shared machine a second thread
+only helps while a core is free.
 
     python benchmarks/khc_bnb_scale.py --time-limit 60                    # default set
     python benchmarks/khc_bnb_scale.py --sizes 40,60 --variants plain,charge --time-limit 30
     python benchmarks/khc_bnb_scale.py --out benchmarks/results/khc_bnb_scale --time-limit 300
+    python benchmarks/khc_bnb_scale.py --sizes 60 --variants threads1,threads2 --time-limit 30
 """
 from __future__ import annotations
 
@@ -40,6 +45,8 @@ VARIANTS = {
     "charge": {"order": "farthest", "charge_bound": True, "suffix_bounds": False},
     "dynamic": {"order": "dynamic", "suffix_bounds": False},
     "default": {},
+    "threads1": {"order": "dynamic", "suffix_bounds": False, "threads": 1},
+    "threads2": {"order": "dynamic", "suffix_bounds": False, "threads": 2},
 }
 
 
@@ -64,12 +71,14 @@ def instance(m: int, n: int, k: int, kind: str, seed: int, sigma: float) -> np.n
 
 
 def run(points: np.ndarray, k: int, options: dict, time_limit: float, restarts: int) -> dict:
-    start = time.perf_counter()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    start, cpu_start = time.perf_counter(), time.process_time()
     out = solve_bnb(points, k, time_limit=time_limit, restarts=restarts, **options)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     gap = (out.objective - out.bound) / max(abs(out.objective), 1e-12)
     return {"time": wall, "nodes": out.nodes, "objective": out.objective, "bound": out.bound, "gap": gap,
-            "complete": out.complete}
+            "complete": out.complete, "cpu": cpu, "search_time": out.search_seconds, "threads": out.threads,
+            "load": load}
 
 
 def main() -> None:
@@ -102,7 +111,8 @@ def main() -> None:
                     for name in variants:
                         row["runs"][name] = run(points, k, VARIANTS[name], args.time_limit, args.restarts)
                         r = row["runs"][name]
-                        print(f"m={m} n={n} k={k} {kind:8s} {name:13s} time {r['time']:7.2f}s nodes {r['nodes']:>11d} "
+                        print(f"m={m} n={n} k={k} {kind:8s} {name:13s} time {r['time']:7.2f}s search "
+                              f"{r['search_time']:7.2f}s cpu {r['cpu']:7.2f}s load {r['load']:.2f} nodes {r['nodes']:>11d} "
                               f"obj {r['objective']:.6g} bound {r['bound']:.6g} gap {100 * r['gap']:.3g}% "
                               f"{'proven' if r['complete'] else 'stopped'}", flush=True)
                     rows.append(row)

@@ -534,6 +534,7 @@ class BnbOutcome:
     suffix_bounds: bool = False            # whether Russian dolls were searched (auto: after half the time)
     order: str = "farthest"                # the branching order used (order "auto" resolved)
     threads: int = 1                       # the threads that searched (1: the serial search)
+    search_seconds: float = 0.0            # wall time after the first incumbent (the tree search)
 
 
 EXTRA_RESTARTS_FROM = 20      # extra_restarts=None: m - 20 more restarts above 20 points ...
@@ -723,6 +724,7 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     progress = progress or Progress(enabled=False)
 
     labels, cost = first_incumbent(pts, k, restarts, extra_restarts, seed, time_limit)
+    search_start = time.perf_counter()
     perm = branching_order(pts, k, order, labels)
     X = np.ascontiguousarray(pts[perm])
     first_doll = m - min(m, k * n) - 1  # suffixes of at most k n points cost 0
@@ -750,4 +752,4 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     assignment[perm] = chain.incumbent
     objective = assignment_cost(pts, assignment, k)
     return BnbOutcome(assignment, objective, min(bound, objective), complete, stopped, chain.nodes, chain.dolls,
-                      cost, mode is True, order, threads)
+                      cost, mode is True, order, threads, time.perf_counter() - search_start)
