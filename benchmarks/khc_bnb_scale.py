@@ -81,8 +81,43 @@ def run(points: np.ndarray, k: int, options: dict, time_limit: float, restarts: 
             "load": load}
 
 
+def lp_at_assignment_nodes(m: int = 40, n: int = 3, k: int = 3, seed: int = 3) -> list[dict]:
+    """sbb's node LP (every norm set) at bnb's assignment nodes against bnb's eigenvalue bound.
+
+    The nodes are those on the path to bnb's optimum (farthest order), depth 10 to m: the first
+    ``depth`` points fixed to their optimal clusters, the normal boxes sbb's root ones. Printed
+    and returned; ``--part lp`` runs it."""
+    from solvopt.core.options import SolveOptions
+    from solvopt.dsl.hyperplane import parse_norms
+    from solvopt.khc.bnb import branching_order
+    from solvopt.khc.geometry import assignment_cost
+    from solvopt.khc.sbb import SpatialBranchAndBound
+
+    X = np.random.default_rng(seed).uniform(0.0, 10.0, size=(m, n))
+    best = solve_bnb(X, k, threads=1, suffix_bounds=False)
+    perm = branching_order(X, k, "farthest")
+    rows = []
+    for norms in ("2", "2,inf", "2,1,inf"):
+        sbb = SpatialBranchAndBound(X, k, parse_norms(norms), SolveOptions(), symmetry_breaking=False)
+        for depth in (10, m // 2, 3 * m // 4, m):
+            node = sbb.root()
+            sbb.tighten(node)
+            fixed = perm[:depth]
+            node.allowed[fixed, :] = False
+            node.allowed[fixed, best.assignment[fixed]] = True
+            lp = sbb.lp_bound(node, None)
+            eigen = assignment_cost(X[fixed], best.assignment[fixed], k)  # the partial clusters' optimum
+            rows.append({"norms": norms, "depth": depth, "lp": lp.value, "lp_status": lp.status, "eigen": eigen,
+                         "optimum": best.objective})
+            print(f"norms {norms:8s} depth {depth:3d}: LP {lp.status} {lp.value:.6g}, eigenvalue bound {eigen:.6g}, "
+                  f"optimum {best.objective:.6g}", flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("variants", "lp"), default="variants",
+                        help="lp: sbb's node LP at bnb's assignment nodes (m = 40, n = 3, k = 3)")
     parser.add_argument("--sizes", default="40,50,60,80,100")
     parser.add_argument("--dims", default="2,3")
     parser.add_argument("--ks", default="2,3")
@@ -94,6 +129,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default=None, help="write OUT.md and OUT.json")
     args = parser.parse_args()
+    if args.part == "lp":
+        lp_at_assignment_nodes()
+        return
     ints = lambda text: [int(x) for x in text.split(",")]  # noqa: E731
     variants = args.variants.split(",")
     # warm the kernels (compile) outside the timings
