@@ -114,10 +114,29 @@ def lp_at_assignment_nodes(m: int = 40, n: int = 3, k: int = 3, seed: int = 3) -
     return rows
 
 
+def stopped_runs(time_limit: float, restarts: int, sigma: float, m: int = 80) -> list[dict]:
+    """The default bnb (suffix_bounds auto: dolls in the second half) stopped at ``time_limit``
+    on 1 and on 2 threads, side by side: the bound each certifies (``--part stopped``)."""
+    rows = []
+    for kind in ("uniform", "noisy"):
+        for seed in (1, 2):
+            points = instance(m, 3, 3, kind, 1000 * seed + m, sigma)
+            row = {"m": m, "n": 3, "k": 3, "kind": kind, "seed": seed, "runs": {}}
+            for threads in (1, 2):
+                r = run(points, 3, {"threads": threads}, time_limit, restarts)
+                row["runs"][f"threads{threads}"] = r
+                print(f"m={m} {kind:8s} seed {seed} threads {threads}: obj {r['objective']:.6g} bound {r['bound']:.4g} "
+                      f"gap {100 * r['gap']:.3g}% cpu {r['cpu']:.1f}s load {r['load']:.2f} "
+                      f"{'proven' if r['complete'] else 'stopped'}", flush=True)
+            rows.append(row)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("variants", "lp"), default="variants",
-                        help="lp: sbb's node LP at bnb's assignment nodes (m = 40, n = 3, k = 3)")
+    parser.add_argument("--part", choices=("variants", "lp", "stopped"), default="variants",
+                        help="lp: sbb's node LP at bnb's assignment nodes (m = 40, n = 3, k = 3); stopped: the "
+                             "default bnb at m = 80, n = 3, k = 3 on 1 and 2 threads, stopped at --time-limit")
     parser.add_argument("--sizes", default="40,50,60,80,100")
     parser.add_argument("--dims", default="2,3")
     parser.add_argument("--ks", default="2,3")
@@ -131,6 +150,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.part == "lp":
         lp_at_assignment_nodes()
+        return
+    if args.part == "stopped":
+        rows = stopped_runs(args.time_limit, args.restarts, args.sigma)
+        if args.out:
+            Path(args.out).with_suffix(".json").write_text(json.dumps({"time_limit": args.time_limit, "rows": rows},
+                                                                      indent=1))
         return
     ints = lambda text: [int(x) for x in text.split(",")]  # noqa: E731
     variants = args.variants.split(",")
