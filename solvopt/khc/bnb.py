@@ -340,6 +340,17 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         iscal[0] = e
 
 
+def own_cache_lines(values, dtype=np.float64) -> np.ndarray:
+    """An array of ``values`` with 64 unused bytes on each side: the small counters a kernel
+    writes at every node (and the shared incumbent) share no cache line with another thread's
+    data, which would make the cores invalidate each other's caches (false sharing)."""
+    pad = 64 // np.dtype(dtype).itemsize
+    buffer = np.zeros(len(values) + 2 * pad, dtype=dtype)
+    view = buffer[pad:pad + len(values)]
+    view[:] = values
+    return view
+
+
 @dataclass
 class DollSearch:
     """The search state of one branch-and-bound over the points X (one Russian doll)."""
@@ -381,12 +392,12 @@ class DollSearch:
         a["assigned"] = np.zeros(M, dtype=np.bool_)
         a["assign"] = np.zeros(M, dtype=np.int64)
         a["best"] = np.array(self.incumbent_assignment, dtype=np.int64)
-        a["scal"] = np.array([self.incumbent, np.inf])
+        a["scal"] = own_cache_lines([self.incumbent, np.inf])
         path_len = 0 if self.path is None else len(self.path)
         split = M + 1 if self.split_depth is None else int(self.split_depth)
-        a["iscal"] = np.array([0, 0, path_len, split, 0], dtype=np.int64)
+        a["iscal"] = own_cache_lines([0, 0, path_len, split, 0], np.int64)
         if self.shared is None:
-            self.shared = np.array([self.incumbent])
+            self.shared = own_cache_lines([self.incumbent])
         a["path"] = np.zeros(M + 1, dtype=np.int64)
         if path_len:
             a["path"][:path_len] = self.path

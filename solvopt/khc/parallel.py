@@ -49,7 +49,7 @@ import time
 import numpy as np
 
 from ..core.interrupt import stop_requested
-from .bnb import DollSearch
+from .bnb import DollSearch, own_cache_lines
 
 FRONTIER_PER_THREAD = 16   # subtrees in the first queue per thread (more: better balance, more replays)
 WINDOW_SECONDS = 0.25      # a run call returns after at most about this (the caller checks its limits)
@@ -79,7 +79,7 @@ class ParallelSearch:
         self.threads = max(1, int(threads))
         self.incumbent = float(incumbent)
         self.incumbent_assignment = np.array(incumbent_assignment, dtype=np.int64)
-        self.shared = np.array([self.incumbent])
+        self.shared = own_cache_lines([self.incumbent])
         self.queue: list[tuple[float, int, np.ndarray]] = []  # (bound, tie-break, path): a heap
         self._ticket = itertools.count()
         self.paused: list[DollSearch] = []    # subtrees started and not finished
