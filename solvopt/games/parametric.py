@@ -231,6 +231,14 @@ def exploitability(data: LQData, G) -> AffineExploitability:
                                 max((r.residual for r in responses), default=0.0))
 
 
+def perfect_residual(data: LQData, G) -> float:
+    """max over players, finite states and entries of |E_i(s)[rows i]| at G: 0 iff every player's
+    affine policy is optimal from EVERY state (s, z) (feedback / Markov perfect equilibrium), also
+    where the initial distribution never leads (there the exploitability from mu cannot see it)."""
+    E = q_gradients(data, evaluate(data, G))
+    return max(float(np.max(np.abs(E[i][:, sl]), initial=0.0)) for i, sl in enumerate(data.slices))
+
+
 # --- two-time-scale GDA ----------------------------------------------------------------------
 class ExactEngine:
     """What :func:`gda` needs, from the exact Lyapunov / Riccati formulas (no action bounds)."""
@@ -250,6 +258,10 @@ class ExactEngine:
         """Player i's ascent direction: -H^{-1} E (Newton in its own gains)."""
         return newton_direction(self.data, ev, i, E_own)
 
+    def project(self, G, sl=slice(None)) -> np.ndarray:
+        """Gains are unconstrained here."""
+        return G
+
 
 def _safe_evaluate(engine, G):
     try:
@@ -258,7 +270,8 @@ def _safe_evaluate(engine, G):
         return None
 
 
-def gda(engine, run, G, *, step=0.5, adversary_step=1.0, adversary_steps=2, check_every=10, record=None) -> None:
+def gda(engine, run, G, *, step=0.5, adversary_step=1.0, adversary_steps=2, check_every=10, decay=0.0,
+        record=None) -> None:
     """Two-time-scale GDA between the joint gains G and the adversary's deviations G' on
     psi(G, G') = sum_i [J_i(G'_i, G_-i) - J_i(G)].
 
@@ -266,24 +279,34 @@ def gda(engine, run, G, *, step=0.5, adversary_step=1.0, adversary_steps=2, chec
     ``adversary_step`` on each J_i(G'_i, G_-i) (exact engine: at 1 each is a policy-iteration step);
     the policy (slow time scale) takes one scaled step of ``step`` against the per-occupancy gradient
     of psi, -sum_i E_i(G) + sum_i E_i(G'_i, G_-i) off player i's rows. A step that would make the
-    dynamics unstable is halved. ``record(iteration, G)`` certifies or estimates and returns True to
-    stop; ``run.should_stop`` says when the limits are reached.
+    dynamics unstable is halved; ``engine.project`` keeps the gains in their parameter set; steps
+    are divided by 1 + ``decay`` x iteration.
+
+    ``record(iteration, G)`` evaluates G (exploitability or its estimate) and returns (stop, score).
+    Safeguard: when a check scores worse than the best so far, the policy step is halved and the
+    iteration restarts from the best gains (strongly coupled games diverge at a fixed step: the
+    exploitability's curvature is not the players' own); ``run.should_stop`` says when the limits
+    are reached.
     """
     N = len(engine.slices)
     eye = np.eye(N)
     G = np.array(G, dtype=float, copy=True)
     ev = engine.evaluate(G, "start policy")
     adv = G.copy()
-    if record(0, G):
+    stop, best_score = record(0, G)
+    if stop:
         return
+    best_G = G.copy()
     it = 0
     while True:
         it += 1
+        shrink = 1.0 / (1.0 + decay * (it - 1))
         direction = -engine.gradient(ev, np.ones(N))
         for i, sl in enumerate(engine.slices):          # the fast time scale: each deviation ascends
             dv = engine.evaluate(with_rows(G, adv[:, sl], sl))
             for _ in range(adversary_steps):
-                trial = adv[:, sl] + adversary_step * engine.scaled(dv, i, engine.gradient(dv, eye[i])[:, sl])
+                trial = engine.project(adv[:, sl] + shrink * adversary_step * engine.scaled(
+                    dv, i, engine.gradient(dv, eye[i])[:, sl]), sl)
                 nxt = _safe_evaluate(engine, with_rows(G, trial, sl))
                 if nxt is None:
                     break
@@ -294,21 +317,31 @@ def gda(engine, run, G, *, step=0.5, adversary_step=1.0, adversary_steps=2, chec
         move = np.zeros_like(G)
         for i, sl in enumerate(engine.slices):           # the slow time scale: the policy descends
             move[:, sl] = engine.scaled(ev, i, direction[:, sl])
-        eta = step
+        eta = step * shrink
         for _ in range(30):
-            nxt = _safe_evaluate(engine, G - eta * move)
+            trial = engine.project(G - eta * move)
+            nxt = _safe_evaluate(engine, trial)
             if nxt is not None:
                 break
             eta *= 0.5
         else:
             return
-        G, ev = G - eta * move, nxt
+        G, ev = trial, nxt
         for sl in engine.slices:                         # keep each deviation stable against the new G
             if _safe_evaluate(engine, with_rows(G, adv[:, sl], sl)) is None:
                 adv[:, sl] = G[:, sl]
-        if it % check_every == 0 and record(it, G):
-            return
+        checked = it % check_every == 0
+        if checked:
+            stop, score = record(it, G)
+            if stop:
+                return
+            if score <= best_score:
+                best_score, best_G = score, G.copy()
+            else:                                        # the safeguard
+                step *= 0.5
+                G, adv = best_G.copy(), best_G.copy()
+                ev = engine.evaluate(G)
         if run.should_stop(it):
-            if it % check_every:
+            if not checked:
                 record(it, G)
             return

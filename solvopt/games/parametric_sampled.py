@@ -10,7 +10,8 @@ construction, but its value is no longer quadratic in z, so it is estimated:
 - :meth:`SampledEngine.evaluate` rolls every path forward; the objective sum_i w_i J_i (the batch
   mean of the discounted sums) is a deterministic function of the gains, and
   :meth:`SampledEngine.gradient` is its EXACT gradient by reverse accumulation (the adjoint of the
-  linear dynamics through the clip, whose derivative is 1 strictly inside the box, 0 outside), then
+  linear dynamics through the clip, whose derivative is 1 inside the box (bounds included: the
+  derivative from inside), 0 outside), then
   divided by the sample occupancy moments Y(s) as in the exact engine;
 - :func:`estimate`: each player's best response within the clipped affine class by L-BFGS-B on
   the training batch (the gradient above), then the gains of all deviations on an INDEPENDENT batch
@@ -126,7 +127,7 @@ class SampledEngine:
                 u = G[s, :, 0] + np.einsum("bdc,bc->bd", G[s, :, 1:], z[t])
                 lo, hi = g.lower[s], g.upper[s]
                 a = np.clip(u, lo, hi)
-                inside[t] = (u > lo) & (u < hi)
+                inside[t] = (u >= lo) & (u <= hi)      # on a bound: the derivative from inside
                 acts[t] = a
                 returns += self.disc[t] * _rewards(g, s, z[t], a)
                 z[t + 1] = (np.einsum("bcd,bd->bc", g.state_matrix[s], z[t]) + np.einsum("bcd,bd->bc", g.input_matrix[s], a)
@@ -164,6 +165,13 @@ class SampledEngine:
         """The gradient per unit of occupancy, raw_gradient Y(s)^+ (as E in the exact engine)."""
         grad = self.raw_gradient(ro, weights)
         return np.einsum("sdn,snm->sdm", grad, np.linalg.pinv(ro.Y, rcond=1e-10, hermitian=True))
+
+    def project(self, G, sl=slice(None)) -> np.ndarray:
+        """The constant terms k(s) clamped into the action box (for the rows ``sl``): a constant policy
+        beyond a bound acts as the bound but has a zero pathwise gradient, a trap for ascent."""
+        G = np.array(G, dtype=float, copy=True)
+        G[:, :, 0] = np.clip(G[:, :, 0], self.game.lower[:, sl], self.game.upper[:, sl])
+        return G
 
     def scaled(self, ro, i, E_own) -> np.ndarray:
         """-H(s)^{-1} E with H player i's own-action curvature from the exact engine of the same game
@@ -205,15 +213,20 @@ def sampled_best_response(engine: SampledEngine, G, i: int) -> np.ndarray:
             return np.inf, np.zeros_like(theta)
         return -float(ro.J[i]), -engine.raw_gradient(ro, weights)[:, sl].ravel()
 
-    starts = [base[:, sl].ravel(), np.zeros(base[:, sl].size)]      # a saturated start has zero gradient
+    starts = [base[:, sl].ravel()]
     try:                                                             # the best response without the bounds
         from .parametric import best_response
         starts.append(best_response(engine.lq, base, i).gains.ravel())
     except ModelError:
         pass
     best, best_value = base[:, sl].copy(), negative(starts[0])[0]
+    box = np.zeros(shape + (2,))                                    # k within the box, K free
+    box[..., 0], box[..., 1] = -np.inf, np.inf
+    box[:, :, 0, 0], box[:, :, 0, 1] = engine.game.lower[:, sl], engine.game.upper[:, sl]
+    bounds = [(None if np.isinf(lo) else lo, None if np.isinf(hi) else hi) for lo, hi in box.reshape(-1, 2)]
     for theta in starts:
-        out = minimize(negative, theta, jac=True, method="L-BFGS-B", options={"maxiter": BR_ITERATIONS})
+        theta = np.clip(theta, box.reshape(-1, 2)[:, 0], box.reshape(-1, 2)[:, 1])
+        out = minimize(negative, theta, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": BR_ITERATIONS})
         if out.fun < best_value:
             best, best_value = out.x.reshape(shape), out.fun
     return best
@@ -244,7 +257,7 @@ def estimate(train: SampledEngine, test: SampledEngine, G) -> Estimate:
 
 
 def solve_sampled(game, options, G0, *, samples, horizon, tolerance, step, adversary_step, adversary_steps,
-                  check_every) -> Result:
+                  check_every, decay) -> Result:
     """GDA on the training batch; the iterate of smallest estimate on a second batch is re-estimated on
     a third (so the reported figure carries no selection bias)."""
     from .parametric import gda
@@ -262,10 +275,10 @@ def solve_sampled(game, options, G0, *, samples, horizon, tolerance, step, adver
         options.emit(f"iteration {it}: exploitability estimate {est.value:.3e} +- {est.stderr:.1e}")
         if est.value < best["value"]:
             best.update(G=G.copy(), value=est.value)
-        return est.value + 2 * est.stderr <= tolerance
+        return est.value + 2 * est.stderr <= tolerance, est.value
 
     gda(train, run, G0, step=step, adversary_step=adversary_step, adversary_steps=adversary_steps,
-        check_every=check_every, record=record)
+        check_every=check_every, decay=decay, record=record)
     G = best["G"]
     final = estimate(train, report, G)
     done = final.value + 2 * final.stderr <= tolerance

@@ -25,9 +25,15 @@ POLICY_CLASS = "affine: a = k(s) + K(s) z per finite state s"
 
 
 def start_gains(game, start) -> np.ndarray:
-    """The starting gain table (S, D, 1 + c): ``start`` checked, or the zero policy."""
+    """The starting gain table (S, D, 1 + c): ``start`` checked, or the constant policy at the middle of
+    each action's range (0 where unbounded; a start on a bound would have a zero pathwise gradient)."""
     if start is None:
-        return pm.zero_policy(game)
+        G = pm.zero_policy(game)
+        lo, hi = game.lower, game.upper
+        with np.errstate(invalid="ignore"):
+            G[:, :, 0] = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi),
+                                  np.where(np.isfinite(lo), lo + 1.0, np.where(np.isfinite(hi), hi - 1.0, 0.0)))
+        return G
     shape = (game.n_states, game.n_actions, 1 + game.n_continuous)
     G = np.asarray(start, dtype=float)
     if G.shape != shape:
@@ -53,6 +59,7 @@ class AffineGDA(Solver):
         Option("step", positive_number, 0.5, "policy step (scaled by each player's own curvature)"),
         Option("adversary_step", positive_number, 1.0, "adversary step (the fast time scale)"),
         Option("adversary_steps", integer_at_least(1), 2, "adversary ascent steps per policy step"),
+        Option("decay", float, 0.0, "steps are divided by 1 + decay * iteration (for the kinks of clipped policies)"),
         Option("check_every", integer_at_least(1), 10, "evaluate the exploitability every this many iterations"),
         Option("samples", integer_at_least(2), 256, "rollouts in the fixed batch (sampled evaluation)"),
         Option("horizon", integer_at_least(1), None, "rollout length (default: until gamma^t < 1e-8)"),
@@ -73,20 +80,27 @@ class AffineGDA(Solver):
         if x["evaluation"] == "exact" and game.constrained:
             raise ModelError("exact evaluation needs unbounded actions (the clipped policy's value is not quadratic); "
                              "use evaluation='sampled'")
-        steps = dict(step=x["step"], adversary_step=x["adversary_step"], adversary_steps=x["adversary_steps"],
+        steps = dict(step=x["step"], adversary_step=x["adversary_step"], adversary_steps=x["adversary_steps"], decay=x["decay"],
                      check_every=x["check_every"])
         if sampled:
             return ps.solve_sampled(game, options, G0, samples=x["samples"], horizon=x["horizon"],
                                     tolerance=x["tolerance"], **steps)
         data = pm.lq_data(game)
         run = EquilibriumRun(options, x["tolerance"])
-        pm.gda(pm.ExactEngine(data), run, G0, record=lambda it, G: run.record(it, G.copy(), pm.exploitability(data, G)),
-               **steps)
+        # stop when the exploitability from mu AND the perfect-equilibrium residual reach the tolerance
+        def record(it, G):
+            expl, residual = pm.exploitability(data, G), pm.perfect_residual(data, G)
+            return run.record(it, G.copy(), expl, also=residual), max(expl.value, residual)
+
+        pm.gda(pm.ExactEngine(data), run, G0, record=record, **steps)
         G = run.best_point
         extra = {"exploitability_kind": "exact", "policy_class": POLICY_CLASS}
         if run.best is not None:
             extra.update(values=run.best.values, riccati_residual=run.best.residual)
-        return run.result(solution_of(game, G), **extra)
+        result = run.result(solution_of(game, G), **extra)
+        if "ve_gap" in result.stats:       # the run's second measure is the perfect residual here
+            result.stats["perfect_residual"] = result.stats.pop("ve_gap")
+        return result
 
 
 def solution_of(game, G) -> dict:
