@@ -268,11 +268,8 @@ def tatonnement(econ, run, *, step=0.5, asset_step=1.0, asset_every=10, asset_de
             p *= econ.price_sum / p.sum(axis=1, keepdims=True)
             gain = econ.utility.weights[None] * shares / p[:, None, :]
             shares = gain / np.maximum(gain.sum(axis=-1, keepdims=True), 1e-300)
-        else:                                           # multiplicative tatonnement
-            x = demand(econ, chain, p, q, y)
-            z = x.sum(axis=1) / supply - 1.0
-            p = p * np.exp(step * np.clip(z, -1.0, 1.0))
-            p *= econ.price_sum / p.sum(axis=1, keepdims=True)
+        else:
+            p = tatonnement_step(econ, chain, p, q, y, supply, step)
         if econ.n_assets and it % asset_every == 0:   # damping asset_step / (1 + clearings)^asset_decay
             q, y = clear_assets(econ, chain, p, y, asset_step / (1.0 + it // asset_every) ** asset_decay)
         last = it % check_every == 0
@@ -283,6 +280,13 @@ def tatonnement(econ, run, *, step=0.5, asset_step=1.0, asset_every=10, asset_de
             history[it] = m
             if run.record(it, prof, expl) or not last or run.should_stop(it):
                 return history
+
+
+def tatonnement_step(econ, chain, p, q, y, supply, step):
+    """One multiplicative tatonnement step on the goods prices of every state (exact demands)."""
+    z = demand(econ, chain, p, q, y).sum(axis=1) / supply - 1.0
+    p = p * np.exp(step * np.clip(z, -1.0, 1.0))
+    return p * (econ.price_sum / p.sum(axis=1, keepdims=True))
 
 
 def reservation_prices(econ, chain, p) -> np.ndarray:
@@ -359,3 +363,257 @@ def random_economy(consumers, goods, assets, world_states, utility="cobb_douglas
         T = np.roll(np.eye(world_states), 1, axis=1)
     R = rng.uniform(0.5, 1.5, size=(world_states, assets)) if assets else None
     return MarkovExchangeEconomy((utility, weights), endow, T, discount, asset_returns=R, **model_options)
+
+
+# --- the Newton method: logit portfolios, goods complementarity, continuation in the smoothing ----
+def substitution_elasticity(utility) -> float | None:
+    """sigma of a smooth homogeneous form (Cobb-Douglas 1, Leontief 0, CES 1/(1 - rho)); None for
+    linear utilities, whose demand is set-valued (no Jacobian)."""
+    if utility.kind == "ces":
+        return 1.0 / (1.0 - utility.rho)
+    return {"cobb_douglas": 1.0, "leontief": 0.0}.get(utility.kind)
+
+
+def _fischer_burmeister(a, b):
+    """phi(a, b) = a + b - |(a, b)| (zero iff a, b >= 0 and ab = 0) and its partials."""
+    r = np.sqrt(a * a + b * b)
+    safe = np.where(r > 0, r, 1.0)
+    return a + b - r, np.where(r > 0, 1.0 - a / safe, 1.0 - 1.0 / np.sqrt(2)), \
+        np.where(r > 0, 1.0 - b / safe, 1.0 - 1.0 / np.sqrt(2))
+
+
+class SmoothedEquations:
+    """The equilibrium conditions with logit portfolios, as a square system F(v) = 0 with its exact
+    Jacobian, for Newton's method.
+
+    Unknowns v = (goods prices p(s); log asset prices eta(w), q = exp(eta); wealth multipliers
+    mu_i(s) for the consumer-states in ``risk``). Money in state s is worth omega_i(s) = d(s)
+    beta_i(s) (1 + mu_i(s)) to consumer i — mu_i(s) > 0 where its wealth constraint W_i(s) >= 0
+    binds — so its reservation price for asset k bought in world w is r = B_ik(w) / A_i(w)
+    (:func:`reservation_prices` with omega), and its holding is the logit
+    y = lo + (hi - lo) sigmoid((log r - eta) / tau): the exact portfolio best response (all in
+    above the price, all out below) as tau -> 0. Equations, each O(1): per state and good the
+    Fischer-Burmeister function of (p_j / mean price, excess supply / supply) — zero iff p_j >= 0,
+    z_j <= 0 and p_j z_j = 0, so free goods are allowed — except one good per state (``anchor``)
+    whose equation is replaced by the normalisation sum_j p_j = price_sum (Walras' law makes it
+    redundant once the asset markets clear); per asset market the net holding / N; per risky
+    consumer-state the Fischer-Burmeister function of (mu, W / endowment value).
+    Demands and indirect utilities are closed forms; the Jacobian follows Roy's identity
+    (d log beta / dp = -x(p, 1)) and the CES demand derivative (Cobb-Douglas and Leontief are its
+    sigma = 1 and 0)."""
+
+    def __init__(self, econ, chain: PairChain):
+        self.econ, self.chain = econ, chain
+        W, N, M, K = econ.n_world, econ.n_consumers, econ.n_goods, econ.n_assets
+        S = len(chain.world)
+        self.shape = (S, M, W, K, N)
+        self.sigma = substitution_elasticity(econ.utility)
+        if self.sigma is None:
+            raise SolverError(f"the Newton method needs a smooth demand; {econ.utility.kind} utilities have none")
+        self.on_world = (chain.world[None, :] == np.arange(W)[:, None]).astype(float)     # (W, S)
+        self.on_prev = (chain.prev[None, :] == np.arange(W)[:, None]).astype(float)       # (W, S)
+        self.returns = econ.asset_returns[chain.world]                                     # (S, K)
+        self.endow = econ.endowments[chain.world]                                          # (S, N, M)
+        self.supply = self.endow.sum(axis=1)                                               # (S, M)
+        self.lo, self.hi = -econ.borrowing_limit, econ.holding_limit
+        self.mean_price = econ.price_sum / M
+        self.wealth_scale = np.maximum(self.mean_price * self.endow.sum(axis=2), 1e-12)    # (S, N)
+        self.n_prices, self.n_market = S * M, S * M + W * K
+        self.anchor = np.zeros(S, dtype=int)
+        self.risk = np.zeros((S, N), dtype=bool)
+
+    @property
+    def n(self) -> int:
+        return self.n_market + int(self.risk.sum())
+
+    def split(self, v):
+        S, M, W, K, N = self.shape
+        mu = np.zeros((S, N))
+        mu[self.risk] = v[self.n_market:]
+        return v[:self.n_prices].reshape(S, M), v[self.n_prices:self.n_market].reshape(W, K), mu
+
+    def holdings(self, p, eta, mu, tau):
+        """(y, dy, omega, A, B): the logit holdings (W, N, K), their slope in the log margin, and
+        the money weights they come from."""
+        from scipy.special import expit
+        base = self.chain.occupancy[:, None] * self.econ.utility.indirect(p[:, None, :], 1.0)      # (S, N)
+        omega = base * (1.0 + mu)
+        A = self.on_world @ omega                                                                 # (W, N)
+        B = np.maximum(np.einsum("ws,sn,sk->wnk", self.on_prev, omega, self.returns), 1e-300)   # (W, N, K)
+        sig = expit((np.log(B) - np.log(A)[..., None] - eta[:, None, :]) / tau)
+        return self.lo + (self.hi - self.lo) * sig, (self.hi - self.lo) * sig * (1 - sig) / tau, base, omega, A, B
+
+    def wealth_map(self, eta):
+        """U (S, K, W): W_i(s) = p(s).e_i(s) + sum_wk U[s, k, w] y_ik(w)."""
+        q = np.exp(eta)[self.chain.world]                                                       # (S, K)
+        return self.returns[:, :, None] * self.on_prev.T[:, None, :] - q[:, :, None] * self.on_world.T[:, None, :]
+
+    def evaluate(self, v, tau, jacobian=True):
+        """F(v) and (if asked) its Jacobian."""
+        econ = self.econ
+        S, M, W, K, N = self.shape
+        p, eta, mu = self.split(v)
+        y, dy, base, omega, A, B = self.holdings(p, eta, mu, tau)
+        U = self.wealth_map(eta)
+        wealth = np.einsum("sm,snm->sn", p, self.endow) + np.einsum("skw,wnk->sn", U, y)
+        pos = wealth > 0
+        x1 = econ.utility.demand(p[:, None, :], np.ones((S, N)))                               # (S, N, M)
+        z = np.einsum("sn,snm->sm", np.where(pos, wealth, 0.0), x1) - self.supply
+        goods, da, db = _fischer_burmeister(p / self.mean_price, -z / self.supply)
+        goods[np.arange(S), self.anchor] = p.sum(axis=1) / econ.price_sum - 1.0
+        assets = y.sum(axis=1) / N
+        risky, rmu, rw = _fischer_burmeister(mu[self.risk], wealth[self.risk] / self.wealth_scale[self.risk])
+        F = np.concatenate([goods.ravel(), assets.ravel(), risky])
+        if not jacobian:
+            return F, None
+        # holdings against omega_i(s): T[w, i, k, s]; omega against p_j(s) (Roy) and mu_i(s)
+        T = dy[..., None] * (self.on_prev[:, None, None, :] * self.returns.T[None, None, :, :] / B[..., None]
+                             - self.on_world[:, None, None, :] / A[:, :, None, None])
+        Yp = -np.einsum("wiks,si,sij->wiksj", T, omega, x1)                                     # (W, N, K, S, M)
+        Ymu = T * base.T[None, :, None, :]                                                      # (W, N, K, S)
+        Ye = -dy                                                                                 # (W, N, K) own (w, k)
+        # wealth W[s, i] against the unknowns
+        Wp = np.einsum("skw,wiktj->sitj", U, Yp)                                                 # (S, N, S, M)
+        Wp[np.arange(S), :, np.arange(S), :] += self.endow
+        We = np.einsum("skw,wik->siwk", U, Ye)
+        q = np.exp(eta)
+        We -= np.einsum("ws,wk,wik->siwk", self.on_world, q, y)
+        Wmu = np.einsum("skw,wikt->sit", U, Ymu)                                                 # (S, N, S)
+        # excess demand z[s, j]
+        gx = np.where(pos, 1.0, 0.0)[..., None] * x1                                            # (S, N, M)
+        Zp = np.einsum("sij,sitl->sjtl", gx, Wp)
+        spend = np.where(pos, wealth, 0.0)
+        own = -self.sigma * np.einsum("si,sij->sj", spend, x1) / p                              # diagonal part
+        cross = (self.sigma - 1.0) * np.einsum("si,sij,sil->sjl", spend, x1, x1)
+        cross[:, np.arange(M), np.arange(M)] += own
+        Zp[np.arange(S), :, np.arange(S), :] += cross
+        Ze = np.einsum("sij,siwk->sjwk", gx, We)
+        Zmu = np.einsum("sij,sit->sjti", gx, Wmu)                                               # (S, M, S, N)
+        # goods rows
+        scale_b = -db / self.supply                                                              # (S, M)
+        Gp = scale_b[..., None, None] * Zp
+        Gp[np.arange(S), :, np.arange(S), :] += np.einsum("sj,jl->sjl", da / self.mean_price, np.eye(M))
+        Ge = scale_b[..., None, None] * Ze
+        Gmu = scale_b[..., None, None] * Zmu
+        Gp[np.arange(S), self.anchor] = 0.0
+        Gp[np.arange(S), self.anchor, np.arange(S), :] = 1.0 / econ.price_sum
+        Ge[np.arange(S), self.anchor] = 0.0
+        Gmu[np.arange(S), self.anchor] = 0.0
+        # asset rows
+        Ap = Yp.sum(axis=1) / N                                                                 # (W, K, S, M)
+        Ae = np.zeros((W, K, W, K))
+        Ae[np.arange(W)[:, None], np.arange(K)[None, :], np.arange(W)[:, None], np.arange(K)[None, :]] = \
+            Ye.sum(axis=1) / N
+        Amu = Ymu.transpose(0, 2, 3, 1) / N                                                     # (W, K, S, N)
+        # wealth-constraint rows (risky consumer-states)
+        si, ii = np.nonzero(self.risk)
+        wb = rw / self.wealth_scale[self.risk]
+        Rp = wb[:, None, None] * Wp[si, ii]
+        Re = wb[:, None, None] * We[si, ii]
+        Rmu = wb[:, None] * Wmu[si, ii][:, si] * (ii[None, :] == ii[:, None])
+        Rmu[np.arange(len(si)), np.arange(len(si))] += rmu
+        nP, nE = S * M, W * K
+        J = np.block([[Gp.reshape(nP, nP), Ge.reshape(nP, nE), Gmu.reshape(nP, S * N)[:, self.risk.ravel()]],
+                      [Ap.reshape(nE, nP), Ae.reshape(nE, nE), Amu.reshape(nE, S * N)[:, self.risk.ravel()]],
+                      [Rp.reshape(-1, nP), Re.reshape(-1, nE), Rmu]])
+        return F, J
+
+    def profile(self, v, tau) -> Profile:
+        """The profile the unknowns stand for, with affordable holdings (for certification)."""
+        econ, chain = self.econ, self.chain
+        p, eta, mu = self.split(v)
+        y = self.holdings(p, eta, mu, tau)[0]
+        q = np.minimum(np.exp(eta), econ.asset_price_max)[chain.world]
+        held = affordable(econ, chain, p, q, y)
+        return Profile(p.copy(), q, demand(econ, chain, p, q, held), held)
+
+
+def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_steps=8, warm_steps=500, check=None):
+    """Newton's method on :class:`SmoothedEquations`, continued from smooth (``tau_start``) to sharp
+    (``tau_end``) portfolios. Each stage divides tau by up to ``tau_factor``; a stage whose Newton
+    corrector does not converge within ``newton_steps`` is retried from the last converged point
+    with a smaller reduction. Consumer-states whose wealth comes near 0 get a multiplier (and
+    their wealth constraint an equation) from then on. Every Newton iterate is certified (exact
+    best responses) and handed to ``run``. Returns the metrics of every certified profile, keyed
+    by iteration."""
+    chain = pair_chain(econ)
+    eq = SmoothedEquations(econ, chain)
+    S, M, W, K, N = eq.shape
+    p0 = np.full((S, M), econ.price_sum / M)
+    for _ in range(warm_steps):             # goods prices of the economy without asset trade
+        p0 = tatonnement_step(econ, chain, p0, np.zeros((S, K)), np.zeros((W, N, K)), eq.supply, 0.5)
+    y0 = eq.holdings(p0, np.zeros((W, K)), np.zeros((S, N)), 1.0)
+    r0 = np.log(y0[5]) - np.log(y0[4])[..., None]                      # log reservation prices (W, N, K)
+    v = np.concatenate([p0.ravel(), np.median(r0, axis=1).ravel()])
+    floor = 1e-14 * eq.mean_price
+    history, it = {}, 0
+    good, tau_good, log_cut = None, None, -np.log(tau_factor)
+    tau = tau_start
+    while True:
+        converged = False
+        for _ in range(newton_steps if good is not None else 6 * newton_steps):   # the first stage starts far
+            eq.anchor = np.argmax(eq.split(v)[0], axis=1)
+            f, J = eq.evaluate(v, tau)
+            merit = f @ f
+            if merit < 1e-18:
+                converged = True
+                break
+            try:
+                step = np.linalg.solve(J, -f)
+            except np.linalg.LinAlgError:
+                step = np.linalg.lstsq(J, -f, rcond=None)[0]
+            t = 1.0
+            for _ in range(30):
+                trial = v + t * step
+                trial[:eq.n_prices] = np.maximum(trial[:eq.n_prices], floor)
+                trial[eq.n_market:] = np.maximum(trial[eq.n_market:], 0.0)
+                ft = eq.evaluate(trial, tau, jacobian=False)[0]
+                if ft @ ft < (1 - 1e-4 * t) * merit:
+                    break
+                t *= 0.5
+            else:
+                break
+            v = _watch_wealth(eq, trial, tau)
+            it += 1
+            prof = eq.profile(v, tau)
+            m, expl = certificate(econ, chain, prof)
+            m["tau"], m["residual"], m["risky"] = tau, float(np.sqrt(ft @ ft)), int(eq.risk.sum())
+            history[it] = m
+            if check is not None:
+                check(it, m)
+            if run.record(it, prof, expl) or run.should_stop(it):
+                return history
+        if converged:
+            good, tau_good, risk_good = v.copy(), tau, eq.risk.copy()
+            if tau <= tau_end:
+                return history
+            log_cut = min(1.5 * log_cut, -np.log(tau_factor))
+        elif good is None or log_cut < 1e-2:
+            return history
+        else:
+            v = _restrict(eq, good, risk_good)
+            log_cut /= 3
+        tau = max(tau_good * np.exp(-log_cut), tau_end)
+
+
+RISKY_WEALTH = 0.05     # a consumer-state gets a wealth multiplier once its wealth is below this x its endowment value
+
+
+def _watch_wealth(eq: SmoothedEquations, v, tau):
+    """v with the consumer-states whose wealth came near 0 added to ``eq.risk`` (multiplier 0)."""
+    p, eta, mu = eq.split(v)
+    y = eq.holdings(p, eta, mu, tau)[0]
+    wealth = np.einsum("sm,snm->sn", p, eq.endow) + np.einsum("skw,wnk->sn", eq.wealth_map(eta), y)
+    new = (wealth < RISKY_WEALTH * eq.wealth_scale) & ~eq.risk
+    if not new.any():
+        return v
+    eq.risk |= new
+    return np.concatenate([v[:eq.n_market], mu[eq.risk]])
+
+
+def _restrict(eq: SmoothedEquations, v, risk):
+    """v (unknowns under ``risk``) expressed under the current, larger ``eq.risk``."""
+    S, M, W, K, N = eq.shape
+    mu = np.zeros((S, N))
+    mu[risk] = v[eq.n_market:]
+    return np.concatenate([v[:eq.n_market], mu[eq.risk]])
