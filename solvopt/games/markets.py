@@ -14,10 +14,11 @@ indirect utilities. The ``tolerance`` of these methods is *relative* to the tota
   on the same dual, which are tatonnement. Linear (f is
   not smooth): proportional response — on the whole market for a warm-up, then only on its
   active edges (near-best bang per buck; certified on the whole market, edges that become
-  preferred are brought in) — with an exact *polish* at each check: the spending graph's components
-  fix the prices (v_ij / p_j equal for all of a buyer's spending edges, each component's prices
-  summing to its budgets), an LP routes the budgets over those edges, and the answer is kept
-  only when its certified exploitability beats the iterate's.
+  preferred are brought in) — with an exact *polish* from POLISH_FROM iterations on, at doubling
+  intervals: an active-set method on the Eisenberg-Gale dual whose working set is a forest of
+  tight edges, started from the iterate's prices, gives the exact prices, and an LP routes the
+  budgets over the tight edges (:mod:`solvopt.games.polish`); the answer is kept only when its
+  certified exploitability beats the iterate's.
 - ``proportional-response`` (Fisher; linear, CES with 0 < rho < 1, Cobb-Douglas): bids
   b_ij <- B_i v_ij x_ij^rho / sum_k v_ik x_ik^rho, prices p_j = sum_i b_ij / s_j, x_ij = b_ij / p_j
   (markets clear and budgets are spent exactly at every iterate).
@@ -34,6 +35,7 @@ from solvopt.core.options import Option
 from solvopt.core.registry import Solver, register
 
 from .exploitability import market_exploitability
+from .polish import fisher_equilibrium
 from .static import CHECK_EVERY, positive_number
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
@@ -216,6 +218,7 @@ class EisenbergGale(_MarketSolver):
         v, B, s = model.utility.weights, model.budgets, model.supplies
         n, m = v.shape
         every = max(1, options.extra["check_every"])
+        self._next_polish = min(POLISH_FROM, max(1, (n + m) // 4))  # tiny markets: polish at once
         for it, x, p in proportional_response(model, 1.0):
             if it % every == 0 and self._check(run, model, it, x, p):
                 return
@@ -246,21 +249,19 @@ class EisenbergGale(_MarketSolver):
                 rows, cols, b = _admit_preferred(v, B, p, rows, cols, b)
 
     def _check(self, run, model, it, x, p) -> bool:
-        """Certify (x, p), then (at geometrically thinning iterations) try the exact polish from its bids."""
+        """Certify (x, p), then (at doubling intervals) try the exact polish from its prices."""
         if self.certify(run, model, it, x, p):
             return True
-        if it < getattr(self, "_next_polish", 0):
+        if it < self._next_polish:
             return False
-        self._next_polish = max(it + 1, int(1.25 * it))
-        for slack in (1e-2, 1e-5):
-            polished = polish_linear(model, x * p, slack)
-            if polished is not None and self.certify(run, model, it, *polished):
-                return True
-        return False
+        self._next_polish = 2 * it         # a polish costs O(n + m) pivots; PR iterations are cheap
+        polished = polish_linear(model, p)
+        return polished is not None and self.certify(run, model, it, *polished)
 
 
 WARM_UP = 50     # whole-market proportional-response iterations before the active-edge phase
 ACTIVE = 0.98    # an edge is active when its bang per buck is within 2% of the buyer's best
+POLISH_FROM = 300  # first polish (from rough prices the active-set polish needs many more pivots)
 
 
 def _admit_preferred(v, B, p, rows, cols, b):
@@ -276,76 +277,6 @@ def _admit_preferred(v, B, p, rows, cols, b):
     return rows, cols, B[rows] * b / np.bincount(rows, weights=b, minlength=n)[rows]
 
 
-def polish_linear(model, bids, slack: float = 1e-3):
-    """Exact equilibrium of a linear Fisher market from the support of approximate bids, or None.
-
-    The support guess: edges with a bid above 1e-9 B_i whose bang per buck v_ij / p_j is within
-    a factor (1 - slack) of the buyer's best at the bids' prices. On each connected component of
-    that spending graph, its heaviest-spending spanning forest fixes the prices through
-    p_j = v_ij / beta_i on its edges, scaled so each component's goods cost its buyers' budgets;
-    the prices are kept when no buyer prefers another good, and an LP routes every budget over
-    the tight edges (v_ij / p_j = beta_i).
-    """
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import breadth_first_order, connected_components, minimum_spanning_tree
-    v, B, s = model.utility.weights, model.budgets, model.supplies
-    n, m = v.shape
-    price = bids.sum(axis=0) / s
-    bang = np.divide(v, price, out=np.zeros_like(v), where=price > 0)
-    rows, cols = np.nonzero((bids > 1e-9 * B[:, None]) & (bang >= (1 - slack) * bang.max(axis=1, keepdims=True)))
-    if len(rows) == 0 or np.any(v[rows, cols] <= 0):
-        return None
-    # the heaviest-spending spanning forest of the candidates fixes the prices (no cycle to contradict)
-    heavy = sp.coo_matrix((1.0 / bids[rows, cols], (rows, n + cols)), shape=(n + m, n + m)).tocsr()
-    forest = minimum_spanning_tree(heavy).tocoo()
-    graph = (forest + forest.T).tocsr()
-    ncomp, label = connected_components(graph, directed=False)
-    # along the forest: log p_j = log v_ij + g_i from buyer i, g_i = log p_j - log v_ij from good j
-    edge = {}
-    for i, j in zip(forest.row.tolist(), forest.col.tolist()):
-        b_, g_ = (i, j) if i < n else (j, i)
-        edge[(b_, g_)] = float(np.log(v[b_, g_ - n]))
-    sol = np.zeros(n + m)
-    for c in range(ncomp):
-        order, pred = breadth_first_order(graph, int(np.flatnonzero(label == c)[0]), directed=False)
-        for node in order[1:].tolist():
-            par = int(pred[node])
-            sol[node] = sol[par] + edge[(par, node)] if node >= n else sol[par] - edge[(node, par)]
-    logp, g = sol[n:], sol[:n]
-    goods_label, buyer_label = label[n:], label[:n]
-    if np.any(np.bincount(goods_label, minlength=ncomp) == 0):
-        return None                                  # a buyer without goods
-    value = np.bincount(goods_label, weights=np.exp(logp) * s, minlength=ncomp)
-    budget = np.bincount(buyer_label, weights=B, minlength=ncomp)
-    scale = budget / value
-    p = np.exp(logp) * scale[goods_label]
-    beta = np.exp(-g) / scale[buyer_label]          # bang per buck of each buyer
-    if np.any(v > p * beta[:, None] * (1 + 1e-12)):
-        return None                                  # some buyer prefers a good off the support
-    rows, cols = np.nonzero((v >= p * beta[:, None] * (1 - 1e-10)) & (v > 0))   # every tight edge may carry spend
-    flows = _route_budgets(rows, cols, B, p * s, n, m)
-    if flows is None:
-        return None
-    x = np.zeros((n, m))
-    x[rows, cols] = flows / p[cols]
-    return x, p
-
-
-def _route_budgets(rows, cols, B, revenue, n, m):
-    """Spends b >= 0 on the edges with sum_j b_ij = B_i and sum_i b_ij = revenue_j (an LP), or None."""
-    import highspy
-    import scipy.sparse as sp
-    from solvopt.dsl.highs_export import colwise_matrix, new_highs
-    E = len(rows)
-    A = colwise_matrix(sp.coo_matrix((np.ones(2 * E), (np.concatenate([rows, n + cols]), np.tile(np.arange(E), 2))),
-                                     shape=(n + m, E)))
-    target = np.concatenate([B, revenue])
-    h = new_highs()
-    h.passModel(E, n + m, int(A.nnz), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMinimize), 0.0,
-                np.zeros(E), np.zeros(E), np.full(E, np.inf), target, target, A.indptr.astype(np.int32),
-                A.indices.astype(np.int32), np.ascontiguousarray(A.data), np.zeros(E, dtype=np.int32))
-    h.setOptionValue("primal_feasibility_tolerance", 1e-10)
-    h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return None
-    return np.maximum(np.asarray(h.getSolution().col_value), 0.0)
+def polish_linear(model, prices):
+    """The exact equilibrium of a linear Fisher market near ``prices`` (:mod:`solvopt.games.polish`), or None."""
+    return fisher_equilibrium(model.utility.weights, model.supplies, model.budgets, prices)
