@@ -6,7 +6,7 @@ one problem with ``threads`` workers:
 
 1. **Frontier.** A first search expands the tree down to a split depth and records the nodes
    there instead of expanding them (the depth grows until there are FRONTIER_PER_THREAD nodes
-   per thread or the tree ends). They go into a queue ordered by bound: the workers take the
+   per thread, or the count stops growing from one depth to the next, or the tree ends). They go into a queue ordered by bound: the workers take the
    most promising subtree first (best-first at the top levels, depth-first below).
 2. **Workers.** Each ``run`` call is a window: ``threads`` Python threads each take a subtree
    (a paused search first, else the queue's best), run the kernel on it in chunks (the kernel
@@ -150,7 +150,7 @@ class ParallelSearch:
         M = len(self.X)
         target = FRONTIER_PER_THREAD * self.threads
         capacity = self.k * target + 1  # one level more multiplies the count by at most k
-        depth = 2  # depth 2 holds at most 2 nodes (point 0 opens cluster 0)
+        depth, previous = 2, 0  # depth 2 holds at most 2 nodes (point 0 opens cluster 0)
         while True:
             search = self._search(None, split_depth=depth, front_capacity=capacity)
             search.run(2 ** 62, rel_gap, abs_gap)  # about k * capacity nodes at most
@@ -159,9 +159,12 @@ class ParallelSearch:
             if search.frontier_overflowed():  # cannot happen: the previous depth had < target nodes
                 raise AssertionError(f"frontier over {capacity} nodes at depth {depth}")
             nodes = search.frontier()
-            if len(nodes) >= target or depth >= M - 1 or not nodes:
+            # enough; or the tree ends; or it stopped widening (pruning keeps it thin: each try
+            # re-searches the levels above, so going on would cost depth^2 nodes, and the work
+            # sharing splits a long subtree later anyway)
+            if len(nodes) >= target or depth >= M - 1 or len(nodes) <= previous:
                 break
-            depth += 1
+            depth, previous = depth + 1, len(nodes)
         # the last try's pruned nodes are every node cut above the frontier (earlier tries cut a subset)
         self.pruned = min(self.pruned, float(search.arrays["scal"][1]))
         for b, path in nodes:
