@@ -312,7 +312,11 @@ class ArrowDebreuMarket(FamilyModel):
     """n consumers with endowments e (n, m) and utilities; budgets are p . e_i at prices p."""
 
     family = "games"
-    default_method = "tatonnement"
+
+    @property
+    def default_method(self) -> str:
+        """linear-exchange for linear utilities (whose demand is a set: tatonnement does not converge), else tatonnement."""
+        return "linear-exchange" if self.utility.kind == "linear" else "tatonnement"
 
     def __init__(self, utility: UtilityForm, endowments, name: str = "arrow_debreu"):
         if not isinstance(utility, UtilityForm) or len(utility.shape) != 2:

@@ -9,7 +9,8 @@ FAMILY = Family(
     name="games",
     description="generalized Nash equilibria of pseudo-games, market equilibria (exploitability minimisation)",
     solver_modules=("solvopt.games.static", "solvopt.games.markets", "solvopt.games.auto",
-                    "solvopt.games.markov_solvers", "solvopt.games.parametric_solvers"),
+                    "solvopt.games.markov_solvers", "solvopt.games.parametric_solvers",
+                    "solvopt.games.exchange"),
     reader_modules=("solvopt.games.reader",),
     models=("solvopt.dsl.games:PseudoGame", "solvopt.dsl.games:FisherMarket", "solvopt.dsl.games:ArrowDebreuMarket"),
     params=(

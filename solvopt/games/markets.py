@@ -82,7 +82,10 @@ class _MarketSolver(Solver):
         self.run_loop(model, run, options)
         x, p = run.best_point if run.best_point is not None else (None, None)
         solution = {} if x is None else {"allocation": x, "prices": p}
-        return run.result(solution)
+        result = run.result(solution)
+        if total == 1.0 and result.objective is not None:    # Arrow-Debreu: p . s = 1 is the total value
+            result.stats["relative_exploitability"] = result.objective
+        return result
 
     def loop(self, model, run, options, steps):
         """Certify the iterates of ``steps`` (yielding (it, x, p)) every ``check_every`` until a stop."""

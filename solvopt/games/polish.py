@@ -115,8 +115,11 @@ def fisher_equilibrium(v, supplies, budgets, prices):
     return None if found is None else market.route(found[1])
 
 
-def fisher_support(market, prices):
-    """Active-set method on the Eisenberg-Gale dual of a Fisher ``market``: (forest, exact prices), or None."""
+def fisher_support(market, prices, forest=None):
+    """Active-set method on the Eisenberg-Gale dual of a Fisher ``market``: (forest, exact prices), or None.
+
+    ``forest``: a working set to start from, tight at ``prices`` (default: each buyer's best edge).
+    """
     v, logv = market.v, market.logv
     n, m = v.shape
     q = np.log(np.maximum(np.asarray(prices, dtype=float), 1e-300))
@@ -129,8 +132,10 @@ def fisher_support(market, prices):
         keenest = np.argmax(ratio, axis=0)
         candidates |= (ratio >= 1 - CANDIDATE_SLACK) & (v > 0)
         candidates[keenest, np.arange(m)] |= v[keenest, np.arange(m)] > 0   # every good keeps its keenest buyer
+        forest = (np.arange(n), best) if forest is None else _feasible(forest, best, slack)
+        candidates[forest] = True
         rows, cols = np.nonzero(candidates)
-        found, pivots = _active_set(market, (np.arange(n), best), q, rows, cols, pivots, limit)
+        found, pivots = _active_set(market, forest, q, rows, cols, pivots, limit)
         if found is None:
             return None
         forest, q = found
@@ -141,6 +146,21 @@ def fisher_support(market, prices):
             return forest, np.exp(q)
         candidates |= violated                                         # preferred edges outside the candidates
     return None
+
+
+def _feasible(forest, best, log_bang):
+    """The forest with every buyer whose forest edges are not its best bang per buck moved to its best edge.
+
+    The active-set method starts from a feasible point tight on its working set: a buyer's
+    beta_i is its best bang per buck, so its forest edges must be best ones.
+    """
+    buyer, good = forest
+    n = len(best)
+    short = log_bang[buyer, good] < log_bang[buyer, best[buyer]] - np.log1p(TIGHT)
+    moved = np.zeros(n, dtype=bool)
+    moved[buyer[short]] = True
+    keep = ~moved[buyer]
+    return np.concatenate([buyer[keep], np.flatnonzero(moved)]), np.concatenate([good[keep], best[moved]])
 
 
 def _active_set(market, forest, q, rows, cols, pivots, limit):
@@ -194,8 +214,9 @@ def exchange_equilibrium(v, supplies, endowments, prices):
     market = LinearMarket(v, supplies, endowments=np.asarray(endowments, dtype=float))
     p = np.maximum(np.asarray(prices, dtype=float), 1e-300)
     p = p / (p @ market.s)
+    forest = None
     for _ in range(EXCHANGE_ROUNDS):
-        found = fisher_support(market.with_budgets(market.e @ p), p)
+        found = fisher_support(market.with_budgets(market.e @ p), p, forest)
         if found is None:
             return None
         forest, fisher_p = found

@@ -1,0 +1,153 @@
+"""Linear Arrow-Debreu (exchange) markets: exact equilibria, certified, or a proof that none exists.
+
+Consumers i own endowments e_i (goods j), earn p . e_i at prices p and spend it on their
+maximum bang-per-buck goods (linear utilities v_ij). Prices are normalised to p . s = 1 (s: the
+total endowments), so the certified exploitability is already relative to the total value.
+
+Method ``linear-exchange`` (the Arrow-Debreu default for linear utilities):
+
+1. approximate phase — proportional response dynamics for exchange markets (Branzei, Devanur,
+   Rabani): each consumer bids its current income p . e_i on the goods in proportion to the
+   utility each brought last round, b_ij <- (p . e_i) v_ij x_ij / u_i(x_i), then
+   p_j = sum_i b_ij / s_j and x_ij = b_ij / p_j (total money stays 1, markets clear);
+2. exact polish from the iterate's prices (:func:`solvopt.games.polish.exchange_equilibrium`):
+   the support forest of the Fisher market at the current incomes, priced exactly for the
+   exchange market (component scales from the Perron vector of the money flow between them), an
+   LP for the spending; verified, retried from better prices at doubling intervals, and kept
+   only when its certified exploitability beats the iterate's. When the polish never succeeds the
+   best approximate point is returned with its certified exploitability and a limit status.
+
+Existence: an equilibrium exists when the economy graph (i -> k when i likes a good k owns) is
+strongly connected (Gale). :func:`no_equilibrium_reason` proves non-existence in the classical
+obstruction — a set of consumers that likes only goods no outsider owns, yet owns a good none of
+them likes: all their income is spent on their own goods, so that good would have to be free —
+and ``compile`` raises it as a ModelError. Otherwise, without strong connectivity, existence is
+not guaranteed; ``stats['equilibrium_exists']`` says which case holds.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from solvopt.core.errors import ModelError
+from solvopt.core.registry import register
+from solvopt.core.result import Termination
+
+from .markets import MARKET_TOLERANCE, _MarketSolver
+from .static import CHECK_EVERY
+
+POLISH_FROM = 100        # first polish; then at doubling intervals
+ITERATION_CAP = 200000   # proportional response without a user limit stops here (ITERATION_LIMIT)
+
+
+def economy_graph(v, e):
+    """The bipartite digraph consumer -> good it likes -> consumer owning it (nodes: consumers, then goods)."""
+    import scipy.sparse as sp
+    n, m = v.shape
+    likes = sp.coo_matrix(v > 0)
+    owns = sp.coo_matrix(e.T > 0)
+    return sp.coo_matrix((np.ones(likes.nnz + owns.nnz),
+                          (np.concatenate([likes.row, n + owns.row]), np.concatenate([n + likes.col, owns.col]))),
+                         shape=(n + m, n + m)).tocsr()
+
+
+def strongly_connected(v, e) -> bool:
+    """True when every consumer reaches every other through liked goods and their owners (existence holds)."""
+    from scipy.sparse.csgraph import connected_components
+    return connected_components(economy_graph(v, e), directed=True, connection="strong")[0] == 1
+
+
+def no_equilibrium_reason(v, e) -> str | None:
+    """A proof that the linear exchange market has no equilibrium with positive prices, or None.
+
+    Goods nobody likes would be free. Otherwise, for each consumer b, the consumers R(b) it
+    reaches in the economy graph like only goods owned inside R(b); if b owns a good none of
+    R(b) likes, R(b)'s income exceeds the value of everything it may buy unless that good is free.
+    """
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
+    n, m = v.shape
+    unwanted = np.flatnonzero(~np.any(v > 0, axis=0))
+    if len(unwanted):
+        return f"good {int(unwanted[0])} is liked by no consumer: its price would be 0 (remove it)"
+    graph = economy_graph(v, e)
+    if connected_components(graph, directed=True, connection="strong")[0] == 1:
+        return None
+    checked = np.zeros(n, dtype=bool)
+    for b in range(n):
+        if checked[b]:
+            continue
+        reach = breadth_first_order(graph, b, directed=True, return_predecessors=False)
+        consumers, liked = reach[reach < n], reach[reach >= n] - n
+        owned = np.flatnonzero(e[consumers].sum(axis=0) > 0)
+        free = np.setdiff1d(owned, liked)
+        if len(free):
+            owner = int(consumers[np.argmax(e[consumers, free[0]] > 0)])
+            names = ", ".join(str(int(c)) for c in np.sort(consumers)[:5]) + (", ..." if len(consumers) > 5 else "")
+            return (f"no equilibrium: consumers {{{names}}} like only goods no other consumer owns, yet consumer "
+                    f"{owner} owns good {int(free[0])}, which none of them likes (it would have to be free)")
+        checked[consumers] = True       # their reach sets are inside this one: no obstruction there either
+    return None
+
+
+def exchange_proportional_response(v, e, s):
+    """Endless proportional-response iterates (it, x, p) of a linear exchange market, p . s = 1."""
+    p = np.full(len(s), 1.0 / s.sum())
+    income = e @ p
+    b = income[:, None] * v / v.sum(axis=1, keepdims=True)
+    it = 0
+    while True:
+        p = b.sum(axis=0) / s
+        x = b / p
+        yield it, x, p
+        it += 1
+        w = v * x
+        b = (e @ p)[:, None] * w / w.sum(axis=1, keepdims=True)
+
+
+@register
+class LinearExchange(_MarketSolver):
+    name = "linear-exchange"
+    description = ("linear Arrow-Debreu markets: exchange proportional response + exact polish "
+                   "(support forest, Perron scaling, LP); proves non-existence in Gale's obstruction")
+    kinds = ("linear",)
+    arrow_debreu = True
+    options = (MARKET_TOLERANCE, CHECK_EVERY)
+
+    @classmethod
+    def compile(cls, model):
+        from solvopt.dsl.games import ArrowDebreuMarket
+        if not isinstance(model, ArrowDebreuMarket):
+            raise ModelError(f"method {cls.name!r} solves Arrow-Debreu (exchange) markets; got {type(model).__name__} "
+                             "(linear Fisher markets: eisenberg-gale)")
+        model = super().compile(model)
+        reason = no_equilibrium_reason(model.utility.weights, model.endowments)
+        if reason is not None:
+            raise ModelError(reason)
+        return model
+
+    def solve(self, model, options):
+        result = super().solve(model, options)
+        result.stats["equilibrium_exists"] = ("guaranteed (strongly connected economy graph)"
+                                              if strongly_connected(model.utility.weights, model.endowments)
+                                              else "not guaranteed (economy graph not strongly connected)")
+        return result
+
+    def run_loop(self, model, run, options):
+        from .polish import exchange_equilibrium
+        v, e, s = model.utility.weights, model.endowments, model.supplies
+        every = max(1, options.extra["check_every"])
+        next_polish = min(POLISH_FROM, max(1, sum(v.shape) // 4))      # tiny markets: polish at once
+        for it, x, p in exchange_proportional_response(v, e, s):
+            stop = run.should_stop(it)
+            if it % every == 0 or stop:
+                if self.certify(run, model, it, x, p):
+                    return
+                if it >= next_polish:
+                    next_polish = 2 * max(it, 1)
+                    exact = exchange_equilibrium(v, s, e, p)
+                    if exact is not None and self.certify(run, model, it, *exact):
+                        return
+            if stop:
+                return
+            if it >= ITERATION_CAP:
+                run.stopped = Termination.ITERATION_LIMIT
+                return
