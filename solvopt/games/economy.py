@@ -577,12 +577,15 @@ def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_st
             it += 1
             prof = eq.profile(v, tau)
             m, expl = certificate(econ, chain, prof)
-            m["tau"], m["residual"], m["risky"] = tau, float(np.sqrt(ft @ ft)), int(eq.risk.sum())
+            m["tau"], m["residual"], m["risky"], m["step"] = tau, float(np.sqrt(ft @ ft)), int(eq.risk.sum()), t
             history[it] = m
             if check is not None:
                 check(it, m)
             if run.record(it, prof, expl) or run.should_stop(it):
                 return history
+        if not converged:            # out of steps: near enough to carry on from (Newton is on its way)
+            f = eq.evaluate(v, tau, jacobian=False)[0]
+            converged = f @ f < 1e-12
         if converged:
             good, tau_good, risk_good = v.copy(), tau, eq.risk.copy()
             if tau <= tau_end:

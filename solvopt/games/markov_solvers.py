@@ -1,5 +1,5 @@
-"""The games family's Markov methods: ``gda`` for Markov pseudo-games, ``markov-tatonnement`` for
-Markov exchange economies. Both report the certified exploitability of their best iterate
+"""The games family's Markov methods: ``gda`` for Markov pseudo-games, ``markov-tatonnement`` and
+``markov-newton`` (smooth demands) for Markov exchange economies. All report the certified exploitability of their best iterate
 (:mod:`solvopt.games.markov`, :mod:`solvopt.games.economy`) and settle their status through
 :class:`~solvopt.games.tracking.EquilibriumRun` (OPTIMAL only at certified exploitability <= 1e-9).
 """
@@ -78,24 +78,75 @@ class MarkovTatonnement(_MarkovSolver):
 
     def solve(self, econ, options):
         x = options.extra
-        chain = economy.pair_chain(econ)
-        # the tolerance is relative to the total endowment value at the starting prices (prices sum
-        # to price_sum in every state, so that value barely moves); the result reports the final one
-        start = economy.metrics(econ, chain, economy.initial_profile(econ, chain))
-        run = EquilibriumRun(options, x["tolerance"], scale=start["endowment_value"])
+        run = _economy_run(econ, options)
         history = economy.tatonnement(econ, run, step=x["step"], asset_step=x["asset_step"],
                                       asset_every=x["asset_every"], asset_decay=x["asset_decay"], check_every=x["check_every"])
-        prof = run.best_point
-        if prof is None:
-            return run.result({})
-        best = history[max(k for k in history if history[k]["exploitability"] == run.best.value)]
-        solution = {"prices": prof.prices, "asset_prices": prof.asset_prices, "consumption": prof.consumption,
-                    "portfolio": prof.portfolio, "states": [[int(v), int(w)] for v, w in zip(chain.prev, chain.world)]}
-        metrics = {k: v for k, v in best.items() if k != "per_player"}
-        result = run.result(solution, metrics=metrics,
-                            metric_history=[[k] + [history[k][n] for n in METRIC_NAMES] for k in sorted(history)],
-                            metric_names=list(METRIC_NAMES))
-        return result
+        return _economy_result(econ, run, history)
+
+
+@register
+class MarkovNewton(_MarkovSolver):
+    name = "markov-newton"
+    description = ("recursive Radner equilibria of Markov exchange economies with smooth demands (Cobb-Douglas, "
+                   "Leontief, CES): Newton's method on logit-smoothed portfolios, continued to sharp ones; exact "
+                   "best responses certify every iterate")
+    capabilities = ("markov_exchange_economy",)
+    options = (
+        Option("tolerance", positive_number, 1e-4, "stop when the certified exploitability is at most this fraction "
+                                                   "of the total endowment value"),
+        Option("tau_start", positive_number, 0.1, "first portfolio smoothing (logit scale of the log reservation "
+                                                  "price margin)"),
+        Option("tau_end", positive_number, 1e-6, "smallest smoothing the continuation goes to"),
+        Option("tau_factor", positive_number, 0.25, "largest reduction of the smoothing from one stage to the next "
+                                                    "(smaller after a stage fails)"),
+        Option("newton_steps", integer_at_least(1), 8, "Newton steps per stage (six times this in the first)"),
+        Option("warm_steps", integer_at_least(0), 500, "tatonnement steps on goods prices without asset trade "
+                                                       "that give the starting prices"),
+    )
+
+    model_class = "MarkovExchangeEconomy"
+
+    @classmethod
+    def compile(cls, model):
+        econ = super().compile(model)
+        if economy.substitution_elasticity(econ.utility) is None:
+            raise ModelError(f"method 'markov-newton' needs smooth demands (Cobb-Douglas, Leontief, CES); "
+                             f"{econ.utility.kind} utilities have set-valued ones: use 'markov-tatonnement'")
+        return econ
+
+    def solve(self, econ, options):
+        x = options.extra
+        if x["tau_factor"] >= 1:
+            raise ModelError(f"tau_factor must be < 1, got {x['tau_factor']}")
+        run = _economy_run(econ, options)
+        history = economy.newton(econ, run, tau_start=x["tau_start"], tau_end=x["tau_end"],
+                                 tau_factor=x["tau_factor"], newton_steps=x["newton_steps"],
+                                 warm_steps=x["warm_steps"])
+        return _economy_result(econ, run, history)
+
+
+def _economy_run(econ, options) -> EquilibriumRun:
+    """The run of an economy method: the tolerance is relative to the total endowment value at the
+    starting prices (prices sum to price_sum in every state, so that value barely moves); the
+    result reports the final one."""
+    chain = economy.pair_chain(econ)
+    start = economy.metrics(econ, chain, economy.initial_profile(econ, chain))
+    return EquilibriumRun(options, options.extra["tolerance"], scale=start["endowment_value"])
+
+
+def _economy_result(econ, run, history):
+    """The Result of an economy method from its best certified profile and metric history."""
+    prof = run.best_point
+    if prof is None:
+        return run.result({})
+    chain = economy.pair_chain(econ)
+    best = history[max(k for k in history if history[k]["exploitability"] == run.best.value)]
+    solution = {"prices": prof.prices, "asset_prices": prof.asset_prices, "consumption": prof.consumption,
+                "portfolio": prof.portfolio, "states": [[int(v), int(w)] for v, w in zip(chain.prev, chain.world)]}
+    metrics = {k: v for k, v in best.items() if k != "per_player"}
+    return run.result(solution, metrics=metrics,
+                      metric_history=[[k] + [history[k][n] for n in METRIC_NAMES] for k in sorted(history)],
+                      metric_names=list(METRIC_NAMES))
 
 
 METRIC_NAMES = ("relative_exploitability", "excess_demand", "asset_excess_demand", "bellman_error", "portfolio_foc")
