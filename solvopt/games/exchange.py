@@ -89,7 +89,11 @@ def no_equilibrium_reason(v, e) -> str | None:
 
 
 def exchange_proportional_response(v, e, s):
-    """Endless proportional-response iterates (it, x, p) of a linear exchange market, p . s = 1."""
+    """Endless proportional-response iterates (it, x, p) of a linear exchange market, p . s = 1.
+
+    The bids spend last round's incomes; the yielded allocation is rescaled to spend exactly the
+    incomes at the current prices (a point of the pseudo-game), so the market need not clear.
+    """
     p = np.full(len(s), 1.0 / s.sum())
     income = e @ p
     b = income[:, None] * v / v.sum(axis=1, keepdims=True)
@@ -97,7 +101,7 @@ def exchange_proportional_response(v, e, s):
     while True:
         p = b.sum(axis=0) / s
         x = b / p
-        yield it, x, p
+        yield it, x * ((e @ p) / b.sum(axis=1))[:, None], p
         it += 1
         w = v * x
         b = (e @ p)[:, None] * w / w.sum(axis=1, keepdims=True)
