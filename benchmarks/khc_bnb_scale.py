@@ -114,6 +114,36 @@ def lp_at_assignment_nodes(m: int = 40, n: int = 3, k: int = 3, seed: int = 3) -
     return rows
 
 
+def core_probe(seconds: float = 0.25) -> float:
+    """How much faster 2 threads run a GIL-free loop than 1, now: 2.0 on two free cores, 1.0
+    when the machine has one core's worth left for this process. Read next to the bnb ratios."""
+    import threading
+
+    from numba import njit
+
+    @njit(nogil=True, cache=True)
+    def spin(count):
+        total = 0.0
+        for i in range(count):
+            total += (i % 7) * 0.5
+        return total
+
+    spin(10)
+    count, took = 1 << 20, 0.0
+    while took < seconds:  # size the loop to about ``seconds`` on one thread
+        count *= 2
+        start = time.perf_counter()
+        spin(count)
+        took = time.perf_counter() - start
+    start = time.perf_counter()
+    workers = [threading.Thread(target=spin, args=(count,)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return 2.0 * took / (time.perf_counter() - start)
+
+
 def stopped_runs(time_limit: float, restarts: int, sigma: float, m: int = 80) -> list[dict]:
     """The default bnb (suffix_bounds auto: dolls in the second half) stopped at ``time_limit``
     on 1 and on 2 threads, side by side: the bound each certifies (``--part stopped``)."""
@@ -146,6 +176,10 @@ def main() -> None:
     parser.add_argument("--restarts", type=int, default=50)
     parser.add_argument("--sigma", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=1, help="runs per variant and instance, in alternating "
+                                                                   "order; the median-time run is reported")
+    parser.add_argument("--probe", action="store_true", help="measure the machine's parallel capacity before "
+                                                             "each instance (core_probe)")
     parser.add_argument("--out", default=None, help="write OUT.md and OUT.json")
     args = parser.parse_args()
     if args.part == "lp":
@@ -170,14 +204,25 @@ def main() -> None:
             for k in ints(args.ks):
                 for kind in args.kinds.split(","):
                     points = instance(m, n, k, kind, args.seed + m + 10 * n + 100 * k, args.sigma)
-                    row = {"m": m, "n": n, "k": k, "kind": kind, "runs": {}}
-                    for name in variants:
-                        row["runs"][name] = run(points, k, VARIANTS[name], args.time_limit, args.restarts)
-                        r = row["runs"][name]
-                        print(f"m={m} n={n} k={k} {kind:8s} {name:13s} time {r['time']:7.2f}s search "
-                              f"{r['search_time']:7.2f}s cpu {r['cpu']:7.2f}s load {r['load']:.2f} nodes {r['nodes']:>11d} "
-                              f"obj {r['objective']:.6g} bound {r['bound']:.6g} gap {100 * r['gap']:.3g}% "
-                              f"{'proven' if r['complete'] else 'stopped'}", flush=True)
+                    row = {"m": m, "n": n, "k": k, "kind": kind, "runs": {}, "repeats": {v: [] for v in variants}}
+                    if args.probe:
+                        row["core_probe"] = core_probe()
+                    for rep in range(args.repeats):  # alternate the order: neither variant always goes first
+                        for name in (variants if rep % 2 == 0 else variants[::-1]):
+                            r = run(points, k, VARIANTS[name], args.time_limit, args.restarts)
+                            row["repeats"][name].append(r)
+                            print(f"m={m} n={n} k={k} {kind:8s} {name:13s} time {r['time']:7.2f}s search "
+                                  f"{r['search_time']:7.2f}s cpu {r['cpu']:7.2f}s load {r['load']:.2f} nodes "
+                                  f"{r['nodes']:>11d} obj {r['objective']:.6g} bound {r['bound']:.6g} "
+                                  f"gap {100 * r['gap']:.3g}% {'proven' if r['complete'] else 'stopped'}", flush=True)
+                    for name in variants:  # the run of median time stands for the variant
+                        by_time = sorted(row["repeats"][name], key=lambda r: r["time"])
+                        row["runs"][name] = by_time[(len(by_time) - 1) // 2]
+                    if args.repeats == 1:
+                        del row["repeats"]
+                    if args.probe:
+                        print(f"   core probe: 2 threads of a pure loop ran {row['core_probe']:.2f}x as fast as one",
+                              flush=True)
                     rows.append(row)
     if args.out:
         write(Path(args.out), rows, variants, args)
