@@ -95,36 +95,71 @@ def joint_set(game, s: int) -> Polyhedron:
 
 def project(X: Polyhedron, z) -> np.ndarray:
     """The Euclidean projection onto X: closed forms for a box and a box cut by one halfspace
-    (clip(z - lam a) with lam >= 0 found exactly among the breakpoints), else X.project (HiGHS QP)."""
+    (:func:`project_box_halfspace`), else X.project (HiGHS QP)."""
     if X.is_box:
         return X.project(z)
     if X.A.shape[0] != 1 or np.isfinite(X.lo[0]):
         return X.project(z)
-    a, b = X.A.toarray()[0], X.hi[0]
-    x = np.clip(z, X.lb, X.ub)
+    x = project_box_halfspace(z, X.lb, X.ub, X.A.toarray()[0], X.hi[0])
+    return X.project(z) if x is None else x
+
+
+def project_box_halfspace(z, lb, ub, a, b) -> np.ndarray | None:
+    """The projection of z onto {lb <= x <= ub, a.x <= b} in closed form: clip(z - lam a) with lam >= 0
+    found exactly among the breakpoints; None when the halfspace misses the box along that path
+    (empty set or a degenerate row: the caller lets HiGHS decide). Dense arrays, no Polyhedron: the
+    GDA projects every state and player at every step."""
+    x = np.clip(z, lb, ub)
     if a @ x <= b:
         return x
     nz = a != 0
-    brk = np.concatenate([(z[nz] - X.lb[nz]) / a[nz], (z[nz] - X.ub[nz]) / a[nz]])
+    brk = np.concatenate([(z[nz] - lb[nz]) / a[nz], (z[nz] - ub[nz]) / a[nz]])
     brk = np.unique(brk[np.isfinite(brk) & (brk > 0)])
     lo_lam = 0.0
     for lam in brk:                      # a . clip(z - lam a) is non-increasing in lam
-        if a @ np.clip(z - lam * a, X.lb, X.ub) <= b:
+        if a @ np.clip(z - lam * a, lb, ub) <= b:
             break
         lo_lam = lam
     else:
-        return X.project(z)              # the halfspace misses the box along this path: let HiGHS decide
-    x0 = np.clip(z - lo_lam * a, X.lb, X.ub)
+        return None
+    x0 = np.clip(z - lo_lam * a, lb, ub)
     mid = z - 0.5 * (lo_lam + lam) * a  # which coordinates move between the two breakpoints
-    free = (mid > X.lb) & (mid < X.ub) & nz
+    free = (mid > lb) & (mid < ub) & nz
     slope = float(a[free] @ a[free])     # linear between breakpoints: a.x(lam) = a.x0 - (lam - lo_lam) slope
     lam = lo_lam + (a @ x0 - b) / slope if slope > 0 else lam
-    return np.clip(z - lam * a, X.lb, X.ub)
+    return np.clip(z - lam * a, lb, ub)
+
+
+def project_player(game, s: int, i: int, policy, z) -> np.ndarray:
+    """The projection of z onto X_i(s, a_-i(s)) (:func:`player_set`), without building the polyhedron
+    when the state has at most one shared row (the common case: a box, or a box and one budget)."""
+    sl = game.slices[i]
+    A = game.shared_matrix[s]
+    if A.shape[0] == 0:
+        return np.clip(z, game.lower[s, sl], game.upper[s, sl])
+    if A.shape[0] == 1:
+        a = A[0, sl]
+        rhs = game.shared_rhs[s, 0] - (A[0] @ policy[s] - a @ policy[s, sl])
+        x = project_box_halfspace(np.asarray(z, dtype=float), game.lower[s, sl], game.upper[s, sl], a, rhs)
+        if x is not None:
+            return x
+    return project(player_set(game, s, i, policy), z)
 
 
 def project_policy(game, policy) -> np.ndarray:
     """The policy with each state's joint action projected onto X(s)."""
-    return np.stack([project(joint_set(game, s), policy[s]) for s in range(game.n_states)])
+    return np.stack([_project_joint(game, s, policy[s]) for s in range(game.n_states)])
+
+
+def _project_joint(game, s: int, z) -> np.ndarray:
+    A = game.shared_matrix[s]
+    if A.shape[0] == 0:
+        return np.clip(z, game.lower[s], game.upper[s])
+    if A.shape[0] == 1:
+        x = project_box_halfspace(np.asarray(z, dtype=float), game.lower[s], game.upper[s], A[0], game.shared_rhs[s, 0])
+        if x is not None:
+            return x
+    return project(joint_set(game, s), z)
 
 
 def feasibility_violation(game, policy) -> float:
@@ -223,7 +258,7 @@ def _project_adversary(game, policy, adversary):
     out = adversary.copy()
     for i, sl in enumerate(game.slices):
         for s in range(game.n_states):
-            out[s, sl] = project(player_set(game, s, i, policy), adversary[s, sl])
+            out[s, sl] = project_player(game, s, i, policy, adversary[s, sl])
     return out
 
 
