@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -175,6 +178,16 @@ def test_the_default_is_the_cores_available_from_31_points_on():
     assert small.stats["threads"] == 1
     assert large.stats["threads"] == default_threads() >= 1
     assert HyperplaneClustering(instance(1, 35, 2), 2).solve("bnb", threads=1, node_limit=50).stats["threads"] == 1
+
+
+def test_the_default_follows_numba_s_thread_count():
+    """Dask workers (solvopt.core.tasks) run with NUMBA_NUM_THREADS=1, one task per core: bnb
+    there must not start threads of its own."""
+    code = "from solvopt.khc.parallel import default_threads; print(default_threads())"
+    env = dict(os.environ, NUMBA_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1"
 
 
 def test_cli_threads_reaches_bnb(tmp_path, capsys):

@@ -59,12 +59,15 @@ MAX_THREADS = 8            # threads=None: the cores this process may use, at mo
 
 
 def default_threads() -> int:
-    """The cores this process may run on (its affinity mask), capped at MAX_THREADS."""
+    """The cores this process may run on (its affinity mask), capped at MAX_THREADS and at
+    Numba's thread count (NUMBA_NUM_THREADS: 1 in the Dask workers of solvopt.core.tasks, which
+    run one task per core already)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not every platform has affinity masks
         cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_THREADS))
+    from numba import config
+    return max(1, min(cores, MAX_THREADS, int(config.NUMBA_NUM_THREADS)))
 
 
 class ParallelSearch:
