@@ -69,22 +69,18 @@ def no_equilibrium_reason(v, e) -> str | None:
     if len(unwanted):
         return f"good {int(unwanted[0])} is liked by no consumer: its price would be 0 (remove it)"
     graph = economy_graph(v, e)
-    if connected_components(graph, directed=True, connection="strong")[0] == 1:
+    ncomp, scc = connected_components(graph, directed=True, connection="strong")
+    if ncomp == 1:
         return None
-    checked = np.zeros(n, dtype=bool)
-    for b in range(n):
-        if checked[b]:
-            continue
-        reach = breadth_first_order(graph, b, directed=True, return_predecessors=False)
+    for b in np.unique(scc[:n], return_index=True)[1]:             # one consumer per strong component: same R(b)
+        reach = breadth_first_order(graph, int(b), directed=True, return_predecessors=False)
         consumers, liked = reach[reach < n], reach[reach >= n] - n
-        owned = np.flatnonzero(e[consumers].sum(axis=0) > 0)
-        free = np.setdiff1d(owned, liked)
+        free = np.setdiff1d(np.flatnonzero(e[consumers].sum(axis=0) > 0), liked)
         if len(free):
             owner = int(consumers[np.argmax(e[consumers, free[0]] > 0)])
             names = ", ".join(str(int(c)) for c in np.sort(consumers)[:5]) + (", ..." if len(consumers) > 5 else "")
             return (f"no equilibrium: consumers {{{names}}} like only goods no other consumer owns, yet consumer "
                     f"{owner} owns good {int(free[0])}, which none of them likes (it would have to be free)")
-        checked[consumers] = True       # their reach sets are inside this one: no obstruction there either
     return None
 
 

@@ -64,16 +64,24 @@ class LinearMarket:
         return self.budgets if self.e is None else self.e @ p
 
     # --- a support forest: potentials, component money balance, spending ---------------------
+    def components(self, forest):
+        """(label, count): the connected components of the forest over buyers (0..n-1) and goods (n..n+m-1)."""
+        import scipy.sparse as sp
+        from scipy.sparse.csgraph import connected_components
+        buyer, good = forest
+        nodes = self.n + self.m
+        ncomp, label = connected_components(sp.csr_matrix((np.ones(len(buyer)), (buyer, self.n + good)),
+                                                          shape=(nodes, nodes)), directed=False)
+        return label, ncomp
+
     def potentials(self, forest):
         """Log prices q_hat and t_hat = -log beta_hat tight on the forest (each component's root at 0), labels."""
         import scipy.sparse as sp
-        from scipy.sparse.csgraph import connected_components
         from scipy.sparse.linalg import spsolve
         n, m = self.n, self.m
         buyer, good = forest
         nodes, k = n + m, len(buyer)
-        ncomp, label = connected_components(sp.coo_matrix((np.ones(k), (buyer, n + good)), shape=(nodes, nodes)),
-                                            directed=False)
+        label, ncomp = self.components(forest)
         roots = np.unique(label, return_index=True)[1]
         eq = sp.coo_matrix((np.concatenate([np.ones(k), -np.ones(k), np.ones(ncomp)]),
                             (np.concatenate([np.arange(k), np.arange(k), k + np.arange(ncomp)]),
@@ -100,11 +108,16 @@ class LinearMarket:
         """(x, p): every income routed over the tight edges by the LP, or None."""
         beta = np.max(self.v / p, axis=1)
         rows, cols = np.nonzero((self.v >= p * beta[:, None] * (1 - TIGHT)) & (self.v > 0))
-        flows = route_spending(rows, cols, self.income(p), p * self.s, self.n, self.m)
+        income = self.income(p)
+        unit = len(income) / income.sum()          # the LP's tolerances are absolute: incomes of about 1
+        flows = route_spending(rows, cols, income * unit, p * self.s * unit, self.n, self.m)
         if flows is None:
             return None
+        flows /= unit
         x = np.zeros((self.n, self.m))
         x[rows, cols] = flows / p[cols]
+        spent = x @ p                              # spend the incomes exactly: a buyer's shortfall costs utility
+        x *= np.divide(income, spent, out=np.ones_like(spent), where=spent > 0)[:, None]   # at its bang per buck
         return x, p
 
 
@@ -166,37 +179,38 @@ def _feasible(forest, best, log_bang):
 def _active_set(market, forest, q, rows, cols, pivots, limit):
     """Primal active-set steps on the candidate edges (rows, cols) from log prices q tight on ``forest``.
 
+    The point (q, t) stays tight on the forest, so it is its own potential: a step moves each
+    component by one shift, toward the shift at which its goods cost its buyers' budgets.
     Returns ((forest, q) at the candidates' optimum or None, pivots used).
     """
-    s, budgets = market.s, market.budgets
+    s, budgets, logv = market.s, market.budgets, market.logv
     n = market.n
-    logv_e = market.logv[rows, cols]
+    logv_e = logv[rows, cols]
     buyer, good = forest
+    t = np.empty(n)
+    t[buyer] = q[good] - logv[buyer, good]
     while pivots < limit:
         pivots += 1
-        q_hat, t_hat, label, ncomp = market.potentials((buyer, good))
-        goods_label, buyer_label = label[market.n:], label[:n]
-        shift = np.zeros(ncomp)                                        # the point: one shift per component
-        shift[goods_label] = q - q_hat
-        value = np.bincount(goods_label, weights=np.exp(q_hat) * s, minlength=ncomp)
+        label, ncomp = market.components((buyer, good))
+        goods_label, buyer_label = label[n:], label[:n]
+        value = np.bincount(goods_label, weights=np.exp(q) * s, minlength=ncomp)
         money = np.bincount(buyer_label, weights=budgets, minlength=ncomp)
         if np.any(value[buyer_label] <= 0):
             return None, pivots                                        # a buyer without goods
         # the working-set minimiser: each component's goods cost its buyers' budgets; goods alone get cheaper
-        target = np.where(money > 0, np.log(np.where(money > 0, money, 1.0) / value), shift - 30.0)
-        step = target - shift
+        step = np.where(money > 0, np.log(np.where(money > 0, money, 1.0) / value), -30.0)
         # ratio test: q_j - t_i >= log v_ij between components moves at rate step[C(j)] - step[C(i)]
         rate = step[goods_label[cols]] - step[buyer_label[rows]]
         moving = np.flatnonzero(rate < 0)
         alpha, enter = 1.0, -1
         if len(moving):
             r, c = rows[moving], cols[moving]
-            gap = np.maximum(q_hat[c] + shift[goods_label[c]] - t_hat[r] - shift[buyer_label[r]] - logv_e[moving], 0.0)
-            ratios = gap / -rate[moving]
+            ratios = np.maximum(q[c] - t[r] - logv_e[moving], 0.0) / -rate[moving]
             k = int(np.argmin(ratios))
             if ratios[k] < 1.0:
                 alpha, enter = float(ratios[k]), int(moving[k])
-        q = q_hat + (shift + alpha * step)[goods_label]
+        q = q + alpha * step[goods_label]
+        t = t + alpha * step[buyer_label]
         if enter >= 0:                                                 # a blocking edge joins two components
             buyer, good = np.append(buyer, rows[enter]), np.append(good, cols[enter])
             continue
