@@ -27,9 +27,11 @@ Bounded actions are handled by :mod:`solvopt.games.parametric_sampled`.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import LinAlgWarning, lu_factor, lu_solve
 
 from solvopt.core.errors import ModelError
 
@@ -124,18 +126,21 @@ def evaluate(data: LQData, G, what: str = "policy") -> Evaluation:
     N = M.shape[0]
     rhs = np.concatenate([M.reshape(N, -1), np.tile(np.eye(n).ravel(), S)[None]]).T
     try:
-        sol = np.linalg.solve(L, rhs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", LinAlgWarning)       # singular: not stable either
+            lu = lu_factor(L, check_finite=False)
+            sol = lu_solve(lu, rhs, check_finite=False)
         probe = sol[:, -1].reshape(S, n, n)
         np.linalg.cholesky(0.5 * (probe + np.swapaxes(probe, -1, -2)))
         stable = bool(np.all(np.isfinite(sol)))
-    except np.linalg.LinAlgError:
+    except (np.linalg.LinAlgError, LinAlgWarning, ValueError):
         stable = False
     if not stable:
         raise ModelError(f"the dynamics under the {what} are not mean-square stable at this discount (spectral "
                          "radius of gamma x the second-moment operator >= 1): its value is infinite")
     P = sol[:, :N].T.reshape(N, S, n, n)
     P = 0.5 * (P + np.swapaxes(P, -1, -2))
-    Y = np.linalg.solve(L.T, data.start.ravel()).reshape(S, n, n)
+    Y = lu_solve(lu, data.start.ravel(), trans=1, check_finite=False).reshape(S, n, n)
     Y = 0.5 * (Y + np.swapaxes(Y, -1, -2))
     J = 0.5 * np.einsum("ksnm,snm->k", M, Y)
     return Evaluation(np.asarray(G, dtype=float), F, P, Y, J)
@@ -303,7 +308,9 @@ def gda(engine, run, G, *, step=0.5, adversary_step=1.0, adversary_steps=2, chec
         shrink = 1.0 / (1.0 + decay * (it - 1))
         direction = -engine.gradient(ev, np.ones(N))
         for i, sl in enumerate(engine.slices):          # the fast time scale: each deviation ascends
-            dv = engine.evaluate(with_rows(G, adv[:, sl], sl))
+            dv = _safe_evaluate(engine, with_rows(G, adv[:, sl], sl))
+            if dv is None:                              # unstable against the new G: restart it at G
+                adv[:, sl], dv = G[:, sl], ev
             for _ in range(adversary_steps):
                 trial = engine.project(adv[:, sl] + shrink * adversary_step * engine.scaled(
                     dv, i, engine.gradient(dv, eye[i])[:, sl]), sl)
@@ -327,9 +334,6 @@ def gda(engine, run, G, *, step=0.5, adversary_step=1.0, adversary_steps=2, chec
         else:
             return
         G, ev = trial, nxt
-        for sl in engine.slices:                         # keep each deviation stable against the new G
-            if _safe_evaluate(engine, with_rows(G, adv[:, sl], sl)) is None:
-                adv[:, sl] = G[:, sl]
         checked = it % check_every == 0
         if checked:
             stop, score = record(it, G)
