@@ -27,11 +27,9 @@ Bounded actions are handled by :mod:`solvopt.games.parametric_sampled`.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import LinAlgWarning, lu_factor, lu_solve
 
 from solvopt.core.errors import ModelError
 
@@ -126,21 +124,18 @@ def evaluate(data: LQData, G, what: str = "policy") -> Evaluation:
     N = M.shape[0]
     rhs = np.concatenate([M.reshape(N, -1), np.tile(np.eye(n).ravel(), S)[None]]).T
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", LinAlgWarning)       # singular: not stable either
-            lu = lu_factor(L, check_finite=False)
-            sol = lu_solve(lu, rhs, check_finite=False)
+        sol = np.linalg.solve(L, rhs)
         probe = sol[:, -1].reshape(S, n, n)
         np.linalg.cholesky(0.5 * (probe + np.swapaxes(probe, -1, -2)))
         stable = bool(np.all(np.isfinite(sol)))
-    except (np.linalg.LinAlgError, LinAlgWarning, ValueError):
+    except np.linalg.LinAlgError:
         stable = False
     if not stable:
         raise ModelError(f"the dynamics under the {what} are not mean-square stable at this discount (spectral "
                          "radius of gamma x the second-moment operator >= 1): its value is infinite")
     P = sol[:, :N].T.reshape(N, S, n, n)
     P = 0.5 * (P + np.swapaxes(P, -1, -2))
-    Y = lu_solve(lu, data.start.ravel(), trans=1, check_finite=False).reshape(S, n, n)
+    Y = np.linalg.solve(L.T, data.start.ravel()).reshape(S, n, n)
     Y = 0.5 * (Y + np.swapaxes(Y, -1, -2))
     J = 0.5 * np.einsum("ksnm,snm->k", M, Y)
     return Evaluation(np.asarray(G, dtype=float), F, P, Y, J)
