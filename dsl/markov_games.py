@@ -71,6 +71,23 @@ def _initial(mu, n: int) -> np.ndarray:
     return mu
 
 
+def _square_stochastic(transitions) -> np.ndarray:
+    """An (S, S) row-stochastic matrix, checked."""
+    P = _stochastic(_finite(_array(transitions, "transitions", (None, None)), "transitions"), "transitions")
+    if P.shape[0] != P.shape[1]:
+        raise ModelError(f"transitions must be square (S, S), got {P.shape}")
+    return P
+
+
+def _action_bounds(lower, upper, shape) -> tuple[np.ndarray, np.ndarray]:
+    """(S, D) lower and upper action bounds (upper None: +inf), checked."""
+    lo = np.broadcast_to(_array(lower, "lower"), shape).copy()
+    hi = np.broadcast_to(_array(np.inf if upper is None else upper, "upper"), shape).copy()
+    if np.any(lo == np.inf) or np.any(hi == -np.inf) or np.any(lo > hi):
+        raise ModelError("action bounds must satisfy lower <= upper (lower < inf, upper > -inf)")
+    return lo, hi
+
+
 def _action_slices(action_sizes) -> tuple[list[int], list[slice]]:
     """The players' action sizes and their slices of the joint action vector."""
     sizes = list(action_sizes) if not isinstance(action_sizes, (str, bytes)) else None
@@ -124,18 +141,12 @@ class MarkovPseudoGame(FamilyModel):
                  shared_matrix=None, shared_rhs=None, transition_slopes=None, initial=None, players=None):
         self.action_sizes, self.slices = _action_slices(action_sizes)
         N, D = len(self.action_sizes), int(sum(self.action_sizes))
-        self.transitions = _stochastic(_finite(_array(transitions, "transitions", (None, None)), "transitions"),
-                                       "transitions")
+        self.transitions = _square_stochastic(transitions)
         S = self.transitions.shape[0]
-        if self.transitions.shape != (S, S):
-            raise ModelError(f"transitions must be square (S, S), got {self.transitions.shape}")
         self.n_players, self.n_states, self.n_actions = N, S, D
         self.linear = _finite(_array(linear, "linear", (N, S, D)), "linear")
         self.quadratic = _concave_quadratic(quadratic, (N, S, D, D), self.slices)
-        self.lower = np.broadcast_to(_array(0.0 if lower is None else lower, "lower"), (S, D)).copy()
-        self.upper = np.broadcast_to(_array(np.inf if upper is None else upper, "upper"), (S, D)).copy()
-        if np.any(self.lower == np.inf) or np.any(self.upper == -np.inf) or np.any(self.lower > self.upper):
-            raise ModelError("action bounds must satisfy lower <= upper (lower < inf, upper > -inf)")
+        self.lower, self.upper = _action_bounds(0.0 if lower is None else lower, upper, (S, D))
         if (shared_matrix is None) != (shared_rhs is None):
             raise ModelError("shared_matrix and shared_rhs go together")
         if shared_matrix is None:
@@ -262,11 +273,8 @@ class LinearQuadraticMarkovGame(FamilyModel):
                  lower=None, upper=None, initial=None, initial_state=None, initial_cov=None, players=None):
         self.action_sizes, self.slices = _action_slices(action_sizes)
         N, D = len(self.action_sizes), int(sum(self.action_sizes))
-        self.transitions = _stochastic(_finite(_array(transitions, "transitions", (None, None)), "transitions"),
-                                       "transitions")
+        self.transitions = _square_stochastic(transitions)
         S = self.transitions.shape[0]
-        if self.transitions.shape != (S, S):
-            raise ModelError(f"transitions must be square (S, S), got {self.transitions.shape}")
         self.state_matrix = _finite(_array(state_matrix, "state_matrix", (S, None, None)), "state_matrix")
         c = self.state_matrix.shape[1]
         if self.state_matrix.shape != (S, c, c) or c < 1:
@@ -282,10 +290,7 @@ class LinearQuadraticMarkovGame(FamilyModel):
         if not np.allclose(self.noise_cov, np.swapaxes(self.noise_cov, -1, -2), rtol=0, atol=1e-12) or \
                 np.linalg.eigvalsh(self.noise_cov).min() < -1e-12:
             raise ModelError("noise_cov must hold symmetric positive semidefinite matrices")
-        self.lower = np.broadcast_to(_array(-np.inf if lower is None else lower, "lower"), (S, D)).copy()
-        self.upper = np.broadcast_to(_array(np.inf if upper is None else upper, "upper"), (S, D)).copy()
-        if np.any(self.lower == np.inf) or np.any(self.upper == -np.inf) or np.any(self.lower > self.upper):
-            raise ModelError("action bounds must satisfy lower <= upper (lower < inf, upper > -inf)")
+        self.lower, self.upper = _action_bounds(-np.inf if lower is None else lower, upper, (S, D))
         unbounded = ~(np.isfinite(self.lower) & np.isfinite(self.upper))
         self.linear = part(linear, "linear", (N, S, D))
         self.quadratic = _concave_quadratic(quadratic, (N, S, D, D), self.slices,
