@@ -241,7 +241,7 @@ def test_exact_gradients_match_finite_differences():
 
 def test_sampled_gradients_match_finite_differences_and_exact_values_without_bounds():
     game = random_game(bounds=True)
-    engine = ps.SampledEngine(game, ps.draw_batch(game, 16, 40, seed=2))
+    engine = ps.SampledEngine(game, ps.draw_batch(game, 16, 40, seed=2), kernel="numpy")
     G = np.random.default_rng(6).normal(size=(2, 3, 3)) * 0.5
     weights = np.array([0.3, 1.0])
     grad = engine.raw_gradient(engine.evaluate(G), weights)
@@ -254,6 +254,19 @@ def test_sampled_gradients_match_finite_differences_and_exact_values_without_bou
     ro = big.evaluate(G)
     stderr = ro.returns.std(axis=0) / np.sqrt(4000)
     assert np.all(np.abs(ro.J - exact) <= 5 * stderr + 1e-6)
+
+
+def test_numba_rollouts_match_the_numpy_reference():
+    pytest.importorskip("numba")
+    game = random_game(bounds=True, seed=4)
+    engine = ps.SampledEngine(game, ps.draw_batch(game, 12, 30, seed=5), kernel="numba")
+    G = np.random.default_rng(7).normal(size=(2, 3, 3)) * 0.6
+    fast, ref = engine.evaluate(G), engine.evaluate_numpy(G)
+    for name in ("z", "actions", "inside", "returns", "Y"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(ref, name), rtol=1e-12, atol=1e-12, err_msg=name)
+    weights = np.array([1.0, -0.5])
+    np.testing.assert_allclose(engine.raw_gradient(fast, weights), engine.raw_gradient_numpy(ref, weights),
+                               rtol=1e-12, atol=1e-12)
 
 
 def test_sampled_solve_is_reproducible_for_a_seed():

@@ -96,8 +96,12 @@ class Rollout:
 class SampledEngine:
     """What :func:`solvopt.games.parametric.gda` needs, from rollouts on one fixed batch."""
 
-    def __init__(self, game, batch: Batch):
+    def __init__(self, game, batch: Batch, kernel: str = "auto"):
+        from . import parametric_kernels
         self.game, self.batch = game, batch
+        if kernel == "auto":
+            kernel = "numba" if parametric_kernels.available() else "numpy"
+        self.kernel = kernel
         self.slices = list(game.slices)
         self.disc = game.discount ** np.arange(batch.noise.shape[0])
         self.onehot = np.eye(game.n_states)[batch.states[:-1]]         # (T, B, S)
@@ -113,6 +117,20 @@ class SampledEngine:
         return Q - 1e-6 * scale * np.eye(Q.shape[-1])
 
     def evaluate(self, G, what="policy") -> Rollout:
+        G = np.ascontiguousarray(G, dtype=float)
+        if self.kernel == "numba":
+            from .parametric_kernels import rollout
+            g, b = self.game, self.batch
+            with np.errstate(over="ignore", invalid="ignore"):
+                z, acts, inside, returns, Y = rollout(G, b.states, b.z0, b.noise, g.lower, g.upper, g.state_matrix,
+                                                      g.input_matrix, g.state_offset, g.linear, g.quadratic,
+                                                      g.state_linear, g.state_quadratic, g.cross, self.disc)
+            _check_finite(z, returns, what)
+            return Rollout(G, z, acts, inside, returns, Y)
+        return self.evaluate_numpy(G, what)
+
+    def evaluate_numpy(self, G, what="policy") -> Rollout:
+        """The NumPy reference of the rollout (vectorised over the batch, a loop over time)."""
         g, b = self.game, self.batch
         G = np.asarray(G, dtype=float)
         T, B = b.noise.shape[:2]
@@ -132,21 +150,31 @@ class SampledEngine:
                 returns += self.disc[t] * _rewards(g, s, z[t], a)
                 z[t + 1] = (np.einsum("bcd,bd->bc", g.state_matrix[s], z[t]) + np.einsum("bcd,bd->bc", g.input_matrix[s], a)
                             + g.state_offset[s] + b.noise[t])
-        if not (np.all(np.isfinite(returns)) and np.all(np.isfinite(z))):
-            raise ModelError(f"the dynamics under the {what} diverge in the rollouts: its value is infinite")
+        _check_finite(z, returns, what)
         x = np.concatenate([np.ones((T, B, 1)), z[:-1]], axis=-1)
         Y = np.einsum("t,tbs,tbn,tbm->snm", self.disc, self.onehot, x, x) / B
         return Rollout(G, z, acts, inside, returns, Y)
 
+    def _weighted(self, weights):
+        """The reward coefficients of sum_i weights_i r_i, per state: lin, Q, e, Z, C."""
+        g = self.game
+        return tuple(np.ascontiguousarray(np.tensordot(weights, arr, axes=1))
+                     for arr in (g.linear, g.quadratic, g.state_linear, g.state_quadratic, g.cross))
+
     def raw_gradient(self, ro: Rollout, weights) -> np.ndarray:
         """(S, D, n): the exact gradient of the batch mean of sum_i weights_i (discounted return of i)."""
+        if self.kernel == "numba":
+            from .parametric_kernels import reverse
+            g, b = self.game, self.batch
+            return reverse(ro.G, b.states, ro.z, ro.actions, ro.inside, g.state_matrix, g.input_matrix,
+                           *self._weighted(np.asarray(weights, dtype=float)), self.disc)
+        return self.raw_gradient_numpy(ro, weights)
+
+    def raw_gradient_numpy(self, ro: Rollout, weights) -> np.ndarray:
+        """The NumPy reference of the reverse pass."""
         g, b = self.game, self.batch
         T, B = b.noise.shape[:2]
-        lin = np.einsum("k,ksd->sd", weights, g.linear)
-        Q = np.einsum("k,ksde->sde", weights, g.quadratic)
-        e = np.einsum("k,ksc->sc", weights, g.state_linear)
-        Z = np.einsum("k,ksce->sce", weights, g.state_quadratic)
-        C = np.einsum("k,ksdc->sdc", weights, g.cross)
+        lin, Q, e, Z, C = self._weighted(np.asarray(weights, dtype=float))
         lam = np.zeros((B, g.n_continuous))                 # dJ / dz_{t+1}
         grad = np.zeros_like(ro.G)
         for t in range(T - 1, -1, -1):
@@ -187,6 +215,11 @@ class SampledEngine:
             pass
         H = self.curvature[i]
         return np.linalg.solve(-0.5 * (H + np.swapaxes(H, -1, -2)), E_own)
+
+
+def _check_finite(z, returns, what):
+    if not (np.all(np.isfinite(returns)) and np.all(np.isfinite(z))):
+        raise ModelError(f"the dynamics under the {what} diverge in the rollouts: its value is infinite")
 
 
 def _rewards(g, s, z, a) -> np.ndarray:

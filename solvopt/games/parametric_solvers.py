@@ -74,6 +74,10 @@ class AffineGDA(Solver):
         return model
 
     def solve(self, game, options):
+        with _one_blas_thread():
+            return self._solve(game, options)
+
+    def _solve(self, game, options):
         x = options.extra
         G0 = start_gains(game, x["start"])
         sampled = x["evaluation"] == "sampled" or (x["evaluation"] == "auto" and game.constrained)
@@ -101,6 +105,18 @@ class AffineGDA(Solver):
         if "ve_gap" in result.stats:       # the run's second measure is the perfect residual here
             result.stats["perfect_residual"] = result.stats.pop("ve_gap")
         return result
+
+
+def _one_blas_thread():
+    """BLAS limited to one thread while the method runs, when threadpoolctl is installed (optional):
+    its systems are small (at most a few hundred unknowns) and a threaded BLAS on a busy machine made
+    each solve and L-BFGS step 3-40x slower here (threads spinning for cores other jobs hold)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:                         # pragma: no cover - optional
+        import contextlib
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
 
 
 def solution_of(game, G) -> dict:
