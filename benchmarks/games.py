@@ -11,6 +11,13 @@
 - A 1000 x 1000 linear Fisher market (uniform random valuations and budgets): eisenberg-gale
   (proportional response + exact polish) and plain proportional response to relative
   exploitability 1e-6; a 1000 x 1000 CES (rho = 0.5) market by eisenberg-gale (convex dual).
+  The polish before/after, side by side in this process on the same markets (200 x 200 and
+  1000 x 1000): "before" is the polish of commit BEFORE (a forest of the largest bids at two
+  guessed slacks, polished at 1.25x-growing iterations), its functions read from git history
+  (skipped outside a git checkout); "after" the active-set polish of solvopt.games.polish.
+- Linear exchange (Arrow-Debreu) markets, 50 x 50, 200 x 200 and 1000 x 1000 (uniform random
+  utilities and endowments): linear-exchange to its default tolerance (exploitability 1e-9 of the
+  total value p . s = 1): time to the exact equilibrium and its certified exploitability.
 
 Results: benchmarks/results/games.json, games.md, games.png (exploitability vs time, log scale).
 Timings are single runs on a shared machine (noted in the file); each method reports its own
@@ -19,10 +26,12 @@ certified exploitability from the same code.
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,14 +40,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from solvopt.dsl.games import FisherMarket  # noqa: E402
+from solvopt.dsl.games import ArrowDebreuMarket, FisherMarket  # noqa: E402
 from solvopt.dsl.utilities import CES, Linear  # noqa: E402
 from solvopt.games.exploitability import static_exploitability, ve_gap  # noqa: E402
 
 from dp import cpu_name  # noqa: E402  (benchmarks/dp.py: the machine's CPU model)
 
 RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
 TIME_LIMIT = 240     # seconds per market run
+BEFORE = "c706dff"   # the last commit with the bid-forest polish of linear Fisher markets
 
 
 def games():
@@ -123,26 +134,96 @@ def run_markets(size, seed=2026):
     B = rng.uniform(0.5, 1.5, n)
     linear = FisherMarket(Linear(rng.uniform(0.0, 1.0, (n, m))), B)
     ces = FisherMarket(CES(rng.uniform(0.0, 1.0, (n, m)), 0.5), B)
+    return [market_row(f"{label} {n}x{m}", market, method, float(B.sum()), tolerance=1e-6)
+            for label, market, method in (("linear", linear, "eisenberg-gale"),
+                                          ("linear", linear, "proportional-response"),
+                                          ("ces0.5", ces, "eisenberg-gale"))]
+
+
+def market_row(label, market, method, scale=1.0, **options):
+    """Solve one market, timed; its row (relative exploitability history) for the tables and the plot."""
+    start = time.perf_counter()
+    r = market.solve(method=method, time_limit=TIME_LIMIT, **options)
+    wall = time.perf_counter() - start
+    hist = [[h[0], h[1], h[2] / scale] for h in r.stats["history"]]
+    row = {"market": label, "method": method, "termination": str(r.termination), "wall_s": wall,
+           "relative_exploitability": r.stats.get("relative_exploitability"),
+           "iterations": r.stats["iterations"], "history": hist}
+    print(f"{label} {method:22s} {r.termination} relative exploitability "
+          f"{r.stats.get('relative_exploitability'):.2e} {wall:.1f}s {r.stats['iterations']} iterations", flush=True)
+    return row
+
+
+def polish_before():
+    """The polish of commit BEFORE as a replacement ``EisenbergGale._check`` (None outside a git checkout)."""
+    try:
+        source = subprocess.run(["git", "show", f"{BEFORE}:solvopt/games/markets.py"], cwd=ROOT, check=True,
+                                capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    wanted = {"polish_linear", "_route_budgets"}
+    module = ast.Module([node for node in ast.parse(source).body
+                         if isinstance(node, ast.FunctionDef) and node.name in wanted], type_ignores=[])
+    space = {"np": np}
+    exec(compile(module, f"{BEFORE}:solvopt/games/markets.py", "exec"), space)   # noqa: S102 - our own history
+    polish = space["polish_linear"]
+
+    def check(self, run, model, it, x, p):             # the check of BEFORE: two slacks, 1.25x-growing iterations
+        if self.certify(run, model, it, x, p):
+            return True
+        if it < getattr(self, "_before_next", 0):
+            return False
+        self._before_next = max(it + 1, int(1.25 * it))
+        for slack in (1e-2, 1e-5):
+            polished = polish(model, x * p, slack)
+            if polished is not None and self.certify(run, model, it, *polished):
+                return True
+        return False
+    return check
+
+
+def run_polish(sizes, seed=2026):
+    """Linear Fisher eisenberg-gale with the polish of BEFORE and the current one, same markets, same process."""
+    from solvopt.games.markets import EisenbergGale
+    before = polish_before()
     rows = []
-    for label, market, method in (("linear", linear, "eisenberg-gale"), ("linear", linear, "proportional-response"),
-                                  ("ces0.5", ces, "eisenberg-gale")):
-        start = time.perf_counter()
-        r = market.solve(method=method, tolerance=1e-6, time_limit=TIME_LIMIT)
-        wall = time.perf_counter() - start
-        total = float(market.budgets.sum())
-        hist = [[h[0], h[1], h[2] / total] for h in r.stats["history"]]
-        rows.append({"market": f"{label} {n}x{m}", "method": method, "termination": str(r.termination), "wall_s": wall,
-                     "relative_exploitability": r.stats.get("relative_exploitability"),
-                     "iterations": r.stats["iterations"], "history": hist})
-        print(f"{label} {n}x{m} {method:22s} {r.termination} relative exploitability "
-              f"{r.stats.get('relative_exploitability'):.2e} {wall:.1f}s {r.stats['iterations']} iterations", flush=True)
+    for size in sizes:
+        rng = np.random.default_rng(seed)
+        B = rng.uniform(0.5, 1.5, size)
+        market = FisherMarket(Linear(rng.uniform(0.0, 1.0, (size, size))), B)
+        label = f"linear {size}x{size}"
+        after = market_row(label, market, "eisenberg-gale", float(B.sum()), tolerance=1e-6)
+        after["polish"] = "after"
+        rows.append(after)
+        if before is None:
+            print("not a git checkout: the polish before is not measured", flush=True)
+            continue
+        current = EisenbergGale._check
+        EisenbergGale._check = before
+        try:
+            row = market_row(label, market, "eisenberg-gale", float(B.sum()), tolerance=1e-6)
+        finally:
+            EisenbergGale._check = current
+        row["polish"] = f"before ({BEFORE})"
+        rows.append(row)
     return rows
 
 
-def write(static, markets, meta):
+def run_exchange(sizes, seed=2026):
+    """Random linear exchange markets by linear-exchange to its default tolerance (exact equilibria)."""
+    rows = []
+    for size in sizes:
+        rng = np.random.default_rng(seed + size)
+        market = ArrowDebreuMarket(Linear(rng.uniform(0.0, 1.0, (size, size))), rng.uniform(0.0, 1.0, (size, size)))
+        rows.append(market_row(f"exchange {size}x{size}", market, "linear-exchange"))
+    return rows
+
+
+def write(static, markets, meta, polish=(), exchange=()):
     RESULTS.mkdir(exist_ok=True)
     with open(RESULTS / "games.json", "w") as fh:
-        json.dump({"meta": meta, "static": static, "markets": markets}, fh, indent=1)
+        json.dump({"meta": meta, "static": static, "markets": markets, "polish": list(polish),
+                   "exchange": list(exchange)}, fh, indent=1)
     lines = [f"# Games: certified exploitability against time ({meta['date']})", "",
              f"Machine: {meta['machine']} ({meta['cpus']} logical CPUs, shared: load average {meta['load']}). "
              "Single runs; every exploitability is the certified upper bound from "
@@ -168,9 +249,31 @@ def write(static, markets, meta):
     for r in markets:
         lines.append(f"| {r['market']} | {r['method']} | {r['termination']} | {fmt(r['relative_exploitability'])} | "
                      f"{r['iterations']} | {fmt(r['wall_s'])} |")
+    if polish:
+        lines += ["", "## The linear Fisher polish, before and after (tolerance: relative exploitability 1e-6)", "",
+                  f"Same market, same process, one after the other; before = the polish of commit {BEFORE}.", "",
+                  "| market | polish | termination | relative exploitability | iterations | wall (s) |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for r in polish:
+            lines.append(f"| {r['market']} | {r['polish']} | {r['termination']} | "
+                         f"{fmt(r['relative_exploitability'])} | {r['iterations']} | {fmt(r['wall_s'])} |")
+        for label in sorted({r["market"] for r in polish}):
+            pair = {r["polish"].split()[0]: r for r in polish if r["market"] == label}
+            if {"before", "after"} <= set(pair):
+                lines.append(f"\n{label}: after / before wall time = "
+                             f"{pair['after']['wall_s'] / pair['before']['wall_s']:.3g}")
+    if exchange:
+        lines += ["", "## Linear exchange (Arrow-Debreu) markets: linear-exchange, exact equilibria", "",
+                  "Prices normalised to p . s = 1, so the exploitability is relative to the total value; "
+                  "optimal = certified exploitability at most 1e-9.", "",
+                  "| market | termination | exploitability | iterations | wall (s) |",
+                  "| --- | --- | --- | --- | --- |"]
+        for r in exchange:
+            lines.append(f"| {r['market']} | {r['termination']} | {fmt(r['relative_exploitability'])} | "
+                         f"{r['iterations']} | {fmt(r['wall_s'])} |")
     lines += ["", "![exploitability against time](games.png)", ""]
     (RESULTS / "games.md").write_text("\n".join(lines))
-    plot(static, markets)
+    plot(static, markets + list(polish) + list(exchange))
 
 
 def plot(static, markets):
@@ -196,8 +299,8 @@ def plot(static, markets):
     for r in markets:
         h = np.asarray([[row[1], max(row[2], 1e-16)] for row in r["history"]])
         if len(h):
-            ax.semilogy(h[:, 0], h[:, 1], label=f"{r['market']} {r['method']}")
-    ax.set_title("Fisher markets")
+            ax.semilogy(h[:, 0], h[:, 1], label=f"{r['market']} {r.get('polish', r['method'])}")
+    ax.set_title("markets")
     ax.set_xlabel("seconds")
     ax.set_ylabel("relative exploitability")
     ax.legend(fontsize=7)
@@ -208,8 +311,8 @@ def plot(static, markets):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a 200 x 200 market instead of 1000 x 1000")
-    parser.add_argument("--part", choices=("all", "static", "markets", "report"), default="all",
-                        help="run one part and keep the other from the existing games.json ('report': only redraw)")
+    parser.add_argument("--part", choices=("all", "static", "markets", "polish", "exchange", "report"), default="all",
+                        help="run one part and keep the others from the existing games.json ('report': only redraw)")
     args = parser.parse_args(argv)
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": cpu_name(), "cpus": os.cpu_count(), "load": os.getloadavg()[0], "python": platform.python_version()}
@@ -217,9 +320,13 @@ def main(argv=None):
     static = ([row for name, make in games().items() for row in run_static(name, make)]
               if args.part in ("all", "static") else old.get("static", []))
     markets = run_markets(200 if args.quick else 1000) if args.part in ("all", "markets") else old.get("markets", [])
+    polish = (run_polish((200,) if args.quick else (200, 1000)) if args.part in ("all", "polish")
+              else old.get("polish", []))
+    exchange = (run_exchange((50, 200) if args.quick else (50, 200, 1000)) if args.part in ("all", "exchange")
+                else old.get("exchange", []))
     if args.part == "report":
         meta = old.get("meta", meta)
-    write(static, markets, meta)
+    write(static, markets, meta, polish, exchange)
     print(f"wrote {RESULTS / 'games.md'}")
 
 

@@ -135,17 +135,17 @@ class LinearExchange(_MarketSolver):
         from .polish import exchange_equilibrium
         v, e, s = model.utility.weights, model.endowments, model.supplies
         every = max(1, options.extra["check_every"])
-        next_polish = min(POLISH_FROM, max(1, sum(v.shape) // 4))      # tiny markets: polish at once
+        next_polish = min(POLISH_FROM, sum(v.shape) // 4)               # tiny markets: polish at once
         for it, x, p in exchange_proportional_response(v, e, s):
             stop = run.should_stop(it)
             if it % every == 0 or stop:
-                if self.certify(run, model, it, x, p):
-                    return
-                if it >= next_polish:
-                    next_polish = 2 * max(it, 1)
+                if it >= next_polish:                                  # exact first: an iterate within the
+                    next_polish = 2 * max(it, 1)                       # tolerance is still only approximate
                     exact = exchange_equilibrium(v, s, e, p)
                     if exact is not None and self.certify(run, model, it, *exact):
                         return
+                if self.certify(run, model, it, x, p):
+                    return
             if stop:
                 return
             if it >= ITERATION_CAP:
