@@ -44,6 +44,27 @@ def test_sample_fisher_market(capsys):
     np.testing.assert_allclose(result["solution"]["prices"]["__ndarray__"], [1, 1], atol=1e-12)
 
 
+def test_sample_linear_exchange_market(capsys):
+    path = os.path.join(GAMES, "linear_exchange_market.json")
+    code, out, err = _run(capsys, "solve", path, "--json")
+    assert code == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["method"] == "linear-exchange" and result["termination"] == "optimal"
+    with open(path) as fh:
+        ref = json.load(fh)["reference"]
+    np.testing.assert_allclose(result["solution"]["prices"]["__ndarray__"], ref["prices"], atol=1e-12)
+    np.testing.assert_allclose(np.reshape(result["solution"]["allocation"]["__ndarray__"], (2, 2)), ref["allocation"],
+                               atol=1e-12)
+
+
+def test_exchange_market_without_equilibrium_is_one_line(tmp_path, capsys):
+    bad = {"kind": "arrow_debreu_market", "utility": {"kind": "linear", "values": [[1, 0], [1, 1]]},
+           "endowments": [[1, 1], [0, 1]]}
+    code, out, err = _run(capsys, "solve", _write(tmp_path, json.dumps(bad), "none.json"))
+    assert code != 0 and "no equilibrium" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_method_flag_and_family_detection(capsys):
     code, out, err = _run(capsys, "solve", os.path.join(GAMES, "harker.json"), "--method", "nested")
     assert code == 0, err
