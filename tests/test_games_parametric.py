@@ -314,3 +314,26 @@ def test_limits_and_ctrl_c_return_the_best_iterate():
     cut = sampled.solve(samples=4, horizon=10, log=lambda line: request_stop())
     assert cut.termination is Termination.INTERRUPTED and cut.solution["gains"].shape == (2, 2, 3)
     assert cut.bound is None and cut.termination is not Termination.OPTIMAL
+
+
+def test_gda_converges_where_iterated_best_responses_diverge():
+    """Best-response slopes -3/2 each (product 9/4 > 1): iterating best responses diverges, GDA's
+    exploitability descent does not. Nash from the first-order conditions 10 - 2a_1 - 3a_2 = 0,
+    5 - 2a_2 - 3a_1 = 0: (-1, 4); z (noise) enters no reward."""
+    lin = np.array([[[10.0, 0.0]], [[0.0, 5.0]]])
+    quad = np.zeros((2, 1, 2, 2))
+    quad[0, 0, 0, 0] = quad[1, 0, 1, 1] = -2.0
+    quad[:, 0, 0, 1] = quad[:, 0, 1, 0] = -3.0
+    game = LinearQuadraticMarkovGame([1, 1], lin, [[1.0]], 0.5, [[[0.5]]], np.zeros((1, 1, 2)), quadratic=quad,
+                                     noise_cov=[[[1.0]]], initial_cov=[[1.0]])
+    result = game.solve(iteration_limit=2000)
+    assert result.termination is Termination.OPTIMAL
+    np.testing.assert_allclose(result.solution["gains"][0], [[-1.0, 0.0], [4.0, 0.0]], atol=1e-6)
+    data = pm.lq_data(game)
+    G = pm.zero_policy(game)
+    values = []
+    for _ in range(6):
+        rows = [pm.best_response(data, G, i).gains for i in range(2)]
+        G = np.concatenate(rows, axis=1)
+        values.append(pm.exploitability(data, G).value)
+    assert all(b > 2 * a for a, b in zip(values, values[1:]))

@@ -120,10 +120,13 @@ def evaluate(data: LQData, G, what: str = "policy") -> Evaluation:
     F = closed_loop(data, G)
     S, n = F.shape[0], F.shape[1]
     L = np.eye(S * n * n) - data.gamma * _operator(data, F)
-    M = stage_matrices(data, G)
+    with np.errstate(over="ignore", invalid="ignore"):
+        M = stage_matrices(data, G)
     N = M.shape[0]
     rhs = np.concatenate([M.reshape(N, -1), np.tile(np.eye(n).ravel(), S)[None]]).T
     try:
+        if not (np.all(np.isfinite(L)) and np.all(np.isfinite(rhs))):
+            raise np.linalg.LinAlgError("overflow")
         sol = np.linalg.solve(L, rhs)
         probe = sol[:, -1].reshape(S, n, n)
         np.linalg.cholesky(0.5 * (probe + np.swapaxes(probe, -1, -2)))
@@ -133,11 +136,14 @@ def evaluate(data: LQData, G, what: str = "policy") -> Evaluation:
     if not stable:
         raise ModelError(f"the dynamics under the {what} are not mean-square stable at this discount (spectral "
                          "radius of gamma x the second-moment operator >= 1): its value is infinite")
-    P = sol[:, :N].T.reshape(N, S, n, n)
-    P = 0.5 * (P + np.swapaxes(P, -1, -2))
-    Y = np.linalg.solve(L.T, data.start.ravel()).reshape(S, n, n)
-    Y = 0.5 * (Y + np.swapaxes(Y, -1, -2))
-    J = 0.5 * np.einsum("ksnm,snm->k", M, Y)
+    with np.errstate(over="ignore", invalid="ignore"):
+        P = sol[:, :N].T.reshape(N, S, n, n)
+        P = 0.5 * (P + np.swapaxes(P, -1, -2))
+        Y = np.linalg.solve(L.T, data.start.ravel()).reshape(S, n, n)
+        Y = 0.5 * (Y + np.swapaxes(Y, -1, -2))
+        J = 0.5 * np.einsum("ksnm,snm->k", M, Y)
+    if not (np.all(np.isfinite(P)) and np.all(np.isfinite(Y)) and np.all(np.isfinite(J))):
+        raise ModelError(f"the values under the {what} overflow (gains or dynamics too large): not evaluable")
     return Evaluation(np.asarray(G, dtype=float), F, P, Y, J)
 
 
@@ -221,13 +227,17 @@ class AffineExploitability(Exploitability):
 
 
 def exploitability(data: LQData, G) -> AffineExploitability:
-    """sum_i [max over ALL policies of J_i(., G_-i) - J_i(G)] (exact: the best responses are affine)."""
+    """sum_i [max over ALL policies of J_i(., G_-i) - J_i(G)] (exact: the best responses are affine);
+    ``value`` adds a rounding allowance of a few ulps of the values, ``lower`` subtracts it."""
     ev = evaluate(data, G)
     responses = [best_response(data, G, i) for i in range(len(data.slices))]
-    gains = np.array([r.value for r in responses]) - ev.J
-    per_player = np.maximum(gains, 0.0)
-    value = float(per_player.sum())
-    return AffineExploitability(value, value, per_player, responses, 0.0, ev.J,
+    best = np.array([r.value for r in responses])
+    per_player = np.maximum(best - ev.J, 0.0)
+    # the difference of two values is known to their rounding only: a few ulps of each, added to the
+    # upper figure (else huge values, e.g. a diverging iteration's, would cancel to 0)
+    rounding = 8 * np.finfo(float).eps * float(np.sum(np.abs(best) + np.abs(ev.J)))
+    total = float(per_player.sum())
+    return AffineExploitability(total + rounding, max(0.0, total - rounding), per_player, responses, 0.0, ev.J,
                                 max((r.residual for r in responses), default=0.0))
 
 
