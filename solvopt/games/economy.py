@@ -421,27 +421,45 @@ class SmoothedEquations:
         self.n_prices, self.n_market = S * M, S * M + W * K
         self.anchor = np.zeros(S, dtype=int)
         self.risk = np.zeros((S, N), dtype=bool)
+        self.free = self.fixed = None
 
     @property
     def n(self) -> int:
-        return self.n_market + int(self.risk.sum())
+        return self.n_market + int(self.risk.sum()) + (0 if self.free is None else int(self.free.sum()))
 
     def split(self, v):
+        """(p, eta, mu, y): y only in the exact mode (its free entries from v, the rest at ``fixed``)."""
         S, M, W, K, N = self.shape
         mu = np.zeros((S, N))
-        mu[self.risk] = v[self.n_market:]
-        return v[:self.n_prices].reshape(S, M), v[self.n_prices:self.n_market].reshape(W, K), mu
+        n_risk = int(self.risk.sum())
+        mu[self.risk] = v[self.n_market:self.n_market + n_risk]
+        y = None
+        if self.free is not None:
+            y = self.fixed.copy()
+            y[self.free] = v[self.n_market + n_risk:]
+        return v[:self.n_prices].reshape(S, M), v[self.n_prices:self.n_market].reshape(W, K), mu, y
 
-    def holdings(self, p, eta, mu, tau):
-        """(y, dy, omega, A, B): the logit holdings (W, N, K), their slope in the log margin, and
+    def exact(self, free, fixed):
+        """Switch to the exact (tau = 0) equations: holdings ``free`` (W, N, K) are unknowns whose
+        reservation price must equal the asset price, the others stay at ``fixed``; None: back to
+        the smoothed ones."""
+        self.free, self.fixed = free, fixed
+
+    def holdings(self, p, eta, mu, tau, y=None):
+        """(y, dy, margin, base, omega, A, B): the logit holdings (W, N, K) (or the given exact
+        ones, dy = 0), their slope in the log reservation-price margin log B - log A - eta, and
         the money weights they come from."""
         from scipy.special import expit
         base = self.chain.occupancy[:, None] * self.econ.utility.indirect(p[:, None, :], 1.0)      # (S, N)
         omega = base * (1.0 + mu)
         A = self.on_world @ omega                                                                 # (W, N)
         B = np.maximum(np.einsum("ws,sn,sk->wnk", self.on_prev, omega, self.returns), 1e-300)   # (W, N, K)
-        sig = expit((np.log(B) - np.log(A)[..., None] - eta[:, None, :]) / tau)
-        return self.lo + (self.hi - self.lo) * sig, (self.hi - self.lo) * sig * (1 - sig) / tau, base, omega, A, B
+        margin = np.log(B) - np.log(A)[..., None] - eta[:, None, :]
+        if y is not None:
+            return y, np.zeros_like(y), margin, base, omega, A, B
+        sig = expit(margin / tau)
+        return (self.lo + (self.hi - self.lo) * sig, (self.hi - self.lo) * sig * (1 - sig) / tau, margin, base,
+                omega, A, B)
 
     def wealth_map(self, eta):
         """U (S, K, W): W_i(s) = p(s).e_i(s) + sum_wk U[s, k, w] y_ik(w)."""
@@ -452,8 +470,8 @@ class SmoothedEquations:
         """F(v) and (if asked) its Jacobian."""
         econ = self.econ
         S, M, W, K, N = self.shape
-        p, eta, mu = self.split(v)
-        y, dy, base, omega, A, B = self.holdings(p, eta, mu, tau)
+        p, eta, mu, y_exact = self.split(v)
+        y, dy, margin, base, omega, A, B = self.holdings(p, eta, mu, tau, y_exact)
         U = self.wealth_map(eta)
         wealth = np.einsum("sm,snm->sn", p, self.endow) + np.einsum("skw,wnk->sn", U, y)
         pos = wealth > 0
@@ -463,12 +481,14 @@ class SmoothedEquations:
         goods[np.arange(S), self.anchor] = p.sum(axis=1) / econ.price_sum - 1.0
         assets = y.sum(axis=1) / N
         risky, rmu, rw = _fischer_burmeister(mu[self.risk], wealth[self.risk] / self.wealth_scale[self.risk])
-        F = np.concatenate([goods.ravel(), assets.ravel(), risky])
+        free = self.free
+        F = np.concatenate([goods.ravel(), assets.ravel(), risky] + ([] if free is None else [margin[free]]))
         if not jacobian:
             return F, None
-        # holdings against omega_i(s): T[w, i, k, s]; omega against p_j(s) (Roy) and mu_i(s)
-        T = dy[..., None] * (self.on_prev[:, None, None, :] * self.returns.T[None, None, :, :] / B[..., None]
-                             - self.on_world[:, None, None, :] / A[:, :, None, None])
+        # the margin against omega_i(s): Tm[w, i, k, s]; the holdings: T; omega against p_j(s) (Roy), mu_i(s)
+        Tm = (self.on_prev[:, None, None, :] * self.returns.T[None, None, :, :] / B[..., None]
+              - self.on_world[:, None, None, :] / A[:, :, None, None])
+        T = dy[..., None] * Tm
         Yp = -np.einsum("wiks,si,sij->wiksj", T, omega, x1)                                     # (W, N, K, S, M)
         Ymu = T * base.T[None, :, None, :]                                                      # (W, N, K, S)
         Ye = -dy                                                                                 # (W, N, K) own (w, k)
@@ -513,29 +533,48 @@ class SmoothedEquations:
         Rmu = wb[:, None] * Wmu[si, ii][:, si] * (ii[None, :] == ii[:, None])
         Rmu[np.arange(len(si)), np.arange(len(si))] += rmu
         nP, nE = S * M, W * K
-        J = np.block([[Gp.reshape(nP, nP), Ge.reshape(nP, nE), Gmu.reshape(nP, S * N)[:, self.risk.ravel()]],
-                      [Ap.reshape(nE, nP), Ae.reshape(nE, nE), Amu.reshape(nE, S * N)[:, self.risk.ravel()]],
-                      [Rp.reshape(-1, nP), Re.reshape(-1, nE), Rmu]])
-        return F, J
+        rows = [[Gp.reshape(nP, nP), Ge.reshape(nP, nE), Gmu.reshape(nP, S * N)[:, self.risk.ravel()]],
+                [Ap.reshape(nE, nP), Ae.reshape(nE, nE), Amu.reshape(nE, S * N)[:, self.risk.ravel()]],
+                [Rp.reshape(-1, nP), Re.reshape(-1, nE), Rmu]]
+        if free is not None:     # the free holdings' columns and their margin rows
+            wf, if_, kf = np.nonzero(free)
+            Uf = U[:, kf, wf]                                                                   # (S, F)
+            Zy = gx[:, if_, :].transpose(0, 2, 1) * Uf[:, None, :]                              # (S, M, F)
+            Gy = scale_b[..., None] * Zy
+            Gy[np.arange(S), self.anchor] = 0.0
+            Ay = np.zeros((W, K, len(wf)))
+            Ay[wf, kf, np.arange(len(wf))] = 1.0 / N
+            Ry = wb[:, None] * Uf[si] * (ii[:, None] == if_[None, :])
+            Mp = -np.einsum("fs,sf,sfj->fsj", Tm[wf, if_, kf], omega[:, if_], x1[:, if_, :])
+            Me = np.zeros((len(wf), W, K))
+            Me[np.arange(len(wf)), wf, kf] = -1.0
+            Mmu = (Tm[wf, if_, kf] * base[:, if_].T)[:, si] * (if_[:, None] == ii[None, :])
+            for row, block in zip(rows, (Gy.reshape(nP, -1), Ay.reshape(nE, -1), Ry)):
+                row.append(block)
+            rows.append([Mp.reshape(len(wf), nP), Me.reshape(len(wf), nE), Mmu, np.zeros((len(wf), len(wf)))])
+        return F, np.block(rows)
 
     def profile(self, v, tau) -> Profile:
         """The profile the unknowns stand for, with affordable holdings (for certification)."""
         econ, chain = self.econ, self.chain
-        p, eta, mu = self.split(v)
-        y = self.holdings(p, eta, mu, tau)[0]
+        p, eta, mu, y_exact = self.split(v)
+        y = self.holdings(p, eta, mu, tau, y_exact)[0]
         q = np.minimum(np.exp(eta), econ.asset_price_max)[chain.world]
         held = affordable(econ, chain, p, q, y)
         return Profile(p.copy(), q, demand(econ, chain, p, q, held), held)
 
 
-def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_steps=8, warm_steps=500, check=None):
+def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_steps=8, warm_steps=500,
+           polish_below=0.03, check=None):
     """Newton's method on :class:`SmoothedEquations`, continued from smooth (``tau_start``) to sharp
     (``tau_end``) portfolios. Each stage divides tau by up to ``tau_factor``; a stage whose Newton
     corrector does not converge within ``newton_steps`` is retried from the last converged point
     with a smaller reduction. Consumer-states whose wealth comes near 0 get a multiplier (and
-    their wealth constraint an equation) from then on. Every Newton iterate is certified (exact
-    best responses) and handed to ``run``. Returns the metrics of every certified profile, keyed
-    by iteration."""
+    their wealth constraint an equation) from then on. Below ``polish_below`` each converged stage
+    is polished: Newton on the exact (tau = 0) equations with the holdings the logit leaves
+    interior as unknowns (:meth:`_Newton.polish`). Every Newton iterate is certified (exact best
+    responses) and handed to ``run``. Returns the metrics of every certified profile, keyed by
+    iteration."""
     chain = pair_chain(econ)
     eq = SmoothedEquations(econ, chain)
     S, M, W, K, N = eq.shape
@@ -543,68 +582,134 @@ def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_st
     for _ in range(warm_steps):             # goods prices of the economy without asset trade
         p0 = tatonnement_step(econ, chain, p0, np.zeros((S, K)), np.zeros((W, N, K)), eq.supply, 0.5)
     y0 = eq.holdings(p0, np.zeros((W, K)), np.zeros((S, N)), 1.0)
-    r0 = np.log(y0[5]) - np.log(y0[4])[..., None]                      # log reservation prices (W, N, K)
-    v = np.concatenate([p0.ravel(), np.median(r0, axis=1).ravel()])
-    floor = 1e-14 * eq.mean_price
-    history, it = {}, 0
+    v = np.concatenate([p0.ravel(), np.median(y0[2], axis=1).ravel()])  # median log reservation price
+    solver = _Newton(eq, run, check)
     good, tau_good, log_cut = None, None, -np.log(tau_factor)
     tau = tau_start
     while True:
-        converged = False
-        for _ in range(newton_steps if good is not None else 6 * newton_steps):   # the first stage starts far
-            eq.anchor = np.argmax(eq.split(v)[0], axis=1)
-            f, J = eq.evaluate(v, tau)
-            merit = f @ f
-            if merit < 1e-18:
-                converged = True
-                break
-            try:
-                step = np.linalg.solve(J, -f)
-            except np.linalg.LinAlgError:
-                step = np.linalg.lstsq(J, -f, rcond=None)[0]
-            t = 1.0
-            for _ in range(30):
-                trial = v + t * step
-                trial[:eq.n_prices] = np.maximum(trial[:eq.n_prices], floor)
-                trial[eq.n_market:] = np.maximum(trial[eq.n_market:], 0.0)
-                ft = eq.evaluate(trial, tau, jacobian=False)[0]
-                if ft @ ft < (1 - 1e-4 * t) * merit:
-                    break
-                t *= 0.5
-            else:
-                break
-            v = _watch_wealth(eq, trial, tau)
-            it += 1
-            prof = eq.profile(v, tau)
-            m, expl = certificate(econ, chain, prof)
-            m["tau"], m["residual"], m["risky"], m["step"] = tau, float(np.sqrt(ft @ ft)), int(eq.risk.sum()), t
-            history[it] = m
-            if check is not None:
-                check(it, m)
-            if run.record(it, prof, expl) or run.should_stop(it):
-                return history
-        if not converged:            # out of steps: near enough to carry on from (Newton is on its way)
-            f = eq.evaluate(v, tau, jacobian=False)[0]
-            converged = f @ f < 1e-12
-        if converged:
+        v, state = solver.correct(v, tau, newton_steps if good is not None else 6 * newton_steps)
+        if state == "stop":
+            return solver.history
+        if state == "converged":
             good, tau_good, risk_good = v.copy(), tau, eq.risk.copy()
+            if tau <= polish_below and solver.polish(v, tau, newton_steps):
+                return solver.history
             if tau <= tau_end:
-                return history
+                return solver.history
             log_cut = min(1.5 * log_cut, -np.log(tau_factor))
         elif good is None or log_cut < 1e-2:
-            return history
+            return solver.history
         else:
             v = _restrict(eq, good, risk_good)
             log_cut /= 3
         tau = max(tau_good * np.exp(-log_cut), tau_end)
 
 
+class _Newton:
+    """Newton iterations on :class:`SmoothedEquations` with certification of every iterate."""
+
+    def __init__(self, eq: SmoothedEquations, run, check=None):
+        self.eq, self.run, self.check = eq, run, check
+        self.history, self.it = {}, 0
+        self.floor = 1e-14 * eq.mean_price
+
+    def correct(self, v, tau, steps):
+        """Up to ``steps`` damped Newton steps at ``tau``: (v, 'converged' | 'stop' | 'stalled' | 'steps')."""
+        eq = self.eq
+        for _ in range(steps):
+            eq.anchor = np.argmax(eq.split(v)[0], axis=1)
+            f, J = eq.evaluate(v, tau)
+            merit = f @ f
+            if merit < 1e-18:
+                return v, "converged"
+            step = _newton_step(J, f)
+            t = 1.0
+            for _ in range(30 if eq.free is None else 6):     # a polish that needs tiny steps has the wrong active set
+                trial = v + t * step
+                trial[:eq.n_prices] = np.maximum(trial[:eq.n_prices], self.floor)
+                mus = slice(eq.n_market, eq.n_market + int(eq.risk.sum()))
+                trial[mus] = np.maximum(trial[mus], 0.0)
+                ft = eq.evaluate(trial, tau, jacobian=False)[0]
+                if ft @ ft < (1 - 1e-4 * t) * merit:
+                    break
+                t *= 0.5
+            else:
+                return v, "stalled"
+            v = trial if eq.free is not None else _watch_wealth(eq, trial, tau)
+            if self.certify(v, tau, ft, t):
+                return v, "stop"
+        f = eq.evaluate(v, tau, jacobian=False)[0]
+        return v, ("converged" if f @ f < 1e-12 else "steps")    # near enough: Newton is on its way
+
+    def certify(self, v, tau, f, t) -> bool:
+        """Certify the profile of v and hand it to the run; True when the run says stop."""
+        eq = self.eq
+        self.it += 1
+        prof = eq.profile(v, tau)
+        m, expl = certificate(eq.econ, eq.chain, prof)
+        m.update(tau=0.0 if eq.free is not None else tau, residual=float(np.sqrt(f @ f)), risky=int(eq.risk.sum()),
+                 step=t)
+        self.history[self.it] = m
+        if self.check is not None:
+            self.check(self.it, m)
+        return self.run.record(self.it, prof, expl) or self.run.should_stop(self.it)
+
+    def polish(self, v, tau, steps, rounds=3) -> bool:
+        """Newton on the exact equations from the smoothed solution v: holdings whose logit is
+        interior become unknowns with margin 0, the others sit at the bound their margin points
+        to; after each solve the active set is corrected (free holdings past a bound are fixed
+        there, fixed ones whose margin points the other way are freed). True when the run says
+        stop. Leaves ``eq`` in the smoothed mode."""
+        eq = self.eq
+        p, eta, mu, _ = eq.split(v)
+        y, _, margin, *_ = eq.holdings(p, eta, mu, tau)
+        free = np.abs(margin) < tau
+        if free.mean() > POLISH_FREE:   # nearly everyone indifferent: the exact system is near-singular
+            return False
+        fixed = np.where(margin > 0, eq.hi, eq.lo) * np.ones_like(y)
+        try:
+            for _ in range(rounds):
+                eq.exact(free, fixed)
+                w, state = self.correct(np.concatenate([v, y[free]]), tau, steps)
+                if state == "stop":
+                    return True
+                if state != "converged":
+                    return False
+                _, _, _, y = eq.split(w)
+                margin = eq.holdings(*eq.split(w)[:3], tau, y)[2]
+                lo, hi = np.broadcast_to(eq.lo, y.shape), np.broadcast_to(eq.hi, y.shape)
+                out = free & ((y < lo) | (y > hi))
+                wrong = ~free & (((fixed == hi) & (margin < 0)) | ((fixed == lo) & (margin > 0)))
+                if not (out.any() or wrong.any()):
+                    return False
+                fixed = np.where(out, np.clip(y, lo, hi), np.where(wrong, y, fixed))
+                free = (free & ~out) | wrong
+                y = np.clip(y, lo, hi)
+                v = w[:len(v)]
+            return False
+        finally:
+            eq.exact(None, None)
+
+
+def _newton_step(J, f):
+    """Solve J step = -f; the least-norm least-squares step where J is (numerically) singular (the
+    exact equations of interchangeable assets, e.g. assets that all pay in the same next state)."""
+    try:
+        step = np.linalg.solve(J, -f)
+        if np.all(np.isfinite(step)) and np.linalg.norm(J @ step + f) <= 1e-6 * np.linalg.norm(f):
+            return step
+    except np.linalg.LinAlgError:
+        pass
+    return np.linalg.lstsq(J, -f, rcond=1e-12)[0]
+
+
+POLISH_FREE = 0.5       # polish only when at most this fraction of the holdings is left interior
 RISKY_WEALTH = 0.05     # a consumer-state gets a wealth multiplier once its wealth is below this x its endowment value
 
 
 def _watch_wealth(eq: SmoothedEquations, v, tau):
     """v with the consumer-states whose wealth came near 0 added to ``eq.risk`` (multiplier 0)."""
-    p, eta, mu = eq.split(v)
+    p, eta, mu, _ = eq.split(v)
     y = eq.holdings(p, eta, mu, tau)[0]
     wealth = np.einsum("sm,snm->sn", p, eq.endow) + np.einsum("skw,wnk->sn", eq.wealth_map(eta), y)
     new = (wealth < RISKY_WEALTH * eq.wealth_scale) & ~eq.risk
