@@ -12,8 +12,8 @@ Method ``linear-exchange`` (the Arrow-Debreu default for linear utilities):
    p_j = sum_i b_ij / s_j and x_ij = b_ij / p_j (total money stays 1, markets clear);
 2. exact polish from the iterate's prices (:func:`solvopt.games.polish.exchange_equilibrium`):
    the support forest of the Fisher market at the current incomes, priced exactly for the
-   exchange market (component scales from the Perron vector of the money flow between them), an
-   LP for the spending; verified, retried from better prices at doubling intervals, and kept
+   exchange market (the components' scales from a small LP: money balance between components,
+   no preferred good elsewhere, nonnegative spending), an LP for the spending; verified, retried from better prices at doubling intervals, and kept
    only when its certified exploitability beats the iterate's. When the polish never succeeds the
    best approximate point is returned with its certified exploitability and a limit status.
 
@@ -107,7 +107,7 @@ def exchange_proportional_response(v, e, s):
 class LinearExchange(_MarketSolver):
     name = "linear-exchange"
     description = ("linear Arrow-Debreu markets: exchange proportional response + exact polish "
-                   "(support forest, Perron scaling, LP); proves non-existence in Gale's obstruction")
+                   "(support forest, component scales by LP); proves non-existence in Gale's obstruction")
     kinds = ("linear",)
     arrow_debreu = True
     options = (MARKET_TOLERANCE, CHECK_EVERY)

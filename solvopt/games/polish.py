@@ -23,10 +23,13 @@ the forest from the edges with the largest proportional-response bids at one gue
 
 **Exchange** (:func:`exchange_equilibrium`): incomes p . e_i depend on the prices. Take the
 Fisher equilibrium's forest at the incomes of the current prices, then price that forest for the
-exchange market: the component scales are the Perron vector of the components' money-flow
-matrix (column-stochastic, so its eigenvalue 1 always exists). When no buyer prefers a good off
-the forest and the forest's spending is nonnegative that is an exact equilibrium; otherwise the
-Fisher prices become the current prices and the round repeats (a fixed-point iteration).
+exchange market: within a component the relative prices are fixed, and the component scales
+solve a small LP — each component's goods earn its consumers' incomes (the Perron vectors of the
+components' column-stochastic money-flow matrix: several when the components split into
+self-sufficient groups, hence an LP rather than an eigen-solve), no consumer prefers another
+component's good, the forest's spending is nonnegative. When that LP is feasible the forest's
+prices are an exact equilibrium; otherwise the Fisher prices become the current prices and the
+round repeats (a fixed-point iteration on the incomes).
 
 Both end with an LP (HiGHS) that routes every income over the tight edges so each good's
 revenue is p_j s_j. Whatever fails gives None: the caller keeps its approximate point, and
@@ -41,7 +44,7 @@ import numpy as np
 CANDIDATE_SLACK = 5e-2       # the ratio test runs on edges within 5% of the buyer's best bang per buck
 PIVOTS_PER_NODE = 4          # active-set steps per Fisher solve: this many per buyer and good (+ 100)
 EXCHANGE_ROUNDS = 60         # Fisher solves per exchange polish
-MAX_COMPONENTS = 2000        # an exchange support split into more components is not worth an eigen-solve
+MAX_COMPONENTS = 500         # an exchange support split into more components is not worth the scale LP
 TIGHT = 1e-10                # relative tolerance of "tight" (MBB), "preferred" and "negative spending"
 
 
@@ -245,48 +248,77 @@ def exchange_equilibrium(v, supplies, endowments, prices):
 
 
 def _exchange_prices(market, forest):
-    """Exact exchange prices on a forest (p . s = 1) when it is an equilibrium support, else None."""
+    """Exact exchange prices on a forest (p . s = 1) when it supports an equilibrium, else None."""
     n = market.n
     q_hat, t_hat, label, ncomp = market.potentials(forest)
     goods_label, buyer_label = label[n:], label[:n]
     if np.any(np.bincount(goods_label, minlength=ncomp) == 0) or ncomp > MAX_COMPONENTS:
         return None
-    p_hat = np.exp(q_hat)
-    value = np.bincount(goods_label, weights=p_hat * market.s, minlength=ncomp)
-    scale = _exchange_scales(market.e, p_hat, value, buyer_label, goods_label, ncomp)
+    p_hat, beta_hat = np.exp(q_hat), np.exp(-t_hat)
+    # the best bang per buck across components relative to the forest's: R[C, D] = max v_ij / (p_j beta_i)
+    ratio = market.v / (p_hat[None, :] * beta_hat[:, None])
+    R = np.zeros((ncomp, ncomp))
+    np.maximum.at(R, (buyer_label[:, None], goods_label[None, :]), ratio)
+    if np.any(np.diag(R) > 1 + TIGHT):
+        return None                                        # a buyer prefers a good of its own component
+    scale = _exchange_scales(market, forest, label, p_hat, R)
     if scale is None:
         return None
     p = p_hat * scale[goods_label]
-    beta = np.exp(-t_hat) / scale[buyer_label]
-    if np.any(market.v > p * beta[:, None] * (1 + TIGHT)):
+    if np.any(market.v > p * (beta_hat / scale[buyer_label])[:, None] * (1 + TIGHT)):
         return None                                        # some buyer prefers a good off the forest
-    flows = market.tree_flows(forest, p, label)
-    if np.any(flows < -TIGHT * market.income(p)[forest[0]]):
-        return None
     return p
 
 
-def _exchange_scales(e, p_hat, value, buyer_label, goods_label, ncomp):
-    """Component scales sigma > 0 with value_C sigma_C = income of C's agents, and sum value sigma = 1.
+def _exchange_scales(market, forest, label, p_hat, R):
+    """Component scales sigma (an LP, HiGHS through scipy) making the forest an exchange equilibrium, or None.
 
-    A[C, D] = sum over agents i in C and goods k in D of e_ik p_hat_k: the money D's goods pay to
-    C's owners. Its column sums are value_D, so P = A / value is column-stochastic and y = value *
-    sigma solves P y = y. None when that fixed point is not positive (some component would need
-    zero prices).
+    Prices p = p_hat sigma[C(j)], best bangs per buck beta_hat / sigma[C(i)]. Each component's
+    goods earn its consumers' incomes: A sigma = value * sigma with A[C, D] = sum over consumers i
+    in C and goods k in D of e_ik p_hat_k (column sums = value, so the system always has
+    solutions: the Perron vectors of A / value; several when the components split into
+    self-sufficient groups, which is why this is an LP and not an eigen-solve); no consumer
+    prefers another component's good: R[C, D] sigma_C <= sigma_D; the forest's spending, linear
+    in sigma, is nonnegative; value . sigma = 1; and the smallest sigma is maximised.
     """
     import scipy.sparse as sp
-    goods_in = sp.csr_matrix((np.ones(len(goods_label)), (np.arange(len(goods_label)), goods_label)),
-                             shape=(len(goods_label), ncomp))
-    agents_in = sp.csr_matrix((np.ones(len(buyer_label)), (np.arange(len(buyer_label)), buyer_label)),
-                              shape=(len(buyer_label), ncomp))
-    A = np.asarray((agents_in.T @ sp.csr_matrix((e * p_hat) @ goods_in)).todense())
-    system = np.vstack([A / value - np.eye(ncomp), np.ones((1, ncomp))])
-    rhs = np.zeros(ncomp + 1)
-    rhs[-1] = 1.0
-    y = np.linalg.lstsq(system, rhs, rcond=None)[0]
-    if np.any(y <= 1e-15) or np.max(np.abs(system @ y - rhs)) > 1e-12:
+    from scipy.optimize import linprog
+    from scipy.sparse.linalg import spsolve
+    n, m, e, s = market.n, market.m, market.e, market.s
+    ncomp = R.shape[0]
+    goods_label, buyer_label = label[n:], label[:n]
+    goods_in = sp.csr_matrix((np.ones(m), (np.arange(m), goods_label)), shape=(m, ncomp))
+    income = sp.csr_matrix((e * p_hat) @ goods_in)                      # consumer incomes per unit sigma
+    revenue = sp.diags(p_hat * s) @ goods_in                            # goods' revenues per unit sigma
+    agents_in = sp.csr_matrix((np.ones(n), (np.arange(n), buyer_label)), shape=(n, ncomp))
+    value = np.asarray(revenue.sum(axis=0)).ravel()
+    balance = (agents_in.T @ income).toarray() - np.diag(value)
+    # forest spending = (incidence without the roots)^-1 (demand without the roots), per unit sigma
+    buyer, good = forest
+    k = len(buyer)
+    roots = np.unique(label, return_index=True)[1]
+    keep = np.setdiff1d(np.arange(n + m), roots)
+    incidence = sp.coo_matrix((np.ones(2 * k), (np.concatenate([buyer, n + good]), np.tile(np.arange(k), 2))),
+                              shape=(n + m, k)).tocsr()[keep].tocsc()
+    demand = sp.vstack([income, revenue]).tocsr()[keep].toarray()
+    spending = np.atleast_2d(spsolve(incidence, demand)).reshape(k, ncomp) if k else np.zeros((0, ncomp))
+    C, D = np.nonzero((R > 0) & ~np.eye(ncomp, dtype=bool))
+    prefer = sp.coo_matrix((np.concatenate([R[C, D], -np.ones(len(C))]),
+                            (np.tile(np.arange(len(C)), 2), np.concatenate([C, D]))), shape=(len(C), ncomp))
+    lowest = sp.hstack([-sp.eye(ncomp), sp.csr_matrix(np.ones((ncomp, 1)))])    # t - sigma_C <= 0
+    A_ub = sp.vstack([sp.hstack([prefer, sp.csr_matrix((len(C), 1))]),
+                      sp.hstack([sp.csr_matrix(-spending), sp.csr_matrix((k, 1))]), lowest]).tocsr()
+    A_eq = np.vstack([np.hstack([balance, np.zeros((ncomp, 1))]), np.append(value, 0.0)])
+    b_eq = np.zeros(ncomp + 1)
+    b_eq[-1] = 1.0
+    objective = np.zeros(ncomp + 1)
+    objective[-1] = -1.0
+    res = linprog(objective, A_ub=A_ub, b_ub=np.zeros(A_ub.shape[0]), A_eq=A_eq, b_eq=b_eq,
+                  bounds=[(0, None)] * (ncomp + 1), method="highs")
+    if res.status != 0 or res.x[-1] <= 1e-14:
         return None
-    return y / value
+    sigma = res.x[:ncomp]
+    return sigma / (value @ sigma)
 
 
 def route_spending(rows, cols, income, revenue, n, m):
