@@ -535,7 +535,7 @@ class SmoothedEquations:
         nP, nE = S * M, W * K
         rows = [[Gp.reshape(nP, nP), Ge.reshape(nP, nE), Gmu.reshape(nP, S * N)[:, self.risk.ravel()]],
                 [Ap.reshape(nE, nP), Ae.reshape(nE, nE), Amu.reshape(nE, S * N)[:, self.risk.ravel()]],
-                [Rp.reshape(-1, nP), Re.reshape(-1, nE), Rmu]]
+                [Rp.reshape(len(si), nP), Re.reshape(len(si), nE), Rmu]]
         if free is not None:     # the free holdings' columns and their margin rows
             wf, if_, kf = np.nonzero(free)
             Uf = U[:, kf, wf]                                                                   # (S, F)
@@ -586,6 +586,8 @@ def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_st
     solver = _Newton(eq, run, check)
     good, tau_good, log_cut = None, None, -np.log(tau_factor)
     tau = tau_start
+    if solver.certify(v, tau, eq.evaluate(v, tau, jacobian=False)[0], 0.0):     # the starting point
+        return solver.history
     while True:
         v, state = solver.correct(v, tau, newton_steps if good is not None else 6 * newton_steps)
         if state == "stop":
@@ -664,7 +666,7 @@ class _Newton:
         p, eta, mu, _ = eq.split(v)
         y, _, margin, *_ = eq.holdings(p, eta, mu, tau)
         free = np.abs(margin) < tau
-        if free.mean() > POLISH_FREE:   # nearly everyone indifferent: the exact system is near-singular
+        if free.size == 0 or free.mean() > POLISH_FREE:   # no assets; or nearly everyone indifferent (near-singular)
             return False
         fixed = np.where(margin > 0, eq.hi, eq.lo) * np.ones_like(y)
         try:

@@ -1,0 +1,157 @@
+"""Markov exchange economies solved by ``markov-newton`` (G4 of the games family).
+
+References independent of the code under test: the one-state Cobb-Douglas exchange equilibrium as
+an eigenvector (closed form), central finite differences for the exact Jacobian (a test oracle
+only), and a brute-force grid over a consumer's holdings for its portfolio best response.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solvopt.core.errors import ModelError
+from solvopt.core.result import SolutionStatus, Termination
+from solvopt.dsl import MarkovExchangeEconomy
+from solvopt.games import economy as ec
+
+NEWTON = "markov-newton"
+
+
+def cobb_douglas_prices(a, e, total):
+    """The static Cobb-Douglas exchange equilibrium: p_j E_j = sum_i a_ij p.e_i, an eigenvector."""
+    M = (a.T @ e) / e.sum(axis=0)[:, None]
+    w, v = np.linalg.eig(M)
+    p = np.abs(np.real(v[:, np.argmin(np.abs(w - 1))]))
+    return p * total / p.sum()
+
+
+def test_one_state_economy_is_the_closed_form_market():
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0.1, 1, size=(3, 4))
+    a /= a.sum(axis=1, keepdims=True)
+    e = rng.uniform(0.2, 1, size=(3, 4))
+    econ = MarkovExchangeEconomy(("cobb_douglas", a), e[None], [[1.0]], 0.9, price_sum=2.0)
+    result = econ.solve(method=NEWTON, tolerance=1e-12, time_limit=20)
+    assert result.stats["metrics"]["relative_exploitability"] <= 1e-12
+    assert np.allclose(result.solution["prices"], cobb_douglas_prices(a, e, 2.0)[None], rtol=1e-8)
+
+
+def central_jacobian(eq, v, tau, h=1e-6):
+    J = np.empty((len(v), len(v)))
+    for c in range(len(v)):
+        up, down = v.copy(), v.copy()
+        up[c] += h
+        down[c] -= h
+        J[:, c] = (eq.evaluate(up, tau, jacobian=False)[0] - eq.evaluate(down, tau, jacobian=False)[0]) / (2 * h)
+    return J
+
+
+@pytest.mark.parametrize("utility", ["cobb_douglas", "leontief", "ces"])
+@pytest.mark.parametrize("stochastic", [False, True])
+def test_jacobian_matches_finite_differences(utility, stochastic):
+    rng = np.random.default_rng(0)
+    if utility == "ces":
+        from solvopt.dsl.utilities import CES
+        base = ec.random_economy(3, 3, 2, 3, "linear", stochastic=stochastic, seed=1)
+        econ = MarkovExchangeEconomy(CES(base.utility.weights, -0.7), base.endowments, base.transitions, 0.9,
+                                     asset_returns=base.asset_returns)
+    else:
+        econ = ec.random_economy(3, 3, 2, 3, utility, stochastic=stochastic, seed=1)
+    eq = ec.SmoothedEquations(econ, ec.pair_chain(econ))
+    S, M, W, K, N = eq.shape
+    eq.risk = rng.random((S, N)) < 0.4
+    eq.anchor = rng.integers(0, M, S)
+    for exact in (False, True):
+        extra = []
+        if exact:
+            free = rng.random((W, N, K)) < 0.4
+            eq.exact(free, np.where(rng.random((W, N, K)) < 0.5, -1.0, 1.0))
+            extra = [rng.uniform(-1, 1, free.sum())]
+        v = np.concatenate([rng.uniform(0.5, 1.5, S * M), rng.normal(np.log(0.9), 0.1, W * K),
+                            rng.uniform(0, 1, eq.risk.sum())] + extra)
+        F, J = eq.evaluate(v, 0.3)
+        assert J.shape == (eq.n, eq.n) == (len(v), len(v)) == (len(F), len(v))
+        assert np.allclose(J, central_jacobian(eq, v, 0.3), atol=1e-6, rtol=1e-6)
+
+
+def small(utility, seed=0, stochastic=True):
+    return ec.random_economy(4, 3, 1, 3, utility, stochastic=stochastic, seed=seed)
+
+
+def brute_force_portfolio_regret(econ, result):
+    """max over consumers of (best value over a grid of holdings - value of its holdings), with the
+    consumption valued at beta W (what the exact demand attains): the portfolio part of the
+    exploitability, from a grid, not from the LP."""
+    chain = ec.pair_chain(econ)
+    sol = result.solution
+    p, q, y = sol["prices"], sol["asset_prices"], sol["portfolio"]
+    beta = ec.bang_per_buck(econ, p)
+    W = econ.n_world
+    grid = np.linspace(-econ.borrowing_limit[0], econ.holding_limit[0], 21)
+    ys = np.stack([g.ravel() for g in np.meshgrid(*[grid] * W, indexing="ij")], axis=1)       # (n, W)
+    R, qs = econ.asset_returns[chain.world, 0], q[:, 0]
+    worst = 0.0
+    for i in range(econ.n_consumers):
+        c = np.einsum("sm,sm->s", p, econ.endowments[chain.world, i])
+
+        def value(hold):
+            carried = np.where(chain.prev >= 0, hold[..., np.maximum(chain.prev, 0)], 0.0)
+            wealth = c + R * carried - qs * hold[..., chain.world]
+            return np.where(np.all(wealth >= -1e-12, axis=-1), wealth @ (chain.occupancy * beta[:, i]), -np.inf)
+        worst = max(worst, float(value(ys).max() - value(y[:, i, 0])))
+    return worst
+
+
+@pytest.mark.parametrize("utility", ["cobb_douglas", "leontief"])
+def test_small_economies_reach_a_certified_tolerance(utility):
+    econ = small(utility)
+    result = econ.solve(method=NEWTON, tolerance=1e-7, time_limit=30)
+    assert result.termination in (Termination.FEASIBLE_WITHIN_GAP, Termination.OPTIMAL)
+    assert result.stats["metrics"]["relative_exploitability"] <= 1e-7
+    m = result.stats["metrics"]
+    assert 0 <= m["exploitability_lower"] <= m["exploitability"] + 1e-12
+    assert m["budget_violation"] <= 1e-9 and m["excess_demand"] <= 1e-5
+    # the certificate's portfolio bound agrees with a brute-force grid (the grid can only do worse)
+    assert brute_force_portfolio_regret(econ, result) <= result.objective + 1e-9
+
+
+def test_ces_economy_reaches_a_certified_tolerance():
+    from solvopt.dsl.utilities import CES
+    base = small("linear")
+    econ = MarkovExchangeEconomy(CES(base.utility.weights, 0.5), base.endowments, base.transitions, 0.9,
+                                 asset_returns=base.asset_returns)
+    result = econ.solve(method=NEWTON, tolerance=1e-7, time_limit=30)
+    assert result.stats["metrics"]["relative_exploitability"] <= 1e-7
+
+
+def test_the_leontief_economy_that_stalled_now_converges():
+    # markov-tatonnement stays near a relative exploitability of 1e-3 on this one
+    econ = small("leontief", seed=1)
+    result = econ.solve(method=NEWTON, tolerance=1e-8, time_limit=30)
+    assert result.stats["metrics"]["relative_exploitability"] <= 1e-8
+
+
+def test_reproducible_for_a_fixed_seed():
+    runs = [small("cobb_douglas", seed=5).solve(method=NEWTON, iteration_limit=15) for _ in range(2)]
+    assert runs[0].to_dict()["solution"] == runs[1].to_dict()["solution"]
+    assert runs[0].objective == runs[1].objective
+
+
+def test_stops_return_the_best_certified_iterate():
+    from solvopt.core.interrupt import request_stop
+    econ = small("leontief", seed=2)
+    result = econ.solve(method=NEWTON, iteration_limit=6, tolerance=1e-12)
+    assert result.termination is Termination.ITERATION_LIMIT
+    assert result.objective == min(h[2] for h in result.stats["history"])
+    prof = ec.Profile(*(result.solution[k] for k in ("prices", "asset_prices", "consumption", "portfolio")))
+    assert ec.metrics(econ, ec.pair_chain(econ), prof)["exploitability"] == pytest.approx(result.objective, rel=1e-12)
+    result = econ.solve(method=NEWTON, log=lambda line: request_stop())
+    assert result.termination is Termination.INTERRUPTED and result.solution_status is SolutionStatus.FEASIBLE
+    assert result.stats["iterations"] == 1
+
+
+def test_bad_inputs():
+    with pytest.raises(ModelError, match="markov-tatonnement"):
+        small("linear").solve(method=NEWTON)
+    with pytest.raises(ModelError, match="tau_factor"):
+        small("cobb_douglas").solve(method=NEWTON, tau_factor=2.0)
