@@ -489,30 +489,30 @@ class SmoothedEquations:
         Tm = (self.on_prev[:, None, None, :] * self.returns.T[None, None, :, :] / B[..., None]
               - self.on_world[:, None, None, :] / A[:, :, None, None])
         T = dy[..., None] * Tm
-        Yp = -np.einsum("wiks,si,sij->wiksj", T, omega, x1)                                     # (W, N, K, S, M)
+        Yp = -np.einsum("wiks,si,sij->wiksj", T, omega, x1, optimize=True)                                     # (W, N, K, S, M)
         Ymu = T * base.T[None, :, None, :]                                                      # (W, N, K, S)
         Ye = -dy                                                                                 # (W, N, K) own (w, k)
         # wealth W[s, i] against the unknowns
-        Wp = np.einsum("skw,wiktj->sitj", U, Yp)                                                 # (S, N, S, M)
+        Wp = np.einsum("skw,wiktj->sitj", U, Yp, optimize=True)                                                 # (S, N, S, M)
         Wp[np.arange(S), :, np.arange(S), :] += self.endow
-        We = np.einsum("skw,wik->siwk", U, Ye)
+        We = np.einsum("skw,wik->siwk", U, Ye, optimize=True)
         q = np.exp(eta)
-        We -= np.einsum("ws,wk,wik->siwk", self.on_world, q, y)
-        Wmu = np.einsum("skw,wikt->sit", U, Ymu)                                                 # (S, N, S)
+        We -= np.einsum("ws,wk,wik->siwk", self.on_world, q, y, optimize=True)
+        Wmu = np.einsum("skw,wikt->sit", U, Ymu, optimize=True)                                                 # (S, N, S)
         # excess demand z[s, j]
         gx = np.where(pos, 1.0, 0.0)[..., None] * x1                                            # (S, N, M)
-        Zp = np.einsum("sij,sitl->sjtl", gx, Wp)
+        Zp = np.einsum("sij,sitl->sjtl", gx, Wp, optimize=True)
         spend = np.where(pos, wealth, 0.0)
-        own = -self.sigma * np.einsum("si,sij->sj", spend, x1) / p                              # diagonal part
-        cross = (self.sigma - 1.0) * np.einsum("si,sij,sil->sjl", spend, x1, x1)
+        own = -self.sigma * np.einsum("si,sij->sj", spend, x1, optimize=True) / p                              # diagonal part
+        cross = (self.sigma - 1.0) * np.einsum("si,sij,sil->sjl", spend, x1, x1, optimize=True)
         cross[:, np.arange(M), np.arange(M)] += own
         Zp[np.arange(S), :, np.arange(S), :] += cross
-        Ze = np.einsum("sij,siwk->sjwk", gx, We)
-        Zmu = np.einsum("sij,sit->sjti", gx, Wmu)                                               # (S, M, S, N)
+        Ze = np.einsum("sij,siwk->sjwk", gx, We, optimize=True)
+        Zmu = np.einsum("sij,sit->sjti", gx, Wmu, optimize=True)                                               # (S, M, S, N)
         # goods rows
         scale_b = -db / self.supply                                                              # (S, M)
         Gp = scale_b[..., None, None] * Zp
-        Gp[np.arange(S), :, np.arange(S), :] += np.einsum("sj,jl->sjl", da / self.mean_price, np.eye(M))
+        Gp[np.arange(S), :, np.arange(S), :] += np.einsum("sj,jl->sjl", da / self.mean_price, np.eye(M), optimize=True)
         Ge = scale_b[..., None, None] * Ze
         Gmu = scale_b[..., None, None] * Zmu
         Gp[np.arange(S), self.anchor] = 0.0
@@ -545,7 +545,7 @@ class SmoothedEquations:
             Ay = np.zeros((W, K, len(wf)))
             Ay[wf, kf, np.arange(len(wf))] = 1.0 / N
             Ry = wb[:, None] * Uf[si] * (ii[:, None] == if_[None, :])
-            Mp = -np.einsum("fs,sf,sfj->fsj", Tm[wf, if_, kf], omega[:, if_], x1[:, if_, :])
+            Mp = -np.einsum("fs,sf,sfj->fsj", Tm[wf, if_, kf], omega[:, if_], x1[:, if_, :], optimize=True)
             Me = np.zeros((len(wf), W, K))
             Me[np.arange(len(wf)), wf, kf] = -1.0
             Mmu = (Tm[wf, if_, kf] * base[:, if_].T)[:, si] * (if_[:, None] == ii[None, :])
@@ -602,7 +602,7 @@ def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_st
         elif good is None or log_cut < 1e-2:
             return solver.history
         else:
-            v = _restrict(eq, good, risk_good)
+            v, eq.risk = good.copy(), risk_good.copy()       # back to the last converged point
             log_cut /= 3
         tau = max(tau_good * np.exp(-log_cut), tau_end)
 
@@ -710,20 +710,16 @@ RISKY_WEALTH = 0.05     # a consumer-state gets a wealth multiplier once its wea
 
 
 def _watch_wealth(eq: SmoothedEquations, v, tau):
-    """v with the consumer-states whose wealth came near 0 added to ``eq.risk`` (multiplier 0)."""
+    """v with the consumer-states whose wealth came near 0 added to ``eq.risk`` (multiplier 0), and
+    those with multiplier 0 whose wealth is far from 0 again taken out."""
     p, eta, mu, _ = eq.split(v)
     y = eq.holdings(p, eta, mu, tau)[0]
     wealth = np.einsum("sm,snm->sn", p, eq.endow) + np.einsum("skw,wnk->sn", eq.wealth_map(eta), y)
-    new = (wealth < RISKY_WEALTH * eq.wealth_scale) & ~eq.risk
-    if not new.any():
+    near = wealth < RISKY_WEALTH * eq.wealth_scale
+    risk = (eq.risk | near) & ~(~near & (mu <= 0) & (wealth > 4 * RISKY_WEALTH * eq.wealth_scale))   # far again: off
+    if np.array_equal(risk, eq.risk):
         return v
-    eq.risk |= new
+    eq.risk = risk
     return np.concatenate([v[:eq.n_market], mu[eq.risk]])
 
 
-def _restrict(eq: SmoothedEquations, v, risk):
-    """v (unknowns under ``risk``) expressed under the current, larger ``eq.risk``."""
-    S, M, W, K, N = eq.shape
-    mu = np.zeros((S, N))
-    mu[risk] = v[eq.n_market:]
-    return np.concatenate([v[:eq.n_market], mu[eq.risk]])
