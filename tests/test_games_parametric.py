@@ -184,14 +184,14 @@ def test_estimate_vanishes_at_a_tabular_equilibrium_on_the_bounds_and_not_elsewh
     tabular, game = z_irrelevant_pair(lin, quad, np.array([[0.5, 0.5], [0.2, 0.8]]), 0.5, 0.0, [6.0, 8.0])
     policy = tabular.solve(method="gda", tolerance=1e-9, iteration_limit=2000).solution["policy"]
     T = ps.default_horizon(game)
-    train, test = (ps.SampledEngine(game, ps.draw_batch(game, 16, T, seed)) for seed in (0, 1))
+    engine = ps.SampledEngine(game, ps.draw_batch(game, 16, T, seed=1))
     G = np.zeros((2, 2, 2))
     G[:, :, 0] = policy
-    at_equilibrium = ps.estimate(train, test, G)
+    at_equilibrium = ps.estimate(engine, G)
     assert abs(at_equilibrium.value) <= 1e-6
     G[1, 1, 0] -= 1.0
     G[0, 0, 1] = 0.5
-    away = ps.estimate(train, test, G)
+    away = ps.estimate(engine, G)
     assert away.value > 0.1 and away.value > 3 * away.stderr
 
 

@@ -13,11 +13,12 @@ construction, but its value is no longer quadratic in z, so it is estimated:
   linear dynamics through the clip, whose derivative is 1 inside the box (bounds included: the
   derivative from inside), 0 outside), then
   divided by the sample occupancy moments Y(s) as in the exact engine;
-- :func:`estimate`: each player's best response within the clipped affine class by L-BFGS-B on
-  the training batch (the gradient above), then the gains of all deviations on an INDEPENDENT batch
-  (common random numbers across policies): the exploitability estimate and its standard error.
-  It is relative to the policy class and a lower estimate (the responses are local optima of a
-  sampled objective); no bound is claimed.
+- :func:`estimate`: on a batch INDEPENDENT of the one GDA trains on, each player's best response
+  within the clipped affine class by L-BFGS-B (the gradient above) and its gain on that batch
+  (common random numbers across policies): the exploitability of the policy in that sampled game,
+  with the standard error of the mean gain. It is relative to the policy class; fitting the
+  deviation to the batch makes it err high, while the responses being local optima of L-BFGS-B
+  makes it err low; no bound is claimed.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from .tracking import EquilibriumRun
 
 TAIL = 1e-8                 # default horizon: gamma^horizon below this
 MAX_HORIZON = 5000
+STALL = 1e-10              # relative move of the gains between two checks below which GDA has stopped
 BR_ITERATIONS = 60          # L-BFGS-B iterations per best response of the estimate
 
 
@@ -273,16 +275,19 @@ class Estimate:
     deviations: list
 
 
-def estimate(train: SampledEngine, test: SampledEngine, G) -> Estimate:
-    """Exploitability estimate relative to clipped affine policies (module docstring)."""
-    base = test.evaluate(G)
-    diff = np.zeros(test.batch.size)
+def estimate(engine: SampledEngine, G) -> Estimate:
+    """Exploitability estimate relative to clipped affine policies (module docstring): each player's
+    best response is fitted on the engine's batch and its gain measured on the same batch — the
+    exploitability of G in that sampled game. Use a batch independent of the one G was trained on:
+    then the figure errs high (a deviation also fits the batch's noise), never low by fitting G."""
+    base = engine.evaluate(G)
+    diff = np.zeros(engine.batch.size)
     per_player, devs = [], []
-    for i, sl in enumerate(train.slices):
-        rows = sampled_best_response(train, G, i)
+    for i, sl in enumerate(engine.slices):
+        rows = sampled_best_response(engine, G, i)
         dev = np.array(G, dtype=float, copy=True)
         dev[:, sl] = rows
-        gain = test.evaluate(dev).returns[:, i] - base.returns[:, i]
+        gain = engine.evaluate(dev).returns[:, i] - base.returns[:, i]
         diff += gain
         per_player.append(float(gain.mean()))
         devs.append(rows)
@@ -299,27 +304,33 @@ def solve_sampled(game, options, G0, *, samples, horizon, tolerance, step, adver
     seed = 0 if options.seed is None else int(options.seed)
     train, select, report = (SampledEngine(game, draw_batch(game, samples, T, seed + k)) for k in range(3))
     run = EquilibriumRun(options, tolerance)            # its limits and stop requests; no certified record
-    best = {"G": None, "value": np.inf}
+    best = {"G": None, "value": np.inf, "last": None, "stalled": False}
     history = []
 
     def record(it, G):
-        est = estimate(train, select, G)
+        est = estimate(select, G)
         history.append([it, time.perf_counter() - run.start, est.value, est.stderr])
         options.emit(f"iteration {it}: exploitability estimate {est.value:.3e} +- {est.stderr:.1e}")
         if est.value < best["value"]:
             best.update(G=G.copy(), value=est.value)
-        return est.value + 2 * est.stderr <= tolerance, est.value
+        last, best["last"] = best["last"], G.copy()
+        # the iterate no longer moves: an equilibrium of the training batch; going on cannot lower the estimate
+        best["stalled"] = last is not None and np.max(np.abs(G - last)) <= STALL * max(1.0, np.max(np.abs(G)))
+        return est.value + 2 * est.stderr <= tolerance or best["stalled"], est.value
 
     gda(train, run, G0, step=step, adversary_step=adversary_step, adversary_steps=adversary_steps,
         check_every=check_every, decay=decay, record=record)
     G = best["G"]
-    final = estimate(train, report, G)
+    final = estimate(report, G)
     done = final.value + 2 * final.stderr <= tolerance
-    term = Termination.FEASIBLE_WITHIN_GAP if done else (run.stopped or Termination.ITERATION_LIMIT)
+    term = Termination.FEASIBLE_WITHIN_GAP if done or best["stalled"] else (run.stopped or Termination.ITERATION_LIMIT)
+    message = ("stationary on the training batch: the estimate is mostly its sampling error (more samples lower it)"
+               if best["stalled"] and not done else "")
     stats = {"exploitability_kind": "estimate", "exploitability_estimate": final.value,
              "exploitability_stderr": final.stderr, "per_player_exploitability_estimate": final.per_player,
              "policy_class": "clipped " + POLICY_CLASS, "samples": samples, "horizon": T, "history": history,
              "iterations": history[-1][0] if history else 0, "tolerance": tolerance}
     return Result(term, SolutionStatus.FEASIBLE, objective=None, bound=None, gap=None, solution=solution_of(game, G),
+                  message=message,
                   stats=stats, guarantee="no certificate: the exploitability is an estimate over rollouts, relative to "
                                          "clipped affine policies (stats['exploitability_estimate'] +- stderr)")
