@@ -37,7 +37,8 @@ updated by rank-one formulas, smallest eigenvalues for n <= 3 come in closed for
 Jacobi method near a double eigenvalue and for n > 3). The kernel runs in node batches so Python
 can check the time limit and print progress. At every moment the global bound is the minimum of the
 incumbent, the unexplored children's bounds and the bounds of the nodes pruned within the gap
-tolerance, so a stopped run still returns a valid bound.
+tolerance, so a stopped run still returns a valid bound. With ``threads`` > 1 the same kernel
+searches subtrees of one tree on several threads (:mod:`solvopt.khc.parallel`).
 """
 from __future__ import annotations
 
