@@ -192,6 +192,7 @@ class AffineResponse:
     value: float             # J_i at the response
     residual: float          # max |E_i[rows i]| at the response (0 for the exact Riccati solution)
     rounds: int
+    converged: bool = True   # False: policy iteration stopped short (round limit, a step it could not take)
 
 
 def best_response(data: LQData, G, i: int, tol: float = BR_TOL, max_rounds: int = BR_MAX_ROUNDS) -> AffineResponse:
@@ -199,6 +200,7 @@ def best_response(data: LQData, G, i: int, tol: float = BR_TOL, max_rounds: int 
     sl = data.slices[i]
     current = np.array(G, dtype=float, copy=True)
     ev = evaluate(data, current, "best-response candidate")
+    converged = False
     for rounds in range(1, max_rounds + 1):
         E = q_gradients(data, ev)[i][:, sl]
         step = newton_direction(data, ev, i, E)
@@ -209,13 +211,15 @@ def best_response(data: LQData, G, i: int, tol: float = BR_TOL, max_rounds: int 
         except ModelError:
             break
         gain = new.J[i] - ev.J[i]
-        if gain < -1e-12 * max(1.0, abs(ev.J[i])):
+        if gain < -1e-12 * max(1.0, abs(ev.J[i])):      # no progress left above rounding
+            converged = True
             break
         current, ev = candidate, new
         if gain <= tol * max(1.0, abs(ev.J[i])):
+            converged = True
             break
     residual = float(np.max(np.abs(q_gradients(data, ev)[i][:, sl]), initial=0.0))
-    return AffineResponse(current[:, sl].copy(), float(ev.J[i]), residual, rounds)
+    return AffineResponse(current[:, sl].copy(), float(ev.J[i]), residual, rounds, converged)
 
 
 @dataclass
@@ -237,8 +241,9 @@ def exploitability(data: LQData, G) -> AffineExploitability:
     # upper figure (else huge values, e.g. a diverging iteration's, would cancel to 0)
     rounding = 8 * np.finfo(float).eps * float(np.sum(np.abs(best) + np.abs(ev.J)))
     total = float(per_player.sum())
-    return AffineExploitability(total + rounding, max(0.0, total - rounding), per_player, responses, 0.0, ev.J,
-                                max((r.residual for r in responses), default=0.0))
+    exact = all(r.converged for r in responses)       # else the figure is only a lower one: not certified
+    return AffineExploitability(total + rounding, max(0.0, total - rounding), per_player, responses,
+                                0.0 if exact else np.inf, ev.J, max((r.residual for r in responses), default=0.0))
 
 
 def perfect_residual(data: LQData, G) -> float:
