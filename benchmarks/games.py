@@ -210,12 +210,22 @@ def run_polish(sizes, seed=2026):
 
 
 def run_exchange(sizes, seed=2026):
-    """Random linear exchange markets by linear-exchange to its default tolerance (exact equilibria)."""
+    """Random linear exchange markets by linear-exchange to its default tolerance (exact equilibria).
+
+    Dense: uniform utilities and endowments. Sparse: each consumer owns one good (a random
+    amount) and likes 5% of the goods plus one more, so that every good is liked.
+    """
     rows = []
     for size in sizes:
         rng = np.random.default_rng(seed + size)
         market = ArrowDebreuMarket(Linear(rng.uniform(0.0, 1.0, (size, size))), rng.uniform(0.0, 1.0, (size, size)))
         rows.append(market_row(f"exchange {size}x{size}", market, "linear-exchange"))
+    for size in sizes[1:]:
+        rng = np.random.default_rng(seed + size)
+        v = rng.uniform(0.0, 1.0, (size, size)) * (rng.random((size, size)) < 0.05)
+        v[np.arange(size), rng.permutation(size)] += rng.uniform(0.1, 1.0, size)
+        e = np.eye(size)[rng.permutation(size)] * rng.uniform(0.5, 2.0, size)[:, None]
+        rows.append(market_row(f"exchange sparse {size}x{size}", ArrowDebreuMarket(Linear(v), e), "linear-exchange"))
     return rows
 
 
@@ -224,10 +234,15 @@ def write(static, markets, meta, polish=(), exchange=()):
     with open(RESULTS / "games.json", "w") as fh:
         json.dump({"meta": meta, "static": static, "markets": markets, "polish": list(polish),
                    "exchange": list(exchange)}, fh, indent=1)
+    parts = meta.get("parts", {})
     lines = [f"# Games: certified exploitability against time ({meta['date']})", "",
              f"Machine: {meta['machine']} ({meta['cpus']} logical CPUs, shared: load average {meta['load']}). "
              "Single runs; every exploitability is the certified upper bound from "
-             "`solvopt.games.exploitability`, the same code for every method and anchor.", "",
+             "`solvopt.games.exploitability`, the same code for every method and anchor.", ""]
+    if parts:
+        lines += ["Each part was run on its own (`--part`): " + "; ".join(
+            f"{name} {when['date']} (load average {when['load']:.1f})" for name, when in sorted(parts.items())) + ".", ""]
+    lines += [
              "## Static games (tolerance 1e-10 on exploitability and VE gap)", "",
              "| game | method | termination | exploitability | VE gap | iterations | time to 1e-8 (s) | time to 1e-10 (s) | wall (s) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -326,6 +341,11 @@ def main(argv=None):
                 else old.get("exchange", []))
     if args.part == "report":
         meta = old.get("meta", meta)
+    else:
+        when = {"date": meta["date"], "load": meta["load"]}
+        first = {"date": old.get("meta", {}).get("date"), "load": old.get("meta", {}).get("load", 0.0)}
+        meta["parts"] = {part: (when if args.part in ("all", part) else old.get("meta", {}).get("parts", {}).get(part, first))
+                         for part in ("static", "markets", "polish", "exchange")}
     write(static, markets, meta, polish, exchange)
     print(f"wrote {RESULTS / 'games.md'}")
 

@@ -32,7 +32,7 @@ from solvopt.core.errors import ModelError
 from solvopt.core.registry import register
 from solvopt.core.result import Termination
 
-from .markets import MARKET_TOLERANCE, _MarketSolver
+from .markets import MARKET_TOLERANCE, _MarketSolver, out_of_time
 from .static import CHECK_EVERY
 
 POLISH_FROM = 100        # first polish; then at doubling intervals
@@ -141,7 +141,7 @@ class LinearExchange(_MarketSolver):
             if it % every == 0 or stop:
                 if it >= next_polish:                                  # exact first: an iterate within the
                     next_polish = 2 * max(it, 1)                       # tolerance is still only approximate
-                    exact = exchange_equilibrium(v, s, e, p)
+                    exact = exchange_equilibrium(v, s, e, p, out_of_time(run))
                     if exact is not None and self.certify(run, model, it, *exact):
                         return
                 if self.certify(run, model, it, x, p):

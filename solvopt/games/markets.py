@@ -43,6 +43,12 @@ MARKET_TOLERANCE = Option("tolerance", positive_number, 1e-9,
                           "stop when the certified exploitability / total budget is at most this")
 
 
+def out_of_time(run):
+    """A callable that says when ``run``'s time limit has passed or Ctrl-C came (long polishes give up then)."""
+    from solvopt.core.interrupt import stop_reason
+    return lambda: stop_reason(run.deadline) is not None
+
+
 def _budgets(model, p):
     """Budgets at prices p: B for a Fisher market, p . e_i for Arrow-Debreu."""
     e = getattr(model, "endowments", None)
@@ -258,7 +264,7 @@ class EisenbergGale(_MarketSolver):
         if it < self._next_polish:
             return False
         self._next_polish = 2 * it         # a polish costs O(n + m) pivots; PR iterations are cheap
-        polished = polish_linear(model, p)
+        polished = polish_linear(model, p, out_of_time(run))
         return polished is not None and self.certify(run, model, it, *polished)
 
 
@@ -280,6 +286,6 @@ def _admit_preferred(v, B, p, rows, cols, b):
     return rows, cols, B[rows] * b / np.bincount(rows, weights=b, minlength=n)[rows]
 
 
-def polish_linear(model, prices):
+def polish_linear(model, prices, stop=None):
     """The exact equilibrium of a linear Fisher market near ``prices`` (:mod:`solvopt.games.polish`), or None."""
-    return fisher_equilibrium(model.utility.weights, model.supplies, model.budgets, prices)
+    return fisher_equilibrium(model.utility.weights, model.supplies, model.budgets, prices, stop)

@@ -51,8 +51,9 @@ TIGHT = 1e-10                # relative tolerance of "tight" (MBB), "preferred" 
 class LinearMarket:
     """A linear market (utilities v (n, m), supplies s; ``budgets`` (Fisher) or ``endowments`` (exchange))."""
 
-    def __init__(self, v, supplies, budgets=None, endowments=None):
+    def __init__(self, v, supplies, budgets=None, endowments=None, stop=None):
         self.v, self.s, self.budgets, self.e = np.asarray(v, dtype=float), np.asarray(supplies, dtype=float), budgets, endowments
+        self.stop = stop if stop is not None else (lambda: False)   # the caller's deadline / Ctrl-C: give up
         self.n, self.m = self.v.shape
         with np.errstate(divide="ignore"):
             self.logv = np.log(self.v)
@@ -124,9 +125,12 @@ class LinearMarket:
         return x, p
 
 
-def fisher_equilibrium(v, supplies, budgets, prices):
-    """The exact equilibrium (x, p) of a linear Fisher market, from approximate ``prices``, or None."""
-    market = LinearMarket(v, supplies, budgets=np.asarray(budgets, dtype=float))
+def fisher_equilibrium(v, supplies, budgets, prices, stop=None):
+    """The exact equilibrium (x, p) of a linear Fisher market, from approximate ``prices``, or None.
+
+    ``stop()``: True when the caller's time is up (checked every few pivots; then None).
+    """
+    market = LinearMarket(v, supplies, budgets=np.asarray(budgets, dtype=float), stop=stop)
     found = fisher_support(market, prices)
     return None if found is None else market.route(found[1])
 
@@ -194,6 +198,8 @@ def _active_set(market, forest, q, rows, cols, pivots, limit):
     t[buyer] = q[good] - logv[buyer, good]
     while pivots < limit:
         pivots += 1
+        if pivots % 32 == 0 and market.stop():
+            return None, pivots
         label, ncomp = market.components((buyer, good))
         goods_label, buyer_label = label[n:], label[:n]
         value = np.bincount(goods_label, weights=np.exp(q) * s, minlength=ncomp)
@@ -226,13 +232,15 @@ def _active_set(market, forest, q, rows, cols, pivots, limit):
     return None, pivots
 
 
-def exchange_equilibrium(v, supplies, endowments, prices):
+def exchange_equilibrium(v, supplies, endowments, prices, stop=None):
     """The exact equilibrium (x, p) (p . supplies = 1) of a linear exchange market near ``prices``, or None."""
-    market = LinearMarket(v, supplies, endowments=np.asarray(endowments, dtype=float))
+    market = LinearMarket(v, supplies, endowments=np.asarray(endowments, dtype=float), stop=stop)
     p = np.maximum(np.asarray(prices, dtype=float), 1e-300)
     p = p / (p @ market.s)
     forest = None
     for _ in range(EXCHANGE_ROUNDS):
+        if market.stop():
+            return None
         found = fisher_support(market.with_budgets(market.e @ p), p, forest)
         if found is None:
             return None
