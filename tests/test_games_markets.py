@@ -168,3 +168,47 @@ def test_active_edge_phase_matches_scip(monkeypatch):
     assert r.termination is Termination.FEASIBLE_WITHIN_GAP and r.stats["relative_exploitability"] <= 1e-7
     objective = float(market.budgets @ np.log(market.utility.value(r.solution["allocation"])))
     assert primal - 1e-5 <= objective <= dual + 1e-6
+
+
+# --- the exact polish of linear Fisher markets (solvopt.games.polish) --------------------------
+def assert_fisher_equilibrium(v, B, s, x, p, tol=1e-10):
+    """Every condition of a linear Fisher equilibrium, from scratch."""
+    assert np.all(p > 0) and np.all(x >= -tol)
+    np.testing.assert_allclose(x.sum(axis=0), s, rtol=0, atol=tol * max(1.0, s.max()))     # markets clear
+    np.testing.assert_allclose(x @ p, B, rtol=0, atol=tol)                                   # budgets are spent
+    bang = v / p
+    below = bang < bang.max(axis=1, keepdims=True) * (1 - 1e-8)
+    assert np.all((x * p)[below] <= tol)                                                     # only on MBB goods
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_polish_from_any_prices_is_the_equilibrium(seed):
+    from solvopt.games.polish import fisher_equilibrium
+    rng = np.random.default_rng(seed)
+    n, m = rng.integers(1, 9, 2)
+    v = rng.uniform(0.0, 1.0, (n, m)) * (rng.random((n, m)) < 0.6)
+    v[np.arange(n), rng.integers(0, m, n)] += 0.5
+    v[rng.integers(0, n, m), np.arange(m)] += 0.5                       # every good liked: positive prices
+    B, s = rng.uniform(0.5, 2.0, n), rng.uniform(0.5, 2.0, m)
+    x, p = fisher_equilibrium(v, s, B, rng.uniform(0.1, 10.0, m))    # from arbitrary prices
+    assert_fisher_equilibrium(v, B, s, x, p)
+    ref, primal, dual = scip_eisenberg_gale(Linear(v), B, s)           # equilibrium utilities are unique
+    np.testing.assert_allclose((v * x).sum(axis=1), ref, rtol=5e-3)
+
+
+def test_polish_gives_up_when_told_to_stop():
+    from solvopt.games.polish import fisher_equilibrium
+    market = random_market("linear", 40, 40, 1)
+    args = (market.utility.weights, market.supplies, market.budgets, np.ones(40))
+    assert fisher_equilibrium(*args, stop=lambda: True) is None
+    assert fisher_equilibrium(*args) is not None
+
+
+def test_linear_200_by_200_is_polished_exactly():
+    # the polish before the active-set method never succeeded from 200 x 200 up (near-ties in the support)
+    rng = np.random.default_rng(2026)
+    market = FisherMarket(Linear(rng.uniform(0.0, 1.0, (200, 200))), rng.uniform(0.5, 1.5, 200))
+    r = market.solve()
+    assert r.termination is Termination.OPTIMAL and r.stats["relative_exploitability"] <= 1e-12
+    assert_fisher_equilibrium(market.utility.weights, market.budgets, market.supplies,
+                              r.solution["allocation"], r.solution["prices"])
