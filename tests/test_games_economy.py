@@ -13,16 +13,9 @@ from solvopt.core.errors import ModelError
 from solvopt.core.result import SolutionStatus, Termination
 from solvopt.dsl import MarkovExchangeEconomy
 from solvopt.games import economy as ec
+from test_games_markov import cobb_douglas_prices    # the eigenvector closed form
 
 NEWTON = "markov-newton"
-
-
-def cobb_douglas_prices(a, e, total):
-    """The static Cobb-Douglas exchange equilibrium: p_j E_j = sum_i a_ij p.e_i, an eigenvector."""
-    M = (a.T @ e) / e.sum(axis=0)[:, None]
-    w, v = np.linalg.eig(M)
-    p = np.abs(np.real(v[:, np.argmin(np.abs(w - 1))]))
-    return p * total / p.sum()
 
 
 def test_one_state_economy_is_the_closed_form_market():
