@@ -297,7 +297,10 @@ def plot(static, markets):
     if plt is None:
         return
     games_ = sorted({r["game"] for r in static})
-    fig, axes = plt.subplots(1, len(games_) + 1, figsize=(5 * (len(games_) + 1), 4), squeeze=False)
+    panels = [("Fisher markets", [r for r in markets if not r["market"].startswith("exchange")]),
+              ("exchange markets", [r for r in markets if r["market"].startswith("exchange")])]
+    panels = [(title, rows) for title, rows in panels if rows]
+    fig, axes = plt.subplots(1, len(games_) + len(panels), figsize=(5 * (len(games_) + len(panels)), 4), squeeze=False)
     axes = axes[0]
     for ax, g in zip(axes, games_):
         for r in static:
@@ -310,15 +313,15 @@ def plot(static, markets):
         ax.set_xlabel("seconds")
         ax.set_ylabel("max(exploitability, VE gap)")
         ax.legend()
-    ax = axes[-1]
-    for r in markets:
-        h = np.asarray([[row[1], max(row[2], 1e-16)] for row in r["history"]])
-        if len(h):
-            ax.semilogy(h[:, 0], h[:, 1], label=f"{r['market']} {r.get('polish', r['method'])}")
-    ax.set_title("markets")
-    ax.set_xlabel("seconds")
-    ax.set_ylabel("relative exploitability")
-    ax.legend(fontsize=7)
+    for ax, (title, rows) in zip(axes[len(games_):], panels):
+        for r in rows:
+            h = np.asarray([[max(row[1], 1e-2), max(row[2], 1e-16)] for row in r["history"]])
+            if len(h):
+                ax.loglog(h[:, 0], h[:, 1], label=f"{r['market']} {r.get('polish', r['method'])}")
+        ax.set_title(title)
+        ax.set_xlabel("seconds (log)")
+        ax.set_ylabel("relative exploitability")
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(RESULTS / "games.png", dpi=110)
 
