@@ -88,7 +88,6 @@ class ParallelSearch:
         self.paused: list[DollSearch] = []    # subtrees started and not finished
         self.pruned = math.inf                # smallest bound of a node pruned within the gap
         self.finished_nodes = 0               # nodes of the finished searches (the frontier's too)
-        self.subtrees = 0                     # subtree searches started (stats)
         self.started = False
         self._lock = threading.Lock()
 
@@ -116,8 +115,8 @@ class ParallelSearch:
         return min(self.incumbent, smallest_open, paused, self.pruned)
 
     def run(self, max_nodes: int, rel_gap: float, abs_gap: float) -> bool:
-        """Search one window of at most ``max_nodes`` nodes (all threads together, a chunk over at
-        most) and about WINDOW_SECONDS; True when the whole tree is searched."""
+        """Search one window of at most ``max_nodes`` nodes (all threads together) and about
+        WINDOW_SECONDS; True when the whole tree is searched."""
         if not self.started:
             self._make_frontier(rel_gap, abs_gap)
             self.started = True
@@ -200,7 +199,6 @@ class ParallelSearch:
             if b >= ub - max(rel_gap * abs(ub), abs_gap):  # the kernel's own pruning rule
                 self.pruned = min(self.pruned, b)
                 continue
-            self.subtrees += 1
             return self._search(path)
         return None
 
