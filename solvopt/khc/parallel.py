@@ -14,9 +14,10 @@ one problem with ``threads`` workers:
    budget or time is spent, or a stop is requested, and then take the next. At the end of the
    window every thread has returned: between windows nothing runs, so the bound, the node
    count and the incumbent read then are exact, and the caller checks its limits there.
-3. **Work sharing.** When the queue is empty and fewer subtrees are open than threads, a
-   paused search hands the open children of its shallowest open level to the queue
-   (:meth:`~solvopt.khc.bnb.DollSearch.split_open`), so no thread idles behind a long subtree.
+3. **Work sharing.** When fewer subtrees are queued than threads, paused searches (the largest
+   first) hand the open children of their shallowest open level to the queue
+   (:meth:`~solvopt.khc.bnb.DollSearch.split_open`), so no thread idles behind a long subtree
+   for more than a window.
 
 **The shared incumbent.** Every search prunes against min(its own incumbent, ``shared[0]``),
 one float that the kernels read and write without a lock. The kernels write it only with the
