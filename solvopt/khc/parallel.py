@@ -208,19 +208,15 @@ class ParallelSearch:
         try:
             chunk = CHUNK_NODES[0]
             while time.perf_counter() < window_end and not stop_requested():
-                with self._lock:
-                    if budget[0] <= 0:
+                with self._lock:  # a search is taken only with nodes to run it: a queued subtree keeps
+                    take = min(chunk, budget[0])  # its bound until it has run (its fresh root's is R[1])
+                    if take <= 0:
                         return
                     search = self._next(rel_gap, abs_gap)
-                if search is None:
-                    return
-                done = False
-                while not done:
-                    with self._lock:
-                        take = min(chunk, budget[0])
-                        budget[0] -= take
-                    if take <= 0:
-                        break
+                    if search is None:
+                        return
+                    budget[0] -= take
+                while True:
                     started = time.perf_counter()
                     done = search.run(take, rel_gap, abs_gap)
                     took = time.perf_counter() - started
@@ -228,7 +224,12 @@ class ParallelSearch:
                         chunk = min(2 * chunk, CHUNK_NODES[1])
                     elif took > 4 * CHUNK_SECONDS:
                         chunk = max(chunk // 2, CHUNK_NODES[0])
-                    if time.perf_counter() >= window_end or stop_requested():
+                    if done or time.perf_counter() >= window_end or stop_requested():
+                        break
+                    with self._lock:
+                        take = min(chunk, budget[0])
+                        budget[0] -= take
+                    if take <= 0:
                         break
                 with self._lock:
                     self._take_incumbent(search)
