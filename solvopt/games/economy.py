@@ -408,8 +408,11 @@ class SmoothedEquations:
         S = len(chain.world)
         self.shape = (S, M, W, K, N)
         self.sigma = substitution_elasticity(econ.utility)
+        self.utility, self.smoothing = econ.utility, None
         if self.sigma is None:
-            raise SolverError(f"the Newton method needs a smooth demand; {econ.utility.kind} utilities have none")
+            if econ.utility.kind != "linear":
+                raise SolverError(f"the Newton method needs a smooth demand; {econ.utility.kind} utilities have none")
+            self.smoothing = float("nan")          # linear: CES of elasticity LINEAR_SMOOTHING / tau (see at)
         self.on_world = (chain.world[None, :] == np.arange(W)[:, None]).astype(float)     # (W, S)
         self.on_prev = (chain.prev[None, :] == np.arange(W)[:, None]).astype(float)       # (W, S)
         self.returns = econ.asset_returns[chain.world]                                     # (S, K)
@@ -422,6 +425,13 @@ class SmoothedEquations:
         self.anchor = np.zeros(S, dtype=int)
         self.risk = np.zeros((S, N), dtype=bool)
         self.free = self.fixed = None
+
+    def at(self, tau):
+        """Set the demand form for smoothing ``tau``: the model's own, or for linear utilities the
+        CES form of elasticity LINEAR_SMOOTHING / tau (:class:`SmoothedLinear`), linear as tau -> 0."""
+        if self.smoothing is not None and self.smoothing != tau:
+            self.utility = SmoothedLinear(self.econ.utility.weights, max(2.0, LINEAR_SMOOTHING / tau))
+            self.sigma, self.smoothing = self.utility.sigma, tau
 
     @property
     def n(self) -> int:
@@ -450,7 +460,8 @@ class SmoothedEquations:
         ones, dy = 0), their slope in the log reservation-price margin log B - log A - eta, and
         the money weights they come from."""
         from scipy.special import expit
-        base = self.chain.occupancy[:, None] * self.econ.utility.indirect(p[:, None, :], 1.0)      # (S, N)
+        self.at(tau)
+        base = self.chain.occupancy[:, None] * self.utility.indirect(p[:, None, :], 1.0)           # (S, N)
         omega = base * (1.0 + mu)
         A = self.on_world @ omega                                                                 # (W, N)
         B = np.maximum(np.einsum("ws,sn,sk->wnk", self.on_prev, omega, self.returns), 1e-300)   # (W, N, K)
@@ -475,7 +486,7 @@ class SmoothedEquations:
         U = self.wealth_map(eta)
         wealth = np.einsum("sm,snm->sn", p, self.endow) + np.einsum("skw,wnk->sn", U, y)
         pos = wealth > 0
-        x1 = econ.utility.demand(p[:, None, :], np.ones((S, N)))                               # (S, N, M)
+        x1 = self.utility.demand(p[:, None, :], np.ones((S, N)))                                # (S, N, M)
         z = np.einsum("sn,snm->sm", np.where(pos, wealth, 0.0), x1) - self.supply
         goods, da, db = _fischer_burmeister(p / self.mean_price, -z / self.supply)
         goods[np.arange(S), self.anchor] = p.sum(axis=1) / econ.price_sum - 1.0
@@ -561,7 +572,37 @@ class SmoothedEquations:
         y = self.holdings(p, eta, mu, tau, y_exact)[0]
         q = np.minimum(np.exp(eta), econ.asset_price_max)[chain.world]
         held = affordable(econ, chain, p, q, y)
-        return Profile(p.copy(), q, demand(econ, chain, p, q, held), held)
+        self.at(tau)        # the consumption the equations clear (smoothed for linear utilities)
+        spend = np.maximum(wealth(econ, chain, p, q, held), 0.0)
+        return Profile(p.copy(), q, self.utility.demand(p[:, None, :], spend), held)
+
+
+LINEAR_SMOOTHING = 0.5      # linear utilities: CES elasticity LINEAR_SMOOTHING / tau in the equations
+
+
+class SmoothedLinear:
+    """Linear utilities v.x seen as CES of elasticity ``sigma`` (rho = 1 - 1/sigma): demand and
+    indirect utility by log-sum-exp, stable for large sigma. Used inside the equations only; the
+    certificate values the bundles with the linear utility itself."""
+
+    kind = "ces"
+
+    def __init__(self, values, sigma):
+        self.weights, self.sigma = values, float(sigma)
+
+    def _logs(self, p):
+        from scipy.special import logsumexp
+        with np.errstate(divide="ignore"):
+            a = self.sigma * (np.log(self.weights) - np.log(p))              # log v^s p^-s
+        return a, logsumexp(a + np.log(p), axis=-1, keepdims=True)           # log sum_j v^s p^(1-s)
+
+    def demand(self, p, budget):
+        a, total = self._logs(p)
+        return np.exp(a - total) * np.asarray(budget, dtype=float)[..., None]
+
+    def indirect(self, p, budget):
+        _, total = self._logs(p)
+        return np.exp(total[..., 0] / (self.sigma - 1.0)) * budget
 
 
 def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_steps=8, warm_steps=500,

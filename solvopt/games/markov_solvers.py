@@ -87,9 +87,9 @@ class MarkovTatonnement(_MarkovSolver):
 @register
 class MarkovNewton(_MarkovSolver):
     name = "markov-newton"
-    description = ("recursive Radner equilibria of Markov exchange economies with smooth demands (Cobb-Douglas, "
-                   "Leontief, CES): Newton's method on logit-smoothed portfolios, continued to sharp ones; exact "
-                   "best responses certify every iterate")
+    description = ("recursive Radner equilibria of Markov exchange economies: Newton's method on logit-smoothed "
+                   "portfolios (and CES-smoothed demands for linear utilities), continued to sharp ones; exact best "
+                   "responses certify every iterate")
     capabilities = ("markov_exchange_economy",)
     options = (
         Option("tolerance", positive_number, 1e-4, "stop when the certified exploitability is at most this fraction "
@@ -105,14 +105,6 @@ class MarkovNewton(_MarkovSolver):
     )
 
     model_class = "MarkovExchangeEconomy"
-
-    @classmethod
-    def compile(cls, model):
-        econ = super().compile(model)
-        if economy.substitution_elasticity(econ.utility) is None:
-            raise ModelError(f"method 'markov-newton' needs smooth demands (Cobb-Douglas, Leontief, CES); "
-                             f"{econ.utility.kind} utilities have set-valued ones: use 'markov-tatonnement'")
-        return econ
 
     def solve(self, econ, options):
         x = options.extra
