@@ -7,7 +7,8 @@ rewards strictly concave in (z, own action) with random couplings. Sizes: 2 x c2
 
 - exact path (no action bounds): affine-gda to exploitability 1e-10 (exact: Riccati best
   responses), against iterated best responses (each player's exact Riccati best response to the
-  others, all at once: the classical way to solve coupled Riccati equations) on the same games;
+  others, all at once: the classical way to solve coupled Riccati equations) on the same games,
+  plus a small strongly coupled game where iterated best responses diverge;
 - sampled path (action boxes [-1, 1]) on the smallest size: the exploitability ESTIMATE (relative
   to clipped affine policies) and its standard error over time.
 
@@ -68,8 +69,8 @@ def iterated_best_responses(game, time_limit):
     while True:
         try:
             value = pm.exploitability(data, G).value
-        except ModelError:
-            history.append((time.perf_counter() - start, float("inf")))
+        except ModelError:            # diverged past what the values can hold
+            history.append((time.perf_counter() - start, None))
             break
         history.append((time.perf_counter() - start, value))
         if value <= TOL or time.perf_counter() - start > time_limit:
@@ -81,18 +82,27 @@ def iterated_best_responses(game, time_limit):
     return history
 
 
-def exact_case(size, time_limit):
-    game = random_lq_game(*size)
+def coupled_game():
+    """Best-response slopes -3/2 each (the test suite's game): iterated best responses diverge."""
+    lin = np.array([[[10.0, 0.0]], [[0.0, 5.0]]])
+    quad = np.zeros((2, 1, 2, 2))
+    quad[0, 0, 0, 0] = quad[1, 0, 1, 1] = -2.0
+    quad[:, 0, 0, 1] = quad[:, 0, 1, 0] = -3.0
+    return LinearQuadraticMarkovGame([1, 1], lin, [[1.0]], 0.5, [[[0.5]]], np.zeros((1, 1, 2)), quadratic=quad,
+                                     noise_cov=[[[1.0]]], initial_cov=[[1.0]])
+
+
+def exact_case(name, game, time_limit):
     result = game.solve(tolerance=TOL, time_limit=time_limit)
     hist = [(float(t), float(v)) for _, t, v, *rest in result.stats["history"]]
     ibr = iterated_best_responses(game, time_limit)
     first = next((t for t, v in hist if v <= 1e-6), None)
-    ibr_first = next((t for t, v in ibr if v <= 1e-6), None)
-    return {"size": "x".join(map(str, size)), "termination": result.termination.value,
+    ibr_first = next((t for t, v in ibr if v is not None and v <= 1e-6), None)
+    return {"size": name, "termination": result.termination.value,
             "seconds": result.stats["wall_time"], "iterations": result.stats["iterations"],
             "exploitability": result.objective, "perfect_residual": result.stats.get("perfect_residual"),
             "time_to_1e-6": first, "history": hist, "ibr_history": ibr, "ibr_time_to_1e-6": ibr_first,
-            "ibr_final": ibr[-1][1]}
+            "ibr_final": next(v for _, v in reversed(ibr) if v is not None), "ibr_overflowed": ibr[-1][1] is None}
 
 
 def sampled_case(time_limit, samples):
@@ -118,11 +128,12 @@ def markdown(meta, rows, sampled) -> str:
         fmt = (lambda t: "—" if t is None else f"{t:.2f}")
         out.append(f"| {r['size']} | {r['termination']} | {r['seconds']:.2f} | {r['iterations']} | "
                    f"{r['exploitability']:.2g} | {r['perfect_residual']:.2g} | {fmt(r['time_to_1e-6'])} | "
-                   f"{fmt(r['ibr_time_to_1e-6'])} | {r['ibr_final']:.2g} |")
+                   f"{fmt(r['ibr_time_to_1e-6'])} | {r['ibr_final']:.2g}{' then overflow' if r['ibr_overflowed'] else ''} |")
     if sampled:
         out += ["", "Sampled path (action boxes): an ESTIMATE of the exploitability relative to clipped affine "
-                "policies (best responses by L-BFGS-B on a training batch, gains measured on an independent batch; "
-                "the reported point re-estimated on a third batch). Not a bound.", "",
+                "policies, on batches independent of GDA's training batch (each deviation fitted by L-BFGS-B on the "
+                "batch and measured there; the reported point re-estimated on a third batch). Not a bound. At GDA's "
+                "fixed point it is mostly the training batch's sampling error.", "",
                 "| size | status | seconds | iterations | samples x horizon | estimate | stderr |",
                 "|---|---|---|---|---|---|---|",
                 f"| {sampled['size']} | {sampled['termination']} | {sampled['seconds']:.1f} | {sampled['iterations']} | "
@@ -139,9 +150,9 @@ def plot(rows, sampled, path):
         return
     fig, axes = plt.subplots(1, 2 if sampled else 1, figsize=(11 if sampled else 6.5, 4.2), squeeze=False)
     ax = axes[0, 0]
-    for r, colour in zip(rows, ("tab:blue", "tab:green", "tab:red")):
+    for r, colour in zip(rows, ("tab:blue", "tab:green", "tab:red", "tab:purple")):
         for key, style, label in (("history", "-", "affine-gda"), ("ibr_history", "--", "IBR")):
-            pts = [(max(t, 1e-3), max(v, 1e-16)) for t, v in r[key] if np.isfinite(v)]
+            pts = [(max(t, 1e-3), max(v, 1e-16)) for t, v in r[key] if v is not None]
             if pts:
                 t, v = zip(*pts)
                 ax.plot(t, np.minimum.accumulate(v), style, color=colour, label=f"{r['size']} {label}")
@@ -168,8 +179,11 @@ def main(argv=None):
     limit = 10.0 if args.quick else args.time_limit
     sizes = SIZES[:1] if args.quick else SIZES
     rows = []
-    for size in sizes:
-        rows.append(exact_case(size, limit))
+    cases = [("x".join(map(str, size)), random_lq_game(*size)) for size in sizes]
+    if not args.quick:
+        cases.append(("2x1x1 coupled (BR slopes -3/2)", coupled_game()))
+    for name, game in cases:
+        rows.append(exact_case(name, game, min(limit, 20.0) if "coupled" in name else limit))
         r = rows[-1]
         print(f"{r['size']}: {r['termination']} {r['seconds']:.2f}s exploitability {r['exploitability']:.2g} "
               f"(IBR final {r['ibr_final']:.2g})", flush=True)
