@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from solvopt.core.errors import ModelError
 from solvopt.core.result import SolutionStatus, Termination
@@ -97,6 +99,20 @@ def test_gda_reaches_the_coupled_riccati_gains(case):
     expected = -np.concatenate(K, axis=1)
     np.testing.assert_allclose(G[:, :, 1:], expected, atol=1e-5)
     np.testing.assert_allclose(G[:, :, 0], 0.0, atol=1e-8)
+
+
+@settings(max_examples=6, deadline=None)
+@given(a=st.floats(0.3, 1.0), b1=st.floats(0.3, 1.5), b2=st.floats(-1.5, -0.3), q1=st.floats(0.1, 3.0),
+       q2=st.floats(0.1, 3.0), r1=st.floats(0.2, 2.0), r2=st.floats(0.2, 2.0), gamma=st.floats(0.3, 0.9))
+def test_random_scalar_games_reach_the_coupled_riccati_gains(a, b1, b2, q1, q2, r1, r2, gamma):
+    A, B, Qc, Rc, P, gamma, _ = scalar_game(a, (b1, b2), (q1, q2), (r1, r2), gamma)
+    K = coupled_riccati(A, B, Qc, Rc, P, gamma)
+    assume(all(np.all(np.isfinite(k)) for k in K))
+    closed = a - b1 * K[0][0, 0, 0] - b2 * K[1][0, 0, 0]
+    assume(gamma * closed ** 2 < 0.95)                       # the reference iteration settled on a stable point
+    result = lq_game(A, B, Qc, Rc, P, gamma, initial_cov=[[1.0]]).solve(iteration_limit=3000)
+    assert result.termination is Termination.OPTIMAL
+    np.testing.assert_allclose(result.solution["gains"][0, :, 1], [-K[0][0, 0, 0], -K[1][0, 0, 0]], atol=1e-5)
 
 
 def test_exploitability_zero_at_riccati_and_matches_scalar_closed_form_elsewhere():
@@ -308,6 +324,8 @@ def test_limits_and_ctrl_c_return_the_best_iterate():
     assert limited.termination is Termination.ITERATION_LIMIT and limited.solution_status is SolutionStatus.FEASIBLE
     best = min(h[2] for h in limited.stats["history"])
     assert limited.objective == best > 0
+    timed = game.solve(time_limit=1e-3)
+    assert timed.termination is Termination.TIME_LIMIT and timed.solution["gains"].shape == (2, 2, 3)
     stopped = game.solve(log=lambda line: request_stop())
     assert stopped.termination is Termination.INTERRUPTED and stopped.solution["gains"].shape == (2, 2, 3)
     sampled = lq_game(A, B, Qc, Rc, P, gamma, lower=-1.0, upper=1.0, **extra)
