@@ -296,7 +296,11 @@ def gda(game, run, policy=None, *, step=0.2, adversary_step=1.0, adversary_steps
             for i, sl in enumerate(game.slices):
                 sigma = _deviation(pi, adv, game, i)
                 grad_adv[:, sl] = _per_state(game, sigma, policy_gradient(game, sigma)[i])[:, sl]
-            adv = _project_adversary(game, pi, adv + eta_y * grad_adv)
+            moved = _project_adversary(game, pi, adv + eta_y * grad_adv)
+            settled = np.max(np.abs(moved - adv), initial=0.0) <= 1e-14 * max(1.0, np.max(np.abs(adv), initial=0.0))
+            adv = moved
+            if settled:                                # at its projected optimum: more steps would not move it
+                break
         grad = -policy_gradient(game, pi).sum(axis=0)   # d/dpi of -sum_i V_i(mu; pi) ...
         for i, sl in enumerate(game.slices):           # ... plus sum_i d/dpi_-i V_i(mu; pi'_i, pi_-i)
             g = policy_gradient(game, _deviation(pi, adv, game, i))[i]
