@@ -1,4 +1,4 @@
-"""The Markov exchange economy as a Markov pseudo-game: states, exact best responses, metrics, a solver.
+"""The Markov exchange economy as a Markov pseudo-game: states, exact best responses, metrics, solvers.
 
 **States.** Assets bought in world state w pay R(w') in the next world state w', so a consumer's
 budget depends on the world state it came from. The Markov state is therefore the pair
@@ -19,6 +19,11 @@ A consumer's best response is then an LP in its portfolio: max sum_s d(s) beta_i
 subject to W_i(s; y) >= 0 and the limits (HiGHS; no portfolio: a closed form). The auctioneer's
 best response is closed form per state: price_sum * max_j z_j + asset_price_max * sum_k Y_k^+.
 Exploitability = sum over consumers and the auctioneer of (best-response value - value), from mu.
+
+**Solvers.** :func:`tatonnement` (method ``markov-tatonnement``): price tatonnement / proportional
+response with periodic asset clearing. :func:`newton` (method ``markov-newton``): Newton's method
+on the equilibrium equations with logit-smoothed portfolios (:class:`SmoothedEquations`, exact
+Jacobian), continued towards sharp portfolios. Both certify their iterates with :func:`metrics`.
 """
 from __future__ import annotations
 
