@@ -26,6 +26,7 @@ from solvopt.dsl import HyperplaneClustering
 from solvopt.khc import parallel
 from solvopt.khc.bnb import DollSearch, branching_order, solve_bnb
 from solvopt.khc.brute_force import solve_brute_force
+from solvopt.khc.geometry import assignment_cost
 from solvopt.khc.parallel import ParallelSearch, default_threads
 
 from khc_reference import brute_force
@@ -98,7 +99,6 @@ def test_many_small_windows_share_the_work_and_bracket_the_optimum(monkeypatch, 
     best = reference(X, k)
     perm = branching_order(X, k, "farthest")
     start = np.minimum(np.arange(12) // n, k - 1)  # a poor first incumbent: the search has work to do
-    from solvopt.khc.geometry import assignment_cost
     search = ParallelSearch(X[perm], np.zeros(13), k, assignment_cost(X[perm], start, k), start,
                             dynamic=dynamic, threads=2)
     windows = 0
@@ -117,7 +117,6 @@ def test_handed_over_subtrees_and_the_rest_cover_the_tree():
     k = 3
     best = reference(X, k)
     start = np.minimum(np.arange(11) // 2, k - 1)
-    from solvopt.khc.geometry import assignment_cost
     cost = assignment_cost(X, start, k)
     donor = DollSearch(X, np.zeros(12), k, cost, start)
     donor.run(40, 1e-9, 0.0)
