@@ -260,7 +260,10 @@ class LinearQuadraticMarkovGame(FamilyModel):
       (default 0), ``noise_cov`` (S, c, c) W(s) positive semidefinite (default 0: deterministic):
       z' = A(s) z + B(s) a + b(s) + w, w ~ N(0, W(s)), and s' ~ transitions[s];
     - ``initial_state`` (c,) mean and ``initial_cov`` (c, c) covariance of z_0 (default 0, 0);
-    - ``lower``, ``upper``: (S, D) or (D,) action bounds (default unbounded: -inf, +inf).
+    - ``lower``, ``upper``: (S, D) or (D,) action bounds (default unbounded: -inf, +inf);
+      ``lower_slope``, ``upper_slope``: (S, D, c) optional, making a finite bound depend on the state:
+      lower(s) + lower_slope(s) z <= a <= upper(s) + upper_slope(s) z (e.g. a harvest at most the
+      stock); the bounds must not cross where the game goes (checked in the rollouts).
 
     Shared constraints coupling the players are not part of this class (see docs/markov_parametric.md).
     """
@@ -270,7 +273,8 @@ class LinearQuadraticMarkovGame(FamilyModel):
 
     def __init__(self, action_sizes, linear, transitions, discount, state_matrix, input_matrix, *, quadratic=None,
                  state_linear=None, state_quadratic=None, cross=None, state_offset=None, noise_cov=None,
-                 lower=None, upper=None, initial=None, initial_state=None, initial_cov=None, players=None):
+                 lower=None, upper=None, lower_slope=None, upper_slope=None, initial=None, initial_state=None,
+                 initial_cov=None, players=None):
         self.action_sizes, self.slices = _action_slices(action_sizes)
         N, D = len(self.action_sizes), int(sum(self.action_sizes))
         self.transitions = _square_stochastic(transitions)
@@ -292,6 +296,11 @@ class LinearQuadraticMarkovGame(FamilyModel):
             raise ModelError("noise_cov must hold symmetric positive semidefinite matrices")
         self.lower, self.upper = _action_bounds(-np.inf if lower is None else lower, upper, (S, D))
         unbounded = ~(np.isfinite(self.lower) & np.isfinite(self.upper))
+        self.lower_slope = part(lower_slope, "lower_slope", (S, D, c))
+        self.upper_slope = part(upper_slope, "upper_slope", (S, D, c))
+        for name, slope, bound in (("lower", self.lower_slope, self.lower), ("upper", self.upper_slope, self.upper)):
+            if np.any(np.any(slope != 0, axis=-1) & ~np.isfinite(bound)):
+                raise ModelError(f"{name}_slope moves a {name} bound that is infinite: give the bound a finite value")
         self.linear = part(linear, "linear", (N, S, D))
         self.quadratic = _concave_quadratic(quadratic, (N, S, D, D), self.slices,
                                             strict=[unbounded[:, sl] for sl in self.slices])

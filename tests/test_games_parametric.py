@@ -211,7 +211,7 @@ def test_estimate_vanishes_at_a_tabular_equilibrium_on_the_bounds_and_not_elsewh
     assert away.value > 0.1 and away.value > 3 * away.stderr
 
 
-def random_game(bounds=False, seed=0):
+def random_game(bounds=False, seed=0, slopes=False):
     rng = np.random.default_rng(seed)
     S, c, N = 2, 2, 2
     D = 3
@@ -230,6 +230,8 @@ def random_game(bounds=False, seed=0):
                  noise_cov=np.stack([0.1 * np.eye(c)] * S), initial_state=[0.5, -0.3], initial_cov=0.2 * np.eye(c))
     if bounds:
         extra.update(lower=-0.8, upper=0.9)
+    if slopes:                              # bounds that move with z (they cross only for |z| > 5)
+        extra.update(lower_slope=rng.normal(size=(S, D, c)) * 0.1, upper_slope=rng.normal(size=(S, D, c)) * 0.1)
     A = rng.normal(size=(S, c, c)) * 0.3
     B = rng.normal(size=(S, c, D)) * 0.5
     return LinearQuadraticMarkovGame(sizes, lin, [[0.8, 0.2], [0.3, 0.7]], 0.8, A, B, **extra)
@@ -255,8 +257,9 @@ def test_exact_gradients_match_finite_differences():
         np.testing.assert_allclose(grad[i], fd, rtol=1e-5, atol=1e-6)
 
 
-def test_sampled_gradients_match_finite_differences_and_exact_values_without_bounds():
-    game = random_game(bounds=True)
+@pytest.mark.parametrize("slopes", [False, True])
+def test_sampled_gradients_match_finite_differences_and_exact_values_without_bounds(slopes):
+    game = random_game(bounds=True, slopes=slopes)
     engine = ps.SampledEngine(game, ps.draw_batch(game, 16, 40, seed=2), kernel="numpy")
     G = np.random.default_rng(6).normal(size=(2, 3, 3)) * 0.5
     weights = np.array([0.3, 1.0])
@@ -272,17 +275,42 @@ def test_sampled_gradients_match_finite_differences_and_exact_values_without_bou
     assert np.all(np.abs(ro.J - exact) <= 5 * stderr + 1e-6)
 
 
-def test_numba_rollouts_match_the_numpy_reference():
+@pytest.mark.parametrize("slopes", [False, True])
+def test_numba_rollouts_match_the_numpy_reference(slopes):
     pytest.importorskip("numba")
-    game = random_game(bounds=True, seed=4)
+    game = random_game(bounds=True, seed=4, slopes=slopes)
     engine = ps.SampledEngine(game, ps.draw_batch(game, 12, 30, seed=5), kernel="numba")
     G = np.random.default_rng(7).normal(size=(2, 3, 3)) * 0.6
     fast, ref = engine.evaluate(G), engine.evaluate_numpy(G)
-    for name in ("z", "actions", "inside", "returns", "Y"):
+    for name in ("z", "actions", "inside", "above", "returns", "Y"):
         np.testing.assert_allclose(getattr(fast, name), getattr(ref, name), rtol=1e-12, atol=1e-12, err_msg=name)
     weights = np.array([1.0, -0.5])
     np.testing.assert_allclose(engine.raw_gradient(fast, weights), engine.raw_gradient_numpy(ref, weights),
                                rtol=1e-12, atol=1e-12)
+
+
+def test_state_dependent_bounds_hold_and_crossing_bounds_are_refused():
+    """A harvest at most the stock: 0 <= a <= z, kept on every rollout step (z' = z - (a_1 + a_2) / 2 + 1/2
+    stays >= 1/2 from z_0 > 0); bounds that cross are a ModelError."""
+    game = LinearQuadraticMarkovGame([1, 1], np.full((2, 1, 2), 2.0), [[1.0]], 0.8, [[[1.0]]], [[[-0.5, -0.5]]],
+                                     quadratic=np.stack([np.diag([-2.0, 0.0]), np.diag([0.0, -2.0])])[:, None],
+                                     state_offset=[[0.5]], initial_state=[1.0], initial_cov=[[0.1]],
+                                     lower=0.0, upper=0.0, upper_slope=np.ones((1, 2, 1)))
+    result = game.solve(samples=8, iteration_limit=20, seed=0)
+    engine = ps.SampledEngine(game, ps.draw_batch(game, 32, 40, seed=9))
+    ro = engine.evaluate(result.solution["gains"])
+    z = ro.z[:-1, :, 0]
+    assert np.all(ro.actions >= -1e-12) and np.all(ro.actions <= z[..., None] + 1e-12)
+    assert np.any(ro.above > 0)                        # the stock bound is active somewhere
+    assert np.all(np.isfinite(ro.returns))
+    crossing = LinearQuadraticMarkovGame([1, 1], np.full((2, 1, 2), 2.0), [[1.0]], 0.8, [[[1.0]]], [[[-0.5, -0.5]]],
+                                         quadratic=np.stack([np.diag([-2.0, 0.0]), np.diag([0.0, -2.0])])[:, None],
+                                         initial_state=[-1.0], lower=0.0, upper=0.0, upper_slope=np.ones((1, 2, 1)))
+    with pytest.raises(ModelError, match="cross"):
+        crossing.solve(samples=4, horizon=5, iteration_limit=2)
+    with pytest.raises(ModelError, match="infinite"):
+        LinearQuadraticMarkovGame([1, 1], np.zeros((2, 1, 2)), [[1.0]], 0.8, [[[0.5]]], np.zeros((1, 1, 2)),
+                                  quadratic=-np.stack([np.eye(2)] * 2)[:, None], lower_slope=np.ones((1, 2, 1)))
 
 
 def test_sampled_solve_is_reproducible_for_a_seed():

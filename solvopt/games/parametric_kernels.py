@@ -24,15 +24,18 @@ def _jit(fn):
 
 
 @_jit
-def rollout(G, states, z0, noise, lower, upper, A, Bm, off, lin, Q, e, Z, C, disc):
-    """Forward pass: states z (T+1, B, c), clipped actions (T, B, D), inside masks, returns (B, N),
-    occupancy moments Y (S, n, n) — the arrays of ``SampledEngine.evaluate``."""
+def rollout(G, states, z0, noise, lower, upper, lower_slope, upper_slope, A, Bm, off, lin, Q, e, Z, C, disc):
+    """Forward pass: states z (T+1, B, c), clipped actions (T, B, D), inside and upper masks, returns
+    (B, N), occupancy moments Y (S, n, n) — the arrays of ``SampledEngine.evaluate`` — and whether
+    the bounds crossed somewhere."""
     T, B, c = noise.shape
     S, D, n = G.shape
     N = lin.shape[0]
     z = np.empty((T + 1, B, c))
     acts = np.empty((T, B, D))
     inside = np.empty((T, B, D))
+    above = np.empty((T, B, D))
+    crossed = False
     returns = np.zeros((B, N))
     Y = np.zeros((S, n, n))
     x = np.empty(n)
@@ -51,9 +54,19 @@ def rollout(G, states, z0, noise, lower, upper, A, Bm, off, lin, Q, e, Z, C, dis
                 u = 0.0
                 for p in range(n):
                     u += G[s, d, p] * x[p]
-                a = min(max(u, lower[s, d]), upper[s, d])
+                lo = lower[s, d]
+                hi = upper[s, d]
+                for k in range(c):
+                    if lower_slope[s, d, k] != 0.0:
+                        lo += lower_slope[s, d, k] * x[k + 1]
+                    if upper_slope[s, d, k] != 0.0:
+                        hi += upper_slope[s, d, k] * x[k + 1]
+                if lo > hi:
+                    crossed = True
+                a = min(max(u, lo), hi)
                 acts[t, b, d] = a
-                inside[t, b, d] = 1.0 if (u >= lower[s, d] and u <= upper[s, d]) else 0.0
+                inside[t, b, d] = 1.0 if (u >= lo and u <= hi) else 0.0
+                above[t, b, d] = 1.0 if u > hi else 0.0
             for i in range(N):
                 r = 0.0
                 for d in range(D):
@@ -75,11 +88,11 @@ def rollout(G, states, z0, noise, lower, upper, A, Bm, off, lin, Q, e, Z, C, dis
                 for d in range(D):
                     v += Bm[s, k, d] * acts[t, b, d]
                 z[t + 1, b, k] = v
-    return z, acts, inside, returns, Y / B
+    return z, acts, inside, above, returns, Y / B, crossed
 
 
 @_jit
-def reverse(G, states, z, acts, inside, A, Bm, lin, Q, e, Z, C, disc):
+def reverse(G, states, z, acts, inside, above, A, Bm, lower_slope, upper_slope, lin, Q, e, Z, C, disc):
     """Reverse pass: the gradient (S, D, n) of the batch mean of the discounted sum of the reward
     with coefficients (lin, Q, e, Z, C) per state (already combined over players)."""
     T, B, D = acts.shape
@@ -89,6 +102,7 @@ def reverse(G, states, z, acts, inside, A, Bm, lin, Q, e, Z, C, disc):
     lam = np.empty(c)
     dz = np.empty(c)
     du = np.empty(D)
+    da = np.empty(D)
     for b in range(B):
         for k in range(c):
             lam[k] = 0.0
@@ -103,6 +117,7 @@ def reverse(G, states, z, acts, inside, A, Bm, lin, Q, e, Z, C, disc):
                 g *= disc[t]
                 for k in range(c):
                     g += Bm[s, k, d] * lam[k]
+                da[d] = g
                 du[d] = g * inside[t, b, d]
             for k in range(c):
                 g = e[s, k]
@@ -115,6 +130,8 @@ def reverse(G, states, z, acts, inside, A, Bm, lin, Q, e, Z, C, disc):
                     g += A[s, m, k] * lam[m]
                 for d in range(D):
                     g += G[s, d, k + 1] * du[d]
+                    g += da[d] * (above[t, b, d] * upper_slope[s, d, k]
+                                  + (1.0 - inside[t, b, d] - above[t, b, d]) * lower_slope[s, d, k])
                 dz[k] = g
             for d in range(D):
                 grad[s, d, 0] += du[d]

@@ -11,7 +11,8 @@ construction, but its value is no longer quadratic in z, so it is estimated:
   mean of the discounted sums) is a deterministic function of the gains, and
   :meth:`SampledEngine.gradient` is its EXACT gradient by reverse accumulation (the adjoint of the
   linear dynamics through the clip, whose derivative is 1 inside the box (bounds included: the
-  derivative from inside), 0 outside), then
+  derivative from inside), 0 outside — where a bound depends on z the clipped action follows it),
+  then
   divided by the sample occupancy moments Y(s) as in the exact engine;
 - :func:`estimate`: on a batch INDEPENDENT of the one GDA trains on, each player's best response
   within the clipped affine class by L-BFGS-B (the gradient above) and its gain on that batch
@@ -87,6 +88,7 @@ class Rollout:
     z: np.ndarray          # (T + 1, B, c)
     actions: np.ndarray    # (T, B, D) clipped
     inside: np.ndarray     # (T, B, D) 1 where the clip is inactive
+    above: np.ndarray      # (T, B, D) 1 where the action sits on its upper bound (1 - inside - above: lower)
     returns: np.ndarray    # (B, N) discounted sums per rollout
     Y: np.ndarray          # (S, n, n) sample occupancy moments
 
@@ -110,6 +112,9 @@ class SampledEngine:
         from .parametric import lq_data
         self.lq = lq_data(game)
         self.curvature = [self._reward_curvature(i) for i in range(game.n_players)]
+        # the range k(s) is kept in: the constant bounds, open where a bound moves with z
+        self.fixed_bounds = (np.where(np.any(game.lower_slope, axis=-1), -np.inf, game.lower),
+                             np.where(np.any(game.upper_slope, axis=-1), np.inf, game.upper))
 
     def _reward_curvature(self, i) -> np.ndarray:
         """Q_ii(s), made negative definite where it is only semidefinite (bounded actions)."""
@@ -124,11 +129,14 @@ class SampledEngine:
             from .parametric_kernels import rollout
             g, b = self.game, self.batch
             with np.errstate(over="ignore", invalid="ignore"):
-                z, acts, inside, returns, Y = rollout(G, b.states, b.z0, b.noise, g.lower, g.upper, g.state_matrix,
-                                                      g.input_matrix, g.state_offset, g.linear, g.quadratic,
-                                                      g.state_linear, g.state_quadratic, g.cross, self.disc)
+                z, acts, inside, above, returns, Y, crossed = rollout(
+                    G, b.states, b.z0, b.noise, g.lower, g.upper, g.lower_slope, g.upper_slope, g.state_matrix,
+                    g.input_matrix, g.state_offset, g.linear, g.quadratic, g.state_linear, g.state_quadratic, g.cross,
+                    self.disc)
             _check_finite(z, returns, what)
-            return Rollout(G, z, acts, inside, returns, Y)
+            if crossed:
+                raise ModelError(CROSSED)
+            return Rollout(G, z, acts, inside, above, returns, Y)
         return self.evaluate_numpy(G, what)
 
     def evaluate_numpy(self, G, what="policy") -> Rollout:
@@ -140,14 +148,22 @@ class SampledEngine:
         z[0] = b.z0
         acts = np.empty((T, B, g.n_actions))
         inside = np.empty((T, B, g.n_actions))
+        above = np.empty((T, B, g.n_actions))
         returns = np.zeros((B, g.n_players))
+        sloped = bool(np.any(g.lower_slope) or np.any(g.upper_slope))
         with np.errstate(over="ignore", invalid="ignore"):
             for t in range(T):
                 s = b.states[t]
                 u = G[s, :, 0] + np.einsum("bdc,bc->bd", G[s, :, 1:], z[t])
                 lo, hi = g.lower[s], g.upper[s]
+                if sloped:
+                    lo = lo + np.einsum("bdc,bc->bd", g.lower_slope[s], z[t])
+                    hi = hi + np.einsum("bdc,bc->bd", g.upper_slope[s], z[t])
+                    if np.any(lo > hi):
+                        raise ModelError(CROSSED)
                 a = np.clip(u, lo, hi)
                 inside[t] = (u >= lo) & (u <= hi)      # on a bound: the derivative from inside
+                above[t] = u > hi
                 acts[t] = a
                 returns += self.disc[t] * _rewards(g, s, z[t], a)
                 z[t + 1] = (np.einsum("bcd,bd->bc", g.state_matrix[s], z[t]) + np.einsum("bcd,bd->bc", g.input_matrix[s], a)
@@ -155,7 +171,7 @@ class SampledEngine:
         _check_finite(z, returns, what)
         x = np.concatenate([np.ones((T, B, 1)), z[:-1]], axis=-1)
         Y = np.einsum("t,tbs,tbn,tbm->snm", self.disc, self.onehot, x, x) / B
-        return Rollout(G, z, acts, inside, returns, Y)
+        return Rollout(G, z, acts, inside, above, returns, Y)
 
     def _weighted(self, weights):
         """The reward coefficients of sum_i weights_i r_i, per state: lin, Q, e, Z, C."""
@@ -168,8 +184,8 @@ class SampledEngine:
         if self.kernel == "numba":
             from .parametric_kernels import reverse
             g, b = self.game, self.batch
-            return reverse(ro.G, b.states, ro.z, ro.actions, ro.inside, g.state_matrix, g.input_matrix,
-                           *self._weighted(np.asarray(weights, dtype=float)), self.disc)
+            return reverse(ro.G, b.states, ro.z, ro.actions, ro.inside, ro.above, g.state_matrix, g.input_matrix,
+                           g.lower_slope, g.upper_slope, *self._weighted(np.asarray(weights, dtype=float)), self.disc)
         return self.raw_gradient_numpy(ro, weights)
 
     def raw_gradient_numpy(self, ro: Rollout, weights) -> np.ndarray:
@@ -185,7 +201,9 @@ class SampledEngine:
                 + np.einsum("bcd,bc->bd", g.input_matrix[s], lam)
             du = da * ro.inside[t]
             dz = self.disc[t] * (e[s] + np.einsum("bce,be->bc", Z[s], z) + np.einsum("bdc,bd->bc", C[s], a)) \
-                + np.einsum("bcd,bc->bd", g.state_matrix[s], lam) + np.einsum("bdc,bd->bc", ro.G[s, :, 1:], du)
+                + np.einsum("bcd,bc->bd", g.state_matrix[s], lam) + np.einsum("bdc,bd->bc", ro.G[s, :, 1:], du) \
+                + np.einsum("bd,bdc->bc", da * ro.above[t], g.upper_slope[s]) \
+                + np.einsum("bd,bdc->bc", da * (1.0 - ro.inside[t] - ro.above[t]), g.lower_slope[s])
             x = np.concatenate([np.ones((B, 1)), z], axis=-1)
             grad += np.einsum("bs,bd,bn->sdn", self.onehot[t], du, x)
             lam = dz
@@ -200,7 +218,8 @@ class SampledEngine:
         """The constant terms k(s) clamped into the action box (for the rows ``sl``): a constant policy
         beyond a bound acts as the bound but has a zero pathwise gradient, a trap for ascent."""
         G = np.array(G, dtype=float, copy=True)
-        G[:, :, 0] = np.clip(G[:, :, 0], self.game.lower[:, sl], self.game.upper[:, sl])
+        lo, hi = self.fixed_bounds
+        G[:, :, 0] = np.clip(G[:, :, 0], lo[:, sl], hi[:, sl])
         return G
 
     def scaled(self, ro, i, E_own) -> np.ndarray:
@@ -217,6 +236,9 @@ class SampledEngine:
             pass
         H = self.curvature[i]
         return np.linalg.solve(-0.5 * (H + np.swapaxes(H, -1, -2)), E_own)
+
+
+CROSSED = "the action bounds cross at a state the rollouts visit (lower + lower_slope z > upper + upper_slope z)"
 
 
 def _check_finite(z, returns, what):
@@ -257,7 +279,7 @@ def sampled_best_response(engine: SampledEngine, G, i: int) -> np.ndarray:
     best, best_value = base[:, sl].copy(), negative(starts[0])[0]
     box = np.zeros(shape + (2,))                                    # k within the box, K free
     box[..., 0], box[..., 1] = -np.inf, np.inf
-    box[:, :, 0, 0], box[:, :, 0, 1] = engine.game.lower[:, sl], engine.game.upper[:, sl]
+    box[:, :, 0, 0], box[:, :, 0, 1] = engine.fixed_bounds[0][:, sl], engine.fixed_bounds[1][:, sl]
     bounds = [(None if np.isinf(lo) else lo, None if np.isinf(hi) else hi) for lo, hi in box.reshape(-1, 2)]
     for theta in starts:
         theta = np.clip(theta, box.reshape(-1, 2)[:, 0], box.reshape(-1, 2)[:, 1])
