@@ -46,6 +46,7 @@ PIVOTS_PER_NODE = 4          # active-set steps per Fisher solve: this many per 
 EXCHANGE_ROUNDS = 60         # Fisher solves per exchange polish
 MAX_COMPONENTS = 500         # an exchange support split into more components is not worth the scale LP
 TIGHT = 1e-10                # relative tolerance of "tight" (MBB), "preferred" and "negative spending"
+DEGENERATE = 1e-9            # a scale LP margin this small: the scales sit on the boundary (binding rows made exact)
 
 
 class LinearMarket:
@@ -281,13 +282,15 @@ def _exchange_prices(market, forest):
 def _exchange_scales(market, forest, label, p_hat, R):
     """Component scales sigma (an LP, HiGHS through scipy) making the forest an exchange equilibrium, or None.
 
-    Prices p = p_hat sigma[C(j)], best bangs per buck beta_hat / sigma[C(i)]. Each component's
-    goods earn its consumers' incomes: A sigma = value * sigma with A[C, D] = sum over consumers i
-    in C and goods k in D of e_ik p_hat_k (column sums = value, so the system always has
-    solutions: the Perron vectors of A / value; several when the components split into
-    self-sufficient groups, which is why this is an LP and not an eigen-solve); no consumer
-    prefers another component's good: R[C, D] sigma_C <= sigma_D; the forest's spending, linear
-    in sigma, is nonnegative; value . sigma = 1; and the smallest sigma is maximised.
+    Prices p = p_hat sigma[C(j)], best bangs per buck beta_hat / sigma[C(i)]. In the unknowns
+    y = value * sigma (each component's money; value_C = sum of p_hat_j s_j over its goods):
+    each component's goods earn its consumers' incomes, P y = y with P[C, D] = (sum over consumers
+    i in C and goods k in D of e_ik p_hat_k) / value_D (column-stochastic, so solutions always
+    exist: the Perron vectors; several when the components split into self-sufficient groups,
+    hence an LP and not an eigen-solve); sum y = 1; and with a common margin t, maximised: no
+    consumer prefers another component's good (R[C, D] sigma_C + t / value_D <= sigma_D), the
+    forest's spending (linear in y) is at least t, y >= t. A positive margin puts y inside the
+    feasible set, so the balance made exact afterwards (least change) keeps every inequality.
     """
     import scipy.sparse as sp
     from scipy.optimize import linprog
@@ -296,12 +299,15 @@ def _exchange_scales(market, forest, label, p_hat, R):
     ncomp = R.shape[0]
     goods_label, buyer_label = label[n:], label[:n]
     goods_in = sp.csr_matrix((np.ones(m), (np.arange(m), goods_label)), shape=(m, ncomp))
-    income = sp.csr_matrix((e * p_hat) @ goods_in)                      # consumer incomes per unit sigma
-    revenue = sp.diags(p_hat * s) @ goods_in                            # goods' revenues per unit sigma
+    value = np.bincount(goods_label, weights=p_hat * s, minlength=ncomp)
+    per_money = sp.diags(1.0 / value)
+    income = sp.csr_matrix((e * p_hat) @ goods_in) @ per_money          # consumer incomes per unit y
+    revenue = sp.diags(p_hat * s) @ goods_in @ per_money                # goods' revenues per unit y
     agents_in = sp.csr_matrix((np.ones(n), (np.arange(n), buyer_label)), shape=(n, ncomp))
-    value = np.asarray(revenue.sum(axis=0)).ravel()
-    balance = (agents_in.T @ income).toarray() - np.diag(value)
-    # forest spending = (incidence without the roots)^-1 (demand without the roots), per unit sigma
+    balance = np.vstack([(agents_in.T @ income).toarray() - np.eye(ncomp), np.ones((1, ncomp))])
+    target = np.zeros(ncomp + 1)
+    target[-1] = 1.0
+    # forest spending = (incidence without the roots)^-1 (demand without the roots), per unit y
     buyer, good = forest
     k = len(buyer)
     roots = np.unique(label, return_index=True)[1]
@@ -311,22 +317,28 @@ def _exchange_scales(market, forest, label, p_hat, R):
     demand = sp.vstack([income, revenue]).tocsr()[keep].toarray()
     spending = np.atleast_2d(spsolve(incidence, demand)).reshape(k, ncomp) if k else np.zeros((0, ncomp))
     C, D = np.nonzero((R > 0) & ~np.eye(ncomp, dtype=bool))
-    prefer = sp.coo_matrix((np.concatenate([R[C, D], -np.ones(len(C))]),
+    prefer = sp.coo_matrix((np.concatenate([R[C, D] * value[D] / value[C], -np.ones(len(C))]),
                             (np.tile(np.arange(len(C)), 2), np.concatenate([C, D]))), shape=(len(C), ncomp))
-    lowest = sp.hstack([-sp.eye(ncomp), sp.csr_matrix(np.ones((ncomp, 1)))])    # t - sigma_C <= 0
-    A_ub = sp.vstack([sp.hstack([prefer, sp.csr_matrix((len(C), 1))]),
-                      sp.hstack([sp.csr_matrix(-spending), sp.csr_matrix((k, 1))]), lowest]).tocsr()
-    A_eq = np.vstack([np.hstack([balance, np.zeros((ncomp, 1))]), np.append(value, 0.0)])
-    b_eq = np.zeros(ncomp + 1)
-    b_eq[-1] = 1.0
+    inequalities = sp.vstack([prefer, sp.csr_matrix(-spending), -sp.eye(ncomp)]).tocsr()   # rows . y + t <= 0
+    A_ub = sp.hstack([inequalities, sp.csr_matrix(np.ones((inequalities.shape[0], 1)))]).tocsr()
     objective = np.zeros(ncomp + 1)
     objective[-1] = -1.0
-    res = linprog(objective, A_ub=A_ub, b_ub=np.zeros(A_ub.shape[0]), A_eq=A_eq, b_eq=b_eq,
-                  bounds=[(0, None)] * (ncomp + 1), method="highs")
-    if res.status != 0 or res.x[-1] <= 1e-14:
+    res = linprog(objective, A_ub=A_ub, b_ub=np.zeros(A_ub.shape[0]),
+                  A_eq=np.hstack([balance, np.zeros((ncomp + 1, 1))]), b_eq=target,
+                  bounds=[(0, None)] * ncomp + [(None, 1.0)], method="highs",
+                  options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+    if res.status != 0 or res.x[-1] < -DEGENERATE:
+        return None                          # no feasible scales: not this forest
+    y = res.x[:ncomp]
+    exact, goal = balance, target
+    if res.x[-1] <= DEGENERATE:              # feasible only on the boundary: make the binding rows exact too
+        binding = inequalities @ y >= -DEGENERATE
+        exact = np.vstack([balance, inequalities[binding].toarray()])
+        goal = np.append(target, np.zeros(int(binding.sum())))
+    y = y + np.linalg.lstsq(exact, goal - exact @ y, rcond=None)[0]          # least change
+    if np.any(inequalities @ y > 1e-15) or np.max(np.abs(balance @ y - target)) > 1e-14:
         return None
-    sigma = res.x[:ncomp]
-    return sigma / (value @ sigma)
+    return y / value
 
 
 def route_spending(rows, cols, income, revenue, n, m):
