@@ -41,7 +41,7 @@ import copy
 
 import numpy as np
 
-CANDIDATE_SLACK = 5e-2       # the ratio test runs on edges within 5% of the buyer's best bang per buck
+CANDIDATE_SLACK = 1e-2       # the ratio test runs on edges within 1% of the buyer's best bang per buck
 PIVOTS_PER_NODE = 4          # active-set steps per Fisher solve: this many per buyer and good (+ 100)
 EXCHANGE_ROUNDS = 60         # Fisher solves per exchange polish
 MAX_COMPONENTS = 500         # an exchange support split into more components is not worth the scale LP
@@ -197,18 +197,19 @@ def _active_set(market, forest, q, rows, cols, pivots, limit):
     buyer, good = forest
     t = np.empty(n)
     t[buyer] = q[good] - logv[buyer, good]
+    label, ncomp = market.components((buyer, good))      # kept up to date: merged on entering, redone on leaving
     while pivots < limit:
         pivots += 1
         if pivots % 32 == 0 and market.stop():
             return None, pivots
-        label, ncomp = market.components((buyer, good))
         goods_label, buyer_label = label[n:], label[:n]
         value = np.bincount(goods_label, weights=np.exp(q) * s, minlength=ncomp)
         money = np.bincount(buyer_label, weights=budgets, minlength=ncomp)
         if np.any(value[buyer_label] <= 0):
             return None, pivots                                        # a buyer without goods
         # the working-set minimiser: each component's goods cost its buyers' budgets; goods alone get cheaper
-        step = np.where(money > 0, np.log(np.where(money > 0, money, 1.0) / value), -30.0)
+        balanced = np.divide(money, value, out=np.ones_like(value), where=(money > 0) & (value > 0))
+        step = np.where(money > 0, np.log(balanced), -30.0)
         # ratio test: q_j - t_i >= log v_ij between components moves at rate step[C(j)] - step[C(i)]
         rate = step[goods_label[cols]] - step[buyer_label[rows]]
         moving = np.flatnonzero(rate < 0)
@@ -223,11 +224,13 @@ def _active_set(market, forest, q, rows, cols, pivots, limit):
         t = t + alpha * step[buyer_label]
         if enter >= 0:                                                 # a blocking edge joins two components
             buyer, good = np.append(buyer, rows[enter]), np.append(good, cols[enter])
+            label = np.where(label == label[rows[enter]], label[n + cols[enter]], label)
             continue
         flows = market.tree_flows((buyer, good), np.exp(q), label)
         worst = int(np.argmin(flows / budgets[buyer]))
         if flows[worst] < -TIGHT * budgets[buyer[worst]]:              # a negative multiplier leaves the working set
             buyer, good = np.delete(buyer, worst), np.delete(good, worst)
+            label, ncomp = market.components((buyer, good))
             continue
         return ((buyer, good), q), pivots
     return None, pivots
