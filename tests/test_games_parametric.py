@@ -340,6 +340,10 @@ def test_bad_inputs_are_one_line_model_errors():
         lq_game(A, B, Qc, Rc, P, gamma).solve(start=np.zeros((1, 2, 3)))
     stabilised = unstable.solve(start=np.array([[[0.0, -0.5], [0.0, -0.5]]]))   # a stabilising start works
     assert stabilised.objective <= 1e-9
+    with pytest.raises(ModelError, match="decay"):
+        lq_game(A, B, Qc, Rc, P, gamma).solve(decay=-1.0)
+    with pytest.raises(ModelError, match="policy"):
+        lq_game(A, B, Qc, Rc, P, gamma).solve(policy="neural")
     with pytest.raises(ModelError, match="exact evaluation"):
         lq_game(A, B, Qc, Rc, P, gamma, lower=-1.0, upper=1.0).solve(evaluation="exact")
 

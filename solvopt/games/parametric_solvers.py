@@ -24,6 +24,16 @@ from .tracking import COMMON_HONOURS, EquilibriumRun
 POLICY_CLASS = "affine: a = k(s) + K(s) z per finite state s"
 
 
+def non_negative_number(value) -> float:
+    """Option type of ``decay``: a finite number >= 0."""
+    if isinstance(value, bool) or not np.isfinite(float(value)) or float(value) < 0:
+        raise ValueError(f"must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+non_negative_number.__name__ = "float>=0"
+
+
 def start_gains(game, start) -> np.ndarray:
     """The starting gain table (S, D, 1 + c): ``start`` checked, or the constant policy at the middle of
     each action's range (0 where unbounded; a start on a bound would have a zero pathwise gradient)."""
@@ -59,7 +69,7 @@ class AffineGDA(Solver):
         Option("step", positive_number, 0.5, "policy step (scaled by each player's own curvature)"),
         Option("adversary_step", positive_number, 1.0, "adversary step (the fast time scale)"),
         Option("adversary_steps", integer_at_least(1), 2, "adversary ascent steps per policy step"),
-        Option("decay", float, 0.0, "steps are divided by 1 + decay * iteration (for the kinks of clipped policies)"),
+        Option("decay", non_negative_number, 0.0, "steps are divided by 1 + decay * iteration (for the kinks of clipped policies)"),
         Option("check_every", integer_at_least(1), 10, "evaluate the exploitability every this many iterations"),
         Option("samples", integer_at_least(2), 256, "rollouts in the fixed batch (sampled evaluation)"),
         Option("horizon", integer_at_least(1), None, "rollout length (default: until gamma^t < 1e-8)"),
