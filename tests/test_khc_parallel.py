@@ -110,6 +110,23 @@ def test_many_small_windows_share_the_work_and_bracket_the_optimum(monkeypatch, 
     assert below(search.bound(), best) and search.bound() >= best * (1 - 1e-6)
 
 
+def test_lost_improvements_of_the_shared_incumbent_cost_only_pruning(monkeypatch):
+    """The worst race, every time: before each kernel call the shared incumbent is wiped to
+    infinity (every improvement another thread wrote there is lost). Each search then prunes
+    against its own incumbent only; the answer and the bound stay exact."""
+    run = DollSearch.run
+
+    def forgetful(self, *args):
+        self.shared[0] = np.inf
+        return run(self, *args)
+
+    monkeypatch.setattr(DollSearch, "run", forgetful)
+    X = instance(9, 12, 2)
+    best = reference(X, 3)
+    out = solve_bnb(X, 3, restarts=0, threads=2)
+    assert out.complete and close(out.objective, best) and below(out.bound, best)
+
+
 def test_handed_over_subtrees_and_the_rest_cover_the_tree():
     """split_open: the donor's remaining search and the subtrees below the handed-over paths,
     each searched alone from the same poor incumbent, together find the optimum."""
