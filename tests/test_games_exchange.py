@@ -233,3 +233,14 @@ def test_bad_inputs():
         FisherMarket(Linear(np.ones((2, 2))), [1, 1]).solve(method="linear-exchange")
     with pytest.raises(ModelError, match="linear"):
         ArrowDebreuMarket(CES(np.ones((2, 2)), 0.5), np.eye(2)).solve(method="linear-exchange")
+
+
+def test_group_max_matches_a_direct_reduction():
+    from solvopt.games.polish import _group_max
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        n, m, k = rng.integers(1, 9, 3)
+        M, rows, cols = rng.random((n, m)), rng.integers(0, k, n), rng.integers(0, k, m)
+        ref = np.zeros((k, k))
+        np.maximum.at(ref, (rows[:, None], cols[None, :]), M)
+        np.testing.assert_array_equal(_group_max(M, rows, cols, k), ref)

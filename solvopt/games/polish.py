@@ -16,8 +16,8 @@ closed-form (each component's goods cost its buyers' budgets), the constraints' 
 the spending on the forest edges (unique on a forest), a blocking constraint always joins two
 components (inside one, relative prices do not move), and a negative spending drops its edge.
 Started from approximate prices (feasible once beta_i is the best bang per buck), it repairs the
-support in a few pivots; the ratio test runs on the edges within a few percent of tight, and
-edges outside that turn out preferred join it and the method goes on. (The earlier polish built
+support in a few pivots; the ratio test runs on the edges within 1% of tight, and edges
+outside that turn out preferred join it and the method goes on. (The earlier polish built
 the forest from the edges with the largest proportional-response bids at one guessed slack; at
 200 x 200 and above near-ties always put an edge that is not tight at the equilibrium into it.)
 
@@ -147,13 +147,13 @@ def fisher_support(market, prices, forest=None):
     candidates = np.zeros((n, m), dtype=bool)
     pivots, limit = 0, PIVOTS_PER_NODE * (n + m) + 100
     while pivots < limit:
-        slack = logv - q                                               # log bang per buck
-        best = np.argmax(slack, axis=1)
-        ratio = np.exp(slack - slack[np.arange(n), best][:, None])     # t_i = -log beta_i at the best: feasible
+        log_bang = logv - q
+        best = np.argmax(log_bang, axis=1)
+        ratio = np.exp(log_bang - log_bang[np.arange(n), best][:, None])   # t_i = -log beta_i at the best: feasible
         keenest = np.argmax(ratio, axis=0)
         candidates |= (ratio >= 1 - CANDIDATE_SLACK) & (v > 0)
         candidates[keenest, np.arange(m)] |= v[keenest, np.arange(m)] > 0   # every good keeps its keenest buyer
-        forest = (np.arange(n), best) if forest is None else _feasible(forest, best, slack)
+        forest = (np.arange(n), best) if forest is None else _feasible(forest, best, log_bang)
         candidates[forest] = True
         rows, cols = np.nonzero(candidates)
         found, pivots = _active_set(market, forest, q, rows, cols, pivots, limit)
@@ -268,9 +268,7 @@ def _exchange_prices(market, forest):
         return None
     p_hat, beta_hat = np.exp(q_hat), np.exp(-t_hat)
     # the best bang per buck across components relative to the forest's: R[C, D] = max v_ij / (p_j beta_i)
-    ratio = market.v / (p_hat[None, :] * beta_hat[:, None])
-    R = np.zeros((ncomp, ncomp))
-    np.maximum.at(R, (buyer_label[:, None], goods_label[None, :]), ratio)
+    R = _group_max(market.v / (p_hat[None, :] * beta_hat[:, None]), buyer_label, goods_label, ncomp)
     if np.any(np.diag(R) > 1 + TIGHT):
         return None                                        # a buyer prefers a good of its own component
     scale = _exchange_scales(market, forest, label, p_hat, R)
@@ -280,6 +278,21 @@ def _exchange_prices(market, forest):
     if np.any(market.v > p * (beta_hat / scale[buyer_label])[:, None] * (1 + TIGHT)):
         return None                                        # some buyer prefers a good off the forest
     return p
+
+
+def _group_max(matrix, row_label, col_label, k):
+    """R[C, D] = max of matrix[i, j] >= 0 over rows i labelled C and columns j labelled D (0 where none)."""
+    def along(a, label, axis):
+        order = np.argsort(label, kind="stable")
+        present, starts = np.unique(label[order], return_index=True)
+        out = np.zeros((k, a.shape[1]) if axis == 0 else (a.shape[0], k))
+        reduced = np.maximum.reduceat(np.take(a, order, axis=axis), starts, axis=axis)
+        if axis == 0:
+            out[present] = reduced
+        else:
+            out[:, present] = reduced
+        return out
+    return along(along(matrix, col_label, 1), row_label, 0)
 
 
 def _exchange_scales(market, forest, label, p_hat, R):
