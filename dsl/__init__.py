@@ -24,5 +24,5 @@ from .split import Split, StochasticSplit
 from .transport import Transport
 
 __all__ = ["ArrowDebreuMarket", "Components", "Constraint", "FamilyModel", "FisherMarket", "HyperplaneClustering", "InventoryReinsertion", "LayeredDP",
-           "LinExpr", "MarkovExchangeEconomy", "MarkovPseudoGame", "Model", "Param", "PseudoGame", "QuadConstraint", "QuadExpr", "Split", "StandardForm", "StochasticSplit",
+           "LinExpr", "LinearQuadraticMarkovGame", "MarkovExchangeEconomy", "MarkovPseudoGame", "Model", "Param", "PseudoGame", "QuadConstraint", "QuadExpr", "Split", "StandardForm", "StochasticSplit",
            "Transitions", "Transport", "Var"]
