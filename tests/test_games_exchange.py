@@ -244,3 +244,23 @@ def test_group_max_matches_a_direct_reduction():
         ref = np.zeros((k, k))
         np.maximum.at(ref, (rows[:, None], cols[None, :]), M)
         np.testing.assert_array_equal(_group_max(M, rows, cols, k), ref)
+
+
+def test_forest_flows_kernel_matches_the_sparse_solve():
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
+    from solvopt.games.polish import forest_flows, forest_flows_reference
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        n, m = rng.integers(1, 30, 2)
+        w = sp.coo_matrix(rng.random((n, m)) * (rng.random((n, m)) < 0.3))
+        tree = minimum_spanning_tree(sp.coo_matrix((w.data, (w.row, n + w.col)), shape=(n + m, n + m)).tocsr()).tocoo()
+        buyer, good = np.minimum(tree.row, tree.col), np.maximum(tree.row, tree.col) - n
+        label = connected_components(tree, directed=False)[1]
+        demand = rng.random(n + m)
+        for c in np.unique(label):                      # balance every component with buyers and goods
+            b, g = label[:n] == c, label[n:] == c
+            if b.any() and g.any():
+                demand[n:][g] *= demand[:n][b].sum() / demand[n:][g].sum()
+        np.testing.assert_allclose(forest_flows(buyer, good, n, demand, label),
+                                   forest_flows_reference(buyer, good, n, demand, label), atol=1e-12)

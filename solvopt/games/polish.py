@@ -38,6 +38,7 @@ certifies every answer anyway.
 from __future__ import annotations
 
 import copy
+import functools
 
 import numpy as np
 
@@ -96,18 +97,7 @@ class LinearMarket:
 
     def tree_flows(self, forest, p, label):
         """The spending on each forest edge that balances every income and revenue (unique on a forest)."""
-        import scipy.sparse as sp
-        from scipy.sparse.linalg import spsolve
-        buyer, good = forest
-        n, k = self.n, len(buyer)
-        if k == 0:
-            return np.zeros(0)
-        demand = np.concatenate([self.income(p), p * self.s])
-        roots = np.unique(label, return_index=True)[1]
-        keep = np.setdiff1d(np.arange(len(label)), roots)   # a component's last balance follows from the others
-        incidence = sp.coo_matrix((np.ones(2 * k), (np.concatenate([buyer, n + good]), np.tile(np.arange(k), 2))),
-                                  shape=(len(label), k)).tocsr()[keep].tocsc()
-        return np.atleast_1d(spsolve(incidence, demand[keep]))
+        return forest_flows(forest[0], forest[1], self.n, np.concatenate([self.income(p), p * self.s]), label)
 
     def route(self, p):
         """(x, p): every income routed over the tight edges by the LP, or None."""
@@ -124,6 +114,61 @@ class LinearMarket:
         spent = x @ p                              # spend the incomes exactly: a buyer's shortfall costs utility
         x *= np.divide(income, spent, out=np.ones_like(spent), where=spent > 0)[:, None]   # at its bang per buck
         return x, p
+
+
+def forest_flows(buyer, good, n, demand, label):
+    """Flows on the forest edges (buyer_e, good_e) with every node's incident flows summing to its demand.
+
+    Nodes are buyers 0..n-1 and goods n..; ``label`` their forest components (each balanced).
+    Leaves first: a node's remaining demand is the flow to its parent (breadth-first order from
+    one root per component, then a Numba loop in reverse). :func:`forest_flows_reference` is the
+    same by a sparse solve.
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import breadth_first_order
+    nodes, k = len(demand), len(buyer)
+    roots = np.unique(label, return_index=True)[1]
+    ends = (np.concatenate([buyer, roots]), np.concatenate([n + good, np.full(len(roots), nodes)]))
+    graph = sp.csr_matrix((np.ones(k + len(roots)), ends), shape=(nodes + 1, nodes + 1))
+    order, pred = breadth_first_order(graph, nodes, directed=False)   # from a super-root joined to the roots
+    child = np.where(pred[n + good] == buyer, n + good, buyer)
+    edge_of = np.zeros(nodes, dtype=np.int64)
+    edge_of[child] = np.arange(k)
+    return _peel()(order.astype(np.int64), pred.astype(np.int64), edge_of, np.asarray(demand, dtype=float), k, nodes)
+
+
+@functools.lru_cache(maxsize=None)
+def _peel():
+    """:func:`_peel_loop` compiled by Numba (on first use: importing this module stays light)."""
+    from numba import njit
+    return njit(cache=True)(_peel_loop)
+
+
+def _peel_loop(order, pred, edge_of, demand, k, source):
+    """Reverse breadth-first order: the flow to a node's parent is what its subtree still needs."""
+    left = demand.copy()
+    flows = np.zeros(k)
+    for idx in range(len(order) - 1, 0, -1):
+        node = order[idx]
+        parent = pred[node]
+        if parent != source:
+            flows[edge_of[node]] = left[node]
+            left[parent] -= left[node]
+    return flows
+
+
+def forest_flows_reference(buyer, good, n, demand, label):
+    """:func:`forest_flows` by a sparse solve of the incidence system without one root per component."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import spsolve
+    k = len(buyer)
+    if k == 0:
+        return np.zeros(0)
+    roots = np.unique(label, return_index=True)[1]
+    keep = np.setdiff1d(np.arange(len(label)), roots)   # a component's last balance follows from the others
+    incidence = sp.coo_matrix((np.ones(2 * k), (np.concatenate([buyer, n + good]), np.tile(np.arange(k), 2))),
+                              shape=(len(label), k)).tocsr()[keep].tocsc()
+    return np.atleast_1d(spsolve(incidence, np.asarray(demand, dtype=float)[keep]))
 
 
 def fisher_equilibrium(v, supplies, budgets, prices, stop=None):
