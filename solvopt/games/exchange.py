@@ -9,13 +9,15 @@ Method ``linear-exchange`` (the Arrow-Debreu default for linear utilities):
 1. approximate phase — proportional response dynamics for exchange markets (Branzei, Devanur,
    Rabani): each consumer bids its current income p . e_i on the goods in proportion to the
    utility each brought last round, b_ij <- (p . e_i) v_ij x_ij / u_i(x_i), then
-   p_j = sum_i b_ij / s_j and x_ij = b_ij / p_j (total money stays 1, markets clear);
+   p_j = sum_i b_ij / s_j and x_ij = b_ij / p_j (total money stays 1); the certified point
+   spends exactly the incomes at its prices;
 2. exact polish from the iterate's prices (:func:`solvopt.games.polish.exchange_equilibrium`):
    the support forest of the Fisher market at the current incomes, priced exactly for the
    exchange market (the components' scales from a small LP: money balance between components,
-   no preferred good elsewhere, nonnegative spending), an LP for the spending; verified, retried from better prices at doubling intervals, and kept
-   only when its certified exploitability beats the iterate's. When the polish never succeeds the
-   best approximate point is returned with its certified exploitability and a limit status.
+   no preferred good elsewhere, nonnegative spending), an LP for the spending. Tried at
+   iteration POLISH_FROM and then at doubling intervals, before the iterate itself is certified
+   (an iterate within the tolerance is still approximate), kept when certified. When no polish
+   succeeds the best iterate is returned with its certified exploitability and a limit status.
 
 Existence: an equilibrium exists when the economy graph (i -> k when i likes a good k owns) is
 strongly connected (Gale). :func:`no_equilibrium_reason` proves non-existence in the classical
