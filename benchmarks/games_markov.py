@@ -165,9 +165,21 @@ def main(argv=None):
     ap.add_argument("--replot", action="store_true", help="only redraw the figure from the recorded JSON")
     ap.add_argument("--anchor", action="store_true", help="only the anchor-formula table (games_markov_anchor.*)")
     ap.add_argument("--quick", action="store_true", help="Cobb-Douglas only, 10 s (a smoke run; results not written)")
+    ap.add_argument("--add-large", nargs=2, metavar=("METHOD", "UTILITY"),
+                    help="append the 20x20 rows of METHOD on UTILITY (both chains) to the recorded results")
     args = ap.parse_args(argv)
     if args.replot:
         plot(json.loads((RESULTS / "games_markov.json").read_text())["rows"], RESULTS / "games_markov.png")
+        return
+    if args.add_large:
+        recorded = json.loads((RESULTS / "games_markov.json").read_text())
+        method, utility = args.add_large
+        for stochastic in (False, True):
+            row = run_case(20, 20, 5, 10, utility, stochastic, args.large_time_limit, method, DEEP_LARGE)
+            print(f"{row['size']} {utility} {row['transitions']} {method}: rel {row['relative_exploitability']:.2e}, "
+                  f"goal at {_seconds(row['time_to_goal'])}", flush=True)
+            recorded["rows"].append(row)
+        write(recorded["meta"], recorded["rows"])
         return
     if args.anchor:
         rows, text = anchor_table(args.time_limit)
@@ -198,13 +210,20 @@ def main(argv=None):
             "python": platform.python_version(), "machine": platform.processor() or platform.machine(),
             "cores": os.cpu_count(), "load": None if load is None else round(load, 2), "time_limit": limit,
             "large_time_limit": args.large_time_limit if args.large else None}
+    if args.quick:
+        print(markdown(meta, rows))
+    else:
+        write(meta, rows)
+
+
+def write(meta, rows):
+    """benchmarks/results/games_markov.{md,json,png} from the rows."""
     text = markdown(meta, rows)
     print(text)
-    if not args.quick:
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "games_markov.md").write_text(text)
-        (RESULTS / "games_markov.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-        plot(rows, RESULTS / "games_markov.png")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "games_markov.md").write_text(text)
+    (RESULTS / "games_markov.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    plot(rows, RESULTS / "games_markov.png")
 
 
 if __name__ == "__main__":
