@@ -47,6 +47,8 @@ PIVOTS_PER_NODE = 4          # active-set steps per Fisher solve: this many per 
 EXCHANGE_ROUNDS = 60         # Fisher solves per exchange polish
 MAX_COMPONENTS = 500         # an exchange support split into more components is not worth the scale LP
 TIGHT = 1e-10                # relative tolerance of "tight" (MBB), "preferred" and "negative spending"
+ROUTE_TIGHT = 1e-12          # spending goes only on edges this close to the best bang per buck (utility lost:
+                             # spend x beta x this, and beta is large where utilities are large)
 DEGENERATE = 1e-9            # a scale LP margin this small: the scales sit on the boundary (binding rows made exact)
 
 
@@ -95,6 +97,14 @@ class LinearMarket:
         logs = np.atleast_1d(spsolve(eq, np.concatenate([self.logv[buyer, good], np.zeros(ncomp)])))
         return logs[n:], logs[:n], label, ncomp
 
+    def fisher_prices(self, forest):
+        """The prices a forest fixes in the Fisher market, recomputed from log v (no drift from the pivots)."""
+        q_hat, _, label, ncomp = self.potentials(forest)
+        goods_label, buyer_label = label[self.n:], label[:self.n]
+        value = np.bincount(goods_label, weights=np.exp(q_hat) * self.s, minlength=ncomp)
+        money = np.bincount(buyer_label, weights=self.budgets, minlength=ncomp)
+        return np.exp(q_hat) * np.divide(money, value, out=np.zeros(ncomp), where=value > 0)[goods_label]
+
     def tree_flows(self, forest, p, label):
         """The spending on each forest edge that balances every income and revenue (unique on a forest)."""
         return forest_flows(forest[0], forest[1], self.n, np.concatenate([self.income(p), p * self.s]), label)
@@ -102,7 +112,7 @@ class LinearMarket:
     def route(self, p):
         """(x, p): every income routed over the tight edges by the LP, or None."""
         beta = np.max(self.v / p, axis=1)
-        rows, cols = np.nonzero((self.v >= p * beta[:, None] * (1 - TIGHT)) & (self.v > 0))
+        rows, cols = np.nonzero((self.v >= p * beta[:, None] * (1 - ROUTE_TIGHT)) & (self.v > 0))
         income = self.income(p)
         unit = len(income) / income.sum()          # the LP's tolerances are absolute: incomes of about 1
         flows = route_spending(rows, cols, income * unit, p * self.s * unit, self.n, self.m)
@@ -178,7 +188,7 @@ def fisher_equilibrium(v, supplies, budgets, prices, stop=None):
     """
     market = LinearMarket(v, supplies, budgets=np.asarray(budgets, dtype=float), stop=stop)
     found = fisher_support(market, prices)
-    return None if found is None else market.route(found[1])
+    return None if found is None else market.route(market.fisher_prices(found[0]))
 
 
 def fisher_support(market, prices, forest=None):
