@@ -227,7 +227,7 @@ class EisenbergGale(_MarketSolver):
         v, B, s = model.utility.weights, model.budgets, model.supplies
         n, m = v.shape
         every = max(1, options.extra["check_every"])
-        self._next_polish = min(POLISH_FROM, max(1, (n + m) // 4))  # tiny markets: polish at once
+        self._next_polish = min(POLISH_FROM, (n + m) // 4)          # small markets: polish from the start
         for it, x, p in proportional_response(model, 1.0):
             if it % every == 0 and self._check(run, model, it, x, p):
                 return
