@@ -84,12 +84,13 @@ def markdown(meta, rows) -> str:
                    f"{r['excess_demand_rel']:.2g} / {r['excess_demand_abs']:.2g} | {r['asset_excess_demand']:.1g} | "
                    f"{r['bellman_error']:.1g} | {r['iterations']} |")
     reached = sum(r["time_to_goal"] is not None for r in rows)
-    out += ["", f"{reached} of {len(rows)} runs reached the goal within the time limit.", ""]
+    out += ["", f"{reached} of {len(rows)} runs reached the goal within the time limit."]
+    out += [f"Appended later by `--add-large`: {a}." for a in meta.get("appended", [])] + [""]
     pairs = [(a, b) for a in rows for b in rows if a["method"] == "markov-newton" and b["method"] == "markov-tatonnement"
              and (a["size"], a["utility"], a["transitions"]) == (b["size"], b["utility"], b["transitions"])]
     if pairs:
-        out += ["Side by side (same economy, same process): time to goal and final certified relative exploitability, "
-                "markov-newton vs markov-tatonnement:", ""]
+        out += ["Side by side (same economy, same machine; the 10x10 pairs in one process): time to goal and final "
+                "certified relative exploitability, markov-newton vs markov-tatonnement:", ""]
         out += [f"- {a['size']} {a['utility']} {a['transitions']}: "
                 f"{_seconds(a['time_to_goal'])} vs {_seconds(b['time_to_goal'])}; "
                 f"{a['relative_exploitability']:.2g} vs {b['relative_exploitability']:.2g}" for a, b in pairs]
@@ -162,14 +163,15 @@ def main(argv=None):
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--large", action="store_true", help="also the 20 x 20 x 5 x 10 economies")
     ap.add_argument("--large-time-limit", type=float, default=300.0)
-    ap.add_argument("--replot", action="store_true", help="only redraw the figure from the recorded JSON")
+    ap.add_argument("--replot", action="store_true", help="only rewrite the table and figure from the recorded JSON")
     ap.add_argument("--anchor", action="store_true", help="only the anchor-formula table (games_markov_anchor.*)")
     ap.add_argument("--quick", action="store_true", help="Cobb-Douglas only, 10 s (a smoke run; results not written)")
     ap.add_argument("--add-large", nargs=2, metavar=("METHOD", "UTILITY"),
                     help="append the 20x20 rows of METHOD on UTILITY (both chains) to the recorded results")
     args = ap.parse_args(argv)
     if args.replot:
-        plot(json.loads((RESULTS / "games_markov.json").read_text())["rows"], RESULTS / "games_markov.png")
+        recorded = json.loads((RESULTS / "games_markov.json").read_text())
+        write(recorded["meta"], recorded["rows"])
         return
     if args.add_large:
         recorded = json.loads((RESULTS / "games_markov.json").read_text())
@@ -179,6 +181,10 @@ def main(argv=None):
             print(f"{row['size']} {utility} {row['transitions']} {method}: rel {row['relative_exploitability']:.2e}, "
                   f"goal at {_seconds(row['time_to_goal'])}", flush=True)
             recorded["rows"].append(row)
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        recorded["meta"].setdefault("appended", []).append(
+            f"{method} on the 20x20 {utility} economies, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
+            f"UTC, load average {load:.2f} at the end")
         write(recorded["meta"], recorded["rows"])
         return
     if args.anchor:
