@@ -122,7 +122,8 @@ def anchor_table(time_limit):
                          "relative_exploitability": m["relative_exploitability"],
                          "excess_demand_msq": m["excess_demand_msq"], "excess_demand_abs": m["excess_demand_abs"]})
     lines = ["# Markov exchange economies: excess demand by the anchor's formula — " + datetime.date.today().isoformat(),
-             "", "Each 10x10x1x5 economy solved to the goal (relative exploitability 1e-4) and stopped there. The "
+             "", "Each 10x10x1x5 economy solved to the goal (relative exploitability 1e-4; markov-newton for "
+             "Cobb-Douglas and Leontief, markov-tatonnement for linear) and stopped there. The "
              "anchor's 'excess demand' (seller first-order violation) is mean_j z_j^2 + mean_k Y_k^2, averaged over "
              "sampled states; here over our states with the occupancy weights. " + ANCHOR + ". Our state space "
              "is tabular (pairs of world states) and endowments do not accumulate asset payouts, so the "
