@@ -22,7 +22,7 @@ from .tracking import COMMON_HONOURS
 class Auto(Solver):
     family = "games"
     name = "auto"
-    description = "the model's default method (pseudo-game: extragradient; Fisher: eisenberg-gale; Arrow-Debreu: tatonnement)"
+    description = "the model's default method (pseudo-game: extragradient; Fisher: eisenberg-gale; Arrow-Debreu: linear-exchange for linear utilities, else tatonnement; Markov: gda, markov-tatonnement, affine-gda)"
     default = True
     honours = COMMON_HONOURS
     options = (Option("tolerance", positive_number, None, "stop at this certified exploitability (the method's default: "
