@@ -639,6 +639,7 @@ def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_st
         if state == "stop":
             return solver.history
         if state == "converged":
+            before = None if good is None else (good, tau_good, risk_good)
             good, tau_good, risk_good = v.copy(), tau, eq.risk.copy()
             if tau <= polish_below and solver.polish(v, tau, newton_steps):
                 return solver.history
@@ -651,6 +652,20 @@ def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_st
             v, eq.risk = good.copy(), risk_good.copy()       # back to the last converged point
             log_cut /= 3
         tau = max(tau_good * np.exp(-log_cut), tau_end)
+        v = _extrapolate(eq, v, tau, good, tau_good, before)
+
+
+def _extrapolate(eq, v, tau, good, tau_good, before):
+    """The start of the stage at ``tau``: the secant through the last two converged points (in log
+    tau) when it fits the new equations better than the last point itself (v)."""
+    if before is None or not np.array_equal(before[2], eq.risk) or not np.array_equal(v, good):
+        return v
+    v_before, tau_before, _ = before
+    ahead = good + (good - v_before) * (np.log(tau_good / tau) / np.log(tau_before / tau_good))
+    ahead[:eq.n_prices] = np.maximum(ahead[:eq.n_prices], 1e-14 * eq.mean_price)
+    ahead[eq.n_market:] = np.maximum(ahead[eq.n_market:], 0.0)
+    f_ahead, f_here = (eq.evaluate(x, tau, jacobian=False)[0] for x in (ahead, v))
+    return ahead if np.all(np.isfinite(f_ahead)) and f_ahead @ f_ahead < f_here @ f_here else v
 
 
 class _Newton:
