@@ -201,7 +201,13 @@ class MarkovExchangeEconomy(FamilyModel):
     """
 
     family = "games"
-    default_method = "markov-tatonnement"     # what the family's "auto" runs (recursive Radner equilibria)
+
+    @property
+    def default_method(self) -> str:
+        """markov-newton (the one that converges at the paper's large size), but markov-tatonnement
+        for linear utilities, where it reaches 1e-4 in seconds at 10 x 10 and Newton's smoothing
+        is slow (use markov-newton for large linear economies; docs/markov_games.md)."""
+        return "markov-tatonnement" if self.utility.kind == "linear" else "markov-newton"
 
     def __init__(self, utility, endowments, transitions, discount=0.9, *, initial=None, asset_returns=None,
                  borrowing_limit=1.0, holding_limit=1.0, asset_price_max=10.0, price_sum=10.0):

@@ -196,8 +196,8 @@ def test_one_state_linear_exchange_market():
 @pytest.mark.parametrize("utility", ["cobb_douglas", "linear", "leontief"])
 def test_economy_with_assets_certified_and_reproducible(utility):
     econ = ec.random_economy(3, 3, 1, 2, utility, stochastic=True, seed=5)
-    first = econ.solve(iteration_limit=60, check_every=20)
-    second = econ.solve(iteration_limit=60, check_every=20)
+    first = econ.solve("markov-tatonnement", iteration_limit=60, check_every=20)
+    second = econ.solve("markov-tatonnement", iteration_limit=60, check_every=20)
     assert first.to_dict()["solution"] == second.to_dict()["solution"]
     assert first.objective == second.objective
     m = first.stats["metrics"]
@@ -255,7 +255,7 @@ def test_sample_instance_reads_and_solves():
     inst = read_instance(str(REPO / "instances/games/markov_exchange_economy.json"))
     econ = get_family("games").build_model(inst)
     assert isinstance(econ, MarkovExchangeEconomy) and econ.n_assets == 1
-    result = econ.solve(iteration_limit=50, check_every=25)
+    result = econ.solve("markov-tatonnement", iteration_limit=50, check_every=25)
     assert result.objective >= 0 and result.stats["metrics"]["budget_violation"] <= 1e-9
 
 
