@@ -269,7 +269,7 @@ def _per_state(game, policy, grad) -> np.ndarray:
     return grad / np.maximum(d, 1e-3 * d.max())[:, None]
 
 
-def gda(game, run, policy=None, *, step=0.2, adversary_step=1.0, adversary_steps=5, check_every=20):
+def gda(game, run, policy=None, *, step=0.4, adversary_step=1.0, adversary_steps=1, check_every=20):
     """Two-time-scale GDA on psi(pi, pi'): the adversary takes ``adversary_steps`` projected ascent
     steps of ``adversary_step`` per projected descent step of ``step`` of the policy (steps are
     divided by the players' own reward curvature, and gradients by the state occupancy, so one

@@ -35,9 +35,9 @@ class MarkovGDA(_MarkovSolver):
     capabilities = ("markov_pseudo_game",)
     options = (
         Option("tolerance", positive_number, 1e-8, "stop when the certified exploitability is at most this"),
-        Option("step", positive_number, 0.2, "policy step (divided by the own-reward curvature)"),
+        Option("step", positive_number, 0.4, "policy step (divided by the own-reward curvature)"),
         Option("adversary_step", positive_number, 1.0, "adversary step (the fast time scale)"),
-        Option("adversary_steps", integer_at_least(1), 5, "adversary ascent steps per policy step"),
+        Option("adversary_steps", integer_at_least(1), 1, "adversary ascent steps per policy step"),
         Option("check_every", integer_at_least(1), 20, "certify the exploitability every this many iterations"),
         Option("start", None, None, "starting policy, (states, actions)"),
     )
