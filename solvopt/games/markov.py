@@ -131,35 +131,33 @@ def project_box_halfspace(z, lb, ub, a, b) -> np.ndarray | None:
 
 
 def project_player(game, s: int, i: int, policy, z) -> np.ndarray:
-    """The projection of z onto X_i(s, a_-i(s)) (:func:`player_set`), without building the polyhedron
-    when the state has at most one shared row (the common case: a box, or a box and one budget)."""
+    """The projection of z onto X_i(s, a_-i(s)) (:func:`player_set`)."""
     sl = game.slices[i]
     A = game.shared_matrix[s]
-    if A.shape[0] == 0:
-        return np.clip(z, game.lower[s, sl], game.upper[s, sl])
-    if A.shape[0] == 1:
-        a = A[0, sl]
-        rhs = game.shared_rhs[s, 0] - (A[0] @ policy[s] - a @ policy[s, sl])
-        x = project_box_halfspace(np.asarray(z, dtype=float), game.lower[s, sl], game.upper[s, sl], a, rhs)
-        if x is not None:
-            return x
-    return project(player_set(game, s, i, policy), z)
+    own = A[:, sl]
+    return _project_box_rows(z, game.lower[s, sl], game.upper[s, sl], own,
+                             game.shared_rhs[s] - (A @ policy[s] - own @ policy[s, sl]),
+                             lambda: player_set(game, s, i, policy))
 
 
 def project_policy(game, policy) -> np.ndarray:
     """The policy with each state's joint action projected onto X(s)."""
-    return np.stack([_project_joint(game, s, policy[s]) for s in range(game.n_states)])
+    return np.stack([_project_box_rows(policy[s], game.lower[s], game.upper[s], game.shared_matrix[s],
+                                       game.shared_rhs[s], lambda s=s: joint_set(game, s))
+                     for s in range(game.n_states)])
 
 
-def _project_joint(game, s: int, z) -> np.ndarray:
-    A = game.shared_matrix[s]
+def _project_box_rows(z, lb, ub, A, b, polyhedron) -> np.ndarray:
+    """The projection of z onto {lb <= x <= ub, A x <= b} without building the polyhedron when A
+    has at most one row (the common case: a box, or a box and one budget; the GDA projects every
+    state and player at every step); else ``polyhedron()``'s (:func:`project`)."""
     if A.shape[0] == 0:
-        return np.clip(z, game.lower[s], game.upper[s])
+        return np.clip(z, lb, ub)
     if A.shape[0] == 1:
-        x = project_box_halfspace(np.asarray(z, dtype=float), game.lower[s], game.upper[s], A[0], game.shared_rhs[s, 0])
+        x = project_box_halfspace(np.asarray(z, dtype=float), lb, ub, A[0], b[0])
         if x is not None:
             return x
-    return project(joint_set(game, s), z)
+    return project(polyhedron(), z)
 
 
 def feasibility_violation(game, policy) -> float:
