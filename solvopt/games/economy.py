@@ -482,6 +482,10 @@ class SmoothedEquations:
         q = np.exp(eta)[self.chain.world]                                                       # (S, K)
         return self.returns[:, :, None] * self.on_prev.T[:, None, :] - q[:, :, None] * self.on_world.T[:, None, :]
 
+    def wealth(self, p, U, y):
+        """(S, N): W_i(s) = p(s).e_i(s) + sum_wk U[s, k, w] y_ik(w), U from :meth:`wealth_map`."""
+        return np.einsum("sm,snm->sn", p, self.endow) + np.einsum("skw,wnk->sn", U, y)
+
     def evaluate(self, v, tau, jacobian=True):
         """F(v) and (if asked) its Jacobian."""
         econ = self.econ
@@ -489,7 +493,7 @@ class SmoothedEquations:
         p, eta, mu, y_exact = self.split(v)
         y, dy, margin, base, omega, A, B = self.holdings(p, eta, mu, tau, y_exact)
         U = self.wealth_map(eta)
-        wealth = np.einsum("sm,snm->sn", p, self.endow) + np.einsum("skw,wnk->sn", U, y)
+        wealth = self.wealth(p, U, y)
         pos = wealth > 0
         x1 = self.utility.demand(p[:, None, :], np.ones((S, N)))                                # (S, N, M)
         z = np.einsum("sn,snm->sm", np.where(pos, wealth, 0.0), x1) - self.supply
@@ -627,8 +631,8 @@ def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_st
     p0 = np.full((S, M), econ.price_sum / M)
     for _ in range(warm_steps):             # goods prices of the economy without asset trade
         p0 = tatonnement_step(econ, chain, p0, np.zeros((S, K)), np.zeros((W, N, K)), eq.supply, 0.5)
-    y0 = eq.holdings(p0, np.zeros((W, K)), np.zeros((S, N)), 1.0)
-    v = np.concatenate([p0.ravel(), np.median(y0[2], axis=1).ravel()])  # median log reservation price
+    log_reservation = eq.holdings(p0, np.zeros((W, K)), np.zeros((S, N)), 1.0)[2]   # the margins at eta = 0
+    v = np.concatenate([p0.ravel(), np.median(log_reservation, axis=1).ravel()])  # median log reservation price
     solver = _Newton(eq, run, check)
     good, tau_good, log_cut = None, None, -np.log(tau_factor)
     tau = tau_start
@@ -775,7 +779,7 @@ def _watch_wealth(eq: SmoothedEquations, v, tau):
     those with multiplier 0 whose wealth is far from 0 again taken out."""
     p, eta, mu, _ = eq.split(v)
     y = eq.holdings(p, eta, mu, tau)[0]
-    wealth = np.einsum("sm,snm->sn", p, eq.endow) + np.einsum("skw,wnk->sn", eq.wealth_map(eta), y)
+    wealth = eq.wealth(p, eq.wealth_map(eta), y)
     near = wealth < RISKY_WEALTH * eq.wealth_scale
     risk = (eq.risk | near) & ~(~near & (mu <= 0) & (wealth > 4 * RISKY_WEALTH * eq.wealth_scale))   # far again: off
     if np.array_equal(risk, eq.risk):
