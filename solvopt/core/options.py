@@ -95,17 +95,27 @@ def _is_real(v) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
+def _finite_number(value, accept: Callable[[float], bool], wording: str) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"must be {wording}, got {value!r}")
+    number = float(value)
+    if not (math.isfinite(number) and accept(number)):
+        raise ValueError(f"must be {wording}, got {number}")
+    return number
+
+
 def positive_number(value) -> float:
     """Option type of tolerances, steps and seconds: a finite number > 0 (one rule for every method)."""
-    if isinstance(value, bool):
-        raise ValueError(f"must be a positive number, got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"must be a positive number, got {value}")
-    return value
+    return _finite_number(value, lambda v: v > 0, "a positive number")
+
+
+def non_negative_number(value) -> float:
+    """Option type of weights that may be 0 (e.g. a step decay): a finite number >= 0."""
+    return _finite_number(value, lambda v: v >= 0, "a finite number >= 0")
 
 
 positive_number.__name__ = "float>0"
+non_negative_number.__name__ = "float>=0"
 
 
 def integer_at_least(minimum: int) -> Callable[[Any], int]:

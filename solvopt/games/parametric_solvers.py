@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from solvopt.core.errors import ModelError
-from solvopt.core.options import Option, integer_at_least, positive_number
+from solvopt.core.options import Option, integer_at_least, non_negative_number, positive_number
 from solvopt.core.registry import Solver, register
 
 from . import parametric as pm
@@ -22,16 +22,6 @@ from . import parametric_sampled as ps
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
 POLICY_CLASS = "affine: a = k(s) + K(s) z per finite state s"
-
-
-def non_negative_number(value) -> float:
-    """Option type of ``decay``: a finite number >= 0."""
-    if isinstance(value, bool) or not np.isfinite(float(value)) or float(value) < 0:
-        raise ValueError(f"must be a finite number >= 0, got {value!r}")
-    return float(value)
-
-
-non_negative_number.__name__ = "float>=0"
 
 
 def start_gains(game, start) -> np.ndarray:
