@@ -103,7 +103,7 @@ def _concave_quadratic(quadratic, shape: tuple, slices, strict=None) -> np.ndarr
     negative semidefinite (negative definite on the coordinates flagged in ``strict``, (N, S, d_i)
     masks, where an unbounded action needs a unique maximiser)."""
     Q = np.zeros(shape) if quadratic is None else _finite(_array(quadratic, "quadratic", shape), "quadratic")
-    if not np.allclose(Q, np.swapaxes(Q, -1, -2), rtol=0, atol=1e-12):
+    if not _symmetric(Q):
         raise ModelError("each quadratic reward matrix Q_i(s) must be symmetric")
     for i, sl in enumerate(slices):
         top = np.linalg.eigvalsh(Q[i][:, sl, sl]).max()
@@ -117,6 +117,26 @@ def _concave_quadratic(quadratic, shape: tuple, slices, strict=None) -> np.ndarr
                     raise ModelError(f"player {i}'s reward at state {s} is not strictly concave in its unbounded "
                                      "actions: its best response would be unbounded or not unique")
     return Q
+
+
+def _symmetric(M: np.ndarray) -> bool:
+    """True when every matrix of the stack M (..., n, n) is symmetric (to 1e-12)."""
+    return np.allclose(M, np.swapaxes(M, -1, -2), rtol=0, atol=1e-12)
+
+
+def _symmetric_psd(M: np.ndarray, message: str) -> np.ndarray:
+    """M, each matrix of the stack checked symmetric positive semidefinite (ModelError ``message``)."""
+    if not _symmetric(M) or np.linalg.eigvalsh(M).min() < -1e-12:
+        raise ModelError(message)
+    return M
+
+
+def _player_names(players, n: int) -> list:
+    """The players' names (default player0, player1, ...), one per player."""
+    names = list(players) if players is not None else [f"player{i}" for i in range(n)]
+    if len(names) != n:
+        raise ModelError(f"players names {len(names)} != {n} players")
+    return names
 
 
 class MarkovPseudoGame(FamilyModel):
@@ -172,9 +192,7 @@ class MarkovPseudoGame(FamilyModel):
             self.transition_slopes = P1
         self.discount = _discount(discount)
         self.initial = _initial(initial, S)
-        self.players = list(players) if players is not None else [f"player{i}" for i in range(N)]
-        if len(self.players) != N:
-            raise ModelError(f"players names {len(self.players)} != {N} players")
+        self.players = _player_names(players, N)
 
     @property
     def action_independent(self) -> bool:
@@ -296,10 +314,8 @@ class LinearQuadraticMarkovGame(FamilyModel):
 
         self.input_matrix = part(input_matrix, "input_matrix", (S, c, D))
         self.state_offset = part(state_offset, "state_offset", (S, c))
-        self.noise_cov = part(noise_cov, "noise_cov", (S, c, c))
-        if not np.allclose(self.noise_cov, np.swapaxes(self.noise_cov, -1, -2), rtol=0, atol=1e-12) or \
-                np.linalg.eigvalsh(self.noise_cov).min() < -1e-12:
-            raise ModelError("noise_cov must hold symmetric positive semidefinite matrices")
+        self.noise_cov = _symmetric_psd(part(noise_cov, "noise_cov", (S, c, c)),
+                                        "noise_cov must hold symmetric positive semidefinite matrices")
         self.lower, self.upper = _action_bounds(-np.inf if lower is None else lower, upper, (S, D))
         unbounded = ~(np.isfinite(self.lower) & np.isfinite(self.upper))
         self.lower_slope = part(lower_slope, "lower_slope", (S, D, c))
@@ -312,19 +328,15 @@ class LinearQuadraticMarkovGame(FamilyModel):
                                             strict=[unbounded[:, sl] for sl in self.slices])
         self.state_linear = part(state_linear, "state_linear", (N, S, c))
         self.state_quadratic = part(state_quadratic, "state_quadratic", (N, S, c, c))
-        if not np.allclose(self.state_quadratic, np.swapaxes(self.state_quadratic, -1, -2), rtol=0, atol=1e-12):
+        if not _symmetric(self.state_quadratic):
             raise ModelError("each state_quadratic matrix Z_i(s) must be symmetric")
         self.cross = part(cross, "cross", (N, S, D, c))
         self.discount = _discount(discount)
         self.initial = _initial(initial, S)
         self.initial_state = part(initial_state, "initial_state", (c,))
-        self.initial_cov = part(initial_cov, "initial_cov", (c, c))
-        if not np.allclose(self.initial_cov, self.initial_cov.T, rtol=0, atol=1e-12) or \
-                np.linalg.eigvalsh(self.initial_cov).min() < -1e-12:
-            raise ModelError("initial_cov must be symmetric positive semidefinite")
-        self.players = list(players) if players is not None else [f"player{i}" for i in range(N)]
-        if len(self.players) != N:
-            raise ModelError(f"players names {len(self.players)} != {N} players")
+        self.initial_cov = _symmetric_psd(part(initial_cov, "initial_cov", (c, c)),
+                                          "initial_cov must be symmetric positive semidefinite")
+        self.players = _player_names(players, N)
 
     @property
     def constrained(self) -> bool:
