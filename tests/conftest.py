@@ -8,6 +8,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "instances"
 SHARED_INSTANCES = REPO.parent / "shared" / "instances"
+# how long a stopped run (time limit, Ctrl-C) may take to return: generous, since the machine
+# running the tests may be loaded; a run that does not poll its stop takes minutes. A check that
+# the stop is polled, not a speed test.
+PROMPT = 15.0
 
 
 def pytest_collection_modifyitems(config, items):

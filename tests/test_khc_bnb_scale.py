@@ -25,6 +25,7 @@ from solvopt.dsl import HyperplaneClustering
 from solvopt.khc.bnb import solve_bnb
 from solvopt.khc.bounds import MU_STEPS, _spectrum, charge_bound
 
+from conftest import PROMPT
 from khc_planted import planted
 from khc_reference import brute_force as optimum
 
@@ -215,8 +216,7 @@ def test_time_limited_auto_run_reports_the_dolls_bound():
 
 # A run that does not poll its limit overran it by minutes (the dolls of a 1735-point group: each
 # doll small enough to finish within one kernel batch never reached the time check, and each
-# paid k-plane restarts for its first incumbent). Generous: a correctness check, not a speed one.
-PROMPT = 15.0
+# paid k-plane restarts for its first incumbent). PROMPT (conftest) is generous: not a speed check.
 
 
 @pytest.fixture(scope="module")

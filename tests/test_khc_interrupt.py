@@ -24,9 +24,9 @@ from solvopt.core.result import SolutionStatus, Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc.geometry import assignment_cost
 
+from conftest import PROMPT
+
 scip_installed = get_solver("khc", "scip").available() is Availability.AVAILABLE
-# generous: the machine running the tests may be loaded; a non-polling run would take minutes
-PROMPT = 15.0
 
 
 def hard_points() -> np.ndarray:

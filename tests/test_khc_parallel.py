@@ -29,9 +29,9 @@ from solvopt.khc.brute_force import solve_brute_force
 from solvopt.khc.geometry import assignment_cost
 from solvopt.khc.parallel import ParallelSearch, default_threads
 
+from conftest import PROMPT
 from khc_reference import brute_force
 
-PROMPT = 15.0  # generous: a correctness check (the stop is polled), not a speed one
 # the optimum of instance(3, 60, 3) with k = 3, proven by the serial search (solve_bnb(threads=1),
 # 3.57 million nodes; the true optimum is within 1e-6 relative of it) and by 2 threads alike;
 # too slow to recompute in a test
