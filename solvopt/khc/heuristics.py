@@ -18,6 +18,10 @@ moves with rank-one updates of the clusters' scatter matrices:
 
 For large m the restarts run on a random subsample and only the best starts are refined on
 all points, so that m = 1e5, n = 50 returns in seconds.
+
+In higher dimensions (n >= PURSUIT_MIN_DIM, enough points per plane) one more start comes from
+projection-pursuit peeling (:mod:`solvopt.khc.pursuit`), which finds planes that no seeded
+restart finds at n = 50, k = 10; like every start it is kept only if its polished cost is best.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ import numpy as np
 from ..core.errors import ModelError
 from ..core.interrupt import stop_requested
 from .geometry import assignment_cost, cluster_plane, fit_planes, point_distances
+from .pursuit import MIN_POINTS_PER_DIM, pursuit_assignment
 
 # Largest m * k * n^3 for which every single-point move is evaluated exactly.
 EXACT_MOVE_BUDGET = 300_000
@@ -39,6 +44,10 @@ LOCAL_NEIGHBOURS = 2
 PERTURB_FRACTION = 0.15
 # Starts refined on all points after the subsampled restarts.
 REFINED_STARTS = 1
+# The pursuit start runs by default from this dimension on (below it, seeded restarts do well).
+PURSUIT_MIN_DIM = 5
+# Points the pursuit searches its planes on (a random sample when m is larger): at least this many.
+PURSUIT_SAMPLE = 20_000
 
 
 class ClusterStats:
@@ -274,6 +283,30 @@ def _perturbation_search(points: np.ndarray, k: int, best: tuple[float, np.ndarr
     return best_cost, best_labels
 
 
+def use_pursuit(m: int, n: int, k: int, pursuit: bool | str | None) -> bool:
+    """Whether kplane adds the pursuit start: on, off, or (None / "auto") from PURSUIT_MIN_DIM
+    dimensions on when there are MIN_POINTS_PER_DIM n points per plane on average."""
+    if pursuit is None or pursuit == "auto":
+        return k >= 2 and n >= PURSUIT_MIN_DIM and m >= MIN_POINTS_PER_DIM * n * k
+    return bool(pursuit)
+
+
+def _pursuit_start(points: np.ndarray, k: int, rng: np.random.Generator, max_iter: int,
+                   deadline: float | None) -> np.ndarray:
+    """The pursuit's assignment; when it found fewer than k - 1 planes, its rest cluster (the points
+    near none of them) is split by k-plane restarts into the planes still missing."""
+    m, n = points.shape
+    labels, found = pursuit_assignment(points, k, rng, deadline=deadline,
+                                       sample_size=max(PURSUIT_SAMPLE, 4 * MIN_POINTS_PER_DIM * n * k))
+    rest = np.flatnonzero(labels == found) if 0 < found < k - 1 else np.zeros(0, dtype=np.int64)
+    if len(rest) > k - found:
+        split, _ = kplane(points[rest], k - found, restarts=3, seed=int(rng.integers(2 ** 31)), max_iter=max_iter,
+                          time_limit=None if deadline is None else max(deadline - time.perf_counter(), 0.0),
+                          pursuit=False)
+        labels[rest] = found + split
+    return labels
+
+
 def _validate(points, k, restarts, max_iter, init):
     pts = np.asarray(points, dtype=np.float64)
     if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] < 1:
@@ -292,10 +325,11 @@ def _validate(points, k, restarts, max_iter, init):
 
 
 def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 100, init=None,
-           time_limit: float | None = None) -> tuple[np.ndarray, float]:
+           time_limit: float | None = None, pursuit: bool | str | None = None) -> tuple[np.ndarray, float]:
     """Best k-HC2 assignment found by seeded k-plane restarts plus local search: ``(assignment, cost)``.
 
-    ``init`` (an assignment) is used as an extra first start. ``time_limit`` (seconds) or a stop
+    ``init`` (an assignment) is used as an extra first start. ``pursuit`` adds the projection-pursuit
+    start (:mod:`solvopt.khc.pursuit`): True, False, or None / "auto" (see :func:`use_pursuit`). ``time_limit`` (seconds) or a stop
     request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`) stops starting new restarts
     and cuts the running one short; at least one start always yields an assignment. ``cost`` equals
     ``assignment_cost(points, assignment, k)``.
@@ -314,15 +348,21 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
         sample = rng.choice(m, size=sample_size, replace=False)
     work = pts if sample is None else pts[sample]
 
+    polished: list[tuple[float, np.ndarray]] = []   # starts polished on all points
+    if use_pursuit(m, n, k, pursuit):   # it samples by itself, and its planes are sharp enough for all points
+        labels = local_search(pts, _lloyd(pts, _pursuit_start(pts, k, rng, max_iter, deadline), k, max_iter,
+                                          deadline), k, max_passes=max_iter, deadline=deadline)
+        polished.append((assignment_cost(pts, labels, k), labels))
+
     candidates: list[tuple[float, np.ndarray]] = []
     for r, start in enumerate(_starts(work, k, restarts, rng)):   # lazily: a stop cuts the seeding short too
-        if r > 0 and _expired(deadline):
+        if (r > 0 or polished) and _expired(deadline):
             break
         labels = _lloyd(work, start, k, max_iter, deadline)
         if sample is None:
             labels = local_search(work, labels, k, max_passes=max_iter, deadline=deadline)
         candidates.append((assignment_cost(work, labels, k), labels))
-    if sample is None:
+    if sample is None and candidates:
         candidates.append(_perturbation_search(work, k, min(candidates, key=lambda c: c[0]), restarts, max_iter,
                                                rng, deadline))
 
@@ -344,5 +384,5 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
                               deadline=deadline)
         candidates.append((assignment_cost(pts, labels, k), labels))
 
-    cost, labels = min(candidates, key=lambda c: c[0])
+    cost, labels = min(candidates + polished, key=lambda c: c[0])
     return labels.astype(np.int64), float(cost)

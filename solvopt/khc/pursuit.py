@@ -38,7 +38,7 @@ from ..core.interrupt import stop_requested
 from .geometry import point_distances
 
 # Pursuit starts per round, tried in turn while no plane is found.
-START_BATCHES = (12, 24, 48)
+START_BATCHES = (12, 24)
 # Minimum band density over the background density for a candidate plane.
 ACCEPT = 3.0
 # A candidate this much denser than the background is taken at once (no further directions).
@@ -131,8 +131,8 @@ def welsch_fit(points: np.ndarray, normal: np.ndarray, offset: float, first: flo
 
     At window h the weights are exp(-r^2 / 2h^2) and the plane is the weighted total least squares
     fit (smallest eigenvector of the weighted scatter: a majorise-minimise step of the Welsch
-    loss). h shrinks by SHRINK from ``first`` to ``last`` or until fewer than ``min_points``
-    points carry the weight. Each stage's plane is scored by the points within 4 of its scales
+    loss). h shrinks by SHRINK from ``first`` to ``last`` or until the weights sum to less than
+    ``min_points / 2``. Each stage's plane is scored by the points within 4 of its scales
     against the background density measured in the first window.
     """
     best = None
@@ -144,13 +144,13 @@ def welsch_fit(points: np.ndarray, normal: np.ndarray, offset: float, first: flo
             near = np.abs(r) < 5.0 * h                 # the rest weigh < 4e-6
             w = np.exp(-0.5 * (r[near] / h) ** 2)
             mass = w.sum()
-            if mass < min_points:
+            if mass < min_points / 2:
                 break
             centre = w @ points[near] / mass
             centred = (points[near] - centre) * np.sqrt(w)[:, None]
             values, vectors = np.linalg.eigh(centred.T @ centred / mass)
             normal, offset = vectors[:, 0], float(vectors[:, 0] @ centre)
-        if mass < min_points:
+        if mass < min_points / 2:
             break
         r = np.abs(points @ normal - offset)
         scale = max(float(np.sqrt(max(values[0], 0.0))), last)
@@ -225,40 +225,62 @@ def _best_plane(points: np.ndarray, spread: float, rng: np.random.Generator,
     return best
 
 
+def _noise_scale(r: np.ndarray, scale: float) -> float:
+    """Robust noise scale of a plane's residuals |r|: the MAD of those within 10 scales, the scale
+    re-estimated until it settles (a fit from a narrow window starts below the noise)."""
+    for _ in range(8):
+        near = r[r < 10.0 * scale]
+        new = max(1.4826 * float(np.median(near)), scale / 4.0) if len(near) else scale
+        if abs(new - scale) <= 1e-3 * scale:
+            break
+        scale = new
+    return scale
+
+
 def pursuit_planes(points, k: int, rng: np.random.Generator, deadline: float | None = None
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Up to k planes found one at a time by projection pursuit and peeling: ``(normals, offsets)``."""
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Up to k planes found one at a time by projection pursuit and peeling.
+
+    Returns ``(normals, offsets, widths)``: a found plane's points are those within its width
+    (5 robust noise scales); they are removed before the next round.
+    """
     pts = np.asarray(points, dtype=np.float64)
     m, n = pts.shape
     spread = float(np.sqrt(np.mean(np.var(pts, axis=0))))
-    normals, offsets = [], []
+    normals, offsets, widths = [], [], []
     remaining = np.arange(m)
-    if spread == 0.0:
-        return np.zeros((0, n)), np.zeros(0)
-    while len(normals) < k and len(remaining) >= 2 * MIN_POINTS_PER_DIM * n and not _expired(deadline):
+    while (spread > 0.0 and len(normals) < k and len(remaining) >= MIN_POINTS_PER_DIM * n
+           and not _expired(deadline)):
         rest = pts[remaining]
         cand = _best_plane(rest, spread, rng, deadline)
         if cand is None:
             break
         r = np.abs(rest @ cand.normal - cand.offset)
-        noise = 1.4826 * float(np.median(r[r < 10.0 * cand.scale]))
+        width = 5.0 * _noise_scale(r, cand.scale)
         normals.append(cand.normal)
         offsets.append(cand.offset)
-        remaining = remaining[r >= max(5.0 * noise, 4.0 * cand.scale)]
-    return np.array(normals).reshape(-1, n), np.array(offsets)
+        widths.append(width)
+        remaining = remaining[r >= width]
+    return np.array(normals).reshape(-1, n), np.array(offsets), np.array(widths)
 
 
 def pursuit_assignment(points, k: int, rng: np.random.Generator, deadline: float | None = None,
                        sample_size: int | None = None) -> tuple[np.ndarray, int]:
-    """A start for k-plane: each point labelled by its nearest pursuit plane: ``(labels, planes found)``.
+    """A start for k-plane from the pursuit planes: ``(labels, planes found)``.
 
-    The planes are searched on a random sample of ``sample_size`` points when m is larger. With
-    fewer than k planes found the other labels stay empty (k-plane's empty-cluster rule fills them).
+    The planes are searched on a random sample of ``sample_size`` points when m is larger. A point
+    within a found plane's width takes the nearest such plane; when fewer than k planes were
+    found, the points near none of them form one more cluster (k-plane's refits take it from there).
     """
     pts = np.asarray(points, dtype=np.float64)
     m = pts.shape[0]
     work = pts if sample_size is None or m <= sample_size else pts[rng.choice(m, size=sample_size, replace=False)]
-    normals, offsets = pursuit_planes(work, k, rng, deadline)
-    if len(normals) == 0:
+    normals, offsets, widths = pursuit_planes(work, k, rng, deadline)
+    found = len(normals)
+    if found == 0:
         return np.zeros(m, dtype=np.int64), 0
-    return np.argmin(point_distances(pts, normals, offsets), axis=1).astype(np.int64), len(normals)
+    distances = point_distances(pts, normals, offsets)
+    labels = np.argmin(distances, axis=1).astype(np.int64)
+    if found < k:
+        labels[np.all(distances >= widths ** 2, axis=1)] = found
+    return labels, found
