@@ -27,6 +27,8 @@ FAMILY = Family(
                                     "the time limit)", target="solver", metavar="MODE"),
         Param("charge_bound", str, "bnb's charge of the unassigned points: on | off", target="solver",
               metavar="MODE"),
+        Param("pursuit", str, "heuristic: the projection-pursuit start: on | off | auto (auto: n >= 5 and "
+                              "10 n points per plane)", target="solver", metavar="MODE"),
         Param("group_size", int, "partition-bound: points per group (0: calibrated to --group-seconds)",
               target="solver", metavar="N"),
         Param("group_seconds", float, "partition-bound: target bnb time per group in seconds (calibrates the "

@@ -350,7 +350,8 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
 
     polished: list[tuple[float, np.ndarray]] = []   # starts polished on all points
     if use_pursuit(m, n, k, pursuit):   # it samples by itself, and its planes are sharp enough for all points
-        labels = local_search(pts, _lloyd(pts, _pursuit_start(pts, k, rng, max_iter, deadline), k, max_iter,
+        own = np.random.default_rng(seed).spawn(1)[0]   # the restarts below draw the same as without it
+        labels = local_search(pts, _lloyd(pts, _pursuit_start(pts, k, own, max_iter, deadline), k, max_iter,
                                           deadline), k, max_passes=max_iter, deadline=deadline)
         polished.append((assignment_cost(pts, labels, k), labels))
 

@@ -37,7 +37,7 @@ import numpy as np
 from ..core.interrupt import stop_requested
 from .geometry import point_distances
 
-# Pursuit starts per round, tried in turn while no plane is found.
+# Pursuit starts per round, tried in turn while no plane is found (the first round: the first batch).
 START_BATCHES = (12, 24)
 # Minimum band density over the background density for a candidate plane.
 ACCEPT = 3.0
@@ -105,8 +105,8 @@ def projection_peaks(values: np.ndarray, width: float, top: int = 4) -> np.ndarr
     """Candidate offsets: the highest local maxima of the smoothed histogram of ``values`` (bins of
     ``width``) and of its difference of Gaussians (a narrow atom on the flank of the bulk)."""
     lo, hi = np.percentile(values, [0.1, 99.9])
-    if not hi > lo:
-        return np.array([lo])
+    if not hi - lo > 8 * width:          # all on one atom already
+        return np.array([float(np.median(values))])
     counts, edges = np.histogram(values, bins=max(int((hi - lo) / width), 8), range=(lo, hi))
     centres = 0.5 * (edges[:-1] + edges[1:])
     narrow = _smooth(counts.astype(float), 1.5)
@@ -164,11 +164,13 @@ def welsch_fit(points: np.ndarray, normal: np.ndarray, offset: float, first: flo
 
 
 def _densest(values: np.ndarray, width: float) -> tuple[int, float]:
-    """(count, centre) of the window of ``width`` holding the most of ``values``."""
-    ordered = np.sort(values)
-    counts = np.searchsorted(ordered, ordered + width) - np.arange(len(ordered))
+    """(count, centre) of the densest window of ``width`` among two adjacent bins of width / 2."""
+    low = float(values.min())
+    counts = np.bincount(((values - low) / (width / 2.0)).astype(np.int64))
+    if len(counts) > 1:
+        counts = counts[:-1] + counts[1:]
     i = int(np.argmax(counts))
-    return int(counts[i]), float(ordered[i] + width / 2.0)
+    return int(counts[i]), low + (i + 1) * width / 2.0
 
 
 def tilt_search(points: np.ndarray, normal: np.ndarray, offset: float, h: float,
@@ -204,12 +206,12 @@ def tilt_search(points: np.ndarray, normal: np.ndarray, offset: float, h: float,
 
 
 def _best_plane(points: np.ndarray, spread: float, rng: np.random.Generator,
-                deadline: float | None) -> Candidate | None:
+                deadline: float | None, batches=START_BATCHES) -> Candidate | None:
     """The densest acceptable plane of one peeling round (None if no direction gives one)."""
     n = points.shape[1]
     first, last, min_points = FIRST_WINDOW * spread, LAST_WINDOW * spread, MIN_POINTS_PER_DIM * n
     best = None
-    for starts in START_BATCHES:
+    for starts in batches:
         for direction in pursuit_directions(points, starts, rng):
             for offset in projection_peaks(points @ direction, 0.1 * spread):
                 found = [welsch_fit(points, direction, offset, first, last, min_points)]
@@ -252,7 +254,8 @@ def pursuit_planes(points, k: int, rng: np.random.Generator, deadline: float | N
     while (spread > 0.0 and len(normals) < k and len(remaining) >= MIN_POINTS_PER_DIM * n
            and not _expired(deadline)):
         rest = pts[remaining]
-        cand = _best_plane(rest, spread, rng, deadline)
+        # no plane in the first batch: most likely none to find (points not on planes); give up soon
+        cand = _best_plane(rest, spread, rng, deadline, START_BATCHES if normals else START_BATCHES[:1])
         if cand is None:
             break
         r = np.abs(rest @ cand.normal - cand.offset)

@@ -77,6 +77,9 @@ class HeuristicSolver(KhcSolver):
     options = (
         restarts_option(1, "(seeded k-plane++ / random starts, each polished by local search)"),
         count_option("max_iter", 1, 100, "k-plane iterations and local-search passes per start"),
+        Option("pursuit", switch_or_auto, "auto",
+               "one more start by projection-pursuit peeling (solvopt.khc.pursuit); auto: from 5 dimensions "
+               "on, with 10 n points per plane"),
     )
 
     def solve(self, compiled, options: SolveOptions) -> Result:
@@ -84,7 +87,8 @@ class HeuristicSolver(KhcSolver):
         restarts = options.extra["restarts"]
         start = time.perf_counter()
         labels, _ = kplane(problem.unit, problem.k, restarts=restarts, seed=options.seed,
-                           max_iter=options.extra["max_iter"], time_limit=options.time_limit)
+                           max_iter=options.extra["max_iter"], time_limit=options.time_limit,
+                           pursuit=options.extra["pursuit"])
         # A heuristic proves nothing beyond the trivial bound 0 (costs are sums of squares): the gap
         # rule calls it optimal only when its cost is within the absolute tolerance of 0.
         if stop_requested():
