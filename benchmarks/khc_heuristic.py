@@ -4,7 +4,9 @@ Each instance draws k random hyperplanes through the origin shifted by 0, 1, ...
 their normals, m standard-normal points projected onto a random one of them, plus Gaussian
 noise of standard deviation ``sigma``. The planted assignment's cost is a reference (the optimum
 is at most that). Reported: median wall time of ``--repeats`` runs (default options: 10
-restarts), the objective over the planted cost, and the time per point.
+restarts), the objective over the planted cost, and the time per point; side by side with and
+without the projection-pursuit start (``pursuit=False``: the heuristic before issue 12's last
+step), in one process. The n = 50, k = 10 rows are repeated over ``--seeds`` generator seeds.
 
 The machine is shared (2 cores): compare ratios, not absolute times. OpenBLAS is pinned to
 one thread (its threads spin on tiny eigenproblems on a loaded machine).
@@ -30,8 +32,10 @@ from solvopt.khc.geometry import assignment_cost  # noqa: E402
 from solvopt.khc.heuristics import kplane  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SIZES = [(1_000, 3, 3), (10_000, 10, 3), (100_000, 3, 5), (100_000, 20, 3), (100_000, 50, 3), (100_000, 50, 10)]
+SIZES = [(1_000, 3, 3), (10_000, 10, 3), (100_000, 3, 5), (100_000, 20, 3), (100_000, 50, 3), (10_000, 20, 6),
+         (50_000, 30, 8), (10_000, 50, 10), (100_000, 50, 10)]
 QUICK = SIZES[:3]
+HARD = {(10_000, 50, 10), (100_000, 50, 10)}   # run over --seeds generator seeds
 
 
 def planted(m: int, n: int, k: int, sigma: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -46,39 +50,54 @@ def planted(m: int, n: int, k: int, sigma: float, seed: int) -> tuple[np.ndarray
     return points, truth
 
 
+def run(points: np.ndarray, k: int, reference: float, repeats: int, pursuit) -> tuple[float, float]:
+    """(median seconds, median objective / planted cost) over ``repeats`` kplane seeds."""
+    times, ratios = [], []
+    for r in range(repeats):
+        start = time.perf_counter()
+        _, cost = kplane(points, k, seed=r, pursuit=pursuit)
+        times.append(time.perf_counter() - start)
+        ratios.append(cost / reference)
+    return statistics.median(times), statistics.median(ratios)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sigma", type=float, default=0.01)
+    parser.add_argument("--seeds", type=int, default=5, help="generator seeds for the n = 50, k = 10 rows")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     rows = []
     kplane(np.random.default_rng(0).normal(size=(50, 2)), 2)  # warm-up
     for m, n, k in QUICK if args.quick else SIZES:
-        points, truth = planted(m, n, k, args.sigma, seed=m + n + k)
-        reference = assignment_cost(points, truth, k)
-        times, cost = [], None
-        for r in range(args.repeats):
-            start = time.perf_counter()
-            _, cost = kplane(points, k, seed=r)
-            times.append(time.perf_counter() - start)
-        t = statistics.median(times)
-        rows.append((m, n, k, t, cost / reference, 1e6 * t / m))
-        print(f"m={m} n={n} k={k}: {t:.2f} s, objective / planted = {cost / reference:.4f}", flush=True)
+        seeds = [m + n + k + s for s in range(args.seeds if (m, n, k) in HARD else 1)]
+        for seed in seeds:
+            points, truth = planted(m, n, k, args.sigma, seed=seed)
+            reference = assignment_cost(points, truth, k)
+            with_t, with_r = run(points, k, reference, args.repeats, "auto")
+            without_t, without_r = run(points, k, reference, args.repeats, False)
+            rows.append((m, n, k, seed, with_t, with_r, 1e6 * with_t / m, without_t, without_r))
+            print(f"m={m} n={n} k={k} seed={seed}: {with_t:.2f} s, objective / planted = {with_r:.4f}; "
+                  f"without the pursuit start {without_t:.2f} s, {without_r:.4f}", flush=True)
     lines = [
         "# k-HC2 k-plane heuristic on planted instances",
         "",
         f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} by "
-        f"`python benchmarks/khc_heuristic.py --repeats {args.repeats} --sigma {args.sigma:g}"
+        f"`python benchmarks/khc_heuristic.py --repeats {args.repeats} --sigma {args.sigma:g} --seeds {args.seeds}"
         f"{' --quick' if args.quick else ''}` on a shared 2-core machine (load average at the end: "
         f"{os.getloadavg()[0]:.1f}). Default options (10 restarts; above 2 x max(4000, 20 k n) points the "
-        "restarts run on a subsample and the best start is refined on all points). Objective / planted "
-        "< 1 is possible (the planted assignment is not optimal under noise); > 1 is a local optimum.",
+        "restarts run on a subsample and the best start is refined on all points; the pursuit start from "
+        "n = 5 on, its planes searched on a sample of max(20000, 40 n k) points). Objective / planted < 1 "
+        "is possible (the planted assignment is not optimal under noise); > 1 is a local optimum. "
+        "Medians over the kplane seeds 0..repeats-1; both columns in one process.",
         "",
-        "| m | n | k | median time s | objective / planted cost | us per point |",
-        "|---|---|---|---|---|---|",
+        "| m | n | k | generator seed | median time s | objective / planted cost | us per point "
+        "| without pursuit: time s | without pursuit: objective / planted |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    lines += [f"| {m} | {n} | {k} | {t:.2f} | {ratio:.4f} | {per:.1f} |" for m, n, k, t, ratio, per in rows]
+    lines += [f"| {m} | {n} | {k} | {seed} | {t:.2f} | {ratio:.4f} | {per:.1f} | {t0:.2f} | {r0:.4f} |"
+              for m, n, k, seed, t, ratio, per, t0, r0 in rows]
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / "khc_heuristic.md"
     out.write_text("\n".join(lines) + "\n")
