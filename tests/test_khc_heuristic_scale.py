@@ -10,21 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from khc_planted import planted
+from khc_planted import cost_of, planted
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc.heuristics import SUBSAMPLE_SIZE, kplane, local_search
-
-
-def cost_of(points: np.ndarray, labels: np.ndarray, k: int) -> float:
-    """Sum over clusters of the smallest eigenvalue of the centred scatter (independent of geometry.py)."""
-    total = 0.0
-    for j in range(k):
-        members = points[labels == j]
-        if len(members) > points.shape[1]:
-            centred = members - members.mean(axis=0)
-            total += max(np.linalg.eigvalsh(centred.T @ centred)[0], 0.0)
-    return total
 
 
 @pytest.mark.parametrize("s", [2.0 ** 20, 2.0 ** -20])

@@ -11,21 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from khc_planted import planted
+from khc_planted import cost_of, planted
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc.heuristics import kplane, use_pursuit
 from solvopt.khc import pursuit
 from solvopt.khc.pursuit import pursuit_assignment, pursuit_planes
-
-
-def cost_of(points: np.ndarray, labels: np.ndarray, k: int) -> float:
-    total = 0.0
-    for j in range(k):
-        members = points[labels == j]
-        if len(members) > points.shape[1]:
-            centred = members - members.mean(axis=0)
-            total += max(np.linalg.eigvalsh(centred.T @ centred)[0], 0.0)
-    return total
 
 
 def planted_normals(points: np.ndarray, truth: np.ndarray, k: int) -> np.ndarray:
