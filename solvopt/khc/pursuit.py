@@ -50,6 +50,8 @@ FIRST_WINDOW, LAST_WINDOW, SHRINK = 0.3, 1e-4, 0.6
 # Angles (radians) tried by the tilt search, up to 60 degrees either way, in 1 degree steps.
 TILT_ANGLES = np.radians(np.r_[-60:0, 1:61].astype(float))
 CONTRASTS = ("gauss", "logcosh", "kurtosis")
+# Whole searches when one finds some of the k planes but not all (the best one is kept).
+ATTEMPTS = 2
 
 
 def _expired(deadline: float | None) -> bool:
@@ -279,14 +281,23 @@ def pursuit_assignment(points, k: int, rng: np.random.Generator, deadline: float
                        sample_size: int | None = None) -> tuple[np.ndarray, int]:
     """A start for k-plane from the pursuit planes: ``(labels, planes found)``.
 
-    The planes are searched on a random sample of ``sample_size`` points when m is larger. A point
+    The planes are searched on a random sample of ``sample_size`` points when m is larger; when
+    some but not all k are found, the search runs once more (a new sample, new directions: the
+    peeling order changes) and the run that found more is kept. A point
     within a found plane's width takes the nearest such plane; when fewer than k planes were
     found, the points near none of them form one more cluster (k-plane's refits take it from there).
     """
     pts = np.asarray(points, dtype=np.float64)
     m = pts.shape[0]
-    work = pts if sample_size is None or m <= sample_size else pts[rng.choice(m, size=sample_size, replace=False)]
-    normals, offsets, widths = pursuit_planes(work, k, rng, deadline)
+    best = None
+    for _ in range(ATTEMPTS):
+        work = pts if sample_size is None or m <= sample_size else pts[rng.choice(m, size=sample_size, replace=False)]
+        planes = pursuit_planes(work, k, rng, deadline)
+        if best is None or len(planes[0]) > len(best[0]):
+            best = planes
+        if len(best[0]) == k or len(best[0]) == 0 or _expired(deadline):   # none found: no planes to find
+            break
+    normals, offsets, widths = best
     found = len(normals)
     if found == 0:
         return np.zeros(m, dtype=np.int64), 0
