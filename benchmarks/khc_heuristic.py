@@ -68,7 +68,12 @@ def main() -> None:
     parser.add_argument("--sigma", type=float, default=0.01)
     parser.add_argument("--seeds", type=int, default=5, help="generator seeds for the n = 50, k = 10 rows")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--plot-only", action="store_true", help="redraw the plot from the recorded JSON")
     args = parser.parse_args()
+    if args.plot_only:
+        recorded = json.loads((RESULTS / "khc_heuristic.json").read_text())
+        plot([tuple(r.values()) for r in recorded], RESULTS / "khc_heuristic.png")
+        return
     rows = []
     kplane(np.random.default_rng(0).normal(size=(50, 2)), 2)  # warm-up
     for m, n, k in QUICK if args.quick else SIZES:
@@ -115,13 +120,13 @@ def plot(rows: list[tuple], path: Path) -> None:
     plt = pyplot_or_none()
     if plt is None:
         return
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
     x = np.arange(len(rows))
     ax.scatter(x, [r[8] for r in rows], marker="x", color="tab:orange", label="seeded restarts only")
     ax.scatter(x, [r[5] for r in rows], marker="o", color="tab:blue", label="with the projection-pursuit start")
     ax.axhline(1.01, color="gray", lw=0.8, ls="--", label="1% above the planted cost")
     ax.set_yscale("log")
-    ax.set_xticks(x, [f"{r[0]:.0e} x {r[1]}\nk={r[2]}" for r in rows], fontsize=7)
+    ax.set_xticks(x, [f"m={r[0]:.0e}, n={r[1]}, k={r[2]}" for r in rows], fontsize=7, rotation=60, ha="right")
     ax.set_ylabel("objective / planted cost")
     ax.legend(fontsize=8)
     fig.tight_layout()
