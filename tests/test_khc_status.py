@@ -157,7 +157,8 @@ def test_descriptor_builds_the_model_from_an_instance(samples):
     assert isinstance(model, HyperplaneClustering) and model.k == 3
     assert {p.name: p.target for p in fam.params} == {
         "k": "model", "norms": "solver", "restarts": "solver", "extra_restarts": "solver", "order": "solver",
-        "suffix_bounds": "solver", "charge_bound": "solver", "group_size": "solver", "group_seconds": "solver",
+        "suffix_bounds": "solver", "charge_bound": "solver", "pursuit": "solver", "group_size": "solver",
+        "group_seconds": "solver",
         "partitions": "solver"}
 
 
