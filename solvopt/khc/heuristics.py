@@ -48,6 +48,9 @@ REFINED_STARTS = 1
 PURSUIT_MIN_DIM = 5
 # Points the pursuit searches its planes on (a random sample when m is larger): at least this many.
 PURSUIT_SAMPLE = 20_000
+# Seconds the pursuit may spend per million coordinates of its sample (at least 2 s): it finds the
+# planted planes of the benchmarks in 2-12 s at 20000 x 50, and a search that fails costs its budget.
+PURSUIT_SECONDS_PER_MILLION = 20.0
 
 
 class ClusterStats:
@@ -291,13 +294,16 @@ def use_pursuit(m: int, n: int, k: int, pursuit: bool | str | None) -> bool:
     return bool(pursuit)
 
 
+def _pursuit_sample(n: int, k: int) -> int:
+    return max(PURSUIT_SAMPLE, 4 * MIN_POINTS_PER_DIM * n * k)
+
+
 def _pursuit_start(points: np.ndarray, k: int, rng: np.random.Generator, max_iter: int,
                    deadline: float | None) -> np.ndarray:
     """The pursuit's assignment; when it found fewer than k - 1 planes, its rest cluster (the points
-    near none of them) is split by k-plane restarts into the planes still missing."""
+    near none of them) is split by k-plane restarts (by ``deadline``) into the planes still missing."""
     m, n = points.shape
-    labels, found = pursuit_assignment(points, k, rng, deadline=deadline,
-                                       sample_size=max(PURSUIT_SAMPLE, 4 * MIN_POINTS_PER_DIM * n * k))
+    labels, found = pursuit_assignment(points, k, rng, deadline=deadline, sample_size=_pursuit_sample(n, k))
     rest = np.flatnonzero(labels == found) if 0 < found < k - 1 else np.zeros(0, dtype=np.int64)
     if len(rest) > k - found:
         split, _ = kplane(points[rest], k - found, restarts=3, seed=int(rng.integers(2 ** 31)), max_iter=max_iter,
@@ -351,8 +357,11 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
     polished: list[tuple[float, np.ndarray]] = []   # starts polished on all points
     if use_pursuit(m, n, k, pursuit):   # it samples by itself, and its planes are sharp enough for all points
         own = np.random.default_rng(seed).spawn(1)[0]   # the restarts below draw the same as without it
-        labels = local_search(pts, _lloyd(pts, _pursuit_start(pts, k, own, max_iter, deadline), k, max_iter,
-                                          deadline), k, max_passes=max_iter, deadline=deadline)
+        # the search, the split and the polish share a budget: a search that finds nothing costs at most that
+        budget = time.perf_counter() + max(2.0, PURSUIT_SECONDS_PER_MILLION * min(m, _pursuit_sample(n, k)) * n / 1e6)
+        until = budget if deadline is None else min(deadline, budget)
+        labels = local_search(pts, _lloyd(pts, _pursuit_start(pts, k, own, max_iter, until), k, max_iter, until), k,
+                              max_passes=max_iter, deadline=until)
         polished.append((assignment_cost(pts, labels, k), labels))
 
     candidates: list[tuple[float, np.ndarray]] = []
