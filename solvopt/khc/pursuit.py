@@ -30,11 +30,11 @@ find holds at least 10 n points; with fewer, it finds fewer planes and the other
 """
 from __future__ import annotations
 
-import time
+from typing import NamedTuple
 
 import numpy as np
 
-from ..core.interrupt import stop_requested
+from ..core.interrupt import stop_reason
 from .geometry import point_distances
 
 # Pursuit starts per round, tried in turn while no plane is found (the first round: the first batch).
@@ -52,10 +52,6 @@ TILT_ANGLES = np.radians(np.r_[-60:0, 1:61].astype(float))
 CONTRASTS = ("gauss", "logcosh", "kurtosis")
 # Whole searches when one finds some of the k planes but not all (the best one is kept).
 ATTEMPTS = 2
-
-
-def _expired(deadline: float | None) -> bool:
-    return stop_requested() or (deadline is not None and time.perf_counter() > deadline)
 
 
 def _whitened(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -120,11 +116,13 @@ def projection_peaks(values: np.ndarray, width: float, top: int = 4) -> np.ndarr
     return np.unique(np.round(np.asarray(found) / width)) * width
 
 
-class Candidate:
-    """A plane {x : normal . x = offset} with its band (|residual| < 4 scale) and density ratio."""
+class Candidate(NamedTuple):
+    """A plane {x : normal . x = offset}, its fitted scale, and its band's density ratio."""
 
-    def __init__(self, normal, offset, scale, band, ratio):
-        self.normal, self.offset, self.scale, self.band, self.ratio = normal, offset, scale, band, ratio
+    normal: np.ndarray
+    offset: float
+    scale: float
+    ratio: float
 
 
 def welsch_fit(points: np.ndarray, normal: np.ndarray, offset: float, first: float, last: float,
@@ -156,11 +154,11 @@ def welsch_fit(points: np.ndarray, normal: np.ndarray, offset: float, first: flo
             break
         r = np.abs(points @ normal - offset)
         scale = max(float(np.sqrt(max(values[0], 0.0))), last)
-        band = r < 4.0 * scale
+        in_band = np.count_nonzero(r < 4.0 * scale)
         background = max(np.count_nonzero(r < first), 1) / (2.0 * first)
-        ratio = np.count_nonzero(band) / (background * 8.0 * scale)
-        if np.count_nonzero(band) >= min_points and (best is None or ratio > best.ratio):
-            best = Candidate(normal.copy(), offset, scale, band, ratio)
+        ratio = in_band / (background * 8.0 * scale)
+        if in_band >= min_points and (best is None or ratio > best.ratio):
+            best = Candidate(normal.copy(), offset, scale, ratio)
         h *= SHRINK
     return best
 
@@ -222,7 +220,7 @@ def _best_plane(points: np.ndarray, spread: float, rng: np.random.Generator,
                 for cand in found:
                     if cand is not None and cand.ratio >= ACCEPT and (best is None or cand.ratio > best.ratio):
                         best = cand
-                if (best is not None and best.ratio >= TAKE_AT_ONCE) or _expired(deadline):
+                if (best is not None and best.ratio >= TAKE_AT_ONCE) or stop_reason(deadline) is not None:
                     return best
         if best is not None:
             return best
@@ -262,7 +260,7 @@ def pursuit_planes(points, k: int, rng: np.random.Generator, deadline: float | N
     normals, offsets, widths = [], [], []
     remaining = np.arange(m)
     while (spread > 0.0 and len(normals) < k and len(remaining) >= MIN_POINTS_PER_DIM * n
-           and not _expired(deadline)):
+           and not stop_reason(deadline) is not None):
         rest = pts[remaining]
         # no plane in the first batch: most likely none to find (points not on planes); give up soon
         cand = _best_plane(rest, spread, rng, deadline, START_BATCHES if normals else START_BATCHES[:1])
@@ -295,7 +293,7 @@ def pursuit_assignment(points, k: int, rng: np.random.Generator, deadline: float
         planes = pursuit_planes(work, k, rng, deadline)
         if best is None or len(planes[0]) > len(best[0]):
             best = planes
-        if len(best[0]) == k or len(best[0]) == 0 or _expired(deadline):   # none found: no planes to find
+        if len(best[0]) == k or len(best[0]) == 0 or stop_reason(deadline) is not None:   # none found: no planes to find
             break
     normals, offsets, widths = best
     found = len(normals)
