@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from khc_planted import cost_of, planted
+from solvopt.core.errors import ModelError
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc.heuristics import kplane, use_pursuit
 from solvopt.khc import pursuit
@@ -93,6 +94,8 @@ def test_auto_means_five_dimensions_and_ten_n_points_per_plane():
     assert not use_pursuit(1000, 4, 2, "auto")           # low dimensions: seeded restarts do well
     assert not use_pursuit(99, 5, 2, "auto")             # fewer than 10 n points per plane
     assert use_pursuit(10, 2, 2, True) and not use_pursuit(10 ** 6, 50, 10, False)
+    with pytest.raises(ModelError, match="pursuit must be"):
+        use_pursuit(1000, 5, 2, "off")                   # a word is the option's to read, not kplane's
 
 
 def test_the_heuristic_method_takes_the_switch_and_refuses_other_words():

@@ -265,6 +265,14 @@ def _starts(points: np.ndarray, k: int, restarts: int, rng: np.random.Generator)
             yield _seed_planes(points, k, rng, local=r % 3 == 0)
 
 
+def _polished(points: np.ndarray, labels: np.ndarray, k: int, max_iter: int,
+              deadline: float | None) -> tuple[float, np.ndarray]:
+    """(cost, assignment): k-plane from ``labels``, then the local search."""
+    labels = local_search(points, _lloyd(points, labels, k, max_iter, deadline), k, max_passes=max_iter,
+                          deadline=deadline)
+    return assignment_cost(points, labels, k), labels
+
+
 def _perturbation_search(points: np.ndarray, k: int, best: tuple[float, np.ndarray], rounds: int, max_iter: int,
                          rng: np.random.Generator, deadline: float | None) -> tuple[float, np.ndarray]:
     """Iterated local search: relabel a random PERTURB_FRACTION of the best assignment's points,
@@ -278,9 +286,7 @@ def _perturbation_search(points: np.ndarray, k: int, best: tuple[float, np.ndarr
         labels = best_labels.copy()
         chosen = rng.choice(m, size=size, replace=False)
         labels[chosen] = rng.integers(0, k, size=size)
-        labels = local_search(points, _lloyd(points, labels, k, max_iter, deadline), k, max_passes=max_iter,
-                              deadline=deadline)
-        cost = assignment_cost(points, labels, k)
+        cost, labels = _polished(points, labels, k, max_iter, deadline)
         if cost < best_cost:
             best_cost, best_labels = cost, labels
     return best_cost, best_labels
@@ -289,21 +295,19 @@ def _perturbation_search(points: np.ndarray, k: int, best: tuple[float, np.ndarr
 def use_pursuit(m: int, n: int, k: int, pursuit: bool | str | None) -> bool:
     """Whether kplane adds the pursuit start: on, off, or (None / "auto") from PURSUIT_MIN_DIM
     dimensions on when there are MIN_POINTS_PER_DIM n points per plane on average."""
-    if pursuit is None or pursuit == "auto":
+    if pursuit is None or (isinstance(pursuit, str) and pursuit == "auto"):
         return k >= 2 and n >= PURSUIT_MIN_DIM and m >= MIN_POINTS_PER_DIM * n * k
+    if not isinstance(pursuit, (bool, np.bool_)):
+        raise ModelError(f"pursuit must be True, False, None or \"auto\", got {pursuit!r}")
     return bool(pursuit)
 
 
-def _pursuit_sample(n: int, k: int) -> int:
-    return max(PURSUIT_SAMPLE, 4 * MIN_POINTS_PER_DIM * n * k)
-
-
-def _pursuit_start(points: np.ndarray, k: int, rng: np.random.Generator, max_iter: int,
+def _pursuit_start(points: np.ndarray, k: int, rng: np.random.Generator, sample_size: int, max_iter: int,
                    deadline: float | None) -> np.ndarray:
-    """The pursuit's assignment; when it found fewer than k - 1 planes, its rest cluster (the points
-    near none of them) is split by k-plane restarts (by ``deadline``) into the planes still missing."""
-    m, n = points.shape
-    labels, found = pursuit_assignment(points, k, rng, deadline=deadline, sample_size=_pursuit_sample(n, k))
+    """The pursuit's assignment (planes searched on ``sample_size`` points); when it found fewer than
+    k - 1 planes, its rest cluster (the points near none of them) is split by k-plane restarts (by
+    ``deadline``) into the planes still missing."""
+    labels, found = pursuit_assignment(points, k, rng, deadline=deadline, sample_size=sample_size)
     rest = np.flatnonzero(labels == found) if 0 < found < k - 1 else np.zeros(0, dtype=np.int64)
     if len(rest) > k - found:
         split, _ = kplane(points[rest], k - found, restarts=3, seed=int(rng.integers(2 ** 31)), max_iter=max_iter,
@@ -357,12 +361,11 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
     polished: list[tuple[float, np.ndarray]] = []   # starts polished on all points
     if use_pursuit(m, n, k, pursuit):   # it samples by itself, and its planes are sharp enough for all points
         own = np.random.default_rng(seed).spawn(1)[0]   # the restarts below draw the same as without it
+        searched = max(PURSUIT_SAMPLE, 4 * MIN_POINTS_PER_DIM * n * k)
         # the search, the split and the polish share a budget: a search that finds nothing costs at most that
-        budget = time.perf_counter() + max(2.0, PURSUIT_SECONDS_PER_MILLION * min(m, _pursuit_sample(n, k)) * n / 1e6)
+        budget = time.perf_counter() + max(2.0, PURSUIT_SECONDS_PER_MILLION * min(m, searched) * n / 1e6)
         until = budget if deadline is None else min(deadline, budget)
-        labels = local_search(pts, _lloyd(pts, _pursuit_start(pts, k, own, max_iter, until), k, max_iter, until), k,
-                              max_passes=max_iter, deadline=until)
-        polished.append((assignment_cost(pts, labels, k), labels))
+        polished.append(_polished(pts, _pursuit_start(pts, k, own, searched, max_iter, until), k, max_iter, until))
 
     candidates: list[tuple[float, np.ndarray]] = []
     for r, start in enumerate(_starts(work, k, restarts, rng)):   # lazily: a stop cuts the seeding short too
@@ -390,9 +393,7 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
                 break
         candidates = refined
     if init is not None:
-        labels = local_search(pts, _lloyd(pts, init.copy(), k, max_iter, deadline), k, max_passes=max_iter,
-                              deadline=deadline)
-        candidates.append((assignment_cost(pts, labels, k), labels))
+        candidates.append(_polished(pts, init.copy(), k, max_iter, deadline))
 
     cost, labels = min(candidates + polished, key=lambda c: c[0])
     return labels.astype(np.int64), float(cost)
