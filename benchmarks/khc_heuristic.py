@@ -71,8 +71,7 @@ def main() -> None:
     parser.add_argument("--plot-only", action="store_true", help="redraw the plot from the recorded JSON")
     args = parser.parse_args()
     if args.plot_only:
-        recorded = json.loads((RESULTS / "khc_heuristic.json").read_text())
-        plot([tuple(r.values()) for r in recorded], RESULTS / "khc_heuristic.png")
+        plot(json.loads((RESULTS / "khc_heuristic.json").read_text()), RESULTS / "khc_heuristic.png")
         return
     rows = []
     kplane(np.random.default_rng(0).normal(size=(50, 2)), 2)  # warm-up
@@ -109,24 +108,26 @@ def main() -> None:
     out = RESULTS / "khc_heuristic.md"
     out.write_text("\n".join(lines) + "\n")
     keys = ("m", "n", "k", "seed", "time", "ratio", "us_per_point", "time_without", "ratio_without")
-    (RESULTS / "khc_heuristic.json").write_text(json.dumps([dict(zip(keys, row)) for row in rows], indent=1))
-    plot(rows, RESULTS / "khc_heuristic.png")
+    records = [dict(zip(keys, row)) for row in rows]
+    (RESULTS / "khc_heuristic.json").write_text(json.dumps(records, indent=1))
+    plot(records, RESULTS / "khc_heuristic.png")
     print(f"wrote {out}")
 
 
-def plot(rows: list[tuple], path: Path) -> None:
+def plot(records: list[dict], path: Path) -> None:
     """Objective / planted cost per instance (log scale), with and without the pursuit start."""
     from plots import pyplot_or_none
     plt = pyplot_or_none()
     if plt is None:
         return
     fig, ax = plt.subplots(figsize=(10, 4.5))
-    x = np.arange(len(rows))
-    ax.scatter(x, [r[8] for r in rows], marker="x", color="tab:orange", label="seeded restarts only")
-    ax.scatter(x, [r[5] for r in rows], marker="o", color="tab:blue", label="with the projection-pursuit start")
+    x = np.arange(len(records))
+    ax.scatter(x, [r["ratio_without"] for r in records], marker="x", color="tab:orange", label="seeded restarts only")
+    ax.scatter(x, [r["ratio"] for r in records], marker="o", color="tab:blue", label="with the projection-pursuit start")
     ax.axhline(1.01, color="gray", lw=0.8, ls="--", label="1% above the planted cost")
     ax.set_yscale("log")
-    ax.set_xticks(x, [f"m={r[0]:.0e}, n={r[1]}, k={r[2]}" for r in rows], fontsize=7, rotation=60, ha="right")
+    ax.set_xticks(x, [f"m={r['m']:.0e}, n={r['n']}, k={r['k']}" for r in records], fontsize=7, rotation=60,
+                  ha="right")
     ax.set_ylabel("objective / planted cost")
     ax.legend(fontsize=8)
     fig.tight_layout()
