@@ -22,7 +22,7 @@ from solvopt.core.errors import ModelError
 from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
-from solvopt.khc.bnb import solve_bnb
+from solvopt.khc.bnb import LOOKAHEAD, _joint_increase, _pick_point, solve_bnb
 from solvopt.khc.bounds import MU_STEPS, _spectrum, charge_bound
 
 from conftest import PROMPT
@@ -137,6 +137,53 @@ def test_charge_prunes_a_node_whose_far_point_cannot_fit():
     assert not pruned and base < 1e-9 and 0.5 * best < bound <= best * (1 + 1e-9)
     _, pruned = charge_bound(X, 18, 3, cnt, mean, S, base, R, 0.9 * best, spec, psi, jac)
     assert pruned
+
+
+# --- the dynamic order's node bound: the joint increase of the hardest points -----------------------------
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 6), st.integers(1, 4))
+def test_joint_increase_is_the_best_assignment(seed, count, k):
+    """_joint_increase against all k^count assignments of its rule (sum over clusters of the
+    largest increase a cluster takes)."""
+    rng = np.random.default_rng(seed)
+    L = 6
+    top = np.zeros((2 * L + 1, k + 1))
+    top[:count, :k] = rng.choice([0.0, 0.5, 1.0, 2.0, 3.7], size=(count, k)) if seed % 2 else rng.exponential(
+        size=(count, k))
+    expected = min(sum(max([top[i, j] for i in range(count) if choice[i] == j], default=0.0) for j in range(k))
+                   for choice in itertools.product(range(k), repeat=count))
+    assert _joint_increase(top, count, k) == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6), st.sampled_from([(2, 2), (2, 3), (3, 2), (3, 3)]), st.integers(1, 4))
+def test_dynamic_node_bound_never_exceeds_the_best_completion(seed, nk, unassigned):
+    """What _pick_point adds to a node's bound is at most what the best completion adds (every
+    completion enumerated, costed with eigvalsh); the point it picks is unassigned."""
+    n, k = nk
+    rng = np.random.default_rng(seed)
+    e = k * n + int(rng.integers(0, 4))
+    X = rng.uniform(0.0, 10.0, size=(e + unassigned, n))
+    if seed % 3 == 0:                             # near-planar data: small increases
+        X[:, -1] *= 0.05
+    labels = np.concatenate([np.repeat(np.arange(k), n), rng.integers(0, k, size=e - k * n)])
+    cnt, mean, S, base = _node(X, labels, k)
+    M = len(X)
+    # the node at level k; cluster j last changed at level j + 1 (its memo row), the last one here
+    level = k
+    shape = lambda *tail: np.zeros((k + 1,) + tail)   # noqa: E731
+    cnt2, mean2, S2 = shape(k), shape(k, n), shape(k, n, n)
+    cnt2[level], mean2[level], S2[level] = cnt, mean, S
+    used = np.full(k + 1, k, dtype=np.int64)
+    assigned = np.arange(M) < e
+    src = np.zeros((k + 1, k + 1), dtype=np.int64)
+    src[level, :k] = np.arange(1, k + 1)
+    top, memo = np.zeros((2 * LOOKAHEAD + 1, k + 1)), np.zeros((k + 1, M + n + 2))
+    point, increase = _pick_point(X, k, level, cnt2, mean2, S2, used, assigned, np.zeros((k, n + 2)),
+                                  np.zeros((2, n, n)), top, memo, src)
+    assert e <= point < M
+    assert increase >= 0.0
+    assert base + increase <= _best_completion(X, labels, k) * (1 + 1e-9) + 1e-9
 
 
 # --- whole searches against brute force -----------------------------------------------------------------

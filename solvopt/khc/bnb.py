@@ -50,9 +50,10 @@ import numpy as np
 from numba import njit
 
 from ..core.errors import ModelError
-from ..core.interrupt import stop_requested
+from ..core.interrupt import stop_reason, stop_requested
 from ..core.progress import Progress
-from .bounds import MU_STEPS, _spectrum, charge_bound, jacobi_diagonalise
+from ..core.result import Termination
+from .bounds import MARGIN, MU_STEPS, _spectrum, charge_bound, jacobi_diagonalise
 from .geometry import assignment_cost
 from .heuristics import kplane, local_search
 
@@ -64,7 +65,10 @@ SUFFIX_REL_GAP = 1e-10         # the dolls are solved (almost) exactly: their bo
 ORDERS = ("auto", "farthest", "dynamic", "input", "margin")
 DYNAMIC_FROM = 31                # order "auto": dynamic from this many points on, farthest below
 PARALLEL_FROM = 31               # threads=None: the cores available from this many points on, 1 below
+LOOKAHEAD = 6                    # dynamic order: points whose joint increase bounds each node
 NEAR_DOUBLE = 1e-4               # 3 x 3 closed form only when |r| <= 1 - NEAR_DOUBLE
+
+_CAUSES = {Termination.INTERRUPTED: "interrupt", Termination.TIME_LIMIT: "time"}
 
 # kernel return codes
 _DONE, _BUDGET = 0, 1
@@ -142,18 +146,55 @@ def _smallest_eigenvalue_work(S, n, work):
 
 # --- the resumable depth-first search -------------------------------------------------------------
 @njit(cache=True)
-def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, spec, jac):
-    """Dynamic order: the unassigned point whose cheapest placement raises the bound most.
+def _cluster_increases(X, n, size, centre, scatter, row, spec, jac, assigned, every):
+    """Fill ``row`` (length M + n + 2) for one cluster: row[p] = the cheap lower estimate of
+    lambda_min(A + x_p) - lambda_min(A) for every point p (``every``) or every unassigned one
+    (the two-eigenvalue bound of :mod:`solvopt.khc.bounds` with weight 1: beta = N / (N + 1);
+    exact for n = 2), then the cluster's smallest eigenvector, its gap lambda_2 - lambda_1 and
+    bounds.py's rounding MARGIN."""
+    M = X.shape[0]
+    _, gap = _spectrum(scatter, n, spec, jac)
+    trace = 0.0
+    for a in range(n):
+        trace += scatter[a, a]
+        row[M + a] = spec[a]
+    row[M + n] = gap
+    row[M + n + 1] = MARGIN * trace
+    beta = size / (size + 1.0)
+    for p in range(M):
+        if assigned[p] and not every:
+            continue
+        z1 = 0.0
+        r2 = 0.0
+        for a in range(n):
+            v = X[p, a] - centre[a]
+            z1 += spec[a] * v
+            r2 += v * v
+        tr = gap + beta * r2
+        det = beta * gap * z1 * z1
+        disc = tr * tr - 4.0 * det
+        row[p] = 2.0 * det / (tr + math.sqrt(disc if disc > 0.0 else 0.0)) if tr > 0.0 else 0.0
+
+
+@njit(cache=True)
+def _pick_point(X, k, level, cnt, mean, S, used, assigned, spec, jac, top, memo, src):
+    """Dynamic order: ``(point, increase)``, the unassigned point whose cheapest placement raises
+    the bound most, and a valid lower bound on what the unassigned points add to the node's cost.
 
     ``max_u min_j (lambda_min(A_j + u) - lambda_min(A_j))`` is itself a valid increase of the
     node's bound (u must go somewhere); branching on that u makes all its children strong. The
-    pick ranks the points by a cheap lower estimate of each increase: the two-eigenvalue bound
-    of :mod:`solvopt.khc.bounds` with weight 1 (beta = N_j / (N_j + 1); exact for n = 2), one
-    dot product per point and cluster instead of an n x n eigenproblem (the children's bounds
-    are then computed exactly). While some usable cluster has fewer than n points every
-    increase is 0: take the next point in the static order.
+    pick ranks the points by the cheap lower estimates of :func:`_cluster_increases` (the
+    children's bounds are then computed exactly). While some usable cluster has fewer than n
+    points every increase is 0: take the next point in the static order (increase 0).
+
+    The estimates are memoised per level: level e's row of ``memo`` holds those of the cluster
+    that changed on entering level e (computed on first use, flag src[e, k]), and src[e, c] is
+    the level whose row holds cluster c's (the last level on the path where c changed), so a
+    node computes one cluster's estimates, not k. ``increase`` is :func:`_joint_increase` over the
+    LOOKAHEAD points of largest cheapest estimate (kept in the scratch ``top``), less the margins.
     """
     M, n = X.shape
+    lookahead = top.shape[0] // 2
     limit = used[level] + 1 if used[level] + 1 < k else k
     first = -1
     for p in range(M):
@@ -162,37 +203,96 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, spec, jac):
             break
     for j in range(limit):
         if cnt[level, j] + 1.0 <= n:
-            return first
-    for j in range(limit):
-        _, gap = _spectrum(S[level, j], n, spec[j], jac)
-        spec[j, n] = gap
+            return first, 0.0
+    for j in range(limit):  # here limit = k: all clusters are open
+        home = src[level, j]
+        if src[home, k] == 0:  # cluster j as it is at ``home`` (and here): estimates not computed yet
+            # for the points unassigned here, which are all the row's readers need when home is this
+            # level (its descendants); an ancestor's row serves other branches too: every point
+            _cluster_increases(X, n, cnt[level, j], mean[level, j], S[level, j], memo[home], spec[j], jac,
+                               assigned, home != level)
+            src[home, k] = 1
     best_point, best_increase = first, -1.0
+    kept = lookahead - lookahead  # a computed 0: a literal would make Numba compile _joint_increase twice
     for p in range(M):
         if assigned[p]:
             continue
         cheapest = np.inf
         for j in range(limit):
-            size = cnt[level, j]
-            beta = size / (size + 1.0)
-            gap = spec[j, n]
-            z1 = 0.0
-            r2 = 0.0
-            for a in range(n):
-                v = X[p, a] - mean[level, j, a]
-                z1 += spec[j, a] * v
-                r2 += v * v
-            trace = gap + beta * r2
-            det = beta * gap * z1 * z1
-            disc = trace * trace - 4.0 * det
-            increase = 2.0 * det / (trace + math.sqrt(disc if disc > 0.0 else 0.0)) if trace > 0.0 else 0.0
+            increase = memo[src[level, j], p]
             if increase < cheapest:
                 cheapest = increase
-                if cheapest <= best_increase:
-                    break  # cannot beat the best point found so far
         if cheapest > best_increase:
             best_increase = cheapest
             best_point = p
-    return best_point
+        # keep the LOOKAHEAD points of largest cheapest estimate in top[:kept], sorted decreasing
+        if kept < lookahead or cheapest > top[kept - 1, k]:
+            i = kept if kept < lookahead else lookahead - 1
+            while i > 0 and top[i - 1, k] < cheapest:
+                for j in range(k + 1):
+                    top[i, j] = top[i - 1, j]
+                i -= 1
+            for j in range(k):
+                row = memo[src[level, j]]
+                value = row[p] - row[M + n + 1]
+                top[i, j] = value if value > 0.0 else 0.0
+            top[i, k] = cheapest
+            if kept < lookahead:
+                kept += 1
+    return best_point, _joint_increase(top, kept, k)
+
+
+@njit(cache=True)
+def _joint_increase(top, count, k):
+    """min over the assignments of points 0..count-1 to the k clusters of
+    sum_j max_{i -> j} top[i, j]: a lower bound on what those points add to the node's cost.
+
+    Valid because points in different clusters add their increases exactly (each cluster's cost
+    is its own), and a cluster that takes several points rises by at least the largest of their
+    single increases (adding points never lowers a smallest eigenvalue). A depth-first search
+    with the running sum as its bound (points in decreasing order of their cheapest increase);
+    rows ``L + d`` of ``top`` (L = top.shape[0] // 2) hold the clusters' maxima at depth d and
+    column k there the choice made at depth d.
+    """
+    if count == 0:
+        return 0.0
+    L = top.shape[0] // 2
+    best = 0.0  # the greedy assignment (each point to its cheapest cluster) is the first candidate
+    for j in range(k):
+        top[L, j] = 0.0
+    for i in range(count):
+        c = 0
+        for j in range(1, k):
+            if top[i, j] < top[i, c]:
+                c = j
+        if top[i, c] > top[L, c]:
+            top[L, c] = top[i, c]
+    for j in range(k):
+        best += top[L, j]
+        top[L, j] = 0.0
+    d = 0
+    top[L, k] = -1.0
+    while d >= 0:
+        c = int(top[L + d, k]) + 1
+        if c >= k:
+            d -= 1
+            continue
+        top[L + d, k] = c
+        total = 0.0
+        for j in range(k):
+            value = top[L + d, j]
+            if j == c and top[d, j] > value:
+                value = top[d, j]
+            top[L + d + 1, j] = value
+            total += value
+        if total >= best:
+            continue
+        if d + 1 == count:
+            best = total
+            continue
+        d += 1
+        top[L + d, k] = -1.0
+    return best
 
 
 @njit(cache=True, nogil=True)
@@ -307,7 +407,18 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         if dynamic is None:
             branch_point[e] = e
         else:
-            branch_point[e] = _pick_point(X, k, e, cnt, mean, S, lam, used, assigned, spec, jac)
+            top, memo, src = dynamic
+            for c in range(k):  # the memo's pointers: cluster j changed on entering level e
+                src[e, c] = src[d, c] if c != j else e
+            src[e, k] = 0
+            branch_point[e], increase = _pick_point(X, k, e, cnt, mean, S, used, assigned, spec, jac, top, memo, src)
+            if total + increase > b:
+                b = total + increase
+                bound[e] = b
+                if b >= ub - tolerance:  # no completion beats the incumbent by more than the tolerance
+                    if b < scal[1]:
+                        scal[1] = b if b < ub else ub
+                    continue
         # the children: the branching point into each usable cluster, sorted by bound
         point = branch_point[e]
         limit = used[e] + 1 if used[e] + 1 < k else k
@@ -412,6 +523,9 @@ class DollSearch:
         a["spec"] = np.zeros((k, n + 2))
         a["jac"] = np.zeros((2, n, n))
         a["psi"] = np.zeros((MU_STEPS, M)) if charged else None
+        # the dynamic order's scratch (_pick_point, _joint_increase); None compiles the static kernel
+        a["dynamic"] = (np.zeros((2 * LOOKAHEAD + 1, k + 1)), np.zeros((M + 1, M + n + 2)),
+                        np.zeros((M + 1, k + 1), dtype=np.int64)) if self.dynamic else None
         # the root: point 0 goes to cluster 0 (symmetry), bound R[1]
         a["nchild"][0] = 1
         a["child_j"][0, 0] = 0
@@ -423,7 +537,7 @@ class DollSearch:
         a = self.arrays
         code = _search(self.X, self.R, int(self.k), a["cnt"], a["mean"], a["S"], a["lam"], a["used"], a["base"],
                        a["bound"], a["child_j"], a["child_b"], a["nchild"], a["pos"], a["branch_point"],
-                       a["assigned"], True if self.dynamic else None, a["assign"], a["best"], a["scal"], a["iscal"],
+                       a["assigned"], a["dynamic"], a["assign"], a["best"], a["scal"], a["iscal"],
                        int(max_nodes), float(rel_gap), float(abs_gap), a["tmp_S"], a["work"], a["spec"], a["psi"], a["jac"],
                        self.shared, a["path"], a["front_paths"], a["front_b"])
         self.nodes = int(a["iscal"][1])
@@ -580,12 +694,9 @@ def first_incumbent(pts: np.ndarray, k: int, restarts: int, extra_restarts: int 
 
 
 def _stop_cause(deadline: float | None) -> str | None:
-    """"interrupt" after a stop request (Ctrl-C), "time" past ``deadline``, else None."""
-    if stop_requested():
-        return "interrupt"
-    if deadline is not None and time.perf_counter() > deadline:
-        return "time"
-    return None
+    """"interrupt" after a stop request (Ctrl-C), "time" past ``deadline``, else None (core's
+    :func:`~solvopt.core.interrupt.stop_reason` in the words BnbOutcome.stopped_by uses)."""
+    return _CAUSES.get(stop_reason(deadline))
 
 
 def _resolve_suffix_bounds(suffix_bounds, order: str, time_limit: float | None) -> bool | str:
