@@ -31,24 +31,13 @@ import numpy as np  # noqa: E402
 
 from solvopt.khc.geometry import assignment_cost  # noqa: E402
 from solvopt.khc.heuristics import kplane  # noqa: E402
+from solvopt.khc.samples import planted  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIZES = [(1_000, 3, 3), (10_000, 10, 3), (100_000, 3, 5), (100_000, 20, 3), (100_000, 50, 3), (10_000, 20, 6),
          (50_000, 30, 8), (10_000, 50, 10), (100_000, 50, 10)]
 QUICK = SIZES[:3]
 HARD = {(10_000, 50, 10), (100_000, 50, 10)}   # run over --seeds generator seeds
-
-
-def planted(m: int, n: int, k: int, sigma: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    normals = rng.normal(size=(k, n))
-    normals /= np.linalg.norm(normals, axis=1)[:, None]
-    truth = rng.integers(0, k, size=m)
-    points = rng.normal(size=(m, n))
-    offsets = np.arange(k, dtype=float)
-    points -= (np.einsum("mn,mn->m", points, normals[truth]) - offsets[truth])[:, None] * normals[truth]
-    points += sigma * rng.normal(size=(m, n))
-    return points, truth
 
 
 def run(points: np.ndarray, k: int, reference: float, repeats: int, pursuit) -> tuple[float, float]:

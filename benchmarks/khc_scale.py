@@ -43,11 +43,11 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from khc_heuristic import planted  # noqa: E402
 
 from solvopt.dsl import HyperplaneClustering  # noqa: E402
 from solvopt.khc.geometry import assignment_cost  # noqa: E402
 from solvopt.khc.heuristics import kplane  # noqa: E402
+from solvopt.khc.samples import planted  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GAP_RUNS = [(10_000, 2, 2, "planted"), (10_000, 3, 3, "planted"), (10_000, 2, 2, "uniform"), (10_000, 3, 3, "uniform"),

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from ..core.errors import ModelError
-from ..core.interrupt import stop_requested
+from ..core.interrupt import stop_reason
 
 MAX_ASSIGNMENTS = 1e7     # refuse when k^m / k! exceeds this
 BATCH = 100_000           # assignments per kernel call between time checks
@@ -92,5 +92,5 @@ def solve_brute_force(points: np.ndarray, k: int, time_limit: float | None = Non
     while True:
         if _enumerate(X, k, labels, best, best_cost, BATCH):
             return best, float(best_cost[0]), True
-        if stop_requested() or (deadline is not None and time.perf_counter() > deadline):
+        if stop_reason(deadline) is not None:
             return best, float(best_cost[0]), False

@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 from ..core.errors import ModelError
-from ..core.interrupt import stop_requested
+from ..core.interrupt import stop_reason
 from .geometry import assignment_cost, cluster_plane, fit_planes, point_distances
 from .pursuit import MIN_POINTS_PER_DIM, pursuit_assignment
 
@@ -119,11 +119,6 @@ class ClusterStats:
         return gains
 
 
-def _expired(deadline: float | None) -> bool:
-    """True past the deadline or once a stop (Ctrl-C) was requested: the loops then return their best."""
-    return stop_requested() or (deadline is not None and time.perf_counter() > deadline)
-
-
 def _tolerance(total: float) -> float:
     return 1e-12 * (1.0 + abs(total))
 
@@ -142,7 +137,7 @@ def local_search(points, assignment, k: int, exact: bool | None = None, max_pass
     if exact is None:
         exact = m * k * n ** 3 <= EXACT_MOVE_BUDGET
     for _ in range(max_passes):
-        if _expired(deadline):
+        if stop_reason(deadline) is not None:
             break
         stats = ClusterStats(pts, labels, k)
         moved = _screened_pass(pts, labels, stats)
@@ -221,7 +216,7 @@ def _lloyd(points: np.ndarray, labels: np.ndarray, k: int, max_iter: int, deadli
         if np.array_equal(new, labels):
             break
         labels = new
-        if _expired(deadline):
+        if stop_reason(deadline) is not None:
             break
     return labels
 
@@ -281,7 +276,7 @@ def _perturbation_search(points: np.ndarray, k: int, best: tuple[float, np.ndarr
     size = max(1, int(round(PERTURB_FRACTION * m)))
     best_cost, best_labels = best
     for _ in range(rounds):
-        if _expired(deadline):
+        if stop_reason(deadline) is not None:
             break
         labels = best_labels.copy()
         chosen = rng.choice(m, size=size, replace=False)
@@ -369,7 +364,7 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
 
     candidates: list[tuple[float, np.ndarray]] = []
     for r, start in enumerate(_starts(work, k, restarts, rng)):   # lazily: a stop cuts the seeding short too
-        if (r > 0 or polished) and _expired(deadline):
+        if (r > 0 or polished) and stop_reason(deadline) is not None:
             break
         labels = _lloyd(work, start, k, max_iter, deadline)
         if sample is None:
@@ -389,7 +384,7 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
             full = _lloyd(pts, full, k, max_iter, deadline)
             full = local_search(pts, full, k, max_passes=max_iter, deadline=deadline)
             refined.append((assignment_cost(pts, full, k), full))
-            if _expired(deadline):
+            if stop_reason(deadline) is not None:
                 break
         candidates = refined
     if init is not None:
