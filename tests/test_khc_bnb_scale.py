@@ -180,7 +180,7 @@ def test_dynamic_node_bound_never_exceeds_the_best_completion(seed, nk, unassign
     src[level, :k] = np.arange(1, k + 1)
     top, memo = np.zeros((2 * LOOKAHEAD + 1, k + 1)), np.zeros((k + 1, M + n + 2))
     point, increase = _pick_point(X, k, level, cnt2, mean2, S2, used, assigned, np.zeros((k, n + 2)),
-                                  np.zeros((2, n, n)), top, memo, src)
+                                  np.zeros((2, n, n)), top, memo, src, 1.0)
     assert e <= point < M
     assert increase >= 0.0
     assert base + increase <= _best_completion(X, labels, k) * (1 + 1e-9) + 1e-9
@@ -249,10 +249,10 @@ def test_stopped_incumbent_is_no_worse_than_the_heuristic(seed):
 
 
 def test_time_limited_auto_run_reports_the_dolls_bound():
-    """m = 60, n = 3, k = 3 uniform takes the plain search a minute or more: stopped after 3 s,
+    """m = 100, n = 3, k = 3 uniform is out of the plain search's reach: stopped after 3 s,
     "auto" spent the second half on the dolls, whose bound is positive (the plain search's
     open nodes near the root bound 0)."""
-    X = np.random.default_rng(3).uniform(0.0, 10.0, size=(60, 3))
+    X = np.random.default_rng(3).uniform(0.0, 10.0, size=(100, 3))
     r = HyperplaneClustering(X, 3).solve("bnb", time_limit=3.0)
     assert r.termination == Termination.TIME_LIMIT
     assert r.stats["suffix_bounds"] is True and r.stats["dolls_solved"] >= 1
