@@ -15,7 +15,7 @@ Parts (``--part``, default all):
 
 Planted sets: k random hyperplanes through the origin shifted by 0, 1, ..., k-1 along their
 normals, standard-normal points projected onto a random one, Gaussian noise ``--sigma``
-(benchmarks/khc_heuristic.py's generator). Uniform sets: the unit cube.
+(:func:`solvopt.khc.samples.planted`). Uniform sets: the unit cube.
 
 The machine is shared (2 cores, 8 engineers at once): absolute times are noisy; the before/after
 comparison runs side by side in one process. OpenBLAS is pinned to one thread.

@@ -65,7 +65,7 @@ SUFFIX_REL_GAP = 1e-10         # the dolls are solved (almost) exactly: their bo
 ORDERS = ("auto", "farthest", "dynamic", "input", "margin")
 DYNAMIC_FROM = 31                # order "auto": dynamic from this many points on, farthest below
 PARALLEL_FROM = 31               # threads=None: the cores available from this many points on, 1 below
-PRODUCT_FLOOR = 0.05              # dynamic order's pick: (a + f s)(b + f s), s the node's slack
+PRODUCT_FLOOR = 0.05              # dynamic order's pick: prod_j (d_j + f s), s the node's slack
 LOOKAHEAD = 3                    # dynamic order: points whose joint increase bounds each node (3: fewest seconds at m = 60)
 NEAR_DOUBLE = 1e-4               # 3 x 3 closed form only when |r| <= 1 - NEAR_DOUBLE
 
@@ -184,13 +184,14 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, spec, jac, top, memo,
 
     ``max_u min_j (lambda_min(A_j + u) - lambda_min(A_j))`` is itself a valid increase of the
     node's bound (u must go somewhere); branching on a point with large increases makes its
-    children strong. The pick scores each point by the cheap lower estimates a <= b of its two
-    cheapest placements (:func:`_cluster_increases`; the children's bounds are then computed
-    exactly) with the product rule of MIP branching, (a + f s)(b + f s), s the node's slack
-    (incumbent less gap tolerance less the node's cost), f = PRODUCT_FLOOR: a point whose second
-    child is strong too wins over one whose cheapest placement is a little higher. Measured
-    against max-min (a alone) on uniform points, m = 70, n = 3, k = 3: 9.4 against 33 million nodes,
-    about 3 times fewer at m = 60-80 for n, k in {2, 3} (benchmarks/results/khc_bnb_scale.md). While
+    children strong. The pick scores each point by the cheap lower estimates d_j of its
+    placements (:func:`_cluster_increases`; the children's bounds are then computed exactly)
+    with the product rule of MIP branching, prod_j (d_j + f s), s the node's slack (incumbent
+    less gap tolerance less the node's cost), f = PRODUCT_FLOOR: a point whose other children
+    are strong too wins over one whose cheapest placement is a little higher. Measured against
+    max-min (min_j d_j alone) on uniform points, m = 70, n = 3, k = 3: 8.9 against 33 million
+    nodes, about 3 times fewer at m = 60-80 for n, k in {2, 3}; the product of the two cheapest
+    placements only: 5-8% more nodes at n = k = 3 (benchmarks/results/khc_bnb_scale.md). While
     some usable cluster has fewer than n points every increase is 0: take the next point in the
     static order (increase 0).
 
@@ -226,15 +227,12 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, spec, jac, top, memo,
         if assigned[p]:
             continue
         cheapest = np.inf
-        second = np.inf
+        score = 1.0
         for j in range(limit):
             increase = memo[src[level, j], p]
+            score *= increase + floor
             if increase < cheapest:
-                second = cheapest
                 cheapest = increase
-            elif increase < second:
-                second = increase
-        score = (cheapest + floor) * (second + floor)
         if score > best_score:
             best_score = score
             best_point = p
