@@ -233,11 +233,13 @@ def write(out: Path, rows: list, variants: list, args) -> None:
             "machine": f"{platform.node()} ({os.cpu_count()} cores, shared), {platform.processor() or platform.machine()}",
             "time_limit": args.time_limit, "restarts": args.restarts, "sigma": args.sigma, "seed": args.seed}
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    compare = len(variants) > 1   # ratio columns only between two variants
     lines = [f"# k-HC2 bnb at growing sizes ({meta['date']})", "",
              f"Machine: {meta['machine']}. Time limit {args.time_limit:g} s per run, heuristic restarts "
              f"{args.restarts}, planted noise sigma {args.sigma:g}. Written by `python benchmarks/khc_bnb_scale.py`.",
-             "", "| m | n | k | kind | " + " | ".join(f"{v}: time / nodes / gap" for v in variants) + " | node ratio | time ratio |",
-             "|" + "---|" * (4 + len(variants) + 2)]
+             "", "| m | n | k | kind | " + " | ".join(f"{v}: time / nodes / gap" for v in variants)
+             + (" | node ratio | time ratio |" if compare else " |"),
+             "|" + "---|" * (4 + len(variants) + (2 if compare else 0))]
     for row in rows:
         cells = []
         for v in variants:
@@ -248,8 +250,9 @@ def write(out: Path, rows: list, variants: list, args) -> None:
         ratio_nodes = f"{a['nodes'] / max(b['nodes'], 1):.3g}" if a["complete"] and b["complete"] else "-"
         ratio_time = f"{a['time'] / max(b['time'], 1e-9):.3g}" if a["complete"] and b["complete"] else "-"
         lines.append(f"| {row['m']} | {row['n']} | {row['k']} | {row['kind']} | " + " | ".join(cells)
-                     + f" | {ratio_nodes} | {ratio_time} |")
-    lines += ["", f"Ratios: {variants[0]} over {variants[-1]} (only where both proved optimality)."]
+                     + (f" | {ratio_nodes} | {ratio_time} |" if compare else " |"))
+    if compare:
+        lines += ["", f"Ratios: {variants[0]} over {variants[-1]} (only where both proved optimality)."]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
