@@ -29,7 +29,8 @@ a time limit and spends the rest on them when the search has not finished.
 points charged against the clusters' planes with the clusters' excess shared between them
 (proof there); it removes 40-80% of the nodes (m = 40, k = 3) but costs O(m k) per node, so it
 is opt-in. The dynamic order (the default from DYNAMIC_FROM points on) picks the branching point
-per node by bounds.py's cheap estimate of each point's cheapest placement.
+per node by the product rule over bounds.py's cheap estimates of each point's placements, and
+bounds the node by the joint increase of its hardest points (:func:`_pick_point`).
 
 The hot loop is a Numba kernel over a resumable depth-first search (children visited in order
 of their bounds: best-first flavour); per-cluster counts, means and centred scatters are
