@@ -54,7 +54,8 @@ from ..core.errors import ModelError
 from ..core.interrupt import stop_reason, stop_requested
 from ..core.progress import Progress
 from ..core.result import Termination
-from .bounds import MARGIN, MU_STEPS, _spectrum, charge_bound, jacobi_diagonalise
+from .bounds import (MARGIN, MU_STEPS, _spectrum, charge_bound, jacobi_diagonalise, placement_increase,
+                     trig_eigenvalues_3)
 from .geometry import assignment_cost
 from .heuristics import kplane, local_search
 
@@ -68,7 +69,6 @@ DYNAMIC_FROM = 31                # order "auto": dynamic from this many points o
 PARALLEL_FROM = 31               # threads=None: the cores available from this many points on, 1 below
 PRODUCT_FLOOR = 0.05              # dynamic order's pick: prod_j (d_j + f s), s the node's slack
 LOOKAHEAD = 3                    # dynamic order: points whose joint increase bounds each node (3: fewest seconds at m = 60)
-NEAR_DOUBLE = 1e-4               # 3 x 3 closed form only when |r| <= 1 - NEAR_DOUBLE
 
 _CAUSES = {Termination.INTERRUPTED: "interrupt", Termination.TIME_LIMIT: "time"}
 
@@ -101,16 +101,18 @@ def _smallest_eigenvalue(S, n):
 def _smallest_eigenvalue_work(S, n, work):
     """lambda_min of the symmetric n x n matrix S: closed form for n <= 3, Jacobi above.
 
-    n = 3 uses the trigonometric (Smith) formula phi = acos(r) / 3, accurate to a few
+    n = 3 uses the trigonometric (Smith) formula phi = acos(r) / 3
+    (:func:`solvopt.khc.bounds.trig_eigenvalues_3`, shared with the spectra of the dynamic order
+    and the charge), accurate to a few
     eps ||S|| / sqrt(1 - r^2); near |r| = 1 (a double eigenvalue) acos loses half the digits
     (errors ~ sqrt(eps) ||S||), which could overstate a lower bound, so there (and for n > 3)
     the cyclic Jacobi method (:func:`solvopt.khc.bounds.jacobi_diagonalise`) runs on the copy
     ``work`` (n x n scratch; S is not changed): backward stable like LAPACK's symmetric
     eigensolvers (eigenvalue errors a few eps ||S||), a handful of sweeps at the sizes
     branch-and-bound meets; it allocates nothing and compiles far faster than np.linalg.eigvalsh.
-    The closed forms stay in this function (a flat call tree compiles faster: each level of
-    jitted calls re-optimises its callees' code); the Jacobi sweeps are shared with the charge
-    bound's spectra.
+    The n <= 2 closed forms stay in this function (a flat call tree compiles faster: each level of
+    jitted calls re-optimises its callees' code); the 3 x 3 formula and the Jacobi sweeps are
+    leaf calls shared with bounds.py's spectra.
     """
     if n == 1:
         return S[0, 0]
@@ -121,19 +123,9 @@ def _smallest_eigenvalue_work(S, n, work):
     if work is None:  # the n <= 2 specialisation: Numba prunes the rest at compile time
         return math.nan
     if n == 3:
-        a, b, c = S[0, 0], S[1, 1], S[2, 2]
-        d, e, f = S[0, 1], S[0, 2], S[1, 2]
-        off = d * d + e * e + f * f
-        q = (a + b + c) / 3.0
-        p2 = (a - q) ** 2 + (b - q) ** 2 + (c - q) ** 2 + 2.0 * off
-        if p2 <= 0.0:
-            return q
-        p = math.sqrt(p2 / 6.0)
-        ba, bb, bc = (a - q) / p, (b - q) / p, (c - q) / p
-        bd, be, bf = d / p, e / p, f / p
-        r = 0.5 * (ba * (bb * bc - bf * bf) - bd * (bd * bc - bf * be) + be * (bd * bf - bb * be))
-        if abs(r) <= 1.0 - NEAR_DOUBLE:
-            return q + 2.0 * p * math.cos(math.acos(r) / 3.0 + 2.0 * math.pi / 3.0)
+        smallest, _, resolved = trig_eigenvalues_3(S)
+        if resolved:
+            return smallest
     A = work
     for i in range(n):
         for j in range(n):
@@ -172,10 +164,7 @@ def _cluster_increases(X, n, size, centre, scatter, row, spec, jac, assigned, ev
             v = X[p, a] - centre[a]
             z1 += spec[a] * v
             r2 += v * v
-        tr = gap + beta * r2
-        det = beta * gap * z1 * z1
-        disc = tr * tr - 4.0 * det
-        row[p] = 2.0 * det / (tr + math.sqrt(disc if disc > 0.0 else 0.0)) if tr > 0.0 else 0.0
+        row[p] = placement_increase(gap, beta, z1 * z1, r2)
 
 
 @njit(cache=True)

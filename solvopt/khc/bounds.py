@@ -67,7 +67,7 @@ MU_STEPS = 6          # the mu grid: MU_RATIO^g / |U| for g < MU_STEPS
 MU_RATIO = 4.0
 MARGIN = 1e-12        # times trace(S_j): subtracted from each charge (rounding of the spectrum)
 CHARGE_DEPTH = 1.0
-TRIG_SEPARATION = 1e-4  # _spectrum's 3 x 3 closed form only when |r| <= 1 - this (else Jacobi)
+TRIG_SEPARATION = 1e-4  # 3 x 3 trigonometric eigenvalues only when |r| <= 1 - this (else Jacobi)
 
 
 @njit(cache=True)
@@ -118,6 +118,43 @@ def jacobi_diagonalise(A, n, V, track):
 
 
 @njit(cache=True)
+def trig_eigenvalues_3(S):
+    """(lambda_1, lambda_2, resolved) of the symmetric 3 x 3 S by the trigonometric (Smith) formula,
+    eigenvalues mid + 2 p cos(phi + 2 pi i / 3), phi = acos(r) / 3: errors at most
+    eps ||S|| / sqrt(1 - r^2). ``resolved`` is False near a double eigenvalue (|r| > 1 -
+    TRIG_SEPARATION), where acos loses half the digits and the caller must use Jacobi; S = c I
+    gives (c, c, True)."""
+    a, b, c = S[0, 0], S[1, 1], S[2, 2]
+    d, e, f = S[0, 1], S[0, 2], S[1, 2]
+    mid = (a + b + c) / 3.0
+    p2 = (a - mid) ** 2 + (b - mid) ** 2 + (c - mid) ** 2 + 2.0 * (d * d + e * e + f * f)
+    if p2 <= 0.0:
+        return mid, mid, True
+    p = math.sqrt(p2 / 6.0)
+    ba, bb, bc = (a - mid) / p, (b - mid) / p, (c - mid) / p
+    bd, be, bf = d / p, e / p, f / p
+    r = 0.5 * (ba * (bb * bc - bf * bf) - bd * (bd * bc - bf * be) + be * (bd * bf - bb * be))
+    if abs(r) > 1.0 - TRIG_SEPARATION:
+        return mid, mid, False
+    phi = math.acos(r) / 3.0
+    lam1 = mid + 2.0 * p * math.cos(phi + 2.0 * math.pi / 3.0)
+    lam3 = mid + 2.0 * p * math.cos(phi)
+    return lam1, 3.0 * mid - lam1 - lam3, True
+
+
+@njit(cache=True)
+def placement_increase(gap, beta, z1sq, r2):
+    """Lower bound on lambda_min(S + beta v v^T) - lambda_1 from S's gap lambda_2 - lambda_1,
+    z1sq = (q . v)^2 and r2 = |v|^2 (the module docstring's incr; exact for n = 2)."""
+    tr = gap + beta * r2
+    if tr <= 0.0:
+        return 0.0
+    det = beta * gap * z1sq
+    disc = tr * tr - 4.0 * det
+    return 2.0 * det / (tr + math.sqrt(disc if disc > 0.0 else 0.0))
+
+
+@njit(cache=True)
 def _spectrum(S, n, q, jac):
     """(lambda_1, lambda_2 - lambda_1) of the symmetric n x n S and a unit eigenvector q of lambda_1.
 
@@ -153,37 +190,26 @@ def _spectrum(S, n, q, jac):
         q[1] = y / norm
         return lam1, 2.0 * rad
     if n == 3:
-        a, b, c = S[0, 0], S[1, 1], S[2, 2]
-        d, e, f = S[0, 1], S[0, 2], S[1, 2]
-        mid = (a + b + c) / 3.0
-        p2 = (a - mid) ** 2 + (b - mid) ** 2 + (c - mid) ** 2 + 2.0 * (d * d + e * e + f * f)
-        if p2 > 0.0:
-            p = math.sqrt(p2 / 6.0)
-            ba, bb, bc = (a - mid) / p, (b - mid) / p, (c - mid) / p
-            bd, be, bf = d / p, e / p, f / p
-            r = 0.5 * (ba * (bb * bc - bf * bf) - bd * (bd * bc - bf * be) + be * (bd * bf - bb * be))
-            if abs(r) <= 1.0 - TRIG_SEPARATION:
-                phi = math.acos(r) / 3.0
-                lam1 = mid + 2.0 * p * math.cos(phi + 2.0 * math.pi / 3.0)
-                lam3 = mid + 2.0 * p * math.cos(phi)
-                lam2 = 3.0 * mid - lam1 - lam3
-                # the rows of S - lam1 I span q's orthogonal complement: q is their longest cross product
-                a1, b1, c1 = a - lam1, b - lam1, c - lam1
-                x0, y0, z0 = d * f - e * b1, e * d - a1 * f, a1 * b1 - d * d      # row 0 x row 1
-                x1, y1, z1 = d * c1 - e * f, e * e - a1 * c1, a1 * f - d * e      # row 0 x row 2
-                x2, y2, z2 = b1 * c1 - f * f, f * e - d * c1, d * f - b1 * e      # row 1 x row 2
-                n0 = x0 * x0 + y0 * y0 + z0 * z0
-                n1 = x1 * x1 + y1 * y1 + z1 * z1
-                n2 = x2 * x2 + y2 * y2 + z2 * z2
-                if n1 > n0 and n1 >= n2:
-                    x0, y0, z0, n0 = x1, y1, z1, n1
-                elif n2 > n0:
-                    x0, y0, z0, n0 = x2, y2, z2, n2
-                if n0 > 0.0:
-                    norm = math.sqrt(n0)
-                    q[0], q[1], q[2] = x0 / norm, y0 / norm, z0 / norm
-                    gap = lam2 - lam1
-                    return lam1, gap if gap > 0.0 else 0.0
+        lam1, lam2, resolved = trig_eigenvalues_3(S)
+        if resolved:
+            # the rows of S - lam1 I span q's orthogonal complement: q is their longest cross product
+            a1, b1, c1 = S[0, 0] - lam1, S[1, 1] - lam1, S[2, 2] - lam1
+            d, e, f = S[0, 1], S[0, 2], S[1, 2]
+            x0, y0, z0 = d * f - e * b1, e * d - a1 * f, a1 * b1 - d * d      # row 0 x row 1
+            x1, y1, z1 = d * c1 - e * f, e * e - a1 * c1, a1 * f - d * e      # row 0 x row 2
+            x2, y2, z2 = b1 * c1 - f * f, f * e - d * c1, d * f - b1 * e      # row 1 x row 2
+            n0 = x0 * x0 + y0 * y0 + z0 * z0
+            n1 = x1 * x1 + y1 * y1 + z1 * z1
+            n2 = x2 * x2 + y2 * y2 + z2 * z2
+            if n1 > n0 and n1 >= n2:
+                x0, y0, z0, n0 = x1, y1, z1, n1
+            elif n2 > n0:
+                x0, y0, z0, n0 = x2, y2, z2, n2
+            if n0 > 0.0:  # else S = c I: any q, and Jacobi below picks one
+                norm = math.sqrt(n0)
+                q[0], q[1], q[2] = x0 / norm, y0 / norm, z0 / norm
+                gap = lam2 - lam1
+                return lam1, gap if gap > 0.0 else 0.0
     A = jac[0]
     V = jac[1]
     for i in range(n):
@@ -273,11 +299,7 @@ def charge_bound(X, e, k, cnt, mean, S, base, R, target, spec, psi, jac):
             N = cnt[j]
             mu = 1.0 / size
             for g in range(MU_STEPS):
-                beta = N / (N * mu + 1.0)
-                tr = gap + beta * r2
-                det = beta * gap * z1sq
-                disc = tr * tr - 4.0 * det
-                incr = 2.0 * det / (tr + math.sqrt(disc if disc > 0.0 else 0.0)) if tr > 0.0 else 0.0
+                incr = placement_increase(gap, N / (N * mu + 1.0), z1sq, r2)
                 phi = mu * (incr - spec[j, n + 1])
                 if phi < 0.0:
                     phi = 0.0

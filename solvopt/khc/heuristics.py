@@ -381,9 +381,7 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
             normals, offsets, _ = fit_planes(work, labels, k)
             distances = point_distances(pts, normals, offsets)
             full = _fill_empty(np.argmin(distances, axis=1), distances, k)
-            full = _lloyd(pts, full, k, max_iter, deadline)
-            full = local_search(pts, full, k, max_passes=max_iter, deadline=deadline)
-            refined.append((assignment_cost(pts, full, k), full))
+            refined.append(_polished(pts, full, k, max_iter, deadline))
             if stop_reason(deadline) is not None:
                 break
         candidates = refined

@@ -260,7 +260,7 @@ def pursuit_planes(points, k: int, rng: np.random.Generator, deadline: float | N
     normals, offsets, widths = [], [], []
     remaining = np.arange(m)
     while (spread > 0.0 and len(normals) < k and len(remaining) >= MIN_POINTS_PER_DIM * n
-           and not stop_reason(deadline) is not None):
+           and stop_reason(deadline) is None):
         rest = pts[remaining]
         # no plane in the first batch: most likely none to find (points not on planes); give up soon
         cand = _best_plane(rest, spread, rng, deadline, START_BATCHES if normals else START_BATCHES[:1])
