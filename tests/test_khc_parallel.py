@@ -228,3 +228,36 @@ def test_cli_threads_reaches_bnb(tmp_path, capsys):
         assert record["termination"] == "optimal" and record["stats"]["threads"] == int(threads)
     assert main(["solve", str(path), "--k", "2", "--method", "heuristic", "--threads", "2"]) == 1
     assert "threads" in capsys.readouterr().err
+
+
+def test_a_subtree_replayed_after_the_incumbent_improved_branches_on_the_recorded_points():
+    """The dynamic order's pick depends on the incumbent (through the node's slack): a frontier
+    or handed-over path replayed after a better incumbent was found must still branch on the
+    points it was recorded with, or the subtrees would not cover the tree. The clusters alone
+    (a 1-d path, the kernel picking again) do branch elsewhere on some of these paths."""
+    X = instance(0, 40, 3)
+    k = 3
+    perm = branching_order(X, k, "farthest")
+    Y = X[perm]
+    labels = np.minimum(np.arange(40) // 3, k - 1)
+    good = solve_bnb(Y, k, node_limit=1).objective  # the k-plane start: far better than ``poor``
+    poor = good * 1.3
+    frontier = DollSearch(Y, np.zeros(41), k, poor, labels, dynamic=True, split_depth=16, front_capacity=10_000)
+    frontier.run(2 ** 62, 1e-9, 0.0)
+    paths = [path for _, path in frontier.frontier()[:150]]
+    assert paths and all(path.shape == (2, 16) for path in paths)
+
+    def replay(path, incumbent):
+        search = DollSearch(Y, np.zeros(41), k, incumbent, labels, dynamic=True, path=path)
+        search.run(path.shape[-1] + 1, 1e-9, 0.0)
+        return search.arrays["branch_point"][:16]
+
+    moved = 0
+    for path in paths:
+        recorded = path[1]
+        assert np.array_equal(replay(path, poor), recorded)
+        points = replay(path, good)  # a pruned replay leaves later levels unset (0: point 0 is level 0's)
+        assert all(points[d] in (0, recorded[d]) for d in range(1, 16))
+        again = replay(path[0], good)
+        moved += any(again[d] not in (0, recorded[d]) for d in range(1, 16))
+    assert moved > 0

@@ -314,9 +314,13 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
     [incumbent], path length 0 and split depth M + 1, which change nothing): nodes are pruned
     against min(own incumbent, ``shared[0]``), the incumbent cost other searches share (a leaf
     that beats both writes it); at levels d < path length only the child into cluster
-    ``path[d]`` is made (the search is the subtree below that path); a node at the split depth
-    is not expanded but recorded: the clusters of its levels' branching points in
-    ``front_paths`` and its bound in ``front_b`` (while there is room; the count goes on).
+    ``path[0, d]`` is made (the search is the subtree below that path) and, in the dynamic order,
+    the branching point is the recorded ``path[1, d]`` (where >= 0) rather than a new pick: a pick
+    depends on the incumbent through the slack, so a subtree replayed after the incumbent improved
+    could otherwise branch on another point there and miss part of the tree; a node at the split
+    depth is not expanded but recorded: its levels' clusters and branching points in
+    ``front_paths[row, 0]`` and ``[row, 1]`` and its bound in ``front_b`` (while there is room;
+    the count goes on).
     The kernel releases the GIL: two threads run it on two searches at once.
     """
     M, n = X.shape
@@ -401,7 +405,8 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
             row = iscal[4]
             if row < front_b.shape[0]:
                 for level in range(e):
-                    front_paths[row, level] = assign[branch_point[level]]
+                    front_paths[row, 0, level] = assign[branch_point[level]]
+                    front_paths[row, 1, level] = branch_point[level]
                 front_b[row] = b
             iscal[4] = row + 1
             continue
@@ -412,8 +417,12 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
             for c in range(k):  # the memo's pointers: cluster j changed on entering level e
                 src[e, c] = src[d, c] if c != j else e
             src[e, k] = 0
-            branch_point[e], increase = _pick_point(X, k, e, cnt, mean, S, used, assigned, spec, jac, top, memo, src,
-                                                    ub - tolerance - total)
+            if e < path_len and path[1, e] >= 0:  # a replayed level: the recorded point (see above)
+                branch_point[e] = path[1, e]
+                increase = 0.0
+            else:
+                branch_point[e], increase = _pick_point(X, k, e, cnt, mean, S, used, assigned, spec, jac, top, memo,
+                                                        src, ub - tolerance - total)
             if total + increase > b:
                 b = total + increase
                 bound[e] = b
@@ -426,7 +435,7 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         limit = used[e] + 1 if used[e] + 1 < k else k
         count = 0
         for j in range(limit):
-            if e < path_len and j != path[e]:
+            if e < path_len and j != path[0, e]:
                 continue  # above the subtree's root only its path is made
             size = cnt[e, j]
             new_lam = 0.0
@@ -480,7 +489,8 @@ class DollSearch:
     arrays: dict = field(default_factory=dict)
     # the parallel search's pieces (solvopt.khc.parallel; the defaults are the plain search):
     shared: np.ndarray | None = None  # [incumbent cost] shared between searches (None: this search's own)
-    path: np.ndarray | None = None    # the subtree's root: path[d] = cluster of level d's branching point
+    path: np.ndarray | None = None    # the subtree's root: path[0, d] = cluster of level d's branching point,
+                                      # path[1, d] = that point (-1 or a 1-d path: the kernel picks it)
     split_depth: int | None = None    # record the nodes at this depth instead of expanding them ...
     front_capacity: int = 0           # ... up to this many
 
@@ -507,15 +517,16 @@ class DollSearch:
         a["assign"] = np.zeros(M, dtype=np.int64)
         a["best"] = np.array(self.incumbent_assignment, dtype=np.int64)
         a["scal"] = own_cache_lines([self.incumbent, np.inf])
-        path_len = 0 if self.path is None else len(self.path)
+        path = None if self.path is None else np.atleast_2d(np.asarray(self.path, dtype=np.int64))
+        path_len = 0 if path is None else path.shape[1]
         split = M + 1 if self.split_depth is None else int(self.split_depth)
         a["iscal"] = own_cache_lines([0, 0, path_len, split, 0], np.int64)
         if self.shared is None:
             self.shared = own_cache_lines([self.incumbent])
-        a["path"] = np.zeros(M + 1, dtype=np.int64)
+        a["path"] = np.full((2, M + 1), -1, dtype=np.int64)
         if path_len:
-            a["path"][:path_len] = self.path
-        a["front_paths"] = np.zeros((self.front_capacity, M + 1), dtype=np.int64)
+            a["path"][:path.shape[0], :path_len] = path
+        a["front_paths"] = np.zeros((self.front_capacity, 2, M + 1), dtype=np.int64)
         a["front_b"] = np.zeros(self.front_capacity)
         a["tmp_S"] = np.zeros((n, n))
         # Jacobi scratch (see _jacobi_smallest); None for n <= 2, whose kernels compile without it
@@ -565,17 +576,18 @@ class DollSearch:
         return min(self.incumbent, smallest_open, float(self.arrays["scal"][1]))
 
     def frontier(self) -> list[tuple[float, np.ndarray]]:
-        """The nodes recorded at the split depth: (bound, path), path[d] = cluster of level d's point."""
+        """The nodes recorded at the split depth: (bound, path), path[0, d] = cluster of level d's
+        branching point, path[1, d] = that point."""
         a = self.arrays
         rows = min(int(a["iscal"][4]), self.front_capacity)
-        return [(float(a["front_b"][r]), a["front_paths"][r, :self.split_depth].copy()) for r in range(rows)]
+        return [(float(a["front_b"][r]), a["front_paths"][r, :, :self.split_depth].copy()) for r in range(rows)]
 
     def frontier_overflowed(self) -> bool:
         return int(self.arrays["iscal"][4]) > self.front_capacity
 
     def split_open(self) -> list[tuple[float, np.ndarray]]:
         """Hand over the open children of the shallowest level that has some (below the path):
-        (bound, path) of each; this search will not visit them (work sharing between threads).
+        (bound, path) of each (path as in :meth:`frontier`); this search will not visit them (work sharing between threads).
         Call only while the kernel is not running on this search."""
         a = self.arrays
         depth = int(a["iscal"][0])
@@ -583,8 +595,12 @@ class DollSearch:
         for d in range(start, depth + 1):
             first, last = int(a["pos"][d]), int(a["nchild"][d])
             if first < last:
-                prefix = np.array([a["assign"][a["branch_point"][level]] for level in range(d)], dtype=np.int64)
-                out = [(float(a["child_b"][d, i]), np.append(prefix, a["child_j"][d, i])) for i in range(first, last)]
+                points = a["branch_point"][:d + 1].copy()
+                clusters = a["assign"][points]  # level d's cluster is each child's own, set below
+                out = []
+                for i in range(first, last):
+                    clusters[d] = a["child_j"][d, i]
+                    out.append((float(a["child_b"][d, i]), np.stack([clusters, points])))
                 a["nchild"][d] = first
                 return out
         return []
