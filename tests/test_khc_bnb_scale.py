@@ -179,8 +179,9 @@ def test_dynamic_node_bound_never_exceeds_the_best_completion(seed, nk, unassign
     src = np.zeros((k + 1, k + 1), dtype=np.int64)
     src[level, :k] = np.arange(1, k + 1)
     top, memo = np.zeros((2 * LOOKAHEAD + 1, k + 1)), np.zeros((k + 1, M + n + 2))
-    point, increase = _pick_point(X, k, level, cnt2, mean2, S2, used, assigned, np.zeros((k, n + 2)),
-                                  np.zeros((2, n, n)), top, memo, src, 1.0)
+    point, increase = _pick_point(X, k, level, cnt2, mean2, S2, used, assigned, np.zeros((n, n)),
+                                  np.zeros((2, n, n)), top, memo, src, 1.0, np.ascontiguousarray(X.T), np.zeros(M),
+                                  np.zeros(M), np.zeros(n))
     assert e <= point < M
     assert increase >= 0.0
     assert base + increase <= _best_completion(X, labels, k) * (1 + 1e-9) + 1e-9

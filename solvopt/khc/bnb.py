@@ -139,36 +139,49 @@ def _smallest_eigenvalue_work(S, n, work):
 
 
 # --- the resumable depth-first search -------------------------------------------------------------
-@njit(cache=True)
-def _cluster_increases(X, n, size, centre, scatter, row, spec, jac, assigned, every):
-    """Fill ``row`` (length M + n + 2) for one cluster: row[p] = the cheap lower estimate of
-    lambda_min(A + x_p) - lambda_min(A) for every point p (``every``) or every unassigned one
-    (the two-eigenvalue bound of :mod:`solvopt.khc.bounds` with weight 1: beta = N / (N + 1);
-    exact for n = 2), then the cluster's smallest eigenvector, its gap lambda_2 - lambda_1 and
-    bounds.py's rounding MARGIN."""
-    M = X.shape[0]
-    _, gap = _spectrum(scatter, n, spec, jac)
+@njit(cache=True, error_model="numpy")
+def _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis, jac, z1, r2):
+    """Fill row ``home`` of ``memo`` (length M + n + 2) for one cluster: memo[home, p] = the
+    cheap lower estimate of lambda_min(A + x_p) - lambda_min(A) for every point p (the
+    two-eigenvalue bound of :mod:`solvopt.khc.bounds` with weight 1: beta = N / (N + 1); exact
+    for n = 2), then the cluster's smallest eigenvector, its gap lambda_2 - lambda_1 and
+    bounds.py's rounding MARGIN.
+
+    Every point, assigned or not, in loops without branches over the points' coordinates
+    ``Xt`` (n x M) into the separate scratch arrays ``z1`` and ``r2`` (length M): they run in
+    SIMD lanes, faster than a loop over the unassigned points alone (2-D indexing and distinct
+    arrays, not views of one: measured 2.3 times faster than that at M = 100). The cluster is
+    j at ``level``; its scatter is copied into the scratch ``scatter`` and its eigenvector comes
+    out in ``axis`` (views S[level, j] would cost atomic reference counts at every call)."""
+    M = Xt.shape[1]
+    for a in range(n):
+        for q in range(n):
+            scatter[a, q] = S[level, j, a, q]
+    _, gap = _spectrum(scatter, n, axis, jac)
     trace = 0.0
     for a in range(n):
         trace += scatter[a, a]
-        row[M + a] = spec[a]
-    row[M + n] = gap
-    row[M + n + 1] = MARGIN * trace
+        memo[home, M + a] = axis[a]
+    memo[home, M + n] = gap
+    memo[home, M + n + 1] = MARGIN * trace
+    size = cnt[level, j]
     beta = size / (size + 1.0)
     for p in range(M):
-        if assigned[p] and not every:
-            continue
-        z1 = 0.0
-        r2 = 0.0
-        for a in range(n):
-            v = X[p, a] - centre[a]
-            z1 += spec[a] * v
-            r2 += v * v
-        row[p] = placement_increase(gap, beta, z1 * z1, r2)
+        z1[p] = 0.0
+        r2[p] = 0.0
+    for a in range(n):
+        c, q = mean[level, j, a], axis[a]
+        for p in range(M):
+            v = Xt[a, p] - c
+            z1[p] += q * v
+            r2[p] += v * v
+    for p in range(M):
+        memo[home, p] = placement_increase(gap, beta, z1[p] * z1[p], r2[p])
 
 
-@njit(cache=True)
-def _pick_point(X, k, level, cnt, mean, S, used, assigned, spec, jac, top, memo, src, slack):
+@njit(cache=True, error_model="numpy")
+def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, memo, src, slack, Xt, lane_a, lane_b,
+                axis):
     """Dynamic order: ``(point, increase)``, the unassigned point whose cheapest placement raises
     the bound most, and a valid lower bound on what the unassigned points add to the node's cost.
 
@@ -205,41 +218,50 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, spec, jac, top, memo,
     for j in range(limit):  # here limit = k: all clusters are open
         home = src[level, j]
         if src[home, k] == 0:  # cluster j as it is at ``home`` (and here): estimates not computed yet
-            # for the points unassigned here, which are all the row's readers need when home is this
-            # level (its descendants); an ancestor's row serves other branches too: every point
-            _cluster_increases(X, n, cnt[level, j], mean[level, j], S[level, j], memo[home], spec[j], jac,
-                               assigned, home != level)
+            _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis, jac, lane_a, lane_b)
             src[home, k] = 1
     floor = PRODUCT_FLOOR * slack
+    # every point's score and cheapest estimate, cluster by cluster (branch-free loops: SIMD) ...
+    scores, cheapests = lane_a, lane_b
+    for p in range(M):
+        scores[p] = 1.0
+        cheapests[p] = np.inf
+    for j in range(limit):
+        home = src[level, j]
+        for p in range(M):
+            increase = memo[home, p]
+            scores[p] *= increase + floor
+            cheapests[p] = increase if increase < cheapests[p] else cheapests[p]
+    for p in range(M):  # the assigned points lose both contests (scores are >= 0: slack > 0 here)
+        scores[p] = -2.0 if assigned[p] else scores[p]
+        cheapests[p] = -np.inf if assigned[p] else cheapests[p]
+    # ... then the best score and the largest cheapest estimates, in a loop whose branches are
+    # rarely taken (a test of assigned[p] here was mispredicted a third of the time)
     best_point, best_score = first, -1.0
     kept = lookahead - lookahead  # a computed 0: a literal would make Numba compile _joint_increase twice
+    bar = -np.inf  # the smallest kept cheapest estimate once LOOKAHEAD are kept
     for p in range(M):
-        if assigned[p]:
-            continue
-        cheapest = np.inf
-        score = 1.0
-        for j in range(limit):
-            increase = memo[src[level, j], p]
-            score *= increase + floor
-            if increase < cheapest:
-                cheapest = increase
+        cheapest = cheapests[p]
+        score = scores[p]
         if score > best_score:
             best_score = score
             best_point = p
         # keep the LOOKAHEAD points of largest cheapest estimate in top[:kept], sorted decreasing
-        if kept < lookahead or cheapest > top[kept - 1, k]:
+        if cheapest > bar:
             i = kept if kept < lookahead else lookahead - 1
             while i > 0 and top[i - 1, k] < cheapest:
                 for j in range(k + 1):
                     top[i, j] = top[i - 1, j]
                 i -= 1
             for j in range(k):
-                row = memo[src[level, j]]
-                value = row[p] - row[M + n + 1]
+                home = src[level, j]
+                value = memo[home, p] - memo[home, M + n + 1]
                 top[i, j] = value if value > 0.0 else 0.0
             top[i, k] = cheapest
             if kept < lookahead:
                 kept += 1
+            if kept == lookahead:
+                bar = top[kept - 1, k]
     return best_point, _joint_increase(top, kept, k)
 
 
@@ -327,6 +349,8 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
     nodes_start = iscal[1]
     path_len = iscal[2]
     split_depth = iscal[3]
+    if dynamic is not None:  # unpacked once: every unpacking (and every array view) costs reference counts
+        top, memo, src, Xt, lane_a, lane_b, axis = dynamic
     while True:
         d = iscal[0]
         if d < 0:
@@ -372,7 +396,10 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         if size + 1.0 <= n:
             lam[e, j] = 0.0  # at most n points lie on a hyperplane
         else:
-            value = _smallest_eigenvalue_work(S[e, j], n, work)
+            for a in range(n):  # a copy: a view S[e, j] would cost two atomic reference counts
+                for q in range(n):
+                    tmp_S[a, q] = S[e, j, a, q]
+            value = _smallest_eigenvalue_work(tmp_S, n, work)
             lam[e, j] = value if value > 0.0 else 0.0
         used[e] = used[d] if used[d] > j + 1 else j + 1
         total = 0.0
@@ -413,7 +440,6 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         if dynamic is None:
             branch_point[e] = e
         else:
-            top, memo, src = dynamic
             for c in range(k):  # the memo's pointers: cluster j changed on entering level e
                 src[e, c] = src[d, c] if c != j else e
             src[e, k] = 0
@@ -421,8 +447,8 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
                 branch_point[e] = path[1, e]
                 increase = 0.0
             else:
-                branch_point[e], increase = _pick_point(X, k, e, cnt, mean, S, used, assigned, spec, jac, top, memo,
-                                                        src, ub - tolerance - total)
+                branch_point[e], increase = _pick_point(X, k, e, cnt, mean, S, used, assigned, tmp_S, jac, top, memo,
+                                                        src, ub - tolerance - total, Xt, lane_a, lane_b, axis)
             if total + increase > b:
                 b = total + increase
                 bound[e] = b
@@ -538,7 +564,8 @@ class DollSearch:
         a["psi"] = np.zeros((MU_STEPS, M)) if charged else None
         # the dynamic order's scratch (_pick_point, _joint_increase); None compiles the static kernel
         a["dynamic"] = (np.zeros((2 * LOOKAHEAD + 1, k + 1)), np.zeros((M + 1, M + n + 2)),
-                        np.zeros((M + 1, k + 1), dtype=np.int64)) if self.dynamic else None
+                        np.zeros((M + 1, k + 1), dtype=np.int64), np.ascontiguousarray(self.X.T),
+                        np.zeros(M), np.zeros(M), np.zeros(n)) if self.dynamic else None
         # the root: point 0 goes to cluster 0 (symmetry), bound R[1]
         a["nchild"][0] = 1
         a["child_j"][0, 0] = 0

@@ -142,16 +142,18 @@ def trig_eigenvalues_3(S):
     return lam1, 3.0 * mid - lam1 - lam3, True
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def placement_increase(gap, beta, z1sq, r2):
     """Lower bound on lambda_min(S + beta v v^T) - lambda_1 from S's gap lambda_2 - lambda_1,
-    z1sq = (q . v)^2 and r2 = |v|^2 (the module docstring's incr; exact for n = 2)."""
+    z1sq = (q . v)^2 and r2 = |v|^2 (the module docstring's incr; exact for n = 2).
+
+    Branch-free (tr <= 0 selects 0 after the fact; numpy's error model lets 0 / 0 be NaN
+    instead of raising), so a loop over points that calls it runs in SIMD lanes."""
     tr = gap + beta * r2
-    if tr <= 0.0:
-        return 0.0
     det = beta * gap * z1sq
     disc = tr * tr - 4.0 * det
-    return 2.0 * det / (tr + math.sqrt(disc if disc > 0.0 else 0.0))
+    value = 2.0 * det / (tr + math.sqrt(disc if disc > 0.0 else 0.0))
+    return value if tr > 0.0 else 0.0
 
 
 @njit(cache=True)
