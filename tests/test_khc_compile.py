@@ -79,8 +79,9 @@ def test_readme_solve_compiles_each_kernel_once_and_reports_compile_time(tmp_pat
     compiled = _assert_one_signature_each(out)
     _assert_compile_time_reported(out["stats"])
     assert "solvopt.khc.bnb._search" in compiled
-    # lazy compilation: the static order never compiles the dynamic order's point picker
-    assert "solvopt.khc.bnb._pick_point" not in compiled
+    # lazy compilation: the static order never compiles the dynamic order's point picker (inlined
+    # into the kernel; its joint bound is the one function of its own it calls)
+    assert "solvopt.khc.bnb._joint_increase" not in compiled
     # n = 2: the eigenvalue kernel is the closed-form specialisation (no Jacobi scratch)
     assert compiled["solvopt.khc.bnb._smallest_eigenvalue_work"][0].endswith("none)")
     assert out["termination"] == "OPTIMAL"
@@ -91,7 +92,7 @@ def test_dynamic_order_n3_run_compiles_each_kernel_once(tmp_path):
     out = _cold_solve(tmp_path, {"m": 11, "n": 3, "k": 2, "seed": 3, "options": {"order": "dynamic"}})
     compiled = _assert_one_signature_each(out)
     _assert_compile_time_reported(out["stats"])
-    assert "solvopt.khc.bnb._pick_point" in compiled
+    assert "solvopt.khc.bnb._joint_increase" in compiled
     assert not compiled["solvopt.khc.bnb._smallest_eigenvalue_work"][0].endswith("none)")
 
 

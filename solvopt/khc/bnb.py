@@ -89,6 +89,9 @@ _DONE, _BUDGET = 0, 1
 # * compile only what the run needs: ``work`` is None for n <= 2 and ``dynamic`` is None for the
 #   static order, and Numba prunes the branches those guard at compile time (no Jacobi code for
 #   n <= 2, no _pick_point for a static order);
+# * the dynamic order's picker (_pick_point, _cluster_increases) is inlined into the kernel
+#   (inline="always": Numba's own inlining, no extra compile measured): a call passing a dozen
+#   arrays cost reference counts that were ~6% of a node;
 # * no LAPACK: np.linalg.eigvalsh alone compiled for ~0.7 s; the plain-loop Jacobi method in
 #   its place compiles quickly, allocates nothing and is faster at these sizes.
 @njit(cache=True)
@@ -139,7 +142,7 @@ def _smallest_eigenvalue_work(S, n, work):
 
 
 # --- the resumable depth-first search -------------------------------------------------------------
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis, jac, z1, r2):
     """Fill row ``home`` of ``memo`` (length M + n + 2) for one cluster: memo[home, p] = the
     cheap lower estimate of lambda_min(A + x_p) - lambda_min(A) for every point p (the
@@ -179,7 +182,7 @@ def _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis,
         memo[home, p] = placement_increase(gap, beta, z1[p] * z1[p], r2[p])
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, memo, src, slack, Xt, lane_a, lane_b,
                 axis):
     """Dynamic order: ``(point, increase)``, the unassigned point whose cheapest placement raises
