@@ -178,10 +178,12 @@ def test_dynamic_node_bound_never_exceeds_the_best_completion(seed, nk, unassign
     assigned = np.arange(M) < e
     src = np.zeros((k + 1, k + 1), dtype=np.int64)
     src[level, :k] = np.arange(1, k + 1)
-    top, memo = np.zeros((2 * LOOKAHEAD + 1, k + 1)), np.zeros((k + 1, M + n + 2))
+    top, memo = np.zeros((2 * LOOKAHEAD + 2, k + 2)), np.zeros((k + 1, M + n + 2))
+    hard = np.full((k + 1, LOOKAHEAD + 1), -1, dtype=np.int64)
+    hard[level - 1, :unassigned] = np.arange(e, M)[:LOOKAHEAD + 1]  # the parent's points: the quick check too
     point, increase = _pick_point(X, k, level, cnt2, mean2, S2, used, assigned, np.zeros((n, n)),
                                   np.zeros((2, n, n)), top, memo, src, 1.0, np.ascontiguousarray(X.T), np.zeros(M),
-                                  np.zeros(M), np.zeros(n))
+                                  np.zeros(M), np.zeros(n), hard)
     assert e <= point < M
     assert increase >= 0.0
     assert base + increase <= _best_completion(X, labels, k) * (1 + 1e-9) + 1e-9

@@ -184,7 +184,7 @@ def _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis,
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, memo, src, slack, Xt, lane_a, lane_b,
-                axis):
+                axis, hard):
     """Dynamic order: ``(point, increase)``, the unassigned point whose cheapest placement raises
     the bound most, and a valid lower bound on what the unassigned points add to the node's cost.
 
@@ -208,7 +208,7 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, me
     LOOKAHEAD points of largest cheapest estimate (kept in the scratch ``top``), less the margins.
     """
     M, n = X.shape
-    lookahead = top.shape[0] // 2
+    lookahead = top.shape[0] // 2 - 1  # top keeps one point more than the joint bound takes
     limit = used[level] + 1 if used[level] + 1 < k else k
     first = -1
     for p in range(M):
@@ -217,12 +217,35 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, me
             break
     for j in range(limit):
         if cnt[level, j] + 1.0 <= n:
+            for i in range(lookahead + 1):
+                hard[level, i] = -1
             return first, 0.0
     for j in range(limit):  # here limit = k: all clusters are open
         home = src[level, j]
         if src[home, k] == 0:  # cluster j as it is at ``home`` (and here): estimates not computed yet
             _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis, jac, lane_a, lane_b)
             src[home, k] = 1
+    # first the parent's hardest points (hard[level - 1]: its top points and one spare) with this
+    # node's estimates: when their joint increase already exhausts the slack the node is pruned
+    # without scoring every point (the full scan finds the same points most of the time)
+    count = lookahead - lookahead  # a computed 0 (see below)
+    for i in range(lookahead + 1):
+        p = hard[level - 1, i] if level > 0 else -1
+        if p < 0 or assigned[p] or count == lookahead:
+            continue
+        cheapest = np.inf
+        for j in range(k):
+            home = src[level, j]
+            value = memo[home, p] - memo[home, M + n + 1]
+            top[count, j] = value if value > 0.0 else 0.0
+            if memo[home, p] < cheapest:
+                cheapest = memo[home, p]
+        top[count, k] = cheapest
+        count += 1
+    if count > 0:
+        quick = _joint_increase(top, count, k)
+        if quick >= slack:
+            return first, quick
     floor = PRODUCT_FLOOR * slack
     # every point's score and cheapest estimate, cluster by cluster (branch-free loops: SIMD) ...
     scores, cheapests = lane_a, lane_b
@@ -242,18 +265,18 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, me
     # rarely taken (a test of assigned[p] here was mispredicted a third of the time)
     best_point, best_score = first, -1.0
     kept = lookahead - lookahead  # a computed 0: a literal would make Numba compile _joint_increase twice
-    bar = -np.inf  # the smallest kept cheapest estimate once LOOKAHEAD are kept
+    bar = -np.inf  # the smallest kept cheapest estimate once LOOKAHEAD + 1 are kept
     for p in range(M):
         cheapest = cheapests[p]
         score = scores[p]
         if score > best_score:
             best_score = score
             best_point = p
-        # keep the LOOKAHEAD points of largest cheapest estimate in top[:kept], sorted decreasing
+        # keep the LOOKAHEAD + 1 points of largest cheapest estimate in top[:kept], sorted decreasing
         if cheapest > bar:
-            i = kept if kept < lookahead else lookahead - 1
+            i = kept if kept <= lookahead else lookahead
             while i > 0 and top[i - 1, k] < cheapest:
-                for j in range(k + 1):
+                for j in range(k + 2):
                     top[i, j] = top[i - 1, j]
                 i -= 1
             for j in range(k):
@@ -261,11 +284,14 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, me
                 value = memo[home, p] - memo[home, M + n + 1]
                 top[i, j] = value if value > 0.0 else 0.0
             top[i, k] = cheapest
-            if kept < lookahead:
+            top[i, k + 1] = p
+            if kept <= lookahead:
                 kept += 1
-            if kept == lookahead:
+            if kept == lookahead + 1:
                 bar = top[kept - 1, k]
-    return best_point, _joint_increase(top, kept, k)
+    for i in range(lookahead + 1):  # the children's first candidates (see above)
+        hard[level, i] = int(top[i, k + 1]) if i < kept else -1
+    return best_point, _joint_increase(top, kept if kept < lookahead else lookahead, k)
 
 
 @njit(cache=True)
@@ -322,7 +348,8 @@ def _joint_increase(top, count, k):
 
 
 @njit(cache=True, nogil=True)
-def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nchild, pos, branch_point, assigned,
+def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, child_lam, nchild, pos, branch_point,
+            assigned,
             dynamic, assign, best, scal, iscal, max_nodes, rel_gap, abs_gap, tmp_S, work, spec, psi, jac,
             shared, path, front_paths, front_b):
     """Run the depth-first search for at most ``max_nodes`` nodes; return _DONE or _BUDGET.
@@ -353,7 +380,7 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
     path_len = iscal[2]
     split_depth = iscal[3]
     if dynamic is not None:  # unpacked once: every unpacking (and every array view) costs reference counts
-        top, memo, src, Xt, lane_a, lane_b, axis = dynamic
+        top, memo, src, Xt, lane_a, lane_b, axis, hard = dynamic
     while True:
         d = iscal[0]
         if d < 0:
@@ -366,6 +393,7 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
             continue
         j = child_j[d, pos[d]]
         b = child_b[d, pos[d]]
+        new_lam = child_lam[d, pos[d]]
         pos[d] += 1
         ub = scal[0] if scal[0] < shared[0] else shared[0]
         tolerance = rel_gap * abs(ub)
@@ -386,7 +414,8 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
                 mean[e, c, a] = mean[d, c, a]
                 for q in range(n):
                     S[e, c, a, q] = S[d, c, a, q]
-        # rank-one update of cluster j: add the point, refresh its smallest eigenvalue
+        # rank-one update of cluster j: add the point; its smallest eigenvalue is the one computed
+        # for the child's bound (the same operations on the same numbers)
         size = cnt[e, j]
         factor = size / (size + 1.0)
         for a in range(n):
@@ -396,14 +425,7 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
         for a in range(n):
             mean[e, j, a] += (X[point, a] - mean[e, j, a]) / (size + 1.0)
         cnt[e, j] = size + 1.0
-        if size + 1.0 <= n:
-            lam[e, j] = 0.0  # at most n points lie on a hyperplane
-        else:
-            for a in range(n):  # a copy: a view S[e, j] would cost two atomic reference counts
-                for q in range(n):
-                    tmp_S[a, q] = S[e, j, a, q]
-            value = _smallest_eigenvalue_work(tmp_S, n, work)
-            lam[e, j] = value if value > 0.0 else 0.0
+        lam[e, j] = new_lam
         used[e] = used[d] if used[d] > j + 1 else j + 1
         total = 0.0
         for c in range(k):
@@ -449,9 +471,12 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
             if e < path_len and path[1, e] >= 0:  # a replayed level: the recorded point (see above)
                 branch_point[e] = path[1, e]
                 increase = 0.0
+                for i in range(hard.shape[1]):
+                    hard[e, i] = -1
             else:
                 branch_point[e], increase = _pick_point(X, k, e, cnt, mean, S, used, assigned, tmp_S, jac, top, memo,
-                                                        src, ub - tolerance - total, Xt, lane_a, lane_b, axis)
+                                                        src, ub - tolerance - total, Xt, lane_a, lane_b, axis,
+                                                        hard)
             if total + increase > b:
                 b = total + increase
                 bound[e] = b
@@ -483,9 +508,11 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, nch
             while i > 0 and child_b[e, i - 1] > b_child:
                 child_b[e, i] = child_b[e, i - 1]
                 child_j[e, i] = child_j[e, i - 1]
+                child_lam[e, i] = child_lam[e, i - 1]
                 i -= 1
             child_b[e, i] = b_child
             child_j[e, i] = j
+            child_lam[e, i] = new_lam
             count += 1
         nchild[e] = count
         pos[e] = 0
@@ -539,6 +566,7 @@ class DollSearch:
         a["bound"] = np.zeros(M + 1)
         a["child_j"] = np.zeros((M + 1, k), dtype=np.int64)
         a["child_b"] = np.zeros((M + 1, k))
+        a["child_lam"] = np.zeros((M + 1, k))  # the children's new smallest eigenvalue (root: 0)
         a["nchild"] = np.zeros(M + 1, dtype=np.int64)
         a["pos"] = np.zeros(M + 1, dtype=np.int64)
         a["branch_point"] = np.zeros(M + 1, dtype=np.int64)
@@ -566,9 +594,10 @@ class DollSearch:
         a["jac"] = np.zeros((2, n, n))
         a["psi"] = np.zeros((MU_STEPS, M)) if charged else None
         # the dynamic order's scratch (_pick_point, _joint_increase); None compiles the static kernel
-        a["dynamic"] = (np.zeros((2 * LOOKAHEAD + 1, k + 1)), np.zeros((M + 1, M + n + 2)),
+        a["dynamic"] = (np.zeros((2 * LOOKAHEAD + 2, k + 2)), np.zeros((M + 1, M + n + 2)),
                         np.zeros((M + 1, k + 1), dtype=np.int64), np.ascontiguousarray(self.X.T),
-                        np.zeros(M), np.zeros(M), np.zeros(n)) if self.dynamic else None
+                        np.zeros(M), np.zeros(M), np.zeros(n),
+                        np.full((M + 1, LOOKAHEAD + 1), -1, dtype=np.int64)) if self.dynamic else None
         # the root: point 0 goes to cluster 0 (symmetry), bound R[1]
         a["nchild"][0] = 1
         a["child_j"][0, 0] = 0
@@ -579,7 +608,7 @@ class DollSearch:
         """Search at most ``max_nodes`` nodes; True when the search is complete."""
         a = self.arrays
         code = _search(self.X, self.R, int(self.k), a["cnt"], a["mean"], a["S"], a["lam"], a["used"], a["base"],
-                       a["bound"], a["child_j"], a["child_b"], a["nchild"], a["pos"], a["branch_point"],
+                       a["bound"], a["child_j"], a["child_b"], a["child_lam"], a["nchild"], a["pos"], a["branch_point"],
                        a["assigned"], a["dynamic"], a["assign"], a["best"], a["scal"], a["iscal"],
                        int(max_nodes), float(rel_gap), float(abs_gap), a["tmp_S"], a["work"], a["spec"], a["psi"], a["jac"],
                        self.shared, a["path"], a["front_paths"], a["front_b"])
