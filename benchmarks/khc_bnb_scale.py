@@ -12,7 +12,9 @@ Variants: ``plain`` (farthest order, no charge, no dolls: the search of the bnb 
 its first incumbent now adds the extra restarts), ``charge`` (plus the unassigned-point charge
 of :mod:`solvopt.khc.bounds`), ``dynamic`` (the dynamic order, no dolls) and ``default`` (the
 options' defaults, with suffix_bounds "auto": dolls after half the time limit); ``threads1`` and
-``threads2``: the dynamic variant on 1 and on 2 threads (:mod:`solvopt.khc.parallel`). Each run
+``threads2``: the dynamic variant on 1 and on 2 threads (:mod:`solvopt.khc.parallel`); ``split1`` and
+``split2``: the dynamic order with its split dolls (``suffix_bounds`` on: :func:`solvopt.khc.bnb.split_starts`,
+the whole time limit) on 1 and on 2 threads. Each run
 records its wall time, its CPU time (all threads), the search's own wall time (after the first
 incumbent) and the 1-minute load average when it started: on a shared machine a second thread
 only helps while a core is free.
@@ -21,6 +23,7 @@ only helps while a core is free.
     python benchmarks/khc_bnb_scale.py --sizes 40,60 --variants plain,charge --time-limit 30
     python benchmarks/khc_bnb_scale.py --out benchmarks/results/khc_bnb_scale --time-limit 300
     python benchmarks/khc_bnb_scale.py --sizes 60 --variants threads1,threads2 --time-limit 30
+    python benchmarks/khc_bnb_scale.py --sizes 100 --variants split2 --time-limit 300 --probe   # goal 1
 """
 from __future__ import annotations
 
@@ -47,6 +50,8 @@ VARIANTS = {
     "default": {},
     "threads1": {"order": "dynamic", "suffix_bounds": False, "threads": 1},
     "threads2": {"order": "dynamic", "suffix_bounds": False, "threads": 2},
+    "split1": {"order": "dynamic", "suffix_bounds": True, "threads": 1},
+    "split2": {"order": "dynamic", "suffix_bounds": True, "threads": 2},
 }
 
 

@@ -132,7 +132,6 @@ def test_bnb_and_brute_force_match_the_reference(m, n, k, seed):
        st.integers(1, 3), st.sampled_from(bnb_module.ORDERS), st.booleans())
 def test_bnb_matches_the_reference_on_generated_points(pts, k, order, suffix_bounds):
     k = min(k, len(pts))
-    suffix_bounds = suffix_bounds and order != "dynamic"  # the dolls need a static order
     out = solve_bnb(pts, k, order=order, restarts=2, suffix_bounds=suffix_bounds)
     optimum = reference_optimum(pts, k)
     assert out.complete
@@ -215,7 +214,7 @@ def test_bad_options_are_model_errors():
     with pytest.raises(ModelError):
         model.solve("bnb", order="sideways")
     with pytest.raises(ModelError, match="static branching order"):
-        model.solve("bnb", order="dynamic", suffix_bounds=True)
+        model.solve("bnb", order="dynamic", charge_bound=True)
     with pytest.raises(ModelError):
         model.solve("heuristic", restarts=0)
     with pytest.raises(ModelError, match="brute force refuses"):

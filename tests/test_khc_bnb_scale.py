@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from unittest import mock
 import threading
 import time
 
@@ -22,7 +23,8 @@ from solvopt.core.errors import ModelError
 from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
-from solvopt.khc.bnb import LOOKAHEAD, _joint_increase, _pick_point, solve_bnb
+from solvopt.khc import bnb
+from solvopt.khc.bnb import LOOKAHEAD, SPLIT_FROM, _joint_increase, _pick_point, solve_bnb, split_starts
 from solvopt.khc.bounds import MU_STEPS, _spectrum, charge_bound
 
 from conftest import PROMPT
@@ -183,7 +185,7 @@ def test_dynamic_node_bound_never_exceeds_the_best_completion(seed, nk, unassign
     hard[level - 1, :unassigned] = np.arange(e, M)[:LOOKAHEAD + 1]  # the parent's points: the quick check too
     point, increase = _pick_point(X, k, level, cnt2, mean2, S2, used, assigned, np.zeros((n, n)),
                                   np.zeros((2, n, n)), top, memo, src, 1.0, np.ascontiguousarray(X.T), np.zeros(M),
-                                  np.zeros(M), np.zeros(n), hard)
+                                  np.zeros(M), np.zeros(n), hard, M)
     assert e <= point < M
     assert increase >= 0.0
     assert base + increase <= _best_completion(X, labels, k) * (1 + 1e-9) + 1e-9
@@ -330,7 +332,9 @@ def test_bad_bnb_options_are_model_errors():
     with pytest.raises(ModelError, match="charge_bound"):
         model.solve("bnb", charge_bound=2)
     with pytest.raises(ModelError, match="static branching order"):
-        model.solve("bnb", order="dynamic", suffix_bounds="on")
+        model.solve("bnb", order="dynamic", charge_bound="on")
+    # the dynamic order's dolls are the split dolls: below SPLIT_FROM points, one search
+    assert model.solve("bnb", order="dynamic", suffix_bounds="on").stats["dolls_solved"] == 1
     with pytest.raises(ModelError, match="extra_restarts"):
         model.solve("bnb", extra_restarts=-1)
     assert model.solve("bnb", order="dynamic", time_limit=5).stats["suffix_bounds"] is False  # auto: no dolls
@@ -354,3 +358,53 @@ def test_cli_passes_the_bnb_flags(samples, capsys):
     assert "--charge-bound does not apply to method 'heuristic'" in capsys.readouterr().err
     assert main(["solve", path, "--suffix-bounds", "maybe"]) == 1
     assert "expected on, off or auto" in capsys.readouterr().err
+
+
+# --- the dynamic order's split dolls (split_starts) ------------------------------------------------------
+def test_split_starts_take_a_third_while_a_doll_is_large():
+    assert split_starts(SPLIT_FROM - 1) == [0]
+    assert split_starts(100) == [33, 0]
+    assert split_starts(150) == [83, 50, 0]  # 150 -> first third 50; the 100-point suffix -> 33 more
+    for m in range(1, 400):
+        starts = split_starts(m)
+        assert starts[-1] == 0 and starts == sorted(starts, reverse=True) and len(set(starts)) == len(starts)
+        assert all(m - s >= SPLIT_FROM for s in starts[1:]) or len(starts) == 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10**6), st.integers(8, 11), st.sampled_from([(2, 2), (2, 3), (3, 2)]), st.sampled_from([1, 2]))
+def test_split_dolls_match_brute_force(seed, m, nk, threads):
+    """With SPLIT_FROM lowered so that these small instances are split (twice from 8 points on),
+    the dynamic order with its dolls finds the brute-force optimum and never bounds above it,
+    from a poor first incumbent (restarts 0: the search does the work)."""
+    n, k = nk
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 10.0, size=(m, n))
+    if seed % 2:
+        X[: m // 2, -1] = 0.1 * rng.normal(size=m // 2)
+    with mock.patch.object(bnb, "SPLIT_FROM", 4):
+        assert len(bnb.split_starts(m)) >= 3
+        out = solve_bnb(X, k, restarts=0, order="dynamic", suffix_bounds=True, threads=threads)
+    reference = optimum(X, k)
+    assert out.complete and out.suffix_bounds and out.dolls_solved >= 3
+    assert close(out.objective, reference) and out.bound <= reference * (1 + 1e-9) + 1e-12
+
+
+@pytest.mark.parametrize("node_limit", [3, 30, 300])
+def test_stopped_split_dolls_bracket_the_optimum(monkeypatch, node_limit):
+    monkeypatch.setattr(bnb, "SPLIT_FROM", 4)
+    X = np.random.default_rng(12).uniform(0.0, 10.0, size=(11, 2))
+    reference = optimum(X, 3)
+    out = solve_bnb(X, 3, restarts=0, order="dynamic", suffix_bounds=True, node_limit=node_limit)
+    assert out.bound <= reference * (1 + 1e-9) + 1e-12 <= out.objective * (1 + 2e-9) + 2e-12
+
+
+def test_split_dolls_are_the_dynamic_default_from_split_from_points_on():
+    """order "auto" at m >= SPLIT_FROM without a time limit: the split dolls (reported as
+    suffix bounds); suffix_bounds=False: one search. The same optimum."""
+    X = np.random.default_rng(13).uniform(0.0, 10.0, size=(SPLIT_FROM, 2))
+    split = solve_bnb(X, 2)
+    plain = solve_bnb(X, 2, suffix_bounds=False)
+    assert split.order == plain.order == "dynamic"
+    assert split.suffix_bounds and split.dolls_solved == 2 and not plain.suffix_bounds
+    assert split.complete and plain.complete and close(split.objective, plain.objective, 1e-9)

@@ -56,7 +56,7 @@ from ..core.progress import Progress
 from ..core.result import Termination
 from .bounds import (MARGIN, MU_STEPS, _spectrum, charge_bound, jacobi_diagonalise, placement_increase,
                      trig_eigenvalues_3)
-from .geometry import assignment_cost
+from .geometry import assignment_cost, fit_planes, point_distances
 from .heuristics import kplane, local_search
 
 BATCH_NODES = (10_000, 1_000_000)  # nodes per kernel call between time checks: first, largest
@@ -68,6 +68,8 @@ ORDERS = ("auto", "farthest", "dynamic", "input", "margin")
 DYNAMIC_FROM = 31                # order "auto": dynamic from this many points on, farthest below
 PARALLEL_FROM = 31               # threads=None: the cores available from this many points on, 1 below
 PRODUCT_FLOOR = 0.05              # dynamic order's pick: prod_j (d_j + f s), s the node's slack
+SPLIT_FROM = 70                  # dynamic order with dolls: a doll of this many points or more is split ...
+SPLIT_SHARE = 1 / 3              # ... into its first third, searched first, and the rest, solved before (split_starts)
 LOOKAHEAD = 3                    # dynamic order: points whose joint increase bounds each node (3: fewest seconds at m = 60)
 
 _CAUSES = {Termination.INTERRUPTED: "interrupt", Termination.TIME_LIMIT: "time"}
@@ -184,7 +186,7 @@ def _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis,
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, memo, src, slack, Xt, lane_a, lane_b,
-                axis, hard):
+                axis, hard, end):
     """Dynamic order: ``(point, increase)``, the unassigned point whose cheapest placement raises
     the bound most, and a valid lower bound on what the unassigned points add to the node's cost.
 
@@ -206,12 +208,15 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, me
     the level whose row holds cluster c's (the last level on the path where c changed), so a
     node computes one cluster's estimates, not k. ``increase`` is :func:`_joint_increase` over the
     LOOKAHEAD points of largest cheapest estimate (kept in the scratch ``top``), less the margins.
+
+    Only the points before ``end`` are candidates (and only they enter the increase): the split
+    dolls (:func:`split_starts`) bound the points from ``end`` on by the doll's value in R.
     """
     M, n = X.shape
     lookahead = top.shape[0] // 2 - 1  # top keeps one point more than the joint bound takes
     limit = used[level] + 1 if used[level] + 1 < k else k
     first = -1
-    for p in range(M):
+    for p in range(end):
         if not assigned[p]:
             first = p
             break
@@ -231,7 +236,7 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, me
     count = lookahead - lookahead  # a computed 0 (see below)
     for i in range(lookahead + 1):
         p = hard[level - 1, i] if level > 0 else -1
-        if p < 0 or assigned[p] or count == lookahead:
+        if p < 0 or p >= end or assigned[p] or count == lookahead:
             continue
         cheapest = np.inf
         for j in range(k):
@@ -266,7 +271,7 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, me
     best_point, best_score = first, -1.0
     kept = lookahead - lookahead  # a computed 0: a literal would make Numba compile _joint_increase twice
     bar = -np.inf  # the smallest kept cheapest estimate once LOOKAHEAD + 1 are kept
-    for p in range(M):
+    for p in range(end):
         cheapest = cheapests[p]
         score = scores[p]
         if score > best_score:
@@ -380,7 +385,7 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, chi
     path_len = iscal[2]
     split_depth = iscal[3]
     if dynamic is not None:  # unpacked once: every unpacking (and every array view) costs reference counts
-        top, memo, src, Xt, lane_a, lane_b, axis, hard = dynamic
+        top, memo, src, Xt, lane_a, lane_b, axis, hard, ends = dynamic
     while True:
         d = iscal[0]
         if d < 0:
@@ -475,10 +480,10 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, chi
                     hard[e, i] = -1
             else:
                 branch_point[e], increase = _pick_point(X, k, e, cnt, mean, S, used, assigned, tmp_S, jac, top, memo,
-                                                        src, ub - tolerance - total, Xt, lane_a, lane_b, axis,
-                                                        hard)
-            if total + increase > b:
-                b = total + increase
+                                                        src, ub - tolerance - total - R[e], Xt, lane_a, lane_b, axis,
+                                                        hard, ends[e])
+            if total + R[e] + increase > b:  # R[e] bounds the points from ends[e] on, the increase those before
+                b = total + R[e] + increase
                 bound[e] = b
                 if b >= ub - tolerance:  # no completion beats the incumbent by more than the tolerance
                     if b < scal[1]:
@@ -539,7 +544,7 @@ class DollSearch:
     k: int
     incumbent: float
     incumbent_assignment: np.ndarray
-    dynamic: bool = False   # pick the branching point per node (then R must be 0)
+    dynamic: bool = False   # pick the branching point per node (R: see ``ends``)
     charge: bool = False    # charge the unassigned points (bounds.charge_bound; ignored by the dynamic order)
     nodes: int = 0
     arrays: dict = field(default_factory=dict)
@@ -549,6 +554,8 @@ class DollSearch:
                                       # path[1, d] = that point (-1 or a 1-d path: the kernel picks it)
     split_depth: int | None = None    # record the nodes at this depth instead of expanding them ...
     front_capacity: int = 0           # ... up to this many
+    ends: np.ndarray | None = None    # dynamic order: at depth d only points before ends[d] are picked, and
+                                      # R[d] bounds the points from ends[d] on (None: M, all points)
 
     def __post_init__(self):
         # one canonical layout for the kernels (one compiled signature each): float64, C order
@@ -597,7 +604,9 @@ class DollSearch:
         a["dynamic"] = (np.zeros((2 * LOOKAHEAD + 2, k + 2)), np.zeros((M + 1, M + n + 2)),
                         np.zeros((M + 1, k + 1), dtype=np.int64), np.ascontiguousarray(self.X.T),
                         np.zeros(M), np.zeros(M), np.zeros(n),
-                        np.full((M + 1, LOOKAHEAD + 1), -1, dtype=np.int64)) if self.dynamic else None
+                        np.full((M + 1, LOOKAHEAD + 1), -1, dtype=np.int64),
+                        np.full(M + 1, M, dtype=np.int64) if self.ends is None else
+                        np.ascontiguousarray(self.ends, dtype=np.int64)) if self.dynamic else None
         # the root: point 0 goes to cluster 0 (symmetry), bound R[1]
         a["nchild"][0] = 1
         a["child_j"][0, 0] = 0
@@ -707,18 +716,33 @@ def _relabel(labels: np.ndarray) -> np.ndarray:
 
 
 def _doll_incumbent(X: np.ndarray, k: int, previous: np.ndarray | None, seed: int,
-                    deadline: float | None = None) -> tuple[np.ndarray, float]:
-    """A good assignment of a doll: the previous doll's optimum extended by one point, polished.
+                    deadline: float | None = None, thorough: bool = False) -> tuple[np.ndarray, float]:
+    """A good assignment of a doll: the previous doll's optimum (of its last points) extended by
+    the new points, polished, or k-plane's best.
 
-    Both the polish and the k-plane restarts stop at ``deadline`` (or a stop request) with their
-    best so far: with a thousand dolls of a thousand points this was most of a run's time."""
+    One new point (the static order's dolls) tries it in every cluster; several (the split
+    dolls) go to their nearest planes of the previous optimum. ``thorough``: k-plane with
+    :func:`first_incumbent`'s restarts instead of 4 (a split doll is one long search: an
+    incumbent above its optimum made the 47-point doll of m = 70 need 5.0 instead of 2.7
+    million nodes). Both the polish and the k-plane restarts stop at ``deadline`` (or a stop
+    request) with their best so far: with a thousand dolls of a thousand points this was most
+    of a run's time."""
     candidates = []
-    if previous is not None:
+    new = 0 if previous is None else len(X) - len(previous)
+    if new == 1:
         for j in range(k):
             labels = local_search(X, np.concatenate(([j], previous)), k, deadline=deadline)
             candidates.append((assignment_cost(X, labels, k), labels))
+    elif new > 1:
+        normals, offsets, _ = fit_planes(X[new:], previous, k)
+        nearest = np.argmin(point_distances(X[:new], normals, offsets), axis=1)
+        labels = local_search(X, np.concatenate((nearest, previous)), k, deadline=deadline)
+        candidates.append((assignment_cost(X, labels, k), labels))
     left = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
-    labels, cost = kplane(X, k, restarts=4, seed=seed, time_limit=left)
+    if thorough:
+        labels, cost = first_incumbent(X, k, 10, None, seed, left)
+    else:
+        labels, cost = kplane(X, k, restarts=4, seed=seed, time_limit=left)
     candidates.append((cost, labels))
     cost, labels = min(candidates, key=lambda c: c[0])
     return _relabel(labels), cost
@@ -776,13 +800,35 @@ def _stop_cause(deadline: float | None) -> str | None:
     return _CAUSES.get(stop_reason(deadline))
 
 
-def _resolve_suffix_bounds(suffix_bounds, order: str, time_limit: float | None) -> bool | str:
-    """True / False, or "auto" (no dolls for half the time limit, then dolls in the static order)."""
+def _resolve_suffix_bounds(suffix_bounds, order: str, m: int, time_limit: float | None) -> bool | str:
+    """True / False, or "auto": the dynamic order's split dolls (from SPLIT_FROM points on) or no
+    dolls, for half the time limit, then dolls in the static order for a bound."""
     if suffix_bounds == "auto":
-        return False if time_limit is None else "auto"
-    if suffix_bounds and order == "dynamic":
-        raise ModelError("the suffix bounds need a static branching order; order='dynamic' cannot use them")
+        if time_limit is None:
+            return order == "dynamic" and m >= SPLIT_FROM
+        return "auto"
     return bool(suffix_bounds)
+
+
+def split_starts(m: int) -> list[int]:
+    """The dynamic order's dolls: starts s_r > ... > s_1 > 0 of the suffixes X[s:] searched in turn.
+
+    A doll of at least SPLIT_FROM points is split after its first SPLIT_SHARE of points: its
+    suffix is the next doll, solved first, and its search picks only among the first part until
+    that part is assigned, each node's bound adding the suffix's optimum (R[d] for d below the
+    split); then every point is a candidate and R is 0. Valid because the suffix's points cost
+    at least its k-HC2 optimum under any k planes, and they are disjoint from the points the
+    node's clusters and joint increase count. Measured on uniform n = 3, k = 3 (one doll each,
+    benchmarks/results/khc_bnb_scale.md section 8): m = 70 and 80 need 1.8 and 2.1-2.4 times
+    fewer nodes in all than the unsplit search; m = 60 about the same (0.9-1.16), and the 67-point
+    doll of m = 100 slower split than whole (over 88 s against 63 s), hence SPLIT_FROM.
+    The split raises the bound where the tree is widest (depth ~m / 3); the suffix doll is a
+    smaller problem, itself split when large enough."""
+    starts, s = [0], 0
+    while m - s >= SPLIT_FROM:
+        s += int(round((m - s) * SPLIT_SHARE))
+        starts.append(s)
+    return starts[::-1]
 
 
 @dataclass
@@ -802,6 +848,7 @@ class _Chain:
     progress: Progress
     cost_unit: float
     threads: int = 1        # > 1: each search is a parallel.ParallelSearch on that many threads
+    split: bool = False     # the dynamic order's split dolls (split_starts), else every suffix in a static order
     nodes: int = 0
     dolls: int = 0
 
@@ -815,8 +862,9 @@ class _Chain:
         dolls = len(starts) > 1 or starts[0] > 0
         previous = None
         solved_bound = 0.0  # the bound of the largest doll solved so far (0: none yet)
-        if dolls:  # the trivial doll's optimum (at most k n points): n points per cluster, in order
+        if dolls and not self.split:  # the trivial doll's optimum (at most k n points): n points per cluster
             previous = np.minimum(np.arange(m - starts[0] - 1) // max(n, 1), k - 1).astype(np.int64)
+        inner = None  # split dolls: the start of the doll solved last (the next one's suffix)
         for s in starts:
             if dolls:  # a doll that finishes within its first kernel batch never reaches _drive's checks
                 stopped = _stop_cause(deadline)
@@ -831,20 +879,27 @@ class _Chain:
                         inc_labels, inc_cost = ext, ext_cost
                 gap_rel, gap_abs = self.rel_gap, self.abs_gap
             else:
-                inc_labels, inc_cost = _doll_incumbent(Xs, k, previous, self.seed, deadline)
+                inc_labels, inc_cost = _doll_incumbent(Xs, k, previous, self.seed, deadline, thorough=self.split)
                 gap_rel, gap_abs = SUFFIX_REL_GAP, 0.0
+            R, ends = self.R[s:], None
+            if self.split:  # picks among X[s:inner] while it lasts, its nodes' bounds adding the inner doll's
+                R, ends = np.zeros(m - s + 1), np.full(m - s + 1, m - s, dtype=np.int64)
+                if inner is not None:
+                    R[:inner - s] = self.R[inner]
+                    ends[:inner - s] = inner - s
             if self.threads > 1:
                 from .parallel import ParallelSearch
-                search = ParallelSearch(Xs, self.R[s:], k, inc_cost, inc_labels, dynamic=self.order == "dynamic",
-                                        charge=self.charge, threads=self.threads)
+                search = ParallelSearch(Xs, R, k, inc_cost, inc_labels, dynamic=self.order == "dynamic",
+                                        charge=self.charge, threads=self.threads, ends=ends)
             else:
-                search = DollSearch(Xs, self.R[s:], k, inc_cost, inc_labels, dynamic=self.order == "dynamic",
-                                    charge=self.charge)
+                search = DollSearch(Xs, R, k, inc_cost, inc_labels, dynamic=self.order == "dynamic",
+                                    charge=self.charge, ends=ends)
             stopped = self._drive(search, s, dolls, gap_rel, gap_abs, deadline, node_limit)
             self.nodes += search.nodes
             self.dolls += 1 if stopped is None else 0
             self.R[s] = search.bound()
             previous = search.incumbent_assignment
+            inner = s
             if s == 0:
                 self.incumbent, self.cost = search.incumbent_assignment, search.incumbent
             if stopped is not None or s == 0:  # a doll's bound and a smaller doll's both bound the whole
@@ -915,7 +970,7 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
         order = "dynamic" if m >= DYNAMIC_FROM and not static else "farthest"
     if order == "dynamic" and charge_bound:
         raise ModelError("the charge bound needs a static branching order; order='dynamic' cannot use it")
-    mode = _resolve_suffix_bounds(suffix_bounds, order, time_limit)
+    mode = _resolve_suffix_bounds(suffix_bounds, order, m, time_limit)
     if threads is None:
         from .parallel import default_threads
         threads = default_threads() if m >= PARALLEL_FROM else 1
@@ -935,19 +990,25 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     chain = _Chain(X, k, np.zeros(m + 1), _relabel(labels[perm]), cost, rel_gap, abs_gap, order, charge_bound,
                    seed, progress, cost_unit, threads=threads)
     dolls = list(range(first_doll, -1, -1))
+    split = split_starts(m) if order == "dynamic" else [0]
+    chain.split = order == "dynamic"
     if mode is True:
-        bound, complete, stopped = chain.run(dolls, deadline, node_limit)
+        bound, complete, stopped = chain.run(split if order == "dynamic" else dolls, deadline, node_limit)
     else:
         half = None if mode is False else start + 0.5 * time_limit
-        bound, complete, stopped = chain.run([0], half if half is not None else deadline, node_limit)
+        bound, complete, stopped = chain.run(split if mode == "auto" else [0], half if half is not None else deadline,
+                                             node_limit)
         if mode == "auto" and stopped == "time" and time.perf_counter() < deadline:
             plain_bound = bound
             chain.R[:] = 0.0
+            chain.split = False
             if order == "dynamic":  # the dolls are suffixes of a static order: X is in the farthest order
                 chain.order = "farthest"
             bound, complete, stopped = chain.run(dolls, deadline, node_limit)
             bound = max(bound, plain_bound)
             mode = True
+        elif mode == "auto" and len(split) > 1:
+            mode = True  # the split dolls were searched
     assignment = np.empty(m, dtype=np.int64)
     assignment[perm] = chain.incumbent
     objective = assignment_cost(pts, assignment, k)

@@ -75,11 +75,12 @@ class ParallelSearch:
     """One branch-and-bound over the points X searched by ``threads`` workers (see the module)."""
 
     def __init__(self, X: np.ndarray, R: np.ndarray, k: int, incumbent: float, incumbent_assignment: np.ndarray,
-                 dynamic: bool = False, charge: bool = False, threads: int = 2):
+                 dynamic: bool = False, charge: bool = False, threads: int = 2, ends: np.ndarray | None = None):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         self.R = np.ascontiguousarray(R, dtype=np.float64)
         self.k = int(k)
         self.dynamic, self.charge = dynamic, charge
+        self.ends = ends  # the dynamic order's candidate limits (DollSearch.ends)
         self.threads = max(1, int(threads))
         self.incumbent = float(incumbent)
         self.incumbent_assignment = np.array(incumbent_assignment, dtype=np.int64)
@@ -145,7 +146,7 @@ class ParallelSearch:
 
     def _search(self, path: np.ndarray | None, **kw) -> DollSearch:
         return DollSearch(self.X, self.R, self.k, self.incumbent, self.incumbent_assignment, dynamic=self.dynamic,
-                          charge=self.charge, shared=self.shared, path=path, **kw)
+                          charge=self.charge, shared=self.shared, path=path, ends=self.ends, **kw)
 
     def _make_frontier(self, rel_gap: float, abs_gap: float) -> None:
         """Expand the tree to the shallowest depth with FRONTIER_PER_THREAD nodes per thread

@@ -45,7 +45,8 @@ class BnbSolver(KhcSolver):
         Option("order", str, "auto", "branching order of the points (auto: dynamic from 31 points on)",
                choices=ORDERS),
         Option("suffix_bounds", switch_or_auto, "auto",
-               "Russian-doll suffix bounds (solve every suffix first); auto: after half a time limit"),
+               "Russian-doll suffix bounds (static orders: solve every suffix first; dynamic: the split "
+               "dolls from 70 points on); auto: dynamic's split dolls, and every suffix after half a time limit"),
         Option("charge_bound", switch, False, "charge the unassigned points (solvopt.khc.bounds; static orders)"),
     )
 
