@@ -23,7 +23,10 @@ the R of the shorter ones (suffixes of at most k n points have R = 0: k hyperpla
 any k n points); the last doll is the whole problem. On the shared instances and on random ones
 with m up to 60 the dolls cost more than they prune (benchmarks/khc_bnb.py measures both), but
 they give a stopped run a real bound: the default ``"auto"`` searches without them for half of
-a time limit and spends the rest on them when the search has not finished.
+a time limit and spends the rest on them when the search has not finished. The dynamic order
+picks its points anywhere, so its dolls are fewer and larger: the split dolls of
+:func:`split_starts` (on and auto, from SPLIT_FROM points on), with ``R[d]`` bounding the points
+from ``ends[d]`` on.
 
 ``charge_bound=True`` adds :func:`solvopt.khc.bounds.charge_bound` at every node: the unassigned
 points charged against the clusters' planes with the clusters' excess shared between them
@@ -965,7 +968,7 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     pts = np.asarray(points, dtype=np.float64)
     m, n = pts.shape
     if order == "auto":  # small problems: the static order's kernel compiles faster and needs no picks;
-        # the dolls (suffix_bounds=True from the start) and the charge need a static order
+        # suffix_bounds=True from the start means every suffix's doll, and the charge: a static order
         static = suffix_bounds is True or charge_bound
         order = "dynamic" if m >= DYNAMIC_FROM and not static else "farthest"
     if order == "dynamic" and charge_bound:
