@@ -187,6 +187,16 @@ def _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis,
         memo[home, p] = placement_increase(gap, beta, z1[p] * z1[p], r2[p])
 
 
+@njit(cache=True, inline="always")
+def _placement_row(top, i, p, memo, src, level, k, margin):
+    """top[i, :k] = point p's estimated increase in each cluster at ``level``, less the rounding
+    margin (memo column ``margin``), at least 0: a row of :func:`_joint_increase`'s input."""
+    for j in range(k):
+        home = src[level, j]
+        value = memo[home, p] - memo[home, margin]
+        top[i, j] = value if value > 0.0 else 0.0
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, memo, src, slack, Xt, lane_a, lane_b,
                 axis, hard, end):
@@ -241,14 +251,7 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, me
         p = hard[level - 1, i] if level > 0 else -1
         if p < 0 or p >= end or assigned[p] or count == lookahead:
             continue
-        cheapest = np.inf
-        for j in range(k):
-            home = src[level, j]
-            value = memo[home, p] - memo[home, M + n + 1]
-            top[count, j] = value if value > 0.0 else 0.0
-            if memo[home, p] < cheapest:
-                cheapest = memo[home, p]
-        top[count, k] = cheapest
+        _placement_row(top, count, p, memo, src, level, k, M + n + 1)
         count += 1
     if count > 0:
         quick = _joint_increase(top, count, k)
@@ -287,10 +290,7 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, me
                 for j in range(k + 2):
                     top[i, j] = top[i - 1, j]
                 i -= 1
-            for j in range(k):
-                home = src[level, j]
-                value = memo[home, p] - memo[home, M + n + 1]
-                top[i, j] = value if value > 0.0 else 0.0
+            _placement_row(top, i, p, memo, src, level, k, M + n + 1)
             top[i, k] = cheapest
             top[i, k + 1] = p
             if kept <= lookahead:
