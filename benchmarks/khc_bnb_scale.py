@@ -14,7 +14,8 @@ of :mod:`solvopt.khc.bounds`), ``dynamic`` (the dynamic order, no dolls) and ``d
 options' defaults, with suffix_bounds "auto": dolls after half the time limit); ``threads1`` and
 ``threads2``: the dynamic variant on 1 and on 2 threads (:mod:`solvopt.khc.parallel`); ``split1`` and
 ``split2``: the dynamic order with its split dolls (``suffix_bounds`` on: :func:`solvopt.khc.bnb.split_starts`,
-the whole time limit) on 1 and on 2 threads. Each run
+the whole time limit) on 1 and on 2 threads; ``split2_third``: split2 with the first part a third
+(the share before section 9 of the results, 30% since). Each run
 records its wall time, its CPU time (all threads), the search's own wall time (after the first
 incumbent) and the 1-minute load average when it started: on a shared machine a second thread
 only helps while a core is free.
@@ -40,6 +41,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from solvopt.khc import bnb  # noqa: E402
 from solvopt.khc.bnb import solve_bnb  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -52,6 +54,7 @@ VARIANTS = {
     "threads2": {"order": "dynamic", "suffix_bounds": False, "threads": 2},
     "split1": {"order": "dynamic", "suffix_bounds": True, "threads": 1},
     "split2": {"order": "dynamic", "suffix_bounds": True, "threads": 2},
+    "split2_third": {"order": "dynamic", "suffix_bounds": True, "threads": 2, "split_share": 1 / 3},  # before section 9
 }
 
 
@@ -77,8 +80,14 @@ def instance(m: int, n: int, k: int, kind: str, seed: int, sigma: float) -> np.n
 
 def run(points: np.ndarray, k: int, options: dict, time_limit: float, restarts: int) -> dict:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    options = dict(options)
+    share = options.pop("split_share", bnb.SPLIT_SHARE)  # a variant's own split share, else the default
+    default_share, bnb.SPLIT_SHARE = bnb.SPLIT_SHARE, share
     start, cpu_start = time.perf_counter(), time.process_time()
-    out = solve_bnb(points, k, time_limit=time_limit, restarts=restarts, **options)
+    try:
+        out = solve_bnb(points, k, time_limit=time_limit, restarts=restarts, **options)
+    finally:
+        bnb.SPLIT_SHARE = default_share
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     gap = (out.objective - out.bound) / max(abs(out.objective), 1e-12)
     return {"time": wall, "nodes": out.nodes, "objective": out.objective, "bound": out.bound, "gap": gap,

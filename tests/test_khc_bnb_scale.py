@@ -24,7 +24,7 @@ from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc import bnb
-from solvopt.khc.bnb import LOOKAHEAD, SPLIT_FROM, _joint_increase, _pick_point, solve_bnb, split_starts
+from solvopt.khc.bnb import LOOKAHEAD, SPLIT_FROM, SPLIT_SHARE, _joint_increase, _pick_point, solve_bnb, split_starts
 from solvopt.khc.bounds import MU_STEPS, _spectrum, charge_bound
 
 from conftest import PROMPT
@@ -361,10 +361,11 @@ def test_cli_passes_the_bnb_flags(samples, capsys):
 
 
 # --- the dynamic order's split dolls (split_starts) ------------------------------------------------------
-def test_split_starts_take_a_third_while_a_doll_is_large():
+def test_split_starts_take_the_split_share_while_a_doll_is_large():
+    assert SPLIT_SHARE == 0.30  # the values below are for this share
     assert split_starts(SPLIT_FROM - 1) == [0]
-    assert split_starts(100) == [33, 0]
-    assert split_starts(150) == [83, 50, 0]  # 150 -> first third 50; the 100-point suffix -> 33 more
+    assert split_starts(100) == [51, 30, 0]  # 100 -> first part 30; the 70-point suffix -> 21 more
+    assert split_starts(150) == [99, 77, 45, 0]  # 150 -> 45; 105 -> 32 (31.5); 73 -> 22; 51 points: whole
     for m in range(1, 400):
         starts = split_starts(m)
         assert starts[-1] == 0 and starts == sorted(starts, reverse=True) and len(set(starts)) == len(starts)

@@ -72,7 +72,7 @@ DYNAMIC_FROM = 31                # order "auto": dynamic from this many points o
 PARALLEL_FROM = 31               # threads=None: the cores available from this many points on, 1 below
 PRODUCT_FLOOR = 0.05              # dynamic order's pick: prod_j (d_j + f s), s the node's slack
 SPLIT_FROM = 70                  # dynamic order with dolls: a doll of this many points or more is split ...
-SPLIT_SHARE = 1 / 3              # ... into its first third, searched first, and the rest, solved before (split_starts)
+SPLIT_SHARE = 0.30               # ... into its first 30%, searched first, and the rest, solved before (split_starts)
 LOOKAHEAD = 3                    # dynamic order: points whose joint increase bounds each node (3: fewest seconds at m = 60)
 
 _CAUSES = {Termination.INTERRUPTED: "interrupt", Termination.TIME_LIMIT: "time"}
@@ -826,7 +826,10 @@ def split_starts(m: int) -> list[int]:
     fewer nodes in all than the unsplit search; m = 60 about the same (0.9-1.16), and the 67-point
     doll of m = 100 slower split than whole (over 88 s against 63 s), hence SPLIT_FROM.
     The split raises the bound where the tree is widest (depth ~m / 3); the suffix doll is a
-    smaller problem, itself split when large enough."""
+    smaller problem, itself split when large enough. The share (section 9, two threads, seeds
+    431 and 432): 30% against a third took 380 against 468 s at m = 100, 121 against 137 s and
+    SEED432_90 at m = 90, 128 against 157 s and 25 against 25 s at m = 80, 8.2 against 5.5 s at
+    m = 70; 27% took over 700 s at m = 100 and 25% or 40% 2.5 times a third's time at m = 80."""
     starts, s = [0], 0
     while m - s >= SPLIT_FROM:
         s += int(round((m - s) * SPLIT_SHARE))
