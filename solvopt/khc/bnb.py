@@ -826,10 +826,11 @@ def split_starts(m: int) -> list[int]:
     fewer nodes in all than the unsplit search; m = 60 about the same (0.9-1.16), and the 67-point
     doll of m = 100 slower split than whole (over 88 s against 63 s), hence SPLIT_FROM.
     The split raises the bound where the tree is widest (depth ~m / 3); the suffix doll is a
-    smaller problem, itself split when large enough. The share (section 9, two threads, seeds
-    431 and 432): 30% against a third took 380 against 468 s at m = 100, 121 against 137 s and
-    SEED432_90 at m = 90, 128 against 157 s and 25 against 25 s at m = 80, 8.2 against 5.5 s at
-    m = 70; 27% took over 700 s at m = 100 and 25% or 40% 2.5 times a third's time at m = 80."""
+    smaller problem, itself split when large enough. The share (section 9, two threads, seed 431
+    unless said): 30% against a third took 380 against 468 s at m = 100, 121 against 137 s at
+    m = 90 (seed 432: both over 400 s), 25 s either way at m = 80 (seed 432: 128 against 157 s),
+    8.2 against 5.5 s at m = 70; 27% took over 700 s at m = 100, and 25% or 40% 2.5 times a
+    third's time at m = 80."""
     starts, s = [0], 0
     while m - s >= SPLIT_FROM:
         s += int(round((m - s) * SPLIT_SHARE))
