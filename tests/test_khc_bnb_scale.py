@@ -24,7 +24,8 @@ from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc import bnb
-from solvopt.khc.bnb import LOOKAHEAD, SPLIT_FROM, SPLIT_SHARE, _joint_increase, _pick_point, solve_bnb, split_starts
+from solvopt.khc.bnb import (LOOKAHEAD, SPLIT_FROM, SPLIT_SHARE, _joint_increase, _pick_point, _smallest_from_below,
+                             _spectrum_from_smallest, solve_bnb, split_starts)
 from solvopt.khc.bounds import MU_STEPS, _spectrum, charge_bound
 
 from conftest import PROMPT
@@ -62,6 +63,59 @@ def test_spectrum_matches_numpy(n):
         assert abs(np.linalg.norm(q) - 1.0) <= 1e-12
         # the residual of the eigenpair: what the margin of bounds.py covers
         assert np.linalg.norm(S @ q - lam1 * q) <= 1e-12 * scale
+
+
+def _scatter(rng, n=3):
+    pts = rng.normal(size=(rng.integers(n + 1, 3 * n + 6), n)) * 10.0 ** rng.uniform(-3, 3, size=n)
+    centred = pts - pts.mean(axis=0)
+    return centred.T @ centred
+
+
+def test_smallest_eigenvalue_by_newton_from_below_matches_numpy():
+    """The children's smallest eigenvalue (bnb._smallest_from_below): Newton's method from any
+    lower bound reaches numpy's value to 1e-12 of the scale, or says it did not converge."""
+    rng = np.random.default_rng(5)
+    converged = 0
+    for trial in range(600):
+        S = _scatter(rng)
+        size = 3 + trial % 9
+        v = rng.normal(size=3) * np.sqrt(np.trace(S)) * rng.uniform(0.0, 2.0)
+        after = S + size / (size + 1.0) * np.outer(v, v)  # one point added to the cluster
+        before, exact = np.linalg.eigvalsh(S)[0], np.linalg.eigvalsh(after)[0]
+        start = before + rng.uniform(0.0, 1.0) * (exact - before) if trial % 4 else before
+        value, ok = _smallest_from_below(after, start)
+        scale = max(1.0, float(np.abs(after).max()))
+        if ok:
+            converged += 1
+            assert abs(value - exact) <= 1e-12 * scale
+    assert converged >= 590
+    # a start above the root (rounding can put it there) is refused, never trusted
+    S = _scatter(rng)
+    exact = np.linalg.eigvalsh(S)[0]
+    value, ok = _smallest_from_below(S, exact + 1e-3 * np.trace(S))
+    assert not ok
+
+
+def test_spectrum_from_the_smallest_eigenvalue_matches_numpy():
+    """bnb._spectrum_from_smallest: the gap and the smallest eigenvector from lambda_1 alone, to
+    1e-12 of the scale (the margin of bounds.py covers that), or -1 near a double eigenvalue."""
+    rng = np.random.default_rng(6)
+    q = np.zeros(3)
+    resolved = 0
+    for trial in range(600):
+        S = _scatter(rng)
+        values = np.linalg.eigvalsh(S)
+        scale = max(1.0, float(np.abs(S).max()))
+        gap = _spectrum_from_smallest(S, max(values[0], 0.0), q)
+        if gap < 0.0:
+            continue
+        resolved += 1
+        assert abs(gap - (values[1] - values[0])) <= 1e-12 * scale
+        assert abs(np.linalg.norm(q) - 1.0) <= 1e-12
+        assert np.linalg.norm(S @ q - values[0] * q) <= 1e-12 * scale
+    assert resolved >= 350  # the rest have gap <= 1e-4 s (axes scaled by up to 10^6 apart): _spectrum then
+    S = np.diag([1.0, 1.0, 5.0])  # a double smallest eigenvalue: the vector is not determined
+    assert _spectrum_from_smallest(S, 1.0, q) == -1.0
 
 
 # --- the charge bound against every completion of small nodes ---------------------------------------
@@ -183,7 +237,9 @@ def test_dynamic_node_bound_never_exceeds_the_best_completion(seed, nk, unassign
     top, memo = np.zeros((2 * LOOKAHEAD + 2, k + 2)), np.zeros((k + 1, M + n + 2))
     hard = np.full((k + 1, LOOKAHEAD + 1), -1, dtype=np.int64)
     hard[level - 1, :unassigned] = np.arange(e, M)[:LOOKAHEAD + 1]  # the parent's points: the quick check too
-    point, increase = _pick_point(X, k, level, cnt2, mean2, S2, used, assigned, np.zeros((n, n)),
+    lam2 = np.zeros((k + 1, k))
+    lam2[level] = [np.linalg.eigvalsh(S[j])[0] if cnt[j] > n else 0.0 for j in range(k)]
+    point, increase = _pick_point(X, k, level, cnt2, mean2, S2, lam2, used, assigned, np.zeros((n, n)),
                                   np.zeros((2, n, n)), top, memo, src, 1.0, np.ascontiguousarray(X.T), np.zeros(M),
                                   np.zeros(M), np.zeros(n), hard, M)
     assert e <= point < M

@@ -38,7 +38,11 @@ bounds the node by the joint increase of its hardest points (:func:`_pick_point`
 The hot loop is a Numba kernel over a resumable depth-first search (children visited in order
 of their bounds: best-first flavour); per-cluster counts, means and centred scatters are
 updated by rank-one formulas, smallest eigenvalues for n <= 3 come in closed form (the cyclic
-Jacobi method near a double eigenvalue and for n > 3). The kernel runs in node batches so Python
+Jacobi method near a double eigenvalue and for n > 3). For n = 3 the dynamic order saves the
+closed form's acos and cos where it can (section 10 of benchmarks/results/khc_bnb_scale.md: 1.2
+times the nodes per second on the final doll of m = 100): a child's smallest eigenvalue comes by
+Newton's method from the pick's estimate, a lower bound (:func:`_smallest_from_below`), and the
+picker's spectrum reuses the cluster's known smallest eigenvalue (:func:`_spectrum_from_smallest`). The kernel runs in node batches so Python
 can check the time limit and print progress. At every moment the global bound is the minimum of the
 incumbent, the unexplored children's bounds and the bounds of the nodes pruned within the gap
 tolerance, so a stopped run still returns a valid bound. With ``threads`` > 1 the same kernel
@@ -146,13 +150,82 @@ def _smallest_eigenvalue_work(S, n, work):
     return smallest
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _smallest_from_below(S, start):
+    """(lambda_min of the symmetric 3 x 3 ``S``, converged) by Newton's method on
+    q(y) = det(S - (start + y) I) from y = 0, for ``start`` <= lambda_min.
+
+    Left of its smallest root q is positive, decreasing and convex (q = prod_i (lambda_i - x)),
+    so the iterates rise monotonically to lambda_min, quadratically once near: no acos or cos
+    (the closed form's cost). Not converged (the caller then uses the closed form): ``start``
+    above the root by rounding (q(0) < 0), q' >= 0, or 12 steps without the step falling below
+    eps times the trace.
+    """
+    a, b, c = S[0, 0] - start, S[1, 1] - start, S[2, 2] - start
+    d, e, f = S[0, 1], S[0, 2], S[1, 2]
+    c2 = a + b + c
+    c1 = a * b + a * c + b * c - d * d - e * e - f * f
+    c0 = a * (b * c - f * f) - d * (d * c - f * e) + e * (d * f - b * e)
+    if c0 < 0.0:
+        return start, False
+    tiny = 2.2e-16 * (abs(S[0, 0]) + abs(S[1, 1]) + abs(S[2, 2]))
+    y = 0.0
+    for _ in range(12):
+        q = ((c2 - y) * y - c1) * y + c0
+        dq = (2.0 * c2 - 3.0 * y) * y - c1
+        if dq >= 0.0:
+            return start + y, False
+        step = -q / dq
+        if step <= tiny:  # q <= 0 (rounding at the root) or converged
+            return start + y + (step if step > 0.0 else 0.0), True
+        y += step
+    return start + y, False
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _spectrum_from_smallest(S, lam1, q):
+    """The gap lambda_2 - lambda_1 of the symmetric 3 x 3 ``S`` and its smallest eigenvector in
+    ``q``, given lambda_1 = ``lam1`` (the search computed it for the node's bound): the other
+    two eigenvalues are the roots of x^2 - s x + p with s = trace - lambda_1 and
+    p = c1 - lambda_1 s (c1 the sum of the principal 2 x 2 minors); lambda_3 by the formula
+    without cancellation, lambda_2 = p / lambda_3; q the longest cross product of two rows of
+    S - lambda_1 I. Returns -1 where that is not resolved (the caller then uses _spectrum)."""
+    a, b, c = S[0, 0], S[1, 1], S[2, 2]
+    d, e, f = S[0, 1], S[0, 2], S[1, 2]
+    s = a + b + c - lam1
+    p = a * b + a * c + b * c - d * d - e * e - f * f - lam1 * s
+    disc = s * s - 4.0 * p
+    if s <= 0.0 or disc < 0.0:
+        return -1.0
+    lam3 = 0.5 * (s + math.sqrt(disc))
+    lam2 = p / lam3
+    a1, b1, c1 = a - lam1, b - lam1, c - lam1
+    x0, y0, z0 = d * f - e * b1, e * d - a1 * f, a1 * b1 - d * d      # row 0 x row 1
+    x1, y1, z1 = d * c1 - e * f, e * e - a1 * c1, a1 * f - d * e      # row 0 x row 2
+    x2, y2, z2 = b1 * c1 - f * f, f * e - d * c1, d * f - b1 * e      # row 1 x row 2
+    n0 = x0 * x0 + y0 * y0 + z0 * z0
+    n1 = x1 * x1 + y1 * y1 + z1 * z1
+    n2 = x2 * x2 + y2 * y2 + z2 * z2
+    if n1 > n0 and n1 >= n2:
+        x0, y0, z0, n0 = x1, y1, z1, n1
+    elif n2 > n0:
+        x0, y0, z0, n0 = x2, y2, z2, n2
+    gap = lam2 - lam1
+    if n0 <= 0.0 or gap <= 1e-4 * s:  # near a double eigenvalue the vector is ill-determined
+        return -1.0
+    norm = math.sqrt(n0)
+    q[0], q[1], q[2] = x0 / norm, y0 / norm, z0 / norm
+    return gap
+
+
 # --- the resumable depth-first search -------------------------------------------------------------
 @njit(cache=True, error_model="numpy", inline="always")
-def _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis, jac, z1, r2):
+def _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis, jac, z1, r2, lam1):
     """Fill row ``home`` of ``memo`` (length M + n + 2) for one cluster: memo[home, p] = the
     cheap lower estimate of lambda_min(A + x_p) - lambda_min(A) for every point p (the
     two-eigenvalue bound of :mod:`solvopt.khc.bounds` with weight 1: beta = N / (N + 1); exact
-    for n = 2), then the cluster's smallest eigenvector, its gap lambda_2 - lambda_1 and
+    for n = 2), then the cluster's smallest eigenvector, its gap lambda_2 - lambda_1 (from its
+    smallest eigenvalue ``lam1`` for n = 3 where resolved, else :func:`_spectrum`) and
     bounds.py's rounding MARGIN.
 
     Every point, assigned or not, in loops without branches over the points' coordinates
@@ -165,7 +238,11 @@ def _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis,
     for a in range(n):
         for q in range(n):
             scatter[a, q] = S[level, j, a, q]
-    _, gap = _spectrum(scatter, n, axis, jac)
+    gap = -1.0
+    if n == 3:
+        gap = _spectrum_from_smallest(scatter, lam1, axis)
+    if gap < 0.0:
+        _, gap = _spectrum(scatter, n, axis, jac)
     trace = 0.0
     for a in range(n):
         trace += scatter[a, a]
@@ -198,7 +275,7 @@ def _placement_row(top, i, p, memo, src, level, k, margin):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, memo, src, slack, Xt, lane_a, lane_b,
+def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, scatter, jac, top, memo, src, slack, Xt, lane_a, lane_b,
                 axis, hard, end):
     """Dynamic order: ``(point, increase)``, the unassigned point whose cheapest placement raises
     the bound most, and a valid lower bound on what the unassigned points add to the node's cost.
@@ -241,7 +318,8 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, me
     for j in range(limit):  # here limit = k: all clusters are open
         home = src[level, j]
         if src[home, k] == 0:  # cluster j as it is at ``home`` (and here): estimates not computed yet
-            _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis, jac, lane_a, lane_b)
+            _cluster_increases(Xt, n, level, j, cnt, mean, S, memo, home, scatter, axis, jac, lane_a, lane_b,
+                               lam[level, j])
             src[home, k] = 1
     # first the parent's hardest points (hard[level - 1]: its top points and one spare) with this
     # node's estimates: when their joint increase already exhausts the slack the node is pruned
@@ -302,6 +380,41 @@ def _pick_point(X, k, level, cnt, mean, S, used, assigned, scatter, jac, top, me
     return best_point, _joint_increase(top, kept if kept < lookahead else lookahead, k)
 
 
+@njit(cache=True, inline="always")
+def _joint_increase_small(top, count, k):
+    """:func:`_joint_increase` for 1 to 3 points: the minimum over all k^count assignments."""
+    best = np.inf
+    if count == 1:
+        for a in range(k):
+            best = min(best, top[0, a])
+        return best
+    if count == 2:
+        for a in range(k):
+            for b in range(k):
+                value = max(top[0, a], top[1, a]) if a == b else top[0, a] + top[1, b]
+                best = min(best, value)
+        return best
+    for a in range(k):
+        t0 = top[0, a]
+        for b in range(k):
+            t1 = top[1, b]
+            pair = max(t0, t1) if a == b else t0 + t1  # points 0 and 1 alone
+            if pair >= best:
+                continue
+            for c in range(k):
+                t2 = top[2, c]
+                if c == a and c == b:
+                    value = max(pair, t2)
+                elif c == a:
+                    value = max(t0, t2) + t1
+                elif c == b:
+                    value = t0 + max(t1, t2)
+                else:
+                    value = pair + t2
+                best = min(best, value)
+    return best
+
+
 @njit(cache=True)
 def _joint_increase(top, count, k):
     """min over the assignments of points 0..count-1 to the k clusters of
@@ -316,6 +429,9 @@ def _joint_increase(top, count, k):
     """
     if count == 0:
         return 0.0
+    if count <= 3:  # the LOOKAHEAD sizes: every assignment in plain loops (the search below took ~16% of
+        # the kernel's perf samples on the final doll of m = 100)
+        return _joint_increase_small(top, count, k)
     L = top.shape[0] // 2
     best = 0.0  # the greedy assignment (each point to its cheapest cluster) is the first candidate
     for j in range(k):
@@ -482,7 +598,7 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, chi
                 for i in range(hard.shape[1]):
                     hard[e, i] = -1
             else:
-                branch_point[e], increase = _pick_point(X, k, e, cnt, mean, S, used, assigned, tmp_S, jac, top, memo,
+                branch_point[e], increase = _pick_point(X, k, e, cnt, mean, S, lam, used, assigned, tmp_S, jac, top, memo,
                                                         src, ub - tolerance - total - R[e], Xt, lane_a, lane_b, axis,
                                                         hard, ends[e])
             if total + R[e] + increase > b:  # R[e] bounds the points from ends[e] on, the increase those before
@@ -507,7 +623,17 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, chi
                     da = X[point, a] - mean[e, j, a]
                     for q in range(n):
                         tmp_S[a, q] = S[e, j, a, q] + factor * da * (X[point, q] - mean[e, j, q])
-                value = _smallest_eigenvalue_work(tmp_S, n, work)
+                converged = False
+                if n == 3 and dynamic is not None:  # Newton from the estimate of the pick (a lower bound)
+                    start = lam[e, j]
+                    home = src[e, j]
+                    if src[home, k] == 1:
+                        estimate = memo[home, point] - memo[home, M + n + 1]
+                        if estimate > 0.0:
+                            start += estimate
+                    value, converged = _smallest_from_below(tmp_S, start)
+                if not converged:
+                    value = _smallest_eigenvalue_work(tmp_S, n, work)
                 new_lam = value if value > 0.0 else 0.0
             b_child = total - lam[e, j] + new_lam + R[e + 1]
             if b_child < b:
