@@ -24,8 +24,9 @@ from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc import bnb
-from solvopt.khc.bnb import (LOOKAHEAD, SPLIT_FROM, SPLIT_SHARE, _joint_increase, _pick_point, _smallest_from_below,
-                             _spectrum_from_smallest, solve_bnb, split_starts)
+from solvopt.khc.bnb import (LOOKAHEAD, SPLIT_FROM, SPLIT_SHARE, _joint_increase, _joint_increase_pairs, _pair_shares,
+                             _pick_point, _placement_row, _smallest_from_below, _spectrum_from_smallest, solve_bnb,
+                             split_starts)
 from solvopt.khc.bounds import MU_STEPS, _spectrum, charge_bound
 
 from conftest import PROMPT
@@ -234,7 +235,7 @@ def test_dynamic_node_bound_never_exceeds_the_best_completion(seed, nk, unassign
     assigned = np.arange(M) < e
     src = np.zeros((k + 1, k + 1), dtype=np.int64)
     src[level, :k] = np.arange(1, k + 1)
-    top, memo = np.zeros((2 * LOOKAHEAD + 2, k + 2)), np.zeros((k + 1, M + n + 2))
+    top, memo = np.zeros((2 * LOOKAHEAD + 2, 2 * k + 2)), np.zeros((k + 1, M + n + 2))
     hard = np.full((k + 1, LOOKAHEAD + 1), -1, dtype=np.int64)
     hard[level - 1, :unassigned] = np.arange(e, M)[:LOOKAHEAD + 1]  # the parent's points: the quick check too
     lam2 = np.zeros((k + 1, k))
@@ -245,6 +246,75 @@ def test_dynamic_node_bound_never_exceeds_the_best_completion(seed, nk, unassign
     assert e <= point < M
     assert increase >= 0.0
     assert base + increase <= _best_completion(X, labels, k) * (1 + 1e-9) + 1e-9
+
+
+def _picked_node(X, labels, k):
+    """The node of the points X[:len(labels)] labelled ``labels`` at level k, its estimates
+    computed by _pick_point (memo, src, cnt, mean at that level), and its cost."""
+    n = X.shape[1]
+    M, e = len(X), len(labels)
+    cnt, mean, S, base = _node(X, labels, k)
+    level = k
+    shape = lambda *tail: np.zeros((k + 1,) + tail)   # noqa: E731
+    cnt2, mean2, S2, lam2 = shape(k), shape(k, n), shape(k, n, n), shape(k)
+    cnt2[level], mean2[level], S2[level] = cnt, mean, S
+    lam2[level] = [cluster_cost(X[:e][labels == j]) for j in range(k)]
+    src = np.zeros((k + 1, k + 1), dtype=np.int64)
+    src[level, :k] = np.arange(1, k + 1)
+    top, memo = np.zeros((2 * LOOKAHEAD + 2, 2 * k + 2)), np.zeros((k + 1, M + n + 2))
+    hard = np.full((k + 1, LOOKAHEAD + 1), -1, dtype=np.int64)
+    _pick_point(X, k, level, cnt2, mean2, S2, lam2, np.full(k + 1, k, dtype=np.int64), np.arange(M) < e,
+                np.zeros((n, n)), np.zeros((2, n, n)), top, memo, src, np.inf, np.ascontiguousarray(X.T), np.zeros(M),
+                np.zeros(M), np.zeros(n), hard, M)
+    return level, cnt2, mean2, memo, src, base
+
+
+def _pair_bound(X, labels, k):
+    """(joint increase, the same with pairs' shares) of the unassigned points X[len(labels):]."""
+    M, n = X.shape
+    level, cnt, mean, memo, src, base = _picked_node(X, labels, k)
+    top = np.zeros((2 * LOOKAHEAD + 2, 2 * k + 2))
+    count = M - len(labels)
+    for i, p in enumerate(range(len(labels), M)):
+        _placement_row(top, i, p, memo, src, level, k, M + n + 1)
+        top[i, k + 1] = p
+    single = _joint_increase(top, count, k)
+    _pair_shares(top, count, X, level, k, cnt, mean, memo, src, M, n)
+    return base, single, _joint_increase_pairs(top, count, k)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 10**6), st.sampled_from([(2, 2), (2, 3), (3, 2), (3, 3)]), st.integers(2, 3))
+def test_pair_shares_never_exceed_the_best_completion(seed, nk, unassigned):
+    """The joint increase with pairs' shares (a cluster taking two or three of the points rises by
+    at least a pair's weight-2 charges) is at least the plain joint increase and at most what the
+    best completion of those points adds (every completion enumerated, costed with eigvalsh)."""
+    n, k = nk
+    rng = np.random.default_rng(seed)
+    e = k * n + int(rng.integers(0, 5))
+    X = rng.uniform(0.0, 10.0, size=(e + unassigned, n))
+    if seed % 3 == 0:                             # near-planar data: small increases
+        X[:, -1] *= 0.05
+    if seed % 3 == 1:                             # the unassigned points close together: pairs matter
+        X[e:] = X[e] + 0.3 * rng.normal(size=(unassigned, n))
+    labels = np.concatenate([np.repeat(np.arange(k), n), rng.integers(0, k, size=e - k * n)])
+    base, single, pairs = _pair_bound(X, labels, k)
+    assert pairs >= single - 1e-12
+    assert base + pairs <= _best_completion(X, labels, k) * (1 + 1e-9) + 1e-9
+
+
+def test_pair_shares_see_two_points_that_share_a_cluster():
+    """Two points off the one plane near them: the plain joint increase charges only the larger
+    of the two, the pairs' shares about both."""
+    rng = np.random.default_rng(3)
+    plane = np.column_stack([rng.uniform(0, 10, size=(12, 2)), np.zeros(12)])  # cluster 0: the plane z = 0
+    far = [np.column_stack([rng.uniform(0, 10, size=(6, 2)), np.full(6, 100.0 + 50 * j)]) +
+           np.column_stack([np.zeros((6, 2)), rng.normal(size=6)]) for j in (1, 2)]
+    X = np.vstack([plane, far[0], far[1], [[5.0, 5.0, 1.0], [5.5, 4.5, 1.0]]])
+    labels = np.repeat([0, 1, 2], [12, 6, 6])
+    base, single, pairs = _pair_bound(X, labels, 3)
+    assert pairs >= 1.6 * single
+    assert base + pairs <= _best_completion(X, labels, 3) * (1 + 1e-9)
 
 
 # --- whole searches against brute force -----------------------------------------------------------------

@@ -297,7 +297,11 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, scatter, jac, to
     that changed on entering level e (computed on first use, flag src[e, k]), and src[e, c] is
     the level whose row holds cluster c's (the last level on the path where c changed), so a
     node computes one cluster's estimates, not k. ``increase`` is :func:`_joint_increase` over the
-    LOOKAHEAD points of largest cheapest estimate (kept in the scratch ``top``), less the margins.
+    LOOKAHEAD points of largest cheapest estimate (kept in the scratch ``top``), less the margins;
+    where that is below the slack but at least half of it, the pairs' shares may raise it enough to
+    prune (:func:`_pair_shares`, :func:`_joint_increase_pairs`: a cluster that takes two of the points
+    rises by at least their weight-2 charges, which at most double the plain value; section 10 of
+    benchmarks/results/khc_bnb_scale.md: 20% fewer nodes in the final doll of m = 100).
 
     Only the points before ``end`` are candidates (and only they enter the increase): the split
     dolls (:func:`split_starts`) bound the points from ``end`` on by the doll's value in R.
@@ -330,9 +334,13 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, scatter, jac, to
         if p < 0 or p >= end or assigned[p] or count == lookahead:
             continue
         _placement_row(top, count, p, memo, src, level, k, M + n + 1)
+        top[count, k + 1] = p
         count += 1
     if count > 0:
         quick = _joint_increase(top, count, k)
+        if quick < slack <= 2.0 * quick and count >= 2:  # pairs at most double the bound
+            _pair_shares(top, count, X, level, k, cnt, mean, memo, src, M, n)
+            quick = max(quick, _joint_increase_pairs(top, count, k))
         if quick >= slack:
             return first, quick
     floor = PRODUCT_FLOOR * slack
@@ -377,7 +385,12 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, scatter, jac, to
                 bar = top[kept - 1, k]
     for i in range(lookahead + 1):  # the children's first candidates (see above)
         hard[level, i] = int(top[i, k + 1]) if i < kept else -1
-    return best_point, _joint_increase(top, kept if kept < lookahead else lookahead, k)
+    count = kept if kept < lookahead else lookahead
+    increase = _joint_increase(top, count, k)
+    if increase < slack <= 2.0 * increase and count >= 2:
+        _pair_shares(top, count, X, level, k, cnt, mean, memo, src, M, n)
+        increase = max(increase, _joint_increase_pairs(top, count, k))
+    return best_point, increase
 
 
 @njit(cache=True, inline="always")
@@ -411,6 +424,60 @@ def _joint_increase_small(top, count, k):
                     value = t0 + max(t1, t2)
                 else:
                     value = pair + t2
+                best = min(best, value)
+    return best
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _pair_shares(top, count, X, level, k, cnt, mean, memo, src, M, n):
+    """top[i, k + 2 + j] = phi_j(u_i, 1/2) for the rows' points u_i (point index in column k + 1):
+    what u_i adds to cluster j when the cluster takes two of the rows' points (the charge of
+    :mod:`solvopt.khc.bounds`, case (1) with mu = 1/2: weight-2 estimate, halved, less the margin)."""
+    for i in range(count):
+        p = int(top[i, k + 1])
+        for j in range(k):
+            home = src[level, j]
+            z1 = 0.0
+            r2 = 0.0
+            for a in range(n):
+                v = X[p, a] - mean[level, j, a]
+                z1 += memo[home, M + a] * v
+                r2 += v * v
+            N = cnt[level, j]
+            value = 0.5 * (placement_increase(memo[home, M + n], 2.0 * N / (N + 2.0), z1 * z1, r2) - memo[home, M + n + 1])
+            top[i, k + 2 + j] = value if value > 0.0 else 0.0
+
+
+@njit(cache=True)
+def _joint_increase_pairs(top, count, k):
+    """:func:`_joint_increase` of 2 or 3 points with a cluster that takes two or three of them
+    rising by at least the largest of its pairs' shares (:func:`_pair_shares`), when larger than
+    its largest single increase."""
+    w = k + 2
+    best = np.inf
+    if count == 2:
+        for a in range(k):
+            for b in range(k):
+                if a == b:
+                    value = max(max(top[0, a], top[1, a]), top[0, w + a] + top[1, w + a])
+                else:
+                    value = top[0, a] + top[1, b]
+                best = min(best, value)
+        return best
+    for a in range(k):
+        for b in range(k):
+            for c in range(k):
+                if a != b and b != c and a != c:
+                    value = top[0, a] + top[1, b] + top[2, c]
+                elif a == b and b == c:
+                    value = max(max(top[0, a], top[1, a], top[2, a]), top[0, w + a] + top[1, w + a],
+                                top[0, w + a] + top[2, w + a], top[1, w + a] + top[2, w + a])
+                elif a == b:
+                    value = max(max(top[0, a], top[1, a]), top[0, w + a] + top[1, w + a]) + top[2, c]
+                elif a == c:
+                    value = max(max(top[0, a], top[2, a]), top[0, w + a] + top[2, w + a]) + top[1, b]
+                else:
+                    value = max(max(top[1, b], top[2, b]), top[1, w + b] + top[2, w + b]) + top[0, a]
                 best = min(best, value)
     return best
 
@@ -730,7 +797,7 @@ class DollSearch:
         a["jac"] = np.zeros((2, n, n))
         a["psi"] = np.zeros((MU_STEPS, M)) if charged else None
         # the dynamic order's scratch (_pick_point, _joint_increase); None compiles the static kernel
-        a["dynamic"] = (np.zeros((2 * LOOKAHEAD + 2, k + 2)), np.zeros((M + 1, M + n + 2)),
+        a["dynamic"] = (np.zeros((2 * LOOKAHEAD + 2, 2 * k + 2)), np.zeros((M + 1, M + n + 2)),
                         np.zeros((M + 1, k + 1), dtype=np.int64), np.ascontiguousarray(self.X.T),
                         np.zeros(M), np.zeros(M), np.zeros(n),
                         np.full((M + 1, LOOKAHEAD + 1), -1, dtype=np.int64),
