@@ -39,11 +39,12 @@ The hot loop is a Numba kernel over a resumable depth-first search (children vis
 of their bounds: best-first flavour); per-cluster counts, means and centred scatters are
 updated by rank-one formulas, smallest eigenvalues for n <= 3 come in closed form (the cyclic
 Jacobi method near a double eigenvalue and for n > 3). For n = 3 the dynamic order saves the
-closed form's acos and cos where it can (section 10 of benchmarks/results/khc_bnb_scale.md: 1.2
-times the nodes per second on the final doll of m = 100): a child's smallest eigenvalue comes by
-Newton's method from the pick's estimate, a lower bound (:func:`_smallest_from_below`), and the
-picker's spectrum reuses the cluster's known smallest eigenvalue (:func:`_spectrum_from_smallest`). The kernel runs in node batches so Python
-can check the time limit and print progress. At every moment the global bound is the minimum of the
+closed form's acos and cos where it can (section 10 of benchmarks/results/khc_bnb_scale.md: the
+final doll of m = 100 in 257.7 s instead of 318.2 s, the same nodes): a child's smallest
+eigenvalue comes by Newton's method from the pick's estimate, a lower bound
+(:func:`_smallest_from_below`), and the picker's spectrum reuses the cluster's known smallest
+eigenvalue (:func:`_spectrum_from_smallest`). The kernel runs in node batches so Python can
+check the time limit and print progress. At every moment the global bound is the minimum of the
 incumbent, the unexplored children's bounds and the bounds of the nodes pruned within the gap
 tolerance, so a stopped run still returns a valid bound. With ``threads`` > 1 the same kernel
 searches subtrees of one tree on several threads (:mod:`solvopt.khc.parallel`).
@@ -444,7 +445,8 @@ def _pair_shares(top, count, X, level, k, cnt, mean, memo, src, M, n):
                 z1 += memo[home, M + a] * v
                 r2 += v * v
             N = cnt[level, j]
-            value = 0.5 * (placement_increase(memo[home, M + n], 2.0 * N / (N + 2.0), z1 * z1, r2) - memo[home, M + n + 1])
+            charge = placement_increase(memo[home, M + n], 2.0 * N / (N + 2.0), z1 * z1, r2) - memo[home, M + n + 1]
+            value = 0.5 * charge
             top[i, k + 2 + j] = value if value > 0.0 else 0.0
 
 
@@ -665,9 +667,9 @@ def _search(X, R, k, cnt, mean, S, lam, used, base, bound, child_j, child_b, chi
                 for i in range(hard.shape[1]):
                     hard[e, i] = -1
             else:
-                branch_point[e], increase = _pick_point(X, k, e, cnt, mean, S, lam, used, assigned, tmp_S, jac, top, memo,
-                                                        src, ub - tolerance - total - R[e], Xt, lane_a, lane_b, axis,
-                                                        hard, ends[e])
+                branch_point[e], increase = _pick_point(X, k, e, cnt, mean, S, lam, used, assigned, tmp_S, jac, top,
+                                                        memo, src, ub - tolerance - total - R[e], Xt, lane_a, lane_b,
+                                                        axis, hard, ends[e])
             if total + R[e] + increase > b:  # R[e] bounds the points from ends[e] on, the increase those before
                 b = total + R[e] + increase
                 bound[e] = b
@@ -1020,10 +1022,11 @@ def split_starts(m: int) -> list[int]:
     doll of m = 100 slower split than whole (over 88 s against 63 s), hence SPLIT_FROM.
     The split raises the bound where the tree is widest (depth ~m / 3); the suffix doll is a
     smaller problem, itself split when large enough. The share (section 9, two threads, seed 431
-    unless said): 30% against a third took 380 against 468 s at m = 100, 121 against 137 s at
-    m = 90 (seed 432: both over 400 s), 25 s either way at m = 80 (seed 432: 128 against 157 s),
-    8.2 against 5.5 s at m = 70; 27% took over 700 s at m = 100, and 25% or 40% 2.5 times a
-    third's time at m = 80."""
+    unless said, before section 10's cheaper nodes): 30% against a third took 380 against 468 s
+    at m = 100, 121 against 137 s at m = 90 (seed 432: both over 400 s), 25 s either way at
+    m = 80 (seed 432: 128 against 157 s), 8.2 against 5.5 s at m = 70; 27% took over 700 s at
+    m = 100, and 25% or 40% 2.5 times a third's time at m = 80. After section 10 a third still
+    did not prove m = 100 within 300 s (30%: 287 s)."""
     starts, s = [0], 0
     while m - s >= SPLIT_FROM:
         s += int(round((m - s) * SPLIT_SHARE))
