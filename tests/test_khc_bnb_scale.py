@@ -212,45 +212,23 @@ def test_joint_increase_is_the_best_assignment(seed, count, k):
     assert _joint_increase(top, count, k) == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.integers(0, 10**6), st.sampled_from([(2, 2), (2, 3), (3, 2), (3, 3)]), st.integers(1, 4))
-def test_dynamic_node_bound_never_exceeds_the_best_completion(seed, nk, unassigned):
-    """What _pick_point adds to a node's bound is at most what the best completion adds (every
-    completion enumerated, costed with eigvalsh); the point it picks is unassigned."""
-    n, k = nk
+def _random_node(seed, n, k, unassigned, extra, close=False):
+    """Uniform points: k n + (0..extra-1) labelled (n per cluster first), then ``unassigned`` more;
+    near-planar for seeds 0 mod 3, and with ``close`` the unassigned points bunched for seeds 1 mod 3."""
     rng = np.random.default_rng(seed)
-    e = k * n + int(rng.integers(0, 4))
+    e = k * n + int(rng.integers(0, extra))
     X = rng.uniform(0.0, 10.0, size=(e + unassigned, n))
     if seed % 3 == 0:                             # near-planar data: small increases
         X[:, -1] *= 0.05
-    labels = np.concatenate([np.repeat(np.arange(k), n), rng.integers(0, k, size=e - k * n)])
-    cnt, mean, S, base = _node(X, labels, k)
-    M = len(X)
-    # the node at level k; cluster j last changed at level j + 1 (its memo row), the last one here
-    level = k
-    shape = lambda *tail: np.zeros((k + 1,) + tail)   # noqa: E731
-    cnt2, mean2, S2 = shape(k), shape(k, n), shape(k, n, n)
-    cnt2[level], mean2[level], S2[level] = cnt, mean, S
-    used = np.full(k + 1, k, dtype=np.int64)
-    assigned = np.arange(M) < e
-    src = np.zeros((k + 1, k + 1), dtype=np.int64)
-    src[level, :k] = np.arange(1, k + 1)
-    top, memo = np.zeros((2 * LOOKAHEAD + 2, 2 * k + 2)), np.zeros((k + 1, M + n + 2))
-    hard = np.full((k + 1, LOOKAHEAD + 1), -1, dtype=np.int64)
-    hard[level - 1, :unassigned] = np.arange(e, M)[:LOOKAHEAD + 1]  # the parent's points: the quick check too
-    lam2 = np.zeros((k + 1, k))
-    lam2[level] = [np.linalg.eigvalsh(S[j])[0] if cnt[j] > n else 0.0 for j in range(k)]
-    point, increase = _pick_point(X, k, level, cnt2, mean2, S2, lam2, used, assigned, np.zeros((n, n)),
-                                  np.zeros((2, n, n)), top, memo, src, 1.0, np.ascontiguousarray(X.T), np.zeros(M),
-                                  np.zeros(M), np.zeros(n), hard, M)
-    assert e <= point < M
-    assert increase >= 0.0
-    assert base + increase <= _best_completion(X, labels, k) * (1 + 1e-9) + 1e-9
+    if close and seed % 3 == 1:                   # the unassigned points close together: pairs matter
+        X[e:] = X[e] + 0.3 * rng.normal(size=(unassigned, n))
+    return X, np.concatenate([np.repeat(np.arange(k), n), rng.integers(0, k, size=e - k * n)])
 
 
-def _picked_node(X, labels, k):
-    """The node of the points X[:len(labels)] labelled ``labels`` at level k, its estimates
-    computed by _pick_point (memo, src, cnt, mean at that level), and its cost."""
+def _picked_node(X, labels, k, slack=np.inf, parent_hard=()):
+    """_pick_point at the node of the points X[:len(labels)] labelled ``labels`` (level k; cluster
+    j last changed at level j + 1, its memo row): (point, increase, level, cnt, mean, memo, src)
+    as the kernel holds them, and the node's cost. ``parent_hard``: the parent's hardest points."""
     n = X.shape[1]
     M, e = len(X), len(labels)
     cnt, mean, S, base = _node(X, labels, k)
@@ -263,16 +241,32 @@ def _picked_node(X, labels, k):
     src[level, :k] = np.arange(1, k + 1)
     top, memo = np.zeros((2 * LOOKAHEAD + 2, 2 * k + 2)), np.zeros((k + 1, M + n + 2))
     hard = np.full((k + 1, LOOKAHEAD + 1), -1, dtype=np.int64)
-    _pick_point(X, k, level, cnt2, mean2, S2, lam2, np.full(k + 1, k, dtype=np.int64), np.arange(M) < e,
-                np.zeros((n, n)), np.zeros((2, n, n)), top, memo, src, np.inf, np.ascontiguousarray(X.T), np.zeros(M),
-                np.zeros(M), np.zeros(n), hard, M)
-    return level, cnt2, mean2, memo, src, base
+    hard[level - 1, :len(parent_hard)] = np.asarray(parent_hard, dtype=np.int64)[:LOOKAHEAD + 1]
+    point, increase = _pick_point(X, k, level, cnt2, mean2, S2, lam2, np.full(k + 1, k, dtype=np.int64),
+                                  np.arange(M) < e, np.zeros((n, n)), np.zeros((2, n, n)), top, memo, src, slack,
+                                  np.ascontiguousarray(X.T), np.zeros(M), np.zeros(M), np.zeros(n), hard, M)
+    return point, increase, level, cnt2, mean2, memo, src, base
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6), st.sampled_from([(2, 2), (2, 3), (3, 2), (3, 3)]), st.integers(1, 4))
+def test_dynamic_node_bound_never_exceeds_the_best_completion(seed, nk, unassigned):
+    """What _pick_point adds to a node's bound is at most what the best completion adds (every
+    completion enumerated, costed with eigvalsh); the point it picks is unassigned."""
+    n, k = nk
+    X, labels = _random_node(seed, n, k, unassigned, extra=4)
+    M, e = len(X), len(labels)
+    # the parent's hardest points are the unassigned ones: the quick check runs too
+    point, increase, *_, base = _picked_node(X, labels, k, slack=1.0, parent_hard=np.arange(e, M))
+    assert e <= point < M
+    assert increase >= 0.0
+    assert base + increase <= _best_completion(X, labels, k) * (1 + 1e-9) + 1e-9
 
 
 def _pair_bound(X, labels, k):
     """(joint increase, the same with pairs' shares) of the unassigned points X[len(labels):]."""
     M, n = X.shape
-    level, cnt, mean, memo, src, base = _picked_node(X, labels, k)
+    _, _, level, cnt, mean, memo, src, base = _picked_node(X, labels, k)
     top = np.zeros((2 * LOOKAHEAD + 2, 2 * k + 2))
     count = M - len(labels)
     for i, p in enumerate(range(len(labels), M)):
@@ -290,14 +284,7 @@ def test_pair_shares_never_exceed_the_best_completion(seed, nk, unassigned):
     at least a pair's weight-2 charges) is at least the plain joint increase and at most what the
     best completion of those points adds (every completion enumerated, costed with eigvalsh)."""
     n, k = nk
-    rng = np.random.default_rng(seed)
-    e = k * n + int(rng.integers(0, 5))
-    X = rng.uniform(0.0, 10.0, size=(e + unassigned, n))
-    if seed % 3 == 0:                             # near-planar data: small increases
-        X[:, -1] *= 0.05
-    if seed % 3 == 1:                             # the unassigned points close together: pairs matter
-        X[e:] = X[e] + 0.3 * rng.normal(size=(unassigned, n))
-    labels = np.concatenate([np.repeat(np.arange(k), n), rng.integers(0, k, size=e - k * n)])
+    X, labels = _random_node(seed, n, k, unassigned, extra=5, close=True)
     base, single, pairs = _pair_bound(X, labels, k)
     assert pairs >= single - 1e-12
     assert base + pairs <= _best_completion(X, labels, k) * (1 + 1e-9) + 1e-9

@@ -63,7 +63,7 @@ from ..core.interrupt import stop_reason, stop_requested
 from ..core.progress import Progress
 from ..core.result import Termination
 from .bounds import (MARGIN, MU_STEPS, _spectrum, charge_bound, jacobi_diagonalise, placement_increase,
-                     trig_eigenvalues_3)
+                     smallest_vector_3, trig_eigenvalues_3)
 from .geometry import assignment_cost, fit_planes, point_distances
 from .heuristics import kplane, local_search
 
@@ -189,8 +189,8 @@ def _spectrum_from_smallest(S, lam1, q):
     ``q``, given lambda_1 = ``lam1`` (the search computed it for the node's bound): the other
     two eigenvalues are the roots of x^2 - s x + p with s = trace - lambda_1 and
     p = c1 - lambda_1 s (c1 the sum of the principal 2 x 2 minors); lambda_3 by the formula
-    without cancellation, lambda_2 = p / lambda_3; q the longest cross product of two rows of
-    S - lambda_1 I. Returns -1 where that is not resolved (the caller then uses _spectrum)."""
+    without cancellation, lambda_2 = p / lambda_3; q by :func:`solvopt.khc.bounds.smallest_vector_3`.
+    Returns -1 where that is not resolved (the caller then uses _spectrum)."""
     a, b, c = S[0, 0], S[1, 1], S[2, 2]
     d, e, f = S[0, 1], S[0, 2], S[1, 2]
     s = a + b + c - lam1
@@ -199,23 +199,9 @@ def _spectrum_from_smallest(S, lam1, q):
     if s <= 0.0 or disc < 0.0:
         return -1.0
     lam3 = 0.5 * (s + math.sqrt(disc))
-    lam2 = p / lam3
-    a1, b1, c1 = a - lam1, b - lam1, c - lam1
-    x0, y0, z0 = d * f - e * b1, e * d - a1 * f, a1 * b1 - d * d      # row 0 x row 1
-    x1, y1, z1 = d * c1 - e * f, e * e - a1 * c1, a1 * f - d * e      # row 0 x row 2
-    x2, y2, z2 = b1 * c1 - f * f, f * e - d * c1, d * f - b1 * e      # row 1 x row 2
-    n0 = x0 * x0 + y0 * y0 + z0 * z0
-    n1 = x1 * x1 + y1 * y1 + z1 * z1
-    n2 = x2 * x2 + y2 * y2 + z2 * z2
-    if n1 > n0 and n1 >= n2:
-        x0, y0, z0, n0 = x1, y1, z1, n1
-    elif n2 > n0:
-        x0, y0, z0, n0 = x2, y2, z2, n2
-    gap = lam2 - lam1
-    if n0 <= 0.0 or gap <= 1e-4 * s:  # near a double eigenvalue the vector is ill-determined
+    gap = p / lam3 - lam1
+    if gap <= 1e-4 * s or not smallest_vector_3(S, lam1, q):  # near a double eigenvalue q is ill-determined
         return -1.0
-    norm = math.sqrt(n0)
-    q[0], q[1], q[2] = x0 / norm, y0 / norm, z0 / norm
     return gap
 
 

@@ -156,6 +156,30 @@ def placement_increase(gap, beta, z1sq, r2):
     return value if tr > 0.0 else 0.0
 
 
+@njit(cache=True, inline="always")
+def smallest_vector_3(S, lam1, q):
+    """q = a unit eigenvector of the symmetric 3 x 3 ``S`` for its eigenvalue ``lam1``: the rows of
+    S - lam1 I span q's orthogonal complement, so q is their longest cross product. False (q not
+    set) where every cross product vanishes (S = lam1 I: any q)."""
+    a1, b1, c1 = S[0, 0] - lam1, S[1, 1] - lam1, S[2, 2] - lam1
+    d, e, f = S[0, 1], S[0, 2], S[1, 2]
+    x0, y0, z0 = d * f - e * b1, e * d - a1 * f, a1 * b1 - d * d      # row 0 x row 1
+    x1, y1, z1 = d * c1 - e * f, e * e - a1 * c1, a1 * f - d * e      # row 0 x row 2
+    x2, y2, z2 = b1 * c1 - f * f, f * e - d * c1, d * f - b1 * e      # row 1 x row 2
+    n0 = x0 * x0 + y0 * y0 + z0 * z0
+    n1 = x1 * x1 + y1 * y1 + z1 * z1
+    n2 = x2 * x2 + y2 * y2 + z2 * z2
+    if n1 > n0 and n1 >= n2:
+        x0, y0, z0, n0 = x1, y1, z1, n1
+    elif n2 > n0:
+        x0, y0, z0, n0 = x2, y2, z2, n2
+    if n0 <= 0.0:
+        return False
+    norm = math.sqrt(n0)
+    q[0], q[1], q[2] = x0 / norm, y0 / norm, z0 / norm
+    return True
+
+
 @njit(cache=True)
 def _spectrum(S, n, q, jac):
     """(lambda_1, lambda_2 - lambda_1) of the symmetric n x n S and a unit eigenvector q of lambda_1.
@@ -193,25 +217,9 @@ def _spectrum(S, n, q, jac):
         return lam1, 2.0 * rad
     if n == 3:
         lam1, lam2, resolved = trig_eigenvalues_3(S)
-        if resolved:
-            # the rows of S - lam1 I span q's orthogonal complement: q is their longest cross product
-            a1, b1, c1 = S[0, 0] - lam1, S[1, 1] - lam1, S[2, 2] - lam1
-            d, e, f = S[0, 1], S[0, 2], S[1, 2]
-            x0, y0, z0 = d * f - e * b1, e * d - a1 * f, a1 * b1 - d * d      # row 0 x row 1
-            x1, y1, z1 = d * c1 - e * f, e * e - a1 * c1, a1 * f - d * e      # row 0 x row 2
-            x2, y2, z2 = b1 * c1 - f * f, f * e - d * c1, d * f - b1 * e      # row 1 x row 2
-            n0 = x0 * x0 + y0 * y0 + z0 * z0
-            n1 = x1 * x1 + y1 * y1 + z1 * z1
-            n2 = x2 * x2 + y2 * y2 + z2 * z2
-            if n1 > n0 and n1 >= n2:
-                x0, y0, z0, n0 = x1, y1, z1, n1
-            elif n2 > n0:
-                x0, y0, z0, n0 = x2, y2, z2, n2
-            if n0 > 0.0:  # else S = c I: any q, and Jacobi below picks one
-                norm = math.sqrt(n0)
-                q[0], q[1], q[2] = x0 / norm, y0 / norm, z0 / norm
-                gap = lam2 - lam1
-                return lam1, gap if gap > 0.0 else 0.0
+        if resolved and smallest_vector_3(S, lam1, q):  # else S = c I: any q, and Jacobi below picks one
+            gap = lam2 - lam1
+            return lam1, gap if gap > 0.0 else 0.0
     A = jac[0]
     V = jac[1]
     for i in range(n):
