@@ -286,9 +286,10 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, scatter, jac, to
     node computes one cluster's estimates, not k. ``increase`` is :func:`_joint_increase` over the
     LOOKAHEAD points of largest cheapest estimate (kept in the scratch ``top``), less the margins;
     where that is below the slack but at least half of it, the pairs' shares may raise it enough to
-    prune (:func:`_pair_shares`, :func:`_joint_increase_pairs`: a cluster that takes two of the points
-    rises by at least their weight-2 charges, which at most double the plain value; section 10 of
-    benchmarks/results/khc_bnb_scale.md: 20% fewer nodes in the final doll of m = 100).
+    prune (:func:`_node_increase`, :func:`_pair_shares`, :func:`_joint_increase_pairs`: a cluster
+    that takes two of the points rises by at least their weight-2 charges, which at most double
+    the plain value; section 10 of benchmarks/results/khc_bnb_scale.md: 20% fewer nodes in the
+    final doll of m = 100).
 
     Only the points before ``end`` are candidates (and only they enter the increase): the split
     dolls (:func:`split_starts`) bound the points from ``end`` on by the doll's value in R.
@@ -324,10 +325,7 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, scatter, jac, to
         top[count, k + 1] = p
         count += 1
     if count > 0:
-        quick = _joint_increase(top, count, k)
-        if quick < slack <= 2.0 * quick and count >= 2:  # pairs at most double the bound
-            _pair_shares(top, count, X, level, k, cnt, mean, memo, src, M, n)
-            quick = max(quick, _joint_increase_pairs(top, count, k))
+        quick = _node_increase(top, count, slack, X, level, k, cnt, mean, memo, src)
         if quick >= slack:
             return first, quick
     floor = PRODUCT_FLOOR * slack
@@ -372,12 +370,21 @@ def _pick_point(X, k, level, cnt, mean, S, lam, used, assigned, scatter, jac, to
                 bar = top[kept - 1, k]
     for i in range(lookahead + 1):  # the children's first candidates (see above)
         hard[level, i] = int(top[i, k + 1]) if i < kept else -1
-    count = kept if kept < lookahead else lookahead
+    return best_point, _node_increase(top, kept if kept < lookahead else lookahead, slack, X, level, k, cnt, mean,
+                                      memo, src)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _node_increase(top, count, slack, X, level, k, cnt, mean, memo, src):
+    """What the rows' ``count`` points add to the node at least: :func:`_joint_increase`, raised by
+    the pairs' shares where it is below ``slack`` but at least half of it (the shares at most
+    double it, so below half they cannot prune)."""
     increase = _joint_increase(top, count, k)
     if increase < slack <= 2.0 * increase and count >= 2:
+        M, n = X.shape
         _pair_shares(top, count, X, level, k, cnt, mean, memo, src, M, n)
         increase = max(increase, _joint_increase_pairs(top, count, k))
-    return best_point, increase
+    return increase
 
 
 @njit(cache=True, inline="always")
@@ -440,7 +447,9 @@ def _pair_shares(top, count, X, level, k, cnt, mean, memo, src, M, n):
 def _joint_increase_pairs(top, count, k):
     """:func:`_joint_increase` of 2 or 3 points with a cluster that takes two or three of them
     rising by at least the largest of its pairs' shares (:func:`_pair_shares`), when larger than
-    its largest single increase."""
+    its largest single increase. Apart from :func:`_joint_increase_small` on purpose: one function
+    with a flag for both made the plain joint increase, called at every node, branchier (one thread,
+    uniform m = 70, n = 3, k = 3: 11.4-13.3 s against 10.1-11.3 s, the same tree)."""
     w = k + 2
     best = np.inf
     if count == 2:
