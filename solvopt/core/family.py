@@ -64,7 +64,9 @@ class Family:
     - ``models``: ``"module:Class"`` of the family's DSL model classes (documentation and lookup);
     - ``params``: its CLI parameters;
     - ``from_instance``: ``"module:function"``, ``f(instance, **model_params) -> model``;
-      None for a family without instance files.
+      None for a family without instance files;
+    - ``scale_cases`` / ``stop_cases``: ``"module:function"`` giving the family's cases for the
+      spine's scale and stop property tests (see :mod:`solvopt.core.scaling`).
     """
 
     name: str
@@ -74,6 +76,8 @@ class Family:
     models: tuple[str, ...] = ()
     params: tuple[Param, ...] = ()
     from_instance: str | None = None
+    scale_cases: str | None = None
+    stop_cases: str | None = None
     module: str = ""                       # filled in by discovery: where the descriptor lives
 
     def param(self, name: str) -> Param | None:

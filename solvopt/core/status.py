@@ -13,6 +13,12 @@ and sbb:
   (solution status FEASIBLE) if there is one — unless the gap is closed anyway, then OPTIMAL;
 - INFEASIBLE / UNBOUNDED: solution status NONE (an unbounded model holds no optimal point to
   report; the objective is +-inf).
+
+**Scale.** Both tolerances are applied in the family's normalised frame: a family passes
+``scale``, the data's own scale of the objective (k-HC: its unit cost; transport: total mass
+times the distance scale to the p; games: the payoff scale), and the rule is applied to
+``objective / scale`` and ``bound / scale``. Multiplying the data by 10^k then multiplies
+``scale`` and the objective alike and leaves the status unchanged.
 """
 from __future__ import annotations
 
@@ -24,16 +30,36 @@ from .result import SolutionStatus, Termination, relative_gap
 STOP_REASONS = (Termination.TIME_LIMIT, Termination.ITERATION_LIMIT, Termination.INTERRUPTED)
 
 
-def within_default_tolerance(objective: float | None, bound: float | None, sense: int = 1) -> bool:
-    """True when the proven gap is within the default tolerance (relative or absolute)."""
+def normalise(value: float | None, scale: float) -> float | None:
+    """``value / scale`` (None stays None); the frame in which a status is settled."""
+    check_scale(scale)
+    return None if value is None else value / scale
+
+
+def check_scale(scale: float) -> None:
+    """A family's objective scale must be a positive finite number."""
+    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
+        raise ValueError(f"a status scale must be positive and finite, got {scale!r}")
+
+
+def within_default_tolerance(objective: float | None, bound: float | None, sense: int = 1,
+                             scale: float = 1.0) -> bool:
+    """True when the proven gap is within the default tolerance (relative or absolute).
+
+    ``scale`` is the data's own scale of the objective: the rule is applied to
+    ``objective / scale`` and ``bound / scale`` (see the module docstring).
+    """
     if objective is None or bound is None or not (math.isfinite(objective) and math.isfinite(bound)):
+        return False
+    objective, bound = normalise(objective, scale), normalise(bound, scale)
+    if not (math.isfinite(objective) and math.isfinite(bound)):
         return False
     diff = max(0.0, sense * (objective - bound))
     return diff <= DEFAULT_ABS_GAP or relative_gap(objective, bound, sense) <= DEFAULT_REL_GAP
 
 
 def settle(objective: float | None, bound: float | None, *, has_solution: bool, stopped: Termination | None = None,
-           sense: int = 1) -> tuple[Termination, SolutionStatus, float | None]:
+           sense: int = 1, scale: float = 1.0) -> tuple[Termination, SolutionStatus, float | None]:
     """(termination, solution status, gap) from the incumbent, the certified bound and the stop reason.
 
     ``stopped`` is None when the search finished by its own criterion (the gap target, or
@@ -45,8 +71,8 @@ def settle(objective: float | None, bound: float | None, *, has_solution: bool, 
         return stopped, status, None
     if stopped is Termination.UNBOUNDED:
         return Termination.UNBOUNDED, SolutionStatus.NONE, None
-    gap = relative_gap(objective, bound, sense) if has_solution else None
-    if has_solution and within_default_tolerance(objective, bound, sense):
+    gap = relative_gap(normalise(objective, scale), normalise(bound, scale), sense) if has_solution else None
+    if has_solution and within_default_tolerance(objective, bound, sense, scale):
         return Termination.OPTIMAL, SolutionStatus.OPTIMAL, gap
     if stopped in STOP_REASONS:
         return stopped, SolutionStatus.FEASIBLE if has_solution else SolutionStatus.NONE, gap
