@@ -2,8 +2,10 @@
 
 Families, one folder each (see docs/families.md): k-hyperplane clustering (``solvopt.khc``), the
 CVRP split (``solvopt.cvrp``), min-plus dynamic programs over layered DAGs (``solvopt.dp``),
-inventory reinsertion (``solvopt.irp``, on the dp engine) and LP/MILP/QP models (``solvopt.lp``);
-their models are declared in ``solvopt.dsl``.
+inventory reinsertion (``solvopt.irp``, on the dp engine), LP/MILP/QP models (``solvopt.lp``),
+W_p optimal transport (``solvopt.transport``) and pseudo-games, markets and Markov games
+(``solvopt.games``); their models are declared in ``solvopt.dsl``. Batches of instances and
+scenario chunks run on dask.distributed through ``solvopt.dist`` (``solve_many``, ``solve_list``).
 
 Two things happen on ``import solvopt``, before anything imports Numba:
 
