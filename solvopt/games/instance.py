@@ -31,29 +31,68 @@ def model_from_instance(instance, **params):
             return game_from_json(data)
         utility = form_from_json(data["utility"])
         if kind == "fisher_market":
-            return FisherMarket(utility, data["budgets"], data.get("supplies"), name=data.get("name", "fisher"))
-        return ArrowDebreuMarket(utility, data["endowments"], name=data.get("name", "arrow_debreu"))
+            supplies = data.get("supplies")
+            return FisherMarket(utility, numeric(data["budgets"], "budgets", 1),
+                                None if supplies is None else numeric(supplies, "supplies", 1),
+                                name=data.get("name", "fisher"))
+        return ArrowDebreuMarket(utility, numeric(data["endowments"], "endowments", 2),
+                                 name=data.get("name", "arrow_debreu"))
     except ModelError as exc:
         raise InstanceFormatError(path, None, str(exc)) from None
 
 
-def form_from_json(spec: dict):
+FORM_PARAMS = {"ces": ("values", "rho")}  # the forms that take more than their one parameter array
+_SHAPE_WORDS = {0: "a number", 1: "a list of numbers", 2: "a matrix (rows of equal length)",
+                3: "an array of matrices (rows of equal length)"}
+
+
+def numeric(value, what: str, ndim: int | None = None) -> np.ndarray:
+    """``value`` (parsed JSON) as a float array, or one ModelError naming ``what`` and what was expected.
+
+    Ragged rows (``[[1, 2], [3]]``), non-numbers and the wrong number of dimensions are refused
+    here, before any model code sees them.
+    """
+    expected = _SHAPE_WORDS.get(ndim, "a numeric array with rows of equal length")
+    if isinstance(value, bool) or value is None:
+        raise ModelError(f"{what} must be {expected}, got {value!r}")
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (ValueError, TypeError, OverflowError):
+        raise ModelError(f"{what} must be {expected}; got rows of different lengths or non-numbers") from None
+    if ndim is not None and arr.ndim != ndim:
+        raise ModelError(f"{what} must be {expected}, got an array of shape {arr.shape}")
+    return arr
+
+
+def form_from_json(spec: dict, what: str = "utility"):
+    """A utility form from its JSON: ``kind`` and its parameter rows (one per consumer)."""
+    kind = spec["kind"]
     params = {k: v for k, v in spec.items() if k != "kind"}
-    return utility_from_params(spec["kind"], params)
+    needed = FORM_PARAMS.get(kind)
+    if needed is not None:
+        missing = [k for k in needed if k not in params]
+        if missing:
+            raise ModelError(f"{what}: a {kind} utility needs {' and '.join(repr(k) for k in needed)}; "
+                             f"missing {', '.join(repr(k) for k in missing)}")
+        params = {k: numeric(params[k], f"{what}.{k}", 0 if k == "rho" else None) for k in params}
+        params["rho"] = float(params["rho"])
+    else:
+        params = {k: numeric(v, f"{what}.{k}") for k, v in params.items()}
+    return utility_from_params(kind, params)
 
 
 def _matrix(value, shape, what):
-    arr = np.asarray(value, dtype=float)
+    arr = numeric(value, what, len(shape))
     if arr.shape != shape:
         raise ModelError(f"{what} must have shape {shape}, got {arr.shape}")
     return arr
 
 
 def _rows(spec, width, what):
-    A = np.asarray(spec["coefficients"], dtype=float)
-    if A.ndim != 2 or A.shape[1] != width:
+    A = numeric(spec["coefficients"], f"{what}: coefficients", 2)
+    if A.shape[1] != width:
         raise ModelError(f"{what}: coefficients must be rows of {width} numbers")
-    rhs = np.broadcast_to(np.asarray(spec["rhs"], dtype=float), (A.shape[0],)) if np.ndim(spec["rhs"]) == 0 \
+    rhs = np.broadcast_to(numeric(spec["rhs"], f"{what} rhs", 0), (A.shape[0],)) if np.ndim(spec["rhs"]) == 0 \
         else _matrix(spec["rhs"], (A.shape[0],), f"{what} rhs")
     return A, spec["sense"], rhs
 

@@ -35,6 +35,21 @@ def _bounds(value, default):
     return np.where(arr == None, default, arr).astype(float)  # noqa: E711 - null entries mean unbounded
 
 
+def _check_asset_limits(data: dict) -> None:
+    """``borrowing_limit`` / ``holding_limit``: a number, or one per asset (a column of ``asset_returns``)."""
+    from .instance import numeric
+    returns = data.get("asset_returns")
+    assets = numeric(returns, "asset_returns", 2).shape[1] if returns else 0
+    for name in ("borrowing_limit", "holding_limit"):
+        value = data.get(name)
+        if value is None or not isinstance(value, list):
+            continue
+        arr = numeric(value, name, 1)
+        if arr.shape[0] != assets:
+            raise ModelError(f"{name} must be one number, or one per asset ({assets}: the columns of asset_returns); "
+                             f"got {arr.shape[0]} values")
+
+
 def model_from_json(data: dict, path: str, **params):
     """The model of a Markov instance (no parameters are taken)."""
     if params:
@@ -47,6 +62,7 @@ def model_from_json(data: dict, path: str, **params):
                                     **extra)
         from .instance import form_from_json
         extra = {k: data[k] for k in ECONOMY_KEYS if data.get(k) is not None}
+        _check_asset_limits(data)
         return MarkovExchangeEconomy(form_from_json(data["utility"]), data["endowments"], data["transitions"],
                                      data.get("discount", 0.9), **extra)
     except ModelError as exc:

@@ -14,8 +14,8 @@ import json
 import math
 import os
 
-from ..core.errors import InstanceFormatError
-from ..io.base import Instance, Reader, instance_name, register_reader
+from ..core.errors import InstanceFormatError, SolvoptError
+from ..io.base import Instance, Reader, instance_name, load_json, register_reader
 
 KINDS = ("pseudo_game", "fisher_market", "arrow_debreu_market", "markov_pseudo_game", "markov_exchange_economy")
 MARKOV_KINDS = ("markov_pseudo_game", "markov_exchange_economy")
@@ -71,13 +71,7 @@ def validate(data, path: str, which: str = "schema.json") -> None:
 
 def read_game(path: str) -> Instance:
     """Read a game instance file; ``data`` is the parsed JSON (validated)."""
-    try:
-        with open(path, encoding="utf-8-sig") as fh:
-            data = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise InstanceFormatError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
-    except UnicodeDecodeError:
-        raise InstanceFormatError(path, None, "not a UTF-8 text file") from None
+    data = load_json(path)  # broken JSON: FILE:LINE:COLUMN; too deep, not UTF-8: one line each
     if not isinstance(data, dict):
         raise InstanceFormatError(path, None, "expected a JSON object with a 'kind' field")
     bad = _nonfinite(data)
@@ -97,7 +91,18 @@ def read_game(path: str) -> Instance:
 
 
 def sniff_game(path: str, head: str) -> bool:
-    return '"kind"' in head and any(f'"{k}"' in head for k in KINDS)
+    """A ``.json`` file is this reader's (it then says what is wrong: broken JSON names line and
+    column); another file is when it parses as a JSON object with a known ``kind`` (wherever the
+    key sits: the whole file is parsed, not only ``head``)."""
+    if path.lower().endswith(".json"):
+        return True
+    if not head.lstrip("\ufeff \t\r\n").startswith("{"):
+        return False
+    try:
+        data = load_json(path)
+    except SolvoptError:
+        return False
+    return isinstance(data, dict) and data.get("kind") in KINDS
 
 
 GAME_READER = register_reader(Reader(

@@ -5,10 +5,10 @@ by each descriptor's ``reader_modules``); importing this package loads them.
 """
 from __future__ import annotations
 
-from .base import (Instance, LineReader, Reader, detect_format, instance_name, load_reader_modules, parse_number,
-                   read_instance, reader_load_failures, readers, register_reader)
+from .base import (Instance, JsonSyntaxError, LineReader, Reader, detect_format, instance_name, load_json,
+                   load_reader_modules, parse_number, read_instance, reader_load_failures, readers, register_reader)
 
 load_reader_modules()
 
-__all__ = ["Instance", "LineReader", "Reader", "detect_format", "instance_name", "parse_number", "read_instance",
-           "reader_load_failures", "readers", "register_reader"]
+__all__ = ["Instance", "JsonSyntaxError", "LineReader", "Reader", "detect_format", "instance_name", "load_json",
+           "parse_number", "read_instance", "reader_load_failures", "readers", "register_reader"]

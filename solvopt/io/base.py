@@ -7,6 +7,7 @@ expected; :class:`LineReader` makes that easy for text formats.
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -87,6 +88,71 @@ def instance_name(path: str) -> str:
         if name.lower().endswith(ext):
             name = name[: -len(ext)]
     return os.path.splitext(name)[0]
+
+
+MAX_JSON_DEPTH = 100  # instance files nest a few levels; deeper is refused before code walks it
+MAX_JSON_INT_DIGITS = 300  # a longer integer literal is read as a float (inf beyond 1e308: refused as non-finite)
+
+
+class JsonSyntaxError(InstanceFormatError):
+    """Broken JSON: ``FILE:LINE:COLUMN: not valid JSON: what the parser expected``."""
+
+    def __init__(self, path, line: int, column: int, message: str):
+        super().__init__(path, line, message)
+        self.column = column
+        self.args = (f"{self.path}:{line}:{column}: {message}",)
+
+
+def _json_int(text: str):
+    return int(text) if len(text.lstrip("-")) <= MAX_JSON_INT_DIGITS else float(text)
+
+
+def load_json(path: str, max_depth: int = MAX_JSON_DEPTH):
+    """Parse a JSON instance file; every way it can be malformed is one :class:`InstanceFormatError`.
+
+    Broken JSON names the line and column (:class:`JsonSyntaxError`); a file that is not UTF-8
+    names the line of the first bad byte; nesting deeper than ``max_depth`` is refused (deeper
+    than the parser's recursion limit included), so no code that walks the data recurses far.
+    An integer literal of more than ``MAX_JSON_INT_DIGITS`` digits is read as a float (inf when
+    out of range). NaN / Infinity literals are parsed (as Python's ``json`` does); the caller
+    refuses them.
+    """
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise InstanceFormatError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InstanceFormatError(path, line, f"not a UTF-8 text file ({exc.reason})") from None
+    try:
+        data = json.loads(text, parse_int=_json_int)
+    except json.JSONDecodeError as exc:
+        raise JsonSyntaxError(path, exc.lineno, exc.colno, f"not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InstanceFormatError(path, None, f"JSON nested too deeply; at most {max_depth} levels are accepted") \
+            from None
+    except ValueError as exc:  # e.g. a number the parser refuses
+        raise InstanceFormatError(path, None, f"not valid JSON: {exc}") from None
+    depth = json_depth(data)
+    if depth > max_depth:
+        raise InstanceFormatError(path, None, f"JSON nested {depth} levels deep; at most {max_depth} are accepted")
+    return data
+
+
+def json_depth(value) -> int:
+    """How deeply ``value`` (parsed JSON) nests lists and objects (0 for a scalar), without recursion."""
+    best, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        best = max(best, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return best
 
 
 def _head(path: str, nbytes: int = 4096) -> str:

@@ -4,27 +4,25 @@ Arrays: ``x`` (n, d) source points and ``y`` (m, d) target points, or ``cost`` (
 (not raised to p); optional ``a`` (n,) and ``b`` (m,) nonnegative masses (uniform when absent)
 with equal totals. The data are checked by the model's own validation
 (:mod:`solvopt.dsl.transport`), so a file and a model refuse the same things with the same
-words; a refusal here names the file (:class:`InstanceFormatError`).
+words; a refusal here names the file (:class:`InstanceFormatError`). The archive is read by
+:func:`solvopt.io.npz.load_npz`, which checks every member's header (a real dtype, a shape that
+matches the bytes held and fits in memory) before allocating it.
 """
 from __future__ import annotations
-
-import zipfile
 
 import numpy as np
 
 from solvopt.core.errors import InstanceFormatError, ModelError
 from solvopt.dsl.transport import Transport
 from solvopt.io.base import Instance, Reader, instance_name, register_reader
+from solvopt.io.npz import load_npz
 
 KNOWN_ARRAYS = ("x", "y", "a", "b", "cost")
 
 
 def _load(path: str) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            return {key: npz[key] for key in npz.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise InstanceFormatError(path, None, f"not a readable .npz archive ({exc})") from None
+    """The archive's arrays; each header (dtype, shape) is checked before its data is allocated."""
+    return load_npz(path)
 
 
 def read_transport_npz(path: str) -> Instance:
