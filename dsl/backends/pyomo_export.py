@@ -39,7 +39,8 @@ def to_pyomo(model):
     try:
         import pyomo.environ as pyo
     except ImportError:
-        raise BackendUnavailable("Pyomo is not installed: pip install pyomo") from None
+        raise BackendUnavailable("the Pyomo export needs Pyomo, which is not installed: "
+                                 "pip install 'solvopt[pyomo]'") from None
     pm = pyo.ConcreteModel(name=model.name)
     names: dict[tuple[str, str], str] = {}
     columns: list = [None] * model.num_vars
