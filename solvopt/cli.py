@@ -14,6 +14,7 @@ others and exits 130.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -25,6 +26,7 @@ from .core.errors import ModelError, SolvoptError
 from .core.family import Family, Param, families
 from .core.interrupt import catching_sigint, stop_requested
 from .core.result import Result, Termination, format_gap
+from .core.tasks import exception_message
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -87,7 +89,9 @@ def cmd_solve(args) -> int:
     options = {dest: getattr(args, flag) for flag, dest in OPTION_FLAGS.items() if getattr(args, flag) is not None}
     given = {name: getattr(args, name) for name in flags if getattr(args, name, None) is not None}
     if args.out:
+        from .io.results import output_names
         os.makedirs(args.out, exist_ok=True)
+        args.out_names = output_names(args.instances)  # from the paths, sanitised, unique in this run
     rows, status = [], EXIT_OK
     try:
         with catching_sigint():
@@ -126,13 +130,17 @@ def _solve_in_order(args, options: dict, given: dict, rows: list) -> int:
         try:
             instance, result = solve_path(path, args.format, args.family, args.method, options, given)
         except SolvoptError as exc:
-            _path_error(path, str(exc))
+            _failed(args, path, str(exc), rows)
             status = EXIT_ERROR
             continue
         except KeyboardInterrupt:
             _skipped(args.instances[position:])
             raise
-        _report(args, path, instance, result, rows)
+        except Exception as exc:  # noqa: BLE001 - as on workers: the instance fails, the batch goes on
+            _failed(args, path, exception_message(exc), rows)
+            status = EXIT_ERROR
+            continue
+        _report(args, path, instance, result, rows, position)
         if result.termination is Termination.INTERRUPTED or stop_requested():
             _skipped(args.instances[position + 1:])
             return EXIT_INTERRUPTED
@@ -155,11 +163,11 @@ def _solve_on_workers(client, args, options: dict, given: dict, rows: list) -> i
             path = args.instances[index]
             finished.add(index)
             if isinstance(outcome, TaskError) or outcome[0] == "error":
-                _path_error(path, outcome.message if isinstance(outcome, TaskError) else outcome[1])
+                _failed(args, path, outcome.message if isinstance(outcome, TaskError) else outcome[1], rows)
                 status = EXIT_ERROR
                 continue
             instance, result = outcome[1]
-            _report(args, path, instance, result, rows)
+            _report(args, path, instance, result, rows, index)
     finally:
         runs.close()
     if runs.stopped is Termination.INTERRUPTED:
@@ -195,16 +203,41 @@ def solve_path(path: str, fmt: str | None, family: str | None, method: str | Non
     return instance, solve_instance(instance, fam, method, dict(options), given, reader_params)
 
 
-def _report(args, path: str, instance, result: Result, rows: list) -> None:
-    """A finished instance: --out file first (so a crash later loses nothing), then its line or row."""
-    record = {"instance": instance.name, "path": path, **result.to_dict()}
-    if args.out:  # plain JSON (+ a family's own files) that reads without solvopt
-        from .io.results import write_result
-        write_result(args.out, {"instance": instance.name, "path": path}, result, instance)
+def _report(args, path: str, instance, result: Result, rows: list, index: int) -> None:
+    """A finished instance: its row first (the --json line, or a table row), then its --out file.
+
+    Nothing large delays the row: a run already stopped by Ctrl-C prints its --json line without
+    the large arrays (named in ``"omitted"``; --out still gets them), and a Ctrl-C while a large
+    line or file is being written leaves the large arrays out of it (see
+    :mod:`solvopt.io.results`). The --out file is named from the input path (``args.out_names``).
+    """
+    from .io.results import encode_json, write_result
+    stopped_before = stop_requested()
+
+    def should_stop() -> bool:  # a Ctrl-C that arrives while writing
+        return stop_requested() and not stopped_before
+
     if args.json:
-        print(json.dumps(record, allow_nan=False), flush=True)
+        head = dataclasses.replace(result, solution={}).to_dict()
+        record = {"instance": instance.name, "path": path, **head, "solution": result.solution}
+        print(encode_json(record, should_stop, omit_large=stopped_before), flush=True)
     else:
         rows.append(_summary_row(instance.name, result))
+    if args.out:  # plain JSON (+ a family's own files) that reads without solvopt
+        name = args.out_names[index] if getattr(args, "out_names", None) else None
+        written = write_result(args.out, {"instance": instance.name, "path": path}, result, instance, name=name,
+                               should_stop=should_stop)
+        if written.omitted:
+            _error(f"{written[0]}: interrupted while writing: {', '.join(written.omitted)} left out "
+                   "(listed in 'omitted')")
+
+
+def _failed(args, path: str, message: str, rows: list) -> None:
+    """An instance that failed: one line on stderr and, in a batch's table, an ``error`` row."""
+    _path_error(path, message)
+    if not args.json and len(args.instances) > 1:
+        from .io import instance_name
+        rows.append([instance_name(path), "-", "-", Termination.ERROR.value, "-", "-", "-", "-"])
 
 
 def _path_error(path: str, message: str) -> None:

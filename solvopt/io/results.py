@@ -18,6 +18,18 @@ It holds the record's own keys (``instance``, ``path``) and every field of the
   ``solution["columns"]`` = ``{name: value}`` (and ``solution["row_duals"]`` = ``{row name:
   dual}`` when duals are known), when ``instance`` (its :class:`~solvopt.io.base.Instance`) is given.
 
+The file name is never taken from what a file holds (a game's ``"name"``): the CLI gives each
+input a name from its path (:func:`output_names`: sanitised, unique within the run), and a
+record's ``instance`` is sanitised (:func:`safe_name`) when no name is given. Every file is written
+atomically: a temporary file in the same folder, then ``os.replace``; a reader never sees half a
+file, and a failed write leaves the previous file (if any) in place.
+
+Large arrays (more than :data:`LARGE_ELEMENTS` numbers) are encoded in chunks, and the writer asks
+``should_stop()`` between chunks: when it answers True (a Ctrl-C arrived while writing), or a
+second Ctrl-C interrupts the encoding, the large arrays are left out, the document names them
+in ``"omitted"`` (dotted paths such as ``"solution.plan"``) and is written without them.
+:func:`encode_json` does the same for the CLI's ``--json`` line (``Result.to_dict`` form).
+
 ``Result.to_dict()`` / ``Result.from_dict()`` stay the round-trip form (typed arrays); this module
 only writes.
 """
@@ -28,9 +40,21 @@ import enum
 import json
 import math
 import os
-from typing import Any
+import re
+import tempfile
+from collections import Counter
+from typing import Any, Callable, Iterator
 
 import numpy as np
+
+LARGE_ELEMENTS = 1 << 16   # a value with more numbers than this is encoded in chunks, abandonably
+CHUNK_ELEMENTS = 1 << 16   # numbers per chunk
+MAX_NAME = 120             # characters of an output file's stem
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+class WriteAbandoned(Exception):
+    """Encoding a large value was stopped (``should_stop()`` answered True, or a second Ctrl-C)."""
 
 _NONFINITE = {math.inf: "inf", -math.inf: "-inf"}
 
@@ -96,20 +120,70 @@ def result_document(record: dict, result, instance=None) -> dict:
     return doc
 
 
-def write_result(out_dir: str | os.PathLike, record: dict, result, instance=None) -> list[str]:
-    """Write ``DIR/<record["instance"]>.json`` (plain JSON) and, for split routes, ``<name>.sol``.
+class Written(list):
+    """The paths :func:`write_result` wrote; ``omitted``: the dotted paths of values left out."""
+
+    omitted: list[str] = []
+
+
+def safe_name(text: str) -> str:
+    """A file stem made from ``text`` that names no other place: no folders, no ``..``, no hidden file.
+
+    Every run of characters outside ``A-Z a-z 0-9 . _ + -`` becomes ``_``; leading dots are dropped;
+    an empty result is ``instance``; at most :data:`MAX_NAME` characters.
+    """
+    name = _UNSAFE.sub("_", str(text)).lstrip(".")[:MAX_NAME].rstrip(".")
+    return name or "instance"
+
+
+def output_names(paths) -> list[str]:
+    """One output stem per input path: the file name without its extension(s), sanitised, unique.
+
+    Uniqueness ignores case (two names differing only in case are one file on some systems). The
+    first input with a stem keeps it; a later one gets the smallest ``-2``, ``-3``, ... that is
+    neither taken nor another input's own stem, so the names depend only on the list of paths (not
+    on which instance finishes first): ``d1/small.npz d2/small.npz`` -> ``small``, ``small-2``.
+    """
+    from .base import instance_name
+    stems = [safe_name(instance_name(os.fspath(p))) for p in paths]
+    own = Counter(s.casefold() for s in stems)
+    taken: set[str] = set()
+    names = []
+    for stem in stems:
+        name, k = stem, 2
+        while name.casefold() in taken:
+            name = f"{stem[:MAX_NAME - 8]}-{k}"
+            k += 1
+            if name.casefold() in own:
+                name = stem  # another input's own stem: keep looking
+        taken.add(name.casefold())
+        names.append(name)
+    return names
+
+
+def write_result(out_dir: str | os.PathLike, record: dict, result, instance=None, *, name: str | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> list[str]:
+    """Write ``DIR/<name>.json`` (plain JSON) and, for split routes, ``DIR/<name>.sol``, each atomically.
 
     ``record`` is the CLI's record (``instance``: the name, ``path``: the file); ``instance`` (the
-    :class:`~solvopt.io.base.Instance` solved, optional) gives LP column names. Returns the paths written.
+    :class:`~solvopt.io.base.Instance` solved, optional) gives LP column names. ``name``: the file
+    stem (the CLI's from :func:`output_names`); without it ``record["instance"]`` sanitised by
+    :func:`safe_name`. ``should_stop``: asked between chunks of large arrays; when it answers True
+    the document is written without them (named in ``"omitted"``). Returns the paths written
+    (a list whose ``omitted`` attribute lists what was left out, empty when nothing was).
     """
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
-    name = str(record["instance"])
+    name = safe_name(record["instance"] if name is None else name)
     json_path = os.path.join(out_dir, f"{name}.json")
-    with open(json_path, "w", encoding="utf-8") as fh:
-        json.dump(result_document(record, result, instance), fh, allow_nan=False)
-        fh.write("\n")
-    written = [json_path]
+    doc = _lazy_document(record, result, instance)
+    written = Written([json_path])
+    try:
+        _atomic_write(json_path, lambda fh, _: _write_pieces(fh, encode_pieces(doc, "plain", should_stop)))
+    except WriteAbandoned:
+        small, written.omitted = _without_large(doc)
+        _atomic_write(json_path, lambda fh, _: _write_pieces(fh, encode_pieces(dict(small, omitted=written.omitted),
+                                                                                   "plain")))
     routes = (result.solution or {}).get("routes") if result.family == "cvrp" else None
     if routes:
         sol_path = os.path.join(out_dir, f"{name}.sol")
@@ -118,22 +192,200 @@ def write_result(out_dir: str | os.PathLike, record: dict, result, instance=None
     return written
 
 
+def encode_json(record: dict, should_stop: Callable[[], bool] | None = None, omit_large: bool = False) -> str:
+    """``json.dumps(record)`` in the ``Result.to_dict`` form, for a record whose ``solution`` is raw.
+
+    ``record``: the CLI's keys (``instance``, ``path``) and ``Result.to_dict()``'s, except that
+    ``solution`` holds the result's own values (arrays, sparse matrices). Large values are encoded
+    in chunks, asking ``should_stop()`` between them; when it answers True, when a second Ctrl-C
+    interrupts the encoding, or with ``omit_large``, they are left out and named in ``"omitted"``.
+    """
+    if not omit_large:
+        try:
+            return "".join(encode_pieces(record, "result", should_stop))
+        except (WriteAbandoned, KeyboardInterrupt):
+            pass
+    small, omitted = _without_large(record)
+    return "".join(encode_pieces(dict(small, omitted=omitted) if omitted else small, "result"))
+
+
+def _atomic_write(path: str, write: Callable) -> None:
+    """``write(fh, tmp)`` into a temporary file ``tmp`` beside ``path``, then ``os.replace`` it onto ``path``."""
+    folder, base = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(dir=folder or ".", prefix=f".{base}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            write(fh, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _write_pieces(fh, pieces: Iterator[str]) -> None:
+    for piece in pieces:
+        fh.write(piece)
+    fh.write("\n")
+
+
+def _lazy_document(record: dict, result, instance) -> dict:
+    """``result_document`` with the solution's values left as they are (encoded later, in chunks)."""
+    names = [f.name for f in dataclasses.fields(result)]
+    doc = {k: v for k, v in record.items() if k not in names}
+    for name in names:
+        doc[name] = getattr(result, name)
+    named = _named_lp_values(result, instance)
+    if named:
+        doc["solution"] = dict(doc.get("solution") or {}, **named)
+    return doc
+
+
+def _size(value) -> int:
+    """How many numbers ``value`` holds (a cheap count: arrays by size, sparse by 3 x nnz)."""
+    if isinstance(value, np.ndarray):
+        return int(value.size)
+    if hasattr(value, "tocoo") and hasattr(value, "nnz"):
+        return 3 * int(value.nnz)
+    if isinstance(value, dict):
+        return sum(_size(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_size(v) for v in value) if any(isinstance(v, (np.ndarray, dict, list, tuple)) for v in value) \
+            else len(value)
+    return 1
+
+
+def _without_large(doc: dict, prefix: str = "") -> tuple[dict, list[str]]:
+    """``doc`` with every large value under ``solution`` dropped, and the dotted paths dropped."""
+    small, omitted = {}, []
+    for key, value in doc.items():
+        where = f"{prefix}{key}"
+        if _size(value) <= LARGE_ELEMENTS:
+            small[key] = value
+        elif isinstance(value, dict):
+            small[key], more = _without_large(value, where + ".")
+            omitted += more
+        else:
+            omitted.append(where)
+    return small, omitted
+
+
+def encode_pieces(value, style: str, should_stop: Callable[[], bool] | None = None) -> Iterator[str]:
+    """JSON text of ``value`` in pieces; large arrays in chunks with ``should_stop()`` asked between them.
+
+    ``style``: ``"plain"`` (this module's files) or ``"result"`` (``Result.to_dict``'s typed arrays).
+    A second Ctrl-C (KeyboardInterrupt) while a large value is encoded becomes :class:`WriteAbandoned`.
+    """
+    leaf = plain if style == "plain" else _to_dict_value
+    if _size(value) <= LARGE_ELEMENTS:
+        yield json.dumps(leaf(value), allow_nan=False)
+        return
+    if isinstance(value, dict):
+        yield "{"
+        for i, (key, item) in enumerate(value.items()):
+            yield ("" if i == 0 else ", ") + json.dumps(key if isinstance(key, str) else str(leaf(key))) + ": "
+            yield from encode_pieces(item, style, should_stop)
+        yield "}"
+    elif isinstance(value, (list, tuple)):
+        yield "["
+        for i, item in enumerate(value):
+            yield "" if i == 0 else ", "
+            yield from encode_pieces(item, style, should_stop)
+        yield "]"
+    elif isinstance(value, np.ndarray) or (hasattr(value, "tocoo") and hasattr(value, "nnz")):
+        try:
+            yield from (_plain_chunks if style == "plain" else _typed_chunks)(value, should_stop or (lambda: False))
+        except KeyboardInterrupt:
+            raise WriteAbandoned("interrupted") from None
+    else:
+        yield json.dumps(leaf(value), allow_nan=False)
+
+
+def _to_dict_value(value):
+    """``value`` as ``Result.to_dict`` writes a solution entry (typed arrays, "inf"/"nan" strings)."""
+    from ..core.result import Result, Termination
+    return Result(Termination.OPTIMAL, solution={"v": value}).to_dict()["solution"]["v"]
+
+
+def _rows(a: np.ndarray, should_stop) -> Iterator[str]:
+    """``a``'s nested lists without the outer brackets, chunk by chunk along its first axis."""
+    step = max(1, CHUNK_ELEMENTS // max(1, int(np.prod(a.shape[1:]))))
+    for i in range(0, a.shape[0], step):
+        if should_stop():
+            raise WriteAbandoned("stop requested")
+        yield ("" if i == 0 else ", ") + json.dumps(_array(a[i:i + step]), allow_nan=False)[1:-1]
+
+
+def _plain_chunks(value, should_stop) -> Iterator[str]:
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            yield json.dumps(_array(value), allow_nan=False)
+            return
+        yield "["
+        yield from _rows(value, should_stop)
+        yield "]"
+        return
+    coo = value.tocoo()
+    for key, part in (("row", coo.row), ("col", coo.col), ("data", np.asarray(coo.data))):
+        yield ('{"' if key == "row" else ', "') + key + '": ['
+        yield from _rows(part, should_stop)
+        yield "]"
+    yield f', "shape": {json.dumps([int(s) for s in coo.shape])}}}'
+
+
+def _typed_flat(a: np.ndarray, should_stop) -> Iterator[str]:
+    """A flat list as ``Result.to_dict`` writes it (non-finite floats as strings)."""
+    flat = a.ravel()
+    for i in range(0, flat.size, CHUNK_ELEMENTS):
+        if should_stop():
+            raise WriteAbandoned("stop requested")
+        part = flat[i:i + CHUNK_ELEMENTS]
+        values = part.tolist()
+        if part.dtype.kind == "f" and not np.all(np.isfinite(part)):
+            values = [v if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+                      for v in values]
+        yield ("" if i == 0 else ", ") + json.dumps(values, allow_nan=False)[1:-1]
+
+
+def _typed_chunks(value, should_stop) -> Iterator[str]:
+    if isinstance(value, np.ndarray):
+        yield '{"__ndarray__": ['
+        yield from _typed_flat(value, should_stop)
+        yield f'], "shape": {json.dumps(list(value.shape))}, "dtype": {json.dumps(str(value.dtype))}}}'
+        return
+    coo = value.tocoo()
+    yield f'{{"__sparse__": "coo", "shape": {json.dumps(list(coo.shape))}'
+    for key, part in (("row", coo.row), ("col", coo.col), ("data", np.asarray(coo.data))):
+        yield f', "{key}": ['
+        yield from _typed_flat(part, should_stop)
+        yield "]"
+    yield "}"
+
+
 def write_vrplib_solution(path: str, routes, cost: float | None) -> None:
-    """CVRPLIB ``.sol``: ``Route #i: ids`` lines (by ``vrplib.write_solution`` when installed), ``Cost X``."""
+    """CVRPLIB ``.sol`` (written atomically): ``Route #i: ids`` lines (by ``vrplib.write_solution`` when
+    installed), then ``Cost X``."""
     routes = [[int(c) for c in route] for route in routes if len(route)]
     try:
         import vrplib
     except ImportError:
         vrplib = None
-    if vrplib is not None:
-        vrplib.write_solution(path, routes)
-    else:
-        with open(path, "w", encoding="utf-8") as fh:
+
+    def write(fh, tmp):
+        if vrplib is not None:  # vrplib writes to a path: the temporary file's
+            fh.close()
+            vrplib.write_solution(tmp, routes)
+            fh = open(tmp, "a", encoding="utf-8")
+        else:
             for i, route in enumerate(routes, start=1):
                 fh.write(" ".join([f"Route #{i}:"] + [str(c) for c in route]) + "\n")
-    if cost is not None:
-        with open(path, "a", encoding="utf-8") as fh:  # CVRPLIB writes "Cost X" (vrplib reads it too)
-            fh.write(f"Cost {_cost_text(cost)}\n")
+        with fh:
+            if cost is not None:  # CVRPLIB writes "Cost X" (vrplib reads it too)
+                fh.write(f"Cost {_cost_text(cost)}\n")
+
+    _atomic_write(path, write)
 
 
 def _cost_text(cost: float) -> str:
