@@ -139,6 +139,50 @@ def _player_names(players, n: int) -> list:
     return names
 
 
+DEGREE_TOL = 1e-6    # Cobb-Douglas rows whose sums agree to this (relative) are one degree of homogeneity
+
+
+def _cobb_douglas_rows(weights):
+    """Cobb-Douglas exponent rows that all sum to 1 within DEGREE_TOL (float32 data), scaled to sum to
+    1 exactly; other rows unchanged (their common sum, if any, is the degree: :func:`_degree_one`)."""
+    a = np.asarray(weights, dtype=float)
+    if a.ndim == 2 and a.size and np.all(np.isfinite(a)):
+        total = a.sum(axis=-1)
+        if np.all(total > 0) and np.all(np.abs(total - 1.0) <= DEGREE_TOL):
+            return a / total[:, None]
+    return weights
+
+
+def _degree_one(utility, degree):
+    """(the degree-1 form, its degree h): u_i = base_i^h. Cobb-Douglas exponents whose rows share a
+    sum t (to DEGREE_TOL, e.g. float32 data summing to 1 - 1e-9) are normalised to sum to 1, with
+    h = t (prod x^a = (prod x^(a/t))^t exactly); ``degree`` (in (0, 1]) scales any degree-1 form."""
+    from .utilities import CobbDouglas
+    h = None
+    if isinstance(utility, CobbDouglas) and not utility.homogeneous:
+        total = utility.weights.sum(axis=-1)
+        t = float(total.mean())
+        if np.any(np.abs(total - t) > DEGREE_TOL * t):
+            raise ModelError("Cobb-Douglas exponents must sum to the same total for every consumer (the "
+                             f"utilities' degree of homogeneity); row sums range over [{total.min():.6g}, "
+                             f"{total.max():.6g}]")
+        h = 1.0 if abs(t - 1.0) <= DEGREE_TOL else t
+        if h != 1.0 and degree is None:
+            raise ModelError(f"Cobb-Douglas exponents summing to {t:.6g} make a utility homogeneous of degree "
+                             f"{t:.6g}, not 1: give degree={t:.6g} to state it (or scale them to sum to 1)")
+        utility = CobbDouglas(utility.weights / total[..., None])
+    if not getattr(utility, "homogeneous", False):
+        raise ModelError(f"{type(utility).__name__} utility is not homogeneous (the economy's exact best "
+                         "responses rely on it)")
+    if degree is not None:
+        if isinstance(degree, bool) or not isinstance(degree, numbers.Real) or not 0 < float(degree) <= 1:
+            raise ModelError(f"degree must be a number in (0, 1], got {degree!r}")
+        if h is not None and h != 1.0 and abs(h - float(degree)) > DEGREE_TOL * h:
+            raise ModelError(f"degree {degree} disagrees with the Cobb-Douglas exponents, which sum to {h:.6g}")
+        h = float(degree)
+    return utility, (1.0 if h is None else h)
+
+
 class MarkovPseudoGame(FamilyModel):
     """A tabular linear-quadratic Markov pseudo-game (see the module docstring).
 
@@ -200,6 +244,9 @@ class MarkovPseudoGame(FamilyModel):
         return not np.any(self.transition_slopes)
 
 
+WORLD_ARRAYS = ("endowments", "asset_returns")    # the economy's arrays indexed by world state first
+
+
 class MarkovExchangeEconomy(FamilyModel):
     """An infinite-horizon exchange economy over an exogenous Markov chain of world states.
 
@@ -228,17 +275,17 @@ class MarkovExchangeEconomy(FamilyModel):
         return "markov-tatonnement" if self.utility.kind == "linear" else "markov-newton"
 
     def __init__(self, utility, endowments, transitions, discount=0.9, *, initial=None, asset_returns=None,
-                 borrowing_limit=1.0, holding_limit=1.0, asset_price_max=10.0, price_sum=10.0):
+                 borrowing_limit=1.0, holding_limit=1.0, asset_price_max=10.0, price_sum=10.0, degree=None):
         from .utilities import UtilityForm, utility_from_params
         if isinstance(utility, tuple) and len(utility) == 2:
             kind, weights = utility
             key = {"linear": "values", "cobb_douglas": "exponents", "leontief": "requirements"}.get(kind, "weights")
+            if kind == "cobb_douglas":
+                weights = _cobb_douglas_rows(weights)
             utility = utility_from_params(kind, {key: weights})
         if not isinstance(utility, UtilityForm):
             raise ModelError("utility must be a UtilityForm or a (kind, weights) pair")
-        if not getattr(utility, "homogeneous", False):
-            raise ModelError(f"{type(utility).__name__} utility is not homogeneous of degree 1 (Cobb-Douglas "
-                             "exponents must sum to 1): the economy's exact best responses rely on it")
+        utility, self.degree = _degree_one(utility, degree)
         self.endowments = _finite(_array(endowments, "endowments", (None, None, None)), "endowments")
         W, N, M = self.endowments.shape
         if utility.shape != (N, M):
@@ -266,6 +313,32 @@ class MarkovExchangeEconomy(FamilyModel):
                 raise ModelError(f"{name} must be > 0")
             setattr(self, name, float(v))
         self.n_world, self.n_consumers, self.n_goods, self.n_assets = W, N, M, K
+
+    def method_support(self) -> list[tuple[str, bool]]:
+        """(option, supported by the economy methods) for each model option this economy uses beyond
+        the base model; a method refuses the economy (one-line ModelError) on an unsupported one."""
+        out = []
+        if self.degree != 1.0:
+            out.append((f"utilities homogeneous of degree {self.degree:.6g} (only degree 1: consumers "
+                        "risk-neutral in wealth, portfolio best responses LPs)", False))
+        return out
+
+    def restricted(self, worlds) -> "MarkovExchangeEconomy":
+        """The same economy on the world states ``worlds`` only (indices; the chain must not leave
+        them: the world states it can reach from the initial distribution, for instance)."""
+        import copy
+        worlds = np.asarray(worlds, dtype=int)
+        T = self.transitions[np.ix_(worlds, worlds)]
+        if np.any(np.abs(T.sum(axis=1) - 1) > STOCHASTIC_TOL) or abs(self.initial[worlds].sum() - 1) > STOCHASTIC_TOL:
+            raise ModelError("restricted(): the chain leaves the given world states")
+        out = copy.copy(self)
+        out.transitions, out.initial = T, self.initial[worlds]
+        for name in WORLD_ARRAYS:
+            value = getattr(self, name, None)
+            if value is not None:
+                setattr(out, name, value[worlds])
+        out.n_world = len(worlds)
+        return out
 
 
 class LinearQuadraticMarkovGame(FamilyModel):

@@ -244,13 +244,15 @@ def certificate(econ, chain, profile: Profile):
     return m, expl
 
 
-def tatonnement(econ, run, *, step=0.5, asset_step=1.0, asset_every=10, asset_decay=1.0, check_every=25):
+def tatonnement(econ, run, *, step=0.5, asset_step=1.0, asset_every=10, asset_decay=1.0, check_every=25,
+                start_iteration=0):
     """Multiplicative tatonnement on goods prices per state with exact demands (Cobb-Douglas,
     Leontief, CES), proportional response for linear utilities (spending shares follow the utility
     each good brings; prices clear the goods markets); every ``asset_every`` steps the asset markets
     are cleared at the current goods prices (:func:`clear_assets`, damped by ``asset_step``). Every ``check_every`` steps the profile is certified and handed to ``run``
     (:class:`~solvopt.games.tracking.EquilibriumRun`, which keeps the best and says when to stop).
-    Returns the metrics of every certified profile, keyed by iteration."""
+    Returns the metrics of every certified profile, keyed by iteration (counted from
+    ``start_iteration``, for a run that continues another method's)."""
     chain = pair_chain(econ)
     prof = initial_profile(econ, chain)
     p, q, y = prof.prices, prof.asset_prices, prof.portfolio
@@ -259,11 +261,11 @@ def tatonnement(econ, run, *, step=0.5, asset_step=1.0, asset_every=10, asset_de
     if econ.utility.kind == "linear":     # spending shares of proportional response, from even spending
         shares = np.broadcast_to(econ.utility.weights > 0, prof.consumption.shape).astype(float)
         shares /= shares.sum(axis=-1, keepdims=True)
-    m, expl = certificate(econ, chain, prof)
-    history = {0: m}
-    if run.record(0, prof, expl):
+    m, expl = checked_certificate(econ, chain, prof)
+    it = start_iteration
+    history = {it: m}
+    if run.record(it, prof, expl):
         return history
-    it = 0
     while True:
         it += 1
         if shares is not None:                          # proportional response (linear utilities)
@@ -277,11 +279,11 @@ def tatonnement(econ, run, *, step=0.5, asset_step=1.0, asset_every=10, asset_de
             p = tatonnement_step(econ, chain, p, q, y, supply, step)
         if econ.n_assets and it % asset_every == 0:   # damping asset_step / (1 + clearings)^asset_decay
             q, y = clear_assets(econ, chain, p, y, asset_step / (1.0 + it // asset_every) ** asset_decay)
-        last = it % check_every == 0
+        last = (it - start_iteration) % check_every == 0
         if last or run.should_stop(it):
             held = affordable(econ, chain, p, q, y)     # the certified profile is budget-feasible
             prof = Profile(p.copy(), q.copy(), _consumption(econ, chain, p, q, held, shares), held)
-            m, expl = certificate(econ, chain, prof)
+            m, expl = checked_certificate(econ, chain, prof)
             history[it] = m
             if run.record(it, prof, expl) or not last or run.should_stop(it):
                 return history
@@ -438,6 +440,11 @@ class SmoothedEquations:
             self.utility = SmoothedLinear(self.econ.utility.weights, max(2.0, LINEAR_SMOOTHING / tau))
             self.sigma, self.smoothing = self.utility.sigma, tau
 
+    def on_simplex(self, prices):
+        """Flat goods prices (S * M,) put back on the scaled simplex of every state (sum price_sum)."""
+        S, M = self.shape[:2]
+        return project_prices(self.econ, prices.reshape(S, M)).ravel()
+
     @property
     def n(self) -> int:
         return self.n_market + int(self.risk.sum()) + (0 if self.free is None else int(self.free.sum()))
@@ -579,6 +586,7 @@ class SmoothedEquations:
         econ, chain = self.econ, self.chain
         p, eta, mu, y_exact = self.split(v)
         y = self.holdings(p, eta, mu, tau, y_exact)[0]
+        p = self.on_simplex(p.ravel()).reshape(p.shape)
         q = np.minimum(np.exp(eta), econ.asset_price_max)[chain.world]
         held = affordable(econ, chain, p, q, y)
         self.at(tau)        # the consumption the equations clear (smoothed for linear utilities)
@@ -615,7 +623,7 @@ class SmoothedLinear:
 
 
 def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_steps=8, warm_steps=500,
-           polish_below=0.03, check=None):
+           polish_below=0.03, check=None, start_iteration=0):
     """Newton's method on :class:`SmoothedEquations`, continued from smooth (``tau_start``) to sharp
     (``tau_end``) portfolios. Each stage divides tau by up to ``tau_factor``; a stage whose Newton
     corrector does not converge within ``newton_steps`` is retried from the last converged point
@@ -624,7 +632,7 @@ def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_st
     is polished: Newton on the exact (tau = 0) equations with the holdings the logit leaves
     interior as unknowns (:meth:`_Newton.polish`). Every Newton iterate is certified (exact best
     responses) and handed to ``run``. Returns the metrics of every certified profile, keyed by
-    iteration."""
+    iteration (counted from ``start_iteration``)."""
     chain = pair_chain(econ)
     eq = SmoothedEquations(econ, chain)
     S, M, W, K, N = eq.shape
@@ -633,7 +641,7 @@ def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_st
         p0 = tatonnement_step(econ, chain, p0, np.zeros((S, K)), np.zeros((W, N, K)), eq.supply, 0.5)
     log_reservation = eq.holdings(p0, np.zeros((W, K)), np.zeros((S, N)), 1.0)[2]   # the margins at eta = 0
     v = np.concatenate([p0.ravel(), np.median(log_reservation, axis=1).ravel()])  # median log reservation price
-    solver = _Newton(eq, run, check)
+    solver = _Newton(eq, run, check, start_iteration)
     good, tau_good, log_cut = None, None, -np.log(tau_factor)
     tau = tau_start
     if solver.certify(v, tau, eq.evaluate(v, tau, jacobian=False)[0], 0.0):     # the starting point
@@ -675,9 +683,9 @@ def _extrapolate(eq, v, tau, good, tau_good, before):
 class _Newton:
     """Newton iterations on :class:`SmoothedEquations` with certification of every iterate."""
 
-    def __init__(self, eq: SmoothedEquations, run, check=None):
+    def __init__(self, eq: SmoothedEquations, run, check=None, start_iteration=0):
         self.eq, self.run, self.check = eq, run, check
-        self.history, self.it = {}, 0
+        self.history, self.it = {}, start_iteration
         self.floor = 1e-14 * eq.mean_price
 
     def correct(self, v, tau, steps):
@@ -686,14 +694,18 @@ class _Newton:
         for _ in range(steps):
             eq.anchor = np.argmax(eq.split(v)[0], axis=1)
             f, J = eq.evaluate(v, tau)
+            if not (np.all(np.isfinite(f)) and np.all(np.isfinite(J))):
+                return v, "stalled"
             merit = f @ f
             if merit < 1e-18:
                 return v, "converged"
             step = _newton_step(J, f)
+            if step is None:
+                return v, "stalled"
             t = 1.0
             for _ in range(30 if eq.free is None else 6):     # a polish that needs tiny steps has the wrong active set
                 trial = v + t * step
-                trial[:eq.n_prices] = np.maximum(trial[:eq.n_prices], self.floor)
+                trial[:eq.n_prices] = eq.on_simplex(np.maximum(trial[:eq.n_prices], self.floor))
                 mus = slice(eq.n_market, eq.n_market + int(eq.risk.sum()))
                 trial[mus] = np.maximum(trial[mus], 0.0)
                 ft = eq.evaluate(trial, tau, jacobian=False)[0]
@@ -713,7 +725,7 @@ class _Newton:
         eq = self.eq
         self.it += 1
         prof = eq.profile(v, tau)
-        m, expl = certificate(eq.econ, eq.chain, prof)
+        m, expl = checked_certificate(eq.econ, eq.chain, prof)
         m.update(tau=0.0 if eq.free is not None else tau, residual=float(np.sqrt(f @ f)), risky=int(eq.risk.sum()),
                  step=t)
         self.history[self.it] = m
@@ -767,7 +779,11 @@ def _newton_step(J, f):
             return step
     except np.linalg.LinAlgError:
         pass
-    return np.linalg.lstsq(J, -f, rcond=1e-12)[0]
+    try:
+        step = np.linalg.lstsq(J, -f, rcond=1e-12)[0]
+    except np.linalg.LinAlgError:     # the SVD did not converge: no step (the stage counts as stalled)
+        return None
+    return step if np.all(np.isfinite(step)) else None
 
 
 POLISH_FREE = 0.5       # polish only when at most this fraction of the holdings is left interior
@@ -788,3 +804,118 @@ def _watch_wealth(eq: SmoothedEquations, v, tau):
     return np.concatenate([v[:eq.n_market], mu[eq.risk]])
 
 
+
+
+# --- prices on the simplex, unreachable world states, continuation until the time limit -----------
+PRICE_TOL = 1e-9     # certified goods prices sum to price_sum within this (relative)
+
+
+def project_prices(econ, p) -> np.ndarray:
+    """(S, M) goods prices put back on the simplex scaled to ``price_sum`` in every state: negative
+    entries to 0, then each row scaled to the sum (a zero row becomes uniform)."""
+    p = np.maximum(np.asarray(p, dtype=float), 0.0)
+    total = p.sum(axis=1, keepdims=True)
+    uniform = np.full_like(p, 1.0 / p.shape[1])
+    return econ.price_sum * np.where(total > 0, p / np.where(total > 0, total, 1.0), uniform)
+
+
+def check_prices(econ, p) -> None:
+    """SolverError unless every state's goods prices are >= 0 and sum to price_sum (to PRICE_TOL)."""
+    off = np.abs(p.sum(axis=1) - econ.price_sum)
+    if np.any(p < 0) or np.any(off > PRICE_TOL * econ.price_sum):
+        raise SolverError(f"goods prices left the simplex (sums off by up to {off.max():.3g}, smallest price "
+                          f"{p.min():.3g}): the method must project them back before certifying")
+
+
+def checked_certificate(econ, chain, profile: Profile):
+    """:func:`certificate` of a profile whose goods prices are first checked to lie on the simplex."""
+    check_prices(econ, profile.prices)
+    return certificate(econ, chain, profile)
+
+
+def reachable_worlds(econ) -> np.ndarray:
+    """(W,) bool: the world states the chain can reach from the initial distribution."""
+    reach = econ.initial > 0
+    while True:
+        grown = reach | np.any(econ.transitions[reach] > 0, axis=0)
+        if np.array_equal(grown, reach):
+            return reach
+        reach = grown
+
+
+def lift_profile(econ, chain, sub_chain, worlds, prof: Profile) -> Profile:
+    """A profile of the economy restricted to ``worlds`` (indices of the full economy's world states)
+    as one of the full economy: the states never reached get uniform goods prices, asset price 0,
+    no holdings bought there and the exact demand at their wealth (they carry no weight in any
+    value, and with asset price 0 nothing there constrains a deviation; the certificate is
+    computed on the full economy all the same)."""
+    S, M, K = len(chain.world), econ.n_goods, econ.n_assets
+    index = {(int(v), int(w)): k for k, (v, w) in enumerate(zip(chain.prev, chain.world))}
+    rows = np.array([index[(int(worlds[v]) if v >= 0 else -1, int(worlds[w]))]
+                     for v, w in zip(sub_chain.prev, sub_chain.world)], dtype=int)
+    p = np.full((S, M), econ.price_sum / M)
+    q = np.zeros((S, K))
+    y = np.zeros((econ.n_world, econ.n_consumers, K))
+    p[rows], q[rows] = prof.prices, prof.asset_prices
+    y[worlds] = prof.portfolio
+    x = demand(econ, chain, p, q, y)
+    x[rows] = prof.consumption
+    return Profile(p, q, x, y)
+
+
+class _LiftedRun:
+    """The run of an economy restricted to its reachable world states: each profile is lifted to the
+    full economy (:func:`lift_profile`), certified there and handed to the real run."""
+
+    def __init__(self, run, econ, sub, worlds):
+        self.run, self.econ, self.worlds = run, econ, worlds
+        self.chain, self.sub_chain = pair_chain(econ), pair_chain(sub)
+        self.history = {}
+
+    def record(self, iteration, prof, expl):
+        full = lift_profile(self.econ, self.chain, self.sub_chain, self.worlds, prof)
+        m, expl = checked_certificate(self.econ, self.chain, full)
+        self.history[iteration] = m
+        return self.run.record(iteration, full, expl)
+
+    def should_stop(self, iteration):
+        return self.run.should_stop(iteration)
+
+    def __getattr__(self, name):          # deadline, tolerance, best, ... of the real run
+        return getattr(self.run, name)
+
+
+RESTART_TAUS = (1.0, 0.01, 0.3, 0.003)    # markov-newton's restarts (first smoothing), then tatonnement
+
+
+def solve(econ, run, method, **params) -> dict:
+    """Run ``method`` ("markov-newton" or "markov-tatonnement") on the economy until the run stops
+    (tolerance, time or iteration limit, interrupt): world states the chain never reaches are left
+    out and given consistent prices (:func:`lift_profile`); when markov-newton's continuation ends
+    before the tolerance it restarts with another first smoothing (RESTART_TAUS), and after those
+    falls back to tatonnement until the time limit (without a time limit the run then ends, with
+    the best certified profile and ITERATION_LIMIT). Returns the full economy's metrics keyed by
+    iteration."""
+    keep = reachable_worlds(econ)
+    target, lifted = econ, None
+    if not keep.all():
+        worlds = np.flatnonzero(keep)
+        target = econ.restricted(worlds)
+        run = lifted = _LiftedRun(run, econ, target, worlds)
+    history = {}
+
+    def finished(it) -> bool:
+        return (run.best is not None and run.best_score <= run.tolerance) or run.should_stop(it)
+
+    if method == "markov-tatonnement":
+        history.update(tatonnement(target, run, **params))
+    else:
+        first = params.pop("tau_start")
+        for tau in [first] + [t for t in RESTART_TAUS if t != first]:
+            history.update(newton(target, run, tau_start=tau, start_iteration=max(history, default=0), **params))
+            if finished(max(history)):
+                break
+        else:
+            if run.deadline is not None:
+                history.update(tatonnement(target, run, start_iteration=max(history) + 1))
+    return history if lifted is None else lifted.history

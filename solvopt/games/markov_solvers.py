@@ -25,6 +25,10 @@ class _MarkovSolver(Solver):
         from solvopt.dsl import markov_games
         if not isinstance(model, getattr(markov_games, cls.model_class)):
             raise ModelError(f"method {cls.name!r} solves {cls.model_class} models, got {type(model).__name__}")
+        if cls.model_class == "MarkovExchangeEconomy":
+            for option, supported in model.method_support():
+                if not supported:
+                    raise ModelError(f"method {cls.name!r} does not support {option}")
         return model
 
 
@@ -79,8 +83,8 @@ class MarkovTatonnement(_MarkovSolver):
     def solve(self, econ, options):
         x = options.extra
         run = _economy_run(econ, options)
-        history = economy.tatonnement(econ, run, step=x["step"], asset_step=x["asset_step"],
-                                      asset_every=x["asset_every"], asset_decay=x["asset_decay"], check_every=x["check_every"])
+        history = economy.solve(econ, run, self.name, step=x["step"], asset_step=x["asset_step"],
+                                asset_every=x["asset_every"], asset_decay=x["asset_decay"], check_every=x["check_every"])
         return _economy_result(econ, run, history)
 
 
@@ -111,9 +115,9 @@ class MarkovNewton(_MarkovSolver):
         if x["tau_factor"] >= 1:
             raise ModelError(f"tau_factor must be < 1, got {x['tau_factor']}")
         run = _economy_run(econ, options)
-        history = economy.newton(econ, run, tau_start=x["tau_start"], tau_end=x["tau_end"],
-                                 tau_factor=x["tau_factor"], newton_steps=x["newton_steps"],
-                                 warm_steps=x["warm_steps"])
+        history = economy.solve(econ, run, self.name, tau_start=x["tau_start"], tau_end=x["tau_end"],
+                                tau_factor=x["tau_factor"], newton_steps=x["newton_steps"],
+                                warm_steps=x["warm_steps"])
         return _economy_result(econ, run, history)
 
 
