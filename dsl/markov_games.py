@@ -11,11 +11,32 @@ initial distribution. Policies are tables: one joint action per state. Rewards c
 own action and transitions affine in it make every best response a concave program per state,
 solved exactly (see :mod:`solvopt.games.markov`).
 
-:class:`MarkovExchangeEconomy`: consumers with degree-1 homogeneous utilities (linear,
-Cobb-Douglas with exponents summing to 1, Leontief, CES) over goods, endowments that depend on an
-exogenous world state (a Markov chain), assets paying returns in the next world state, borrowing
-and holding limits, and an auctioneer who sets prices. Its recursive Radner equilibria are the
-generalized Markov perfect equilibria of that Markov pseudo-game (:mod:`solvopt.games.economy`).
+:class:`MarkovExchangeEconomy`: consumers with homogeneous utilities (linear, Cobb-Douglas,
+Leontief, CES) over goods, endowments that depend on an exogenous world state (a Markov chain),
+assets paying returns in the next world state, borrowing and holding limits, and an auctioneer who
+sets prices. Its recursive Radner equilibria are the generalized Markov perfect equilibria of that
+Markov pseudo-game (:mod:`solvopt.games.economy`).
+
+The consumer's problem, precisely (what a certificate must bound; W world states, chain T, initial
+mu, discount gamma). The Markov state is s = (v, w), v the previous world state (none at a start
+state, drawn from mu), w the current one. Consumer i at s, facing goods prices p(s) (>= 0, summing
+to price_sum) and asset prices q(s) (in [0, asset_price_max]), holding y_i(v) bought at v:
+
+- goods it owns: g_i(s) = e_i(w) + sum_k y_ik(v) b_k(w) for assets paying bundles b_k(w) (goods,
+  ``asset_returns`` of shape (W, K, M)), clipped to [endowment_floor, endowment_cap] goodwise when
+  those are given; g_i(s) = e_i(w) at a start state (nothing carried, nothing clipped);
+- wealth: W_i(s) = p(s) . g_i(s) + sum_k R_k(w) y_ik(v) - q(s) . y_i(s) for money returns R
+  (``asset_returns`` of shape (W, K); bundle assets: that term is 0, their payout is in g_i);
+- choice: a bundle x_i(s) >= 0 with p(s) . x_i(s) <= W_i(s), holdings -borrowing_limit <= y_i(s)
+  <= holding_limit, and W_i(s) >= 0 (no default);
+- reward: u_i(x_i(s))^degree (u_i the degree-1 form; with degree 1 the best bundle is worth
+  beta_i(p) W, so the value is linear in wealth; with degree h < 1 it is (beta_i(p) W)^h, concave);
+- objective: E sum_{t < horizon} gamma^t reward_t from mu (horizon None: infinite);
+- goods supply at s: sum_i g_i(s) (bundle payouts are delivered goods); asset supply 0.
+
+With ``endowment_shocks`` the world state is the pair (base world state, shock), expanded into
+the chain itself (see the class), so everything above holds with that chain. The equilibrium
+methods take degree 1, no floors or caps and an infinite horizon (:meth:`method_support`).
 
 :class:`LinearQuadraticMarkovGame` adds a continuous state component z in R^c to the finite state
 s: linear dynamics z' = A(s) z + B(s) a + b(s) + w (w Gaussian, covariance W(s), or none), rewards
@@ -244,24 +265,58 @@ class MarkovPseudoGame(FamilyModel):
         return not np.any(self.transition_slopes)
 
 
-WORLD_ARRAYS = ("endowments", "asset_returns")    # the economy's arrays indexed by world state first
+def _endowment_bounds(floor, cap, M, bundles):
+    """(M,) floor and cap of the endowments after payouts (None: none), checked."""
+    if floor is None and cap is None:
+        return None, None
+    if not bundles:
+        raise ModelError("endowment_floor / endowment_cap clip the goods endowment after the payouts of assets "
+                         "paying bundles of goods: give asset_returns as (world states, assets, goods)")
+    lo = np.zeros(M) if floor is None else np.broadcast_to(_finite(_array(floor, "endowment_floor"),
+                                                                   "endowment_floor"), (M,)).copy()
+    hi = np.full(M, np.inf) if cap is None else np.broadcast_to(_array(cap, "endowment_cap"), (M,)).copy()
+    if np.any(lo < 0) or np.any(lo > hi):
+        raise ModelError("endowment bounds must satisfy 0 <= endowment_floor <= endowment_cap")
+    return lo, hi
+
+
+def _horizon(horizon):
+    if horizon is None:
+        return None
+    if isinstance(horizon, bool) or not isinstance(horizon, numbers.Integral) or horizon < 1:
+        raise ModelError(f"horizon must be None (infinite) or a positive number of periods, got {horizon!r}")
+    return int(horizon)
+
+
+WORLD_ARRAYS = ("endowments", "_asset_returns", "asset_bundles", "base_world", "shock")    # the economy's arrays indexed by world state first
 
 
 class MarkovExchangeEconomy(FamilyModel):
-    """An infinite-horizon exchange economy over an exogenous Markov chain of world states.
+    """An exchange economy over an exogenous Markov chain of world states (module docstring).
 
     Parameters (W world states, N consumers, M goods, K assets):
 
     - ``utility``: a degree-1 homogeneous :class:`solvopt.dsl.utilities.UtilityForm` with weights
       of shape (N, M) (one row per consumer), or ``(kind, weights)`` with kind linear /
-      cobb_douglas / leontief;
+      cobb_douglas / leontief (Cobb-Douglas rows summing to 1 within 1e-6 are normalised);
+    - ``degree`` h in (0, 1] (default 1): consumer i's utility is u_i(x)^h, u_i the degree-1 form
+      (Cobb-Douglas exponent rows that all sum to h < 1 state the same thing and need ``degree=h``);
     - ``endowments``: (W, N, M) goods each consumer receives in each world state (>= 0, every good
       present in every state);
     - ``transitions``: (W, W) the world-state chain; ``initial``: (W,) (default uniform);
-    - ``discount`` in [0, 1);
-    - ``asset_returns``: (W, K) what one unit of asset k pays in world state w (paid in the world
-      state after the purchase); ``borrowing_limit`` b >= 0 (holdings >= -b), ``holding_limit``
-      (holdings <= it), ``asset_price_max`` (asset prices in [0, it]);
+    - ``discount`` in [0, 1); ``horizon``: None (infinite) or the number of periods T >= 1;
+    - ``asset_returns``: (W, K) the money one unit of asset k pays in world state w, or (W, K, M)
+      the bundle of goods it pays there (delivered to the holder and valued at that state's goods
+      prices); paid in the world state after the purchase; ``borrowing_limit`` b >= 0 (holdings
+      >= -b), ``holding_limit`` (holdings <= it), ``asset_price_max`` (asset prices in [0, it]);
+    - ``endowment_floor``, ``endowment_cap``: a number or (M,) per good: after the payouts of
+      bundle assets each consumer's goods endowment is clipped to [floor, cap] (every state but
+      the start states, where nothing is paid out yet);
+    - ``endowment_shocks``: (Z, N, M) additive endowment draws, one drawn every period
+      independently of everything else with ``shock_probabilities`` (Z,) (default uniform). The
+      economy is built on the product chain: world state w * Z + z is (w, shock z), endowment
+      e(w) + shock(z) (>= 0), transitions T(w, w') P(z'), initial mu(w) P(z), the returns of w;
+      ``base_world`` and ``shock`` give each world state's two parts;
     - ``price_sum``: goods prices lie on the simplex scaled to it (prices are relative).
     """
 
@@ -275,7 +330,9 @@ class MarkovExchangeEconomy(FamilyModel):
         return "markov-tatonnement" if self.utility.kind == "linear" else "markov-newton"
 
     def __init__(self, utility, endowments, transitions, discount=0.9, *, initial=None, asset_returns=None,
-                 borrowing_limit=1.0, holding_limit=1.0, asset_price_max=10.0, price_sum=10.0, degree=None):
+                 borrowing_limit=1.0, holding_limit=1.0, asset_price_max=10.0, price_sum=10.0, degree=None,
+                 endowment_floor=None, endowment_cap=None, endowment_shocks=None, shock_probabilities=None,
+                 horizon=None):
         from .utilities import UtilityForm, utility_from_params
         if isinstance(utility, tuple) and len(utility) == 2:
             kind, weights = utility
@@ -286,21 +343,28 @@ class MarkovExchangeEconomy(FamilyModel):
         if not isinstance(utility, UtilityForm):
             raise ModelError("utility must be a UtilityForm or a (kind, weights) pair")
         utility, self.degree = _degree_one(utility, degree)
-        self.endowments = _finite(_array(endowments, "endowments", (None, None, None)), "endowments")
-        W, N, M = self.endowments.shape
+        endowments = _finite(_array(endowments, "endowments", (None, None, None)), "endowments")
+        W, N, M = endowments.shape
         if utility.shape != (N, M):
             raise ModelError(f"utility weights must have shape (consumers, goods) = ({N}, {M}), got {utility.shape}")
-        if np.any(self.endowments < 0) or np.any(self.endowments.sum(axis=1) <= 0):
-            raise ModelError("endowments must be >= 0 with every good present in every world state")
         self.utility = utility
-        self.transitions = _stochastic(_finite(_array(transitions, "transitions", (W, W)), "transitions"),
-                                       "transitions")
+        transitions = _stochastic(_finite(_array(transitions, "transitions", (W, W)), "transitions"), "transitions")
         self.discount = _discount(discount)
-        self.initial = _initial(initial, W)
-        R = np.zeros((W, 0)) if asset_returns is None else _finite(_array(asset_returns, "asset_returns", (W, None)),
-                                                                  "asset_returns")
-        self.asset_returns = R
-        K = R.shape[1]
+        initial = _initial(initial, W)
+        self.asset_bundles = None
+        if asset_returns is None:
+            R = np.zeros((W, 0))
+        else:
+            R = _finite(_array(asset_returns, "asset_returns"), "asset_returns")
+            if R.ndim == 3 and R.shape[0] == W and R.shape[2] == M:
+                if np.any(R < 0):
+                    raise ModelError("asset_returns given as bundles of goods must be >= 0")
+                self.asset_bundles, R = R, None
+            elif R.ndim != 2 or R.shape[0] != W:
+                raise ModelError(f"asset_returns must have shape (world states, assets) = ({W}, K) (money) or "
+                                 f"({W}, K, {M}) (bundles of goods), got {R.shape}")
+        self._asset_returns = R
+        K = R.shape[1] if R is not None else self.asset_bundles.shape[1]
         self.borrowing_limit = np.broadcast_to(_finite(_array(borrowing_limit, "borrowing_limit"), "borrowing_limit"),
                                                (K,)).copy()
         self.holding_limit = np.broadcast_to(_finite(_array(holding_limit, "holding_limit"), "holding_limit"),
@@ -312,7 +376,58 @@ class MarkovExchangeEconomy(FamilyModel):
             if v <= 0:
                 raise ModelError(f"{name} must be > 0")
             setattr(self, name, float(v))
-        self.n_world, self.n_consumers, self.n_goods, self.n_assets = W, N, M, K
+        self.endowment_floor, self.endowment_cap = _endowment_bounds(endowment_floor, endowment_cap, M,
+                                                                     self.asset_bundles is not None)
+        self.horizon = _horizon(horizon)
+        # endowment shocks: the product chain (world state, shock)
+        Z, P = 1, np.ones(1)
+        if endowment_shocks is not None:
+            shocks = _finite(_array(endowment_shocks, "endowment_shocks", (None, N, M)), "endowment_shocks")
+            Z = shocks.shape[0]
+            if Z < 1:
+                raise ModelError("endowment_shocks needs at least one draw")
+            P = _initial(shock_probabilities, Z) if shock_probabilities is not None else np.full(Z, 1.0 / Z)
+            endowments = (endowments[:, None] + shocks[None]).reshape(W * Z, N, M)
+            transitions = np.kron(transitions, np.tile(P, (Z, 1)))
+            initial = np.kron(initial, P)
+            if R is not None:
+                self._asset_returns = np.repeat(R, Z, axis=0)
+            if self.asset_bundles is not None:
+                self.asset_bundles = np.repeat(self.asset_bundles, Z, axis=0)
+        elif shock_probabilities is not None:
+            raise ModelError("shock_probabilities goes with endowment_shocks")
+        self.n_shocks, self.shock_probabilities = Z, P
+        self.base_world, self.shock = np.repeat(np.arange(W), Z), np.tile(np.arange(Z), W)
+        if np.any(endowments < 0) or np.any(endowments.sum(axis=1) <= 0):
+            raise ModelError("endowments (plus any endowment shock) must be >= 0 with every good present in every "
+                             "world state")
+        self.endowments, self.transitions, self.initial = endowments, transitions, initial
+        self.n_world, self.n_consumers, self.n_goods, self.n_assets = W * Z, N, M, K
+
+    @property
+    def asset_returns(self) -> np.ndarray:
+        """(W, K) the money each asset pays in each world state; a ModelError for assets that pay
+        bundles of goods, whose money return depends on the prices (:meth:`returns_at`)."""
+        if self._asset_returns is None:
+            raise ModelError("this economy's assets pay bundles of goods: their money return depends on the goods "
+                             "prices (MarkovExchangeEconomy.returns_at)")
+        return self._asset_returns
+
+    def returns_at(self, world, prices) -> np.ndarray:
+        """(S, K) the money one unit of each asset pays at S states with world states ``world`` (S,)
+        and goods prices ``prices`` (S, M): the money returns, or the bundles valued at the prices."""
+        world = np.asarray(world, dtype=int)
+        if self.asset_bundles is None:
+            return self._asset_returns[world]
+        return np.einsum("skm,sm->sk", self.asset_bundles[world], np.asarray(prices, dtype=float))
+
+    def payouts_at(self, world) -> np.ndarray:
+        """(S, K, M) the goods one unit of each asset delivers at world states ``world`` (zero for
+        money assets, whose payouts are not goods)."""
+        world = np.asarray(world, dtype=int)
+        if self.asset_bundles is None:
+            return np.zeros((len(world), self.n_assets, self.n_goods))
+        return self.asset_bundles[world]
 
     def method_support(self) -> list[tuple[str, bool]]:
         """(option, supported by the economy methods) for each model option this economy uses beyond
@@ -321,6 +436,14 @@ class MarkovExchangeEconomy(FamilyModel):
         if self.degree != 1.0:
             out.append((f"utilities homogeneous of degree {self.degree:.6g} (only degree 1: consumers "
                         "risk-neutral in wealth, portfolio best responses LPs)", False))
+        if self.endowment_floor is not None:
+            out.append(("endowment floors / caps after payouts (the consumer's problem is then not convex)", False))
+        if self.horizon is not None:
+            out.append((f"a finite horizon ({self.horizon} periods; stationary policies only)", False))
+        if self.asset_bundles is not None:
+            out.append(("assets paying bundles of goods", True))
+        if self.n_shocks > 1:
+            out.append(("endowment shocks (product chain)", True))
         return out
 
     def restricted(self, worlds) -> "MarkovExchangeEconomy":

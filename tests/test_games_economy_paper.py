@@ -101,3 +101,122 @@ def test_float32_cobb_douglas_exponents_are_normalised():
         MarkovExchangeEconomy(("cobb_douglas", a / 10), e, [[1.0]], 0.9, degree=0.5)
     with pytest.raises(ModelError, match="same total"):
         MarkovExchangeEconomy(("cobb_douglas", a * np.array([[0.5], [0.4], [0.5]])), e, [[1.0]], 0.9)
+
+
+# --- model options ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("utility", ["cobb_douglas", "leontief"])
+def test_bundle_jacobian_matches_finite_differences(utility):
+    from test_games_economy import central_jacobian
+    rng = np.random.default_rng(1)
+    econ = ec.random_economy(3, 3, 2, 3, utility, seed=1, bundles=True)
+    eq = ec.SmoothedEquations(econ, ec.pair_chain(econ))
+    S, M, W, K, N = eq.shape
+    eq.risk = rng.random((S, N)) < 0.4
+    eq.anchor = rng.integers(0, M, S)
+    for exact in (False, True):
+        extra = []
+        if exact:
+            free = rng.random((W, N, K)) < 0.4
+            eq.exact(free, np.where(rng.random((W, N, K)) < 0.5, -1.0, 1.0))
+            extra = [rng.uniform(-1, 1, free.sum())]
+        v = np.concatenate([rng.uniform(0.5, 1.5, S * M), rng.normal(np.log(0.9), 0.1, W * K),
+                            rng.uniform(0, 1, eq.risk.sum())] + extra)
+        F, J = eq.evaluate(v, 0.3)
+        assert np.allclose(J, central_jacobian(eq, v, 0.3), atol=1e-6, rtol=1e-6)
+
+
+def bundle_value_by_hand(econ, chain, prof):
+    """Each consumer's wealth and the goods' excess demand written out from the documented
+    semantics: at s = (v, w) consumer i holds e_i(w) + sum_k y_ik(v) b_k(w) (nothing carried into a
+    start state), worth p(s) . that, and pays q(s) . y_i(w)."""
+    S = len(chain.world)
+    wealth, z = np.zeros((S, econ.n_consumers)), np.zeros((S, econ.n_goods))
+    for s in range(S):
+        v, w = chain.prev[s], chain.world[s]
+        goods = econ.endowments[w].copy()
+        if v >= 0:
+            goods += prof.portfolio[v] @ econ.asset_bundles[w]
+        wealth[s] = goods @ prof.prices[s] - prof.portfolio[w] @ prof.asset_prices[s]
+        z[s] = prof.consumption[s].sum(axis=0) - goods.sum(axis=0)
+    return wealth, z
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_assets_paying_bundles(method):
+    econ = ec.random_economy(4, 3, 1, 3, "cobb_douglas", seed=3, bundles=True)
+    with pytest.raises(ModelError, match="bundles"):
+        econ.asset_returns
+    result = econ.solve(method=method, tolerance=1e-6, time_limit=30)
+    assert result.stats["metrics"]["relative_exploitability"] <= 2e-6
+    chain = ec.pair_chain(econ)
+    prof = ec.Profile(*(result.solution[k] for k in ("prices", "asset_prices", "consumption", "portfolio")))
+    wealth, z = bundle_value_by_hand(econ, chain, prof)
+    assert np.allclose(wealth, ec.wealth(econ, chain, prof.prices, prof.asset_prices, prof.portfolio))
+    assert np.allclose(z, ec.excess_demand(econ, chain, prof)[0])
+    # the same economy with money returns fixed at the equilibrium's values is in equilibrium there
+    # too when the returns do not depend on the previous world state's prices (one price per state)
+    R = econ.returns_at(chain.world, prof.prices)
+    assert R.shape == (len(chain.world), 1) and np.all(R > 0)
+
+
+def test_endowment_shocks_are_the_product_chain():
+    base = ec.random_economy(3, 2, 1, 2, seed=5)
+    shocks = np.random.default_rng(0).uniform(0, 0.3, (3, 3, 2))
+    P = np.array([0.2, 0.3, 0.5])
+    econ = MarkovExchangeEconomy(base.utility, base.endowments, base.transitions, 0.9,
+                                 asset_returns=base.asset_returns, endowment_shocks=shocks, shock_probabilities=P)
+    assert econ.n_world == 6 and econ.n_shocks == 3
+    # written out by hand: world state (w, z) = w * 3 + z
+    W, Z = 2, 3
+    T = np.zeros((6, 6))
+    e = np.zeros((6, 3, 2))
+    for w in range(W):
+        for z in range(Z):
+            e[w * Z + z] = base.endowments[w] + shocks[z]
+            for w2 in range(W):
+                for z2 in range(Z):
+                    T[w * Z + z, w2 * Z + z2] = base.transitions[w, w2] * P[z2]
+    assert np.allclose(econ.transitions, T) and np.allclose(econ.endowments, e)
+    assert np.allclose(econ.initial, np.repeat(base.initial, Z) * np.tile(P, W))
+    assert np.allclose(econ.asset_returns, np.repeat(base.asset_returns, Z, axis=0))
+    assert econ.base_world.tolist() == [0, 0, 0, 1, 1, 1] and econ.shock.tolist() == [0, 1, 2, 0, 1, 2]
+    explicit = MarkovExchangeEconomy(base.utility, e, T, 0.9, initial=econ.initial,
+                                     asset_returns=econ.asset_returns)
+    a = econ.solve(iteration_limit=15)
+    prof = ec.Profile(*(a.solution[k] for k in ("prices", "asset_prices", "consumption", "portfolio")))
+    assert ec.metrics(explicit, ec.pair_chain(explicit), prof)["exploitability"] == pytest.approx(a.objective,
+                                                                                                  rel=1e-9)
+    with pytest.raises(ModelError, match="endowment"):
+        MarkovExchangeEconomy(base.utility, base.endowments, base.transitions, endowment_shocks=-shocks - 1)
+
+
+def paper_like(**options):
+    return ec.random_economy(3, 2, 1, 2, "leontief", seed=6, bundles=True, **options)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"endowment_floor": 0.01, "endowment_cap": 0.1}, "floors"),
+    ({"horizon": 30}, "horizon"),
+    ({"degree": 0.5}, "degree 0.5"),
+])
+def test_unsupported_options_are_refused_by_the_methods(options, message):
+    econ = paper_like(**options)
+    for method in METHODS:
+        with pytest.raises(ModelError, match=message):
+            econ.solve(method=method, iteration_limit=1)
+
+
+def test_option_inputs_are_checked():
+    with pytest.raises(ModelError, match="bundles of goods"):
+        ec.random_economy(3, 2, 1, 2, endowment_floor=0.1)
+    with pytest.raises(ModelError, match="floor"):
+        paper_like(endowment_floor=0.2, endowment_cap=0.1)
+    with pytest.raises(ModelError, match="horizon"):
+        paper_like(horizon=0)
+    with pytest.raises(ModelError, match=r"degree must be a number in \(0, 1\]"):
+        paper_like(degree=1.5)
+    with pytest.raises(ModelError, match="asset_returns"):
+        MarkovExchangeEconomy(("linear", np.ones((3, 2))), np.ones((2, 3, 2)), np.eye(2), asset_returns=np.ones((2, 1, 5)))
+    econ = paper_like(endowment_floor=0.01, endowment_cap=0.1, horizon=30)
+    assert econ.endowment_floor.tolist() == [0.01, 0.01] and econ.horizon == 30
+

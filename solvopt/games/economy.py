@@ -76,7 +76,7 @@ def wealth(econ, chain: PairChain, prices, asset_prices, portfolio) -> np.ndarra
     e = econ.endowments[chain.world]                                     # (S, N, M)
     out = np.einsum("sm,snm->sn", prices, e)
     if econ.n_assets:
-        R = econ.asset_returns[chain.world]                               # (S, K)
+        R = econ.returns_at(chain.world, prices)                          # (S, K) (bundles valued at p(s))
         carried = np.where((chain.prev >= 0)[:, None, None], portfolio[np.maximum(chain.prev, 0)], 0.0)
         out = out + np.einsum("sk,snk->sn", R, carried) - np.einsum("sk,snk->sn", asset_prices,
                                                                     portfolio[chain.world])
@@ -88,14 +88,18 @@ def bang_per_buck(econ, prices) -> np.ndarray:
     return econ.utility.indirect(prices[:, None, :], 1.0)
 
 
-def portfolio_matrix(econ, chain: PairChain, asset_prices) -> np.ndarray:
+def portfolio_matrix(econ, chain: PairChain, asset_prices, prices=None) -> np.ndarray:
     """G (S, W*K): wealth W_i(s) = c_i(s) + G(s) . y_i, the same for every consumer:
-    -q_k(s) on the holding bought at s (world w_s), +R_k(w_s) on the one carried from prev_s."""
+    -q_k(s) on the holding bought at s (world w_s), +R_k(s) on the one carried from prev_s (R the
+    money return; for assets paying bundles of goods their value at the goods ``prices``, needed then)."""
     W, K, S = econ.n_world, econ.n_assets, len(chain.world)
     G = np.zeros((S, W, K))
     G[np.arange(S), chain.world] -= asset_prices
     after = np.flatnonzero(chain.prev >= 0)
-    G[after, chain.prev[after]] += econ.asset_returns[chain.world[after]]
+    if econ.asset_bundles is not None and prices is None:
+        from solvopt.core.errors import ModelError
+        raise ModelError("portfolio_matrix: assets paying bundles of goods need the goods prices")
+    G[after, chain.prev[after]] += econ.returns_at(chain.world[after], None if prices is None else prices[after])
     return G.reshape(S, W * K)
 
 
@@ -120,7 +124,7 @@ def consumer_best_value(econ, chain, prices, asset_prices, beta):
     base = np.einsum("sn,sn->n", weight, c)
     if K == 0:
         return base, base.copy(), np.zeros((W, N, 0))
-    G = portfolio_matrix(econ, chain, asset_prices)
+    G = portfolio_matrix(econ, chain, asset_prices, prices)
     g = G.T @ weight                                                       # (W*K, N)
     lb, ub = np.tile(-econ.borrowing_limit, W), np.tile(econ.holding_limit, W)
     y = np.where(g > 0, ub[:, None], np.where(g < 0, lb[:, None], np.clip(0.0, lb, ub)[:, None]))
@@ -149,9 +153,14 @@ def _portfolio_lp(G, c, g, lb, ub, i):
 
 
 def excess_demand(econ, chain, profile: Profile) -> tuple[np.ndarray, np.ndarray]:
-    """(S, M) goods' excess demand z(s) and (W, K) assets' Y(w)."""
+    """(S, M) goods' excess demand z(s) and (W, K) assets' Y(w). The goods supply at s = (v, w) is
+    the endowments plus what bundle assets bought at v deliver: sum_i e_i(w) + Y(v) . B(w)."""
     z = profile.consumption.sum(axis=1) - econ.endowments[chain.world].sum(axis=1)
-    return z, profile.portfolio.sum(axis=1)
+    Y = profile.portfolio.sum(axis=1)
+    if econ.asset_bundles is not None:
+        after = np.flatnonzero(chain.prev >= 0)
+        z[after] -= np.einsum("sk,skm->sm", Y[chain.prev[after]], econ.asset_bundles[chain.world[after]])
+    return z, Y
 
 
 def metrics(econ, chain: PairChain, profile: Profile) -> dict:
@@ -207,7 +216,7 @@ def _portfolio_foc(econ, chain, p, q, y, beta) -> float:
     if econ.n_assets == 0:
         return 0.0
     W, N, K = y.shape
-    g = portfolio_matrix(econ, chain, q).T @ (chain.occupancy[:, None] * beta)      # (W*K, N)
+    g = portfolio_matrix(econ, chain, q, p).T @ (chain.occupancy[:, None] * beta)   # (W*K, N)
     lb, ub = np.tile(-econ.borrowing_limit, W)[:, None], np.tile(econ.holding_limit, W)[:, None]
     yi = y.transpose(0, 2, 1).reshape(W * K, N)
     step = np.clip(yi + g / np.maximum(1.0, np.abs(g).max(axis=0)), lb, ub) - yi
@@ -307,7 +316,7 @@ def reservation_prices(econ, chain, p) -> np.ndarray:
     np.add.at(A, chain.world, wd)
     B = np.zeros((econ.n_world, econ.n_consumers, econ.n_assets))
     after = chain.prev >= 0
-    np.add.at(B, chain.prev[after], wd[after][:, :, None] * econ.asset_returns[chain.world[after]][:, None, :])
+    np.add.at(B, chain.prev[after], wd[after][:, :, None] * econ.returns_at(chain.world[after], p[after])[:, None, :])
     return B / A[..., None]
 
 
@@ -342,7 +351,7 @@ def affordable(econ, chain, p, q, y) -> np.ndarray:
     """The holdings with each consumer who would overspend somewhere scaled towards 0 (y = 0 is
     affordable, wealth is affine in y) just enough that W_i(s) >= 0 at every state; the limits
     hold since they contain 0. Markets may then not clear: the certificate says by how much."""
-    G = portfolio_matrix(econ, chain, q)
+    G = portfolio_matrix(econ, chain, q, p)
     c = endowment_values(econ, chain, p)                                  # (S, N)
     W, N, K = y.shape
     flat = y.transpose(0, 2, 1).reshape(W * K, N)
@@ -354,9 +363,11 @@ def affordable(econ, chain, p, q, y) -> np.ndarray:
 
 
 def random_economy(consumers, goods, assets, world_states, utility="cobb_douglas", stochastic=True,
-                   discount=0.9, seed=0, **model_options):
-    """A random economy of the paper's kind (types and endowments uniform, returns uniform);
-    ``model_options`` go to :class:`~solvopt.dsl.markov_games.MarkovExchangeEconomy`."""
+                   discount=0.9, seed=0, bundles=False, **model_options):
+    """A random economy of the paper's kind (types and endowments uniform, returns uniform; with
+    ``bundles`` the assets pay bundles of goods, uniform in [0.05, 0.15] per good, worth about 1 at
+    uniform prices summing to 10); ``model_options`` go to
+    :class:`~solvopt.dsl.markov_games.MarkovExchangeEconomy`."""
     from solvopt.dsl.markov_games import MarkovExchangeEconomy
     rng = np.random.default_rng(seed)
     weights = rng.uniform(0.1, 1.0, size=(consumers, goods))
@@ -369,6 +380,8 @@ def random_economy(consumers, goods, assets, world_states, utility="cobb_douglas
     else:
         T = np.roll(np.eye(world_states), 1, axis=1)
     R = rng.uniform(0.5, 1.5, size=(world_states, assets)) if assets else None
+    if bundles and assets:
+        R = rng.uniform(0.05, 0.15, size=(world_states, assets, goods))
     return MarkovExchangeEconomy((utility, weights), endow, T, discount, asset_returns=R, **model_options)
 
 
@@ -422,7 +435,9 @@ class SmoothedEquations:
             self.smoothing = float("nan")          # linear: CES of elasticity LINEAR_SMOOTHING / tau (see at)
         self.on_world = (chain.world[None, :] == np.arange(W)[:, None]).astype(float)     # (W, S)
         self.on_prev = (chain.prev[None, :] == np.arange(W)[:, None]).astype(float)       # (W, S)
-        self.returns = econ.asset_returns[chain.world]                                     # (S, K)
+        # bundle assets: returns p(s) . b(s) set with the prices in holdings(); money: fixed
+        self.bundles = None if econ.asset_bundles is None else econ.payouts_at(chain.world)    # (S, K, M)
+        self.returns = None if self.bundles is not None else econ.asset_returns[chain.world]  # (S, K)
         self.endow = econ.endowments[chain.world]                                          # (S, N, M)
         self.supply = self.endow.sum(axis=1)                                               # (S, M)
         self.lo, self.hi = -econ.borrowing_limit, econ.holding_limit
@@ -473,6 +488,8 @@ class SmoothedEquations:
         the money weights they come from."""
         from scipy.special import expit
         self.at(tau)
+        if self.bundles is not None:
+            self.returns = np.einsum("skm,sm->sk", self.bundles, p)
         base = self.chain.occupancy[:, None] * self.utility.indirect(p[:, None, :], 1.0)           # (S, N)
         omega = base * (1.0 + mu)
         A = self.on_world @ omega                                                                 # (W, N)
@@ -517,11 +534,17 @@ class SmoothedEquations:
               - self.on_world[:, None, None, :] / A[:, :, None, None])
         T = dy[..., None] * Tm
         Yp = -np.einsum("wiks,si,sij->wiksj", T, omega, x1, optimize=True)                                     # (W, N, K, S, M)
+        if self.bundles is not None:      # the returns p(s) . b(s) in B move with p(s) too
+            direct = np.einsum("ws,si,skj,wik->wiksj", self.on_prev, omega, self.bundles, 1.0 / B, optimize=True)
+            Yp += dy[..., None, None] * direct
         Ymu = T * base.T[None, :, None, :]                                                      # (W, N, K, S)
         Ye = -dy                                                                                 # (W, N, K) own (w, k)
         # wealth W[s, i] against the unknowns
         Wp = np.einsum("skw,wiktj->sitj", U, Yp, optimize=True)                                                 # (S, N, S, M)
         Wp[np.arange(S), :, np.arange(S), :] += self.endow
+        if self.bundles is not None:      # the payouts carried into s, valued at p(s)
+            Wp[np.arange(S), :, np.arange(S), :] += np.einsum("ws,skj,wik->sij", self.on_prev, self.bundles, y,
+                                                              optimize=True)
         We = np.einsum("skw,wik->siwk", U, Ye, optimize=True)
         q = np.exp(eta)
         We -= np.einsum("ws,wk,wik->siwk", self.on_world, q, y, optimize=True)
@@ -573,6 +596,8 @@ class SmoothedEquations:
             Ay[wf, kf, np.arange(len(wf))] = 1.0 / N
             Ry = wb[:, None] * Uf[si] * (ii[:, None] == if_[None, :])
             Mp = -np.einsum("fs,sf,sfj->fsj", Tm[wf, if_, kf], omega[:, if_], x1[:, if_, :], optimize=True)
+            if self.bundles is not None:
+                Mp += direct[wf, if_, kf]
             Me = np.zeros((len(wf), W, K))
             Me[np.arange(len(wf)), wf, kf] = -1.0
             Mmu = (Tm[wf, if_, kf] * base[:, if_].T)[:, si] * (if_[:, None] == ii[None, :])
