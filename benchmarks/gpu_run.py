@@ -1154,6 +1154,7 @@ def main(argv=None) -> int:
     p.add_argument("--instances", default=None, help="an extra instance folder (cvrp/, irp/ inside)")
     p.add_argument("--budget", type=float, default=None, help="total seconds (default 470, quick 260)")
     p.add_argument("--items", nargs="*", default=None, help="only these measurement items")
+    p.add_argument("--work", default=str(WORK), help="scratch folder: the partial results and the logs")
     p.add_argument("--phase", default=None, help=argparse.SUPPRESS)      # internal: a child phase
     p.add_argument("--partial", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -1171,8 +1172,9 @@ def main(argv=None) -> int:
         return 0
     start = time.monotonic()
     deadline = start + total
-    WORK.mkdir(parents=True, exist_ok=True)
-    partial = WORK / "partial.jsonl"
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    partial = work / "partial.jsonl"
     partial.unlink(missing_ok=True)
     record: dict = {"meta": {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -1222,7 +1224,7 @@ def main(argv=None) -> int:
         files = gpu_test_files(args.quick)
         cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-rfEs", "-p", "no:cacheprovider", *files]
         record["tests"]["command"] = "python -m pytest -q -m gpu " + " ".join(files)
-        status, code, out = run_child(cmd, budget, WORK / "gpu_tests.log")
+        status, code, out = run_child(cmd, budget, work / "gpu_tests.log")
         summary = next((ln.strip("= ").strip() for ln in reversed(out.splitlines())
                         if re.search(r"\d+ (passed|failed|skipped|deselected|error)", ln)), "no summary line")
         record["tests"].update(summary=summary if status != "timeout" else f"timed out after {budget:.0f} s "
@@ -1241,7 +1243,7 @@ def main(argv=None) -> int:
         cmd += ["--cpu-only"] if args.cpu_only else []
         cmd += ["--instances", args.instances] if args.instances else []
         cmd += ["--items", *args.items] if args.items else []
-        status, code, out = run_child(cmd, budget, WORK / "gpu_measure.log")
+        status, code, out = run_child(cmd, budget, work / "gpu_measure.log")
         return status, f"exit {code}" if status != "timeout" else "timed out: what was measured before is kept"
     if has_device or args.cpu_only:
         phase("measure", measure)
@@ -1276,8 +1278,8 @@ def main(argv=None) -> int:
         for w in written:
             shutil.copy2(out / w, dest / w)
         for log in ("gpu_tests.log", "gpu_measure.log"):
-            if (WORK / log).is_file():
-                shutil.copy2(WORK / log, dest / log)
+            if (work / log).is_file():
+                shutil.copy2(work / log, dest / log)
     return 0
 
 
