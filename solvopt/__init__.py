@@ -24,10 +24,15 @@ Two things happen on ``import solvopt``, before anything imports Numba:
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
 __version__ = "0.1.0"
+
+# The library's logger (progress lines and backends' logs, see solvopt.core.progress): silent
+# unless the application configures logging.
+logging.getLogger("solvopt").addHandler(logging.NullHandler())
 
 CACHE_ENV = "SOLVOPT_CACHE_DIR"  # the folder solvopt caches into (Numba's cache is its numba/ subfolder)
 

@@ -5,12 +5,27 @@ Progress never goes to stdout (stdout carries results: tables, ``--json`` lines)
 own logs are forwarded here (``progress(line, force=True)``) rather than printed. Long runs over
 a known amount of work use :meth:`Progress.rate`, whose one format (:func:`format_rate`) gives
 the count done, the rate and the ETA.
+
+Every line (progress and forwarded backend logs, printed or not) also goes to the standard
+``logging`` logger ``solvopt.progress`` (a child of ``solvopt``) at level INFO, whether or not
+the line is printed. ``solvopt`` attaches only a ``NullHandler``, so nothing changes on stderr
+unless the application configures logging, e.g.::
+
+    import logging
+    logging.basicConfig(level=logging.INFO)       # every solver's progress lines, through logging
+    logging.getLogger("solvopt").setLevel(logging.WARNING)  # or silence them again
+
+A line printed on stderr (``progress=True``) and logged to a handler that also writes to stderr
+shows twice; keep ``progress`` off when logging carries the lines.
 """
 from __future__ import annotations
 
+import logging
 import math
 import sys
 import time
+
+LOGGER = logging.getLogger("solvopt.progress")
 
 
 class Progress:
@@ -40,6 +55,8 @@ class Progress:
         line = f"[{now - self.start:8.2f}s] {message}"
         if self.log is not None:
             self.log(line)
+        if LOGGER.isEnabledFor(logging.INFO):
+            LOGGER.info(line)
         if self.enabled:
             print(line, file=self.stream, flush=True)
 
