@@ -29,6 +29,12 @@ METRICS = ("euclidean", "cityblock", "chebyshev")
 MASS_RTOL = 1e-9
 # Pairs per call of a callable metric in pair_distances (its block is at most this square).
 PAIR_CHUNK = 1024
+# Largest distance (or cost entry) accepted: the methods add two distances and multiply one by
+# at most 3 (the approximation's arcs), which must stay finite in float64.
+MAX_DISTANCE = 1e300
+# Euclidean point sets must span between these: the kernels square coordinate differences,
+# which must neither overflow nor fall below the normal float64 range.
+EUCLIDEAN_SPAN = (1e-150, 1e150)
 
 
 def validate_p(p) -> float:
@@ -81,6 +87,10 @@ def validate_cost(cost) -> np.ndarray:
     if np.any(arr < 0):
         where = tuple(int(i) for i in np.argwhere(arr < 0)[0])
         raise ModelError(f"'cost' has a negative distance at {where}")
+    if np.any(arr > MAX_DISTANCE):
+        where = tuple(int(i) for i in np.argwhere(arr > MAX_DISTANCE)[0])
+        raise ModelError(f"'cost' has an entry above {MAX_DISTANCE:g} at {where}: divide the matrix by a "
+                         "constant (W_p scales with it)")
     return arr
 
 
@@ -93,8 +103,13 @@ def validate_weights(weights, name: str, count: int, owner: str) -> np.ndarray:
         raise ModelError(f"{name!r} has {w.shape[0]} entries but {owner!r} has {count} points")
     if np.any(w < 0):
         raise ModelError(f"{name!r} has a negative weight at index {int(np.argmax(w < 0))}")
-    if not w.sum() > 0:
+    with np.errstate(over="ignore"):
+        total = float(w.sum())
+    if not total > 0:
         raise ModelError(f"{name!r} must have a positive total mass")
+    if not math.isfinite(total):
+        raise ModelError(f"{name!r} has a total mass that overflows float64: divide the masses by a constant "
+                         "(W_p scales with the total mass to the 1/p)")
     return w
 
 
@@ -172,7 +187,60 @@ class Transport(FamilyModel):
             self.a, self.b = balanced_weights(a, b, self.n, self.m)
             if callable(self.metric):
                 self.distance_block(slice(0, 1), np.arange(min(self.m, 4)))  # a bad metric fails here, clearly
+            else:
+                self._check_span()
         self.mass = float(self.a.sum())
+        self._distance_scale = None
+
+    def _box_extent(self) -> np.ndarray:
+        """Per axis, the extent of the bounding box of the points with positive mass."""
+        xs, ys = self.x[self.a > 0], self.y[self.b > 0]
+        low = np.minimum(xs.min(axis=0), ys.min(axis=0))
+        high = np.maximum(xs.max(axis=0), ys.max(axis=0))
+        with np.errstate(over="ignore"):
+            return high - low
+
+    def _check_span(self) -> None:
+        """ModelError when the distances of a named metric would leave float64's safe range."""
+        extent = self._box_extent()
+        if not np.all(np.isfinite(extent)):
+            raise ModelError("the points span more than float64 holds: divide the coordinates by a constant "
+                             "(W_p scales with them)")
+        if self.metric != "euclidean":
+            if float(extent.sum()) > MAX_DISTANCE:
+                raise ModelError(f"the points span more than {MAX_DISTANCE:g}: divide the coordinates by a constant "
+                                 "(W_p scales with them)")
+            return
+        low, high = EUCLIDEAN_SPAN
+        top = float(extent.max())
+        if top > high:
+            raise ModelError(f"the points span more than {high:g} (squared differences would overflow): divide the "
+                             "coordinates by a constant (W_p scales with them)")
+        if 0 < top < low:
+            raise ModelError(f"the points span less than {low:g} (squared differences would underflow): multiply "
+                             "the coordinates by a constant (W_p scales with them)")
+
+    def distance_scale(self) -> float | None:
+        """The data's own scale of distances: an upper bound on every distance between points with mass.
+
+        Named metrics: the metric's length of the bounding box's extent (its diagonal for
+        euclidean, within a factor sqrt(dimension) of the largest distance); a cost matrix: its
+        largest entry between rows and columns with mass; a callable metric: None (the methods
+        then use the largest distance their plan uses). 0 when every distance is 0. It scales
+        with the points (or the matrix), so statuses settled in units of it do not depend on the
+        data's units (see :func:`solvopt.transport.result.status_scale`).
+        """
+        if self._distance_scale is None:
+            if self.cost is not None:
+                rows, cols = np.flatnonzero(self.a > 0), np.flatnonzero(self.b > 0)
+                self._distance_scale = float(self.cost[np.ix_(rows, cols)].max())
+            elif callable(self.metric):
+                return None
+            else:
+                extent = self._box_extent()
+                self._distance_scale = float(np.sqrt(np.dot(extent, extent)) if self.metric == "euclidean"
+                                             else extent.sum() if self.metric == "cityblock" else extent.max())
+        return self._distance_scale
 
     def __repr__(self) -> str:
         what = f"cost {self.n}x{self.m}" if self.cost is not None else \

@@ -160,11 +160,14 @@ def test_the_proof_of_lemma_2_and_3_on_the_graph():
     assert np.all(in_bunch | (leg <= 3.0 ** p * d ** p * (1 + 1e-12)))
 
 
-def test_time_limit_before_the_flow_returns_no_plan():
+def test_time_limit_before_the_flow_returns_the_quick_plan_and_bound():
     x, y, *_ = inputs("uniform")
-    result = Transport(x, y, p=2).solve(method="approx", time_limit=1e-9)
+    model = Transport(x, y, p=2)
+    result = model.solve(method="approx", time_limit=1e-9)
     assert result.termination is Termination.TIME_LIMIT
-    assert result.objective is None
+    assert result.solution_status.value == "feasible" and result.stats["factor"] is None
+    exact = model.solve("exact").objective
+    assert result.bound <= exact * (1 + 1e-9) <= result.objective * (1 + 1e-9)
 
 
 def test_interrupt_after_the_flow_returns_the_pairing_plan(monkeypatch):

@@ -82,7 +82,9 @@ from solvopt.core.registry import Solver, register
 
 from .flow import ENGINES, FlowStopped, feasible_flow, min_cost_flow
 from .graph import Distances, TwoHopGraph, build_two_hop, default_centres
-from .result import transport_result
+from .quick import north_west, stopped_result
+from .result import plan_cost, transport_result
+from .stopping import Stopped
 
 FACTOR = 3.0
 # A plan may cost more than the flow by float error only (relative) for the factor to be stated.
@@ -91,6 +93,8 @@ COST_RTOL = 1e-9
 EXACT_PAIRS_PER_ARC = 4
 # Candidate pairs per hub beyond which improve keeps the pairing's pairs for that hub.
 PAIRS_PER_HUB_NODE = 64
+# The smallest normal float64: an arc cost below it may have underflowed to 0.
+UNDERFLOW = 2.0 ** -1022
 
 
 @register
@@ -114,22 +118,30 @@ class Approx(Solver):
         kernels = "cuda" if resolve_device(options.device) == "gpu" and model.cost is None else "numba"
         distances = Distances(model, kernels=kernels)
         k = extra["centres"] or default_centres(model.n, model.m)
-        graph = build_two_hop(distances, k, np.random.default_rng(options.seed))
-        stats = {"centres": graph.n_hubs, "arcs": graph.n_arcs, "bunch_arcs": len(graph.bunch_cols),
-                 "kernels": distances.kernels,
-                 "graph_time": time.perf_counter() - start}
+        stats = {"kernels": distances.kernels}
+        try:
+            graph = build_two_hop(distances, k, np.random.default_rng(options.seed),
+                                  stop=lambda: stop_reason(deadline) is not None)
+        except Stopped:
+            stats["graph_time"] = time.perf_counter() - start
+            return stopped_result(model, stop_reason(deadline), stats)
+        stats.update({"centres": graph.n_hubs, "arcs": graph.n_arcs, "bunch_arcs": len(graph.bunch_cols),
+                      "graph_time": time.perf_counter() - start})
         progress(f"two-hop graph: {graph.n_hubs} hubs, {graph.n_arcs:,} arcs", force=True)
         stopped = stop_reason(deadline)
         if stopped is not None:
-            return transport_result(model, None, guarantee=None, stopped=stopped, stats=stats)
+            return stopped_result(model, stopped, stats)
         if math.isinf(model.p):
             return _bottleneck(model, graph, distances, extra, deadline, progress, stats)
         return _finite(model, graph, distances, extra, deadline, progress, stats)
 
 
 def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, progress, stats):
-    p = model.p
-    scale = _length_scale(graph)
+    # Everything in normalised units: masses over the total M, lengths over the largest effective
+    # arc length s (every arc cost in [0, 1], any p). The flow's cost F is then per unit of mass in
+    # units of s^p: W_p >= s (M F_low)^(1/p) / 3.
+    p, mass = model.p, model.mass
+    scale = _length_scale(graph, p)
     tails, heads = graph.arc_ends()
     t0 = time.perf_counter()
 
@@ -138,48 +150,76 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
         return stop_reason(deadline) is not None
 
     try:
-        sol = min_cost_flow(tails, heads, graph.arc_costs(p, scale), graph.supplies(model.a, model.b),
+        sol = min_cost_flow(tails, heads, graph.arc_costs(p, scale), graph.supplies(model.a / mass, model.b / mass),
                             n_nodes=graph.n_nodes, engine=extra["engine"], path_arcs=2, stop=stop)
     except FlowStopped:
-        return transport_result(model, None, guarantee=None, stopped=stop_reason(deadline), stats=stats)
-    stats.update(engine=sol.engine, flow_time=time.perf_counter() - t0, flow_cost_p=sol.cost * scale ** p)
-    progress(f"min-cost flow ({sol.engine}): cost {sol.cost * scale ** p:.6g}", force=True)
-    lower = max(sol.cost - sol.abs_error, 0.0)                 # certified: optimum of the graph >= this
-    bound = scale * (lower / FACTOR ** p) ** (1.0 / p)
-    rows, cols, mass = _pairing(graph, sol.flow)
-    pair_cost = float(mass @ (distances.pairs(rows, cols) / scale) ** p)
-    plan = _plan(model, rows, cols, mass)
+        return stopped_result(model, stop_reason(deadline), stats)
+    flow_cost_p = _in_units(sol.cost * mass, scale, p)
+    stats.update(engine=sol.engine, flow_time=time.perf_counter() - t0, flow_cost_p=flow_cost_p)
+    progress(f"min-cost flow ({sol.engine}): cost {flow_cost_p:.6g}", force=True)
+    # certified: optimum of the graph >= lower; the costs that underflowed to 0 (each below
+    # 2^-1022, on at most two arcs per unit of mass) are added to the error
+    error = sol.abs_error + 2 * UNDERFLOW
+    lower = max(sol.cost - error, 0.0)
+    bound = scale * mass ** (1.0 / p) * lower ** (1.0 / p) / FACTOR
+    rows, cols, flow_mass = _pairing(graph, sol.flow)
+    with np.errstate(under="ignore"):
+        pair_cost = float(flow_mass @ (distances.pairs(rows, cols) / scale) ** p)
+    plan = _plan(model, rows, cols, flow_mass * mass)
     stopped = stop_reason(deadline)
+    proven = pair_cost <= sol.cost * (1 + COST_RTOL) + error
     if extra["improve"] and stopped is None:
         t0 = time.perf_counter()
         cand_rows, cand_cols = _candidates(graph, sol.flow, rows, cols)
-        costs = (distances.pairs(cand_rows, cand_cols) / scale) ** p
-        better = min_cost_flow(cand_rows, cand_cols + model.n, costs, np.concatenate([model.a, -model.b]),
-                               n_nodes=model.n + model.m, engine=extra["engine"], path_arcs=1)
+        lengths = distances.pairs(cand_rows, cand_cols)
+        top = float(lengths.max()) if len(lengths) else 0.0
+        with np.errstate(under="ignore"):
+            costs = (lengths / (top if top > 0 else 1.0)) ** p     # in [0, 1], in units of their own top
+        try:
+            better = min_cost_flow(cand_rows, cand_cols + model.n, costs,
+                                   np.concatenate([model.a, -model.b]) / mass,
+                                   n_nodes=model.n + model.m, engine=extra["engine"], path_arcs=1,
+                                   stop=lambda: stop_reason(deadline) is not None)
+        except FlowStopped:               # keep the pairing's plan: the factor and the bound hold for it
+            better, stopped = None, stop_reason(deadline)
         stats.update(improve_time=time.perf_counter() - t0, candidate_pairs=len(cand_rows))
-        if better.cost < pair_cost:
+        if better is not None:
             keep = better.flow > 0
-            plan = _plan(model, cand_rows[keep], cand_cols[keep], better.flow[keep])
-            pair_cost = better.cost
-    # the factor holds when the plan is no dearer than the flow (Lemma 2; always for a metric)
-    proven = pair_cost <= sol.cost * (1 + COST_RTOL) + sol.abs_error
-    factor = FACTOR * ((sol.cost / lower) ** (1.0 / p) if lower > 0 else 1.0) if proven else None
+            improved = _plan(model, cand_rows[keep], cand_cols[keep], better.flow[keep] * mass)
+            if plan_cost(model, improved)[0] < plan_cost(model, plan)[0]:
+                plan = improved
+    # the factor holds when the pairing (and so the plan, no dearer) costs no more than the flow
+    # (Lemma 2; always for a metric)
+    if lower > 0:
+        factor = FACTOR * (sol.cost / lower) ** (1.0 / p)
+    else:               # a flow of cost 0 (to rounding) proves a plan of cost 0; else nothing
+        factor = FACTOR if sol.cost == 0 else None
+    factor = factor if proven else None
     return transport_result(model, plan, guarantee=factor, bound=bound if proven or model.cost is not None else None,
                             stopped=stopped, stats=stats)
 
 
+def _in_units(value: float, scale: float, p: float) -> float:
+    """value * scale^p, inf when it overflows float64 (no OverflowError)."""
+    if value <= 0:
+        return 0.0
+    log = math.log(value) + p * math.log(scale)
+    return math.exp(log) if log < 709 else math.inf
+
+
 def _bottleneck(model, graph: TwoHopGraph, distances: Distances, extra, deadline, progress, stats):
     tails, heads = graph.arc_ends()
-    supplies = graph.supplies(model.a, model.b)
+    mass = model.mass                  # flows in units of the total mass (any masses, same tests)
+    supplies = graph.supplies(model.a / mass, model.b / mass)
     engine = "highs" if extra["engine"] == "highs" else "auto"
     t0 = time.perf_counter()
     t_min, flow, stopped, t_lower = _threshold_search(tails, heads, graph.arc_thresholds(), supplies,
                                                       graph.n_nodes, engine, deadline, progress, "two-hop")
     stats.update(flow_time=time.perf_counter() - t0, threshold=t_min)
     if flow is None:
-        return transport_result(model, None, guarantee=None, stopped=stopped, stats=stats)
-    rows, cols, mass = _pairing(graph, flow)
-    plan = _plan(model, rows, cols, mass)
+        return stopped_result(model, stopped, stats)
+    rows, cols, flow_mass = _pairing(graph, flow)
+    plan = _plan(model, rows, cols, flow_mass * mass)
     largest = float(distances.pairs(rows, cols).max())
     if extra["improve"] and stopped is None:
         t0 = time.perf_counter()
@@ -189,22 +229,26 @@ def _bottleneck(model, graph: TwoHopGraph, distances: Distances, extra, deadline
             stats.update(improve_time=time.perf_counter() - t0, improve="exact within the plan's bottleneck")
             return transport_result(model, exact_plan, guarantee=1.0, bound=t_exact, proven_optimal=True,
                                     stats=stats)
+        stopped = stop_reason(deadline)
+    if extra["improve"] and stopped is None:
         cand_rows, cand_cols = _candidates(graph, flow, rows, cols)
         lengths = distances.pairs(cand_rows, cand_cols)
         keep = lengths <= largest                                  # no pair longer than the pairing's
         cand_rows, cand_cols, lengths = cand_rows[keep], cand_cols[keep], lengths[keep]
-        best, better, _, _ = _threshold_search(cand_rows, cand_cols + model.n, lengths,
-                                            np.concatenate([model.a, -model.b]), model.n + model.m, engine,
-                                            None, progress, "candidate pairs")
+        best, better, stopped_here, _ = _threshold_search(cand_rows, cand_cols + model.n, lengths,
+                                                       np.concatenate([model.a, -model.b]) / mass,
+                                                       model.n + model.m, engine, deadline, progress,
+                                                       "candidate pairs")
+        stopped = stopped or stopped_here     # the pairing's factor and bound hold: the search only improves
         stats.update(improve_time=time.perf_counter() - t0, candidate_pairs=len(cand_rows), improve="candidate pairs")
         if better is not None and best < largest:
             used = better > 0
-            plan = _plan(model, cand_rows[used], cand_cols[used], better[used])
+            plan = _plan(model, cand_rows[used], cand_cols[used], better[used] * mass)
             largest = best
     # a stopped search proved only t_lower (the smallest threshold above the last infeasible one)
     # a lower bound, and holds a plan of bottleneck <= 3 t_min: its proven factor is largest / t_lower
     proven = largest <= FACTOR * t_min * (1 + COST_RTOL)
-    factor = FACTOR if stopped is None else max(largest / t_lower, 1.0) if t_lower > 0 else None
+    factor = FACTOR if t_lower == t_min else max(largest / t_lower, 1.0) if t_lower > 0 else None
     return transport_result(model, plan, guarantee=factor if proven else None, bound=t_lower if proven else None,
                             stopped=stopped, stats=stats)
 
@@ -214,16 +258,21 @@ def _exact_within(model, distances: Distances, largest: float, n_arcs: int, engi
     W_inf, so every pair of an optimal plan is among them): (W_inf, an optimal plan), or None when
     they are more than ``EXACT_PAIRS_PER_ARC`` x the graph's arcs or the search was stopped."""
     radius = np.full(model.n, np.nextafter(largest, np.inf))
-    if distances.count_within(radius) > EXACT_PAIRS_PER_ARC * n_arcs:
+    stop = lambda: stop_reason(deadline) is not None     # noqa: E731
+    try:
+        if distances.count_within(radius, stop=stop) > EXACT_PAIRS_PER_ARC * n_arcs:
+            return None
+        indptr, cols, lengths = distances.bunches(radius, stop=stop)
+    except Stopped:
         return None
-    indptr, cols, lengths = distances.bunches(radius)
     rows = np.repeat(np.arange(model.n, dtype=np.int64), np.diff(indptr))
-    t, flow, stopped, _ = _threshold_search(rows, cols + model.n, lengths, np.concatenate([model.a, -model.b]),
+    t, flow, stopped, _ = _threshold_search(rows, cols + model.n, lengths,
+                                         np.concatenate([model.a, -model.b]) / model.mass,
                                          model.n + model.m, engine, deadline, progress, "pairs within the bottleneck")
     if stopped is not None:
         return None
     used = flow > 0
-    return t, _plan(model, rows[used], cols[used], flow[used])
+    return t, _plan(model, rows[used], cols[used], flow[used] * model.mass)
 
 
 def _threshold_search(tails, heads, thresholds, supplies, n_nodes, engine, deadline, progress, what):
@@ -263,9 +312,9 @@ def _feasible_at(tails, heads, thresholds, supplies, n_nodes, engine, t):
     return full
 
 
-def _length_scale(graph: TwoHopGraph) -> float:
-    """The largest distance on the graph (costs are (d / scale)^p: no overflow for large p)."""
-    top = max((float(x.max()) for x in graph.arc_lengths() if x.size), default=0.0)
+def _length_scale(graph: TwoHopGraph, p: float) -> float:
+    """The largest effective arc length (costs are (length / scale)^p, in [0, 1]: no overflow for any p)."""
+    top = max((float(x.max()) for x in graph.effective_lengths(p) if x.size), default=0.0)
     return top if top > 0 else 1.0
 
 
@@ -289,24 +338,8 @@ def _pairing(graph: TwoHopGraph, flow: np.ndarray):
     """Lemma 2's plan as (rows, cols, mass): the bunch arcs' flow, and at each hub the north-west
     corner pairing of the mass arriving (sources in index order) with the mass leaving (targets)."""
     direct, groups = _hub_groups(graph, flow)
-    parts = [direct] + [_north_west(*group) for group in groups]
+    parts = [direct] + [north_west(*group) for group in groups]
     return tuple(np.concatenate(x) for x in zip(*parts))
-
-
-def _north_west(srcs, supply, tgts, demand):
-    """North-west corner pairing of two mass lists of (nearly) equal totals."""
-    cum_s, cum_t = np.cumsum(supply), np.cumsum(demand)
-    total = min(cum_s[-1], cum_t[-1])
-    cum_s[-1] = cum_t[-1] = total                      # float drift between the totals: the builder repairs it
-    cuts = np.unique(np.concatenate([cum_s, cum_t]))
-    cuts = cuts[cuts <= total]
-    lows = np.concatenate(([0.0], cuts[:-1]))
-    mass = cuts - lows
-    keep = mass > 0
-    mids = (lows + cuts)[keep] / 2
-    i = np.minimum(np.searchsorted(cum_s, mids), len(srcs) - 1)
-    j = np.minimum(np.searchsorted(cum_t, mids), len(tgts) - 1)
-    return srcs[i], tgts[j], mass[keep]
 
 
 def _candidates(graph: TwoHopGraph, flow, rows, cols):

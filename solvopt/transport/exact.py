@@ -40,8 +40,10 @@ from solvopt.core.registry import Solver, register
 from solvopt.core.status import within_default_tolerance
 from solvopt.core.result import Termination
 
-from .flow import ENGINES, FEASIBILITY_ENGINES, feasible_flow, min_cost_flow
-from .result import dual_bound, plan_cost, transport_result
+from .flow import ENGINES, FEASIBILITY_ENGINES, FlowStopped, feasible_flow, min_cost_flow
+from .quick import stopped_result
+from .result import dual_bound, plan_cost, status_scale, transport_result
+from .stopping import Stopped, run_abandonable
 
 # Feasibility tests of the bottleneck search: flow.feasible_flow's engines, or SciPy's Hopcroft-Karp.
 BOTTLENECK_ENGINES = FEASIBILITY_ENGINES + ("hopcroft-karp",)
@@ -50,6 +52,9 @@ BOTTLENECK_ENGINES = FEASIBILITY_ENGINES + ("hopcroft-karp",)
 PAIR_BYTES = {"assignment": 32, "flow": 168, "bottleneck": 56, "pot": 48}
 # Iteration limit handed to ot.emd when the user sets none (its own default stops early).
 POT_ITERATIONS = 10**12
+# Above this p, d^p spans too many decades for float64 and the engines' resolution: the exact
+# methods first find W_inf and measure lengths in units of it (see large_p_frame).
+LARGE_P = 8.0
 
 
 def full_distances(model, method: str, bytes_per_pair: int) -> np.ndarray:
@@ -66,11 +71,20 @@ def full_distances(model, method: str, bytes_per_pair: int) -> np.ndarray:
     return model.distance_block(slice(None))
 
 
-def scaled_costs(distances: np.ndarray, p: float) -> tuple[np.ndarray, float]:
-    """((d / s)^p, s) with s the largest distance (1 when all are 0): no overflow for large p."""
-    scale = float(distances.max()) if distances.size else 0.0
-    scale = scale if scale > 0 else 1.0
-    return np.power(distances / scale, p), scale
+def scaled_costs(distances: np.ndarray, p: float, reference: float | None = None,
+                 cap: float = math.inf) -> tuple[np.ndarray, float]:
+    """((d / s)^p capped at ``cap``, s): s = ``reference``, else the largest distance (1 when all
+    are 0); no overflow for any p (see :func:`large_p_frame` for a reference and a cap)."""
+    if reference is None:
+        scale = float(distances.max()) if distances.size else 0.0
+        scale = scale if scale > 0 else 1.0
+    else:
+        scale = reference
+    with np.errstate(over="ignore", under="ignore"):
+        costs = np.power(distances / scale, p)
+    if math.isfinite(cap):
+        np.minimum(costs, cap, out=costs)
+    return costs, scale
 
 
 def uniform_square(model) -> bool:
@@ -85,7 +99,7 @@ def permutation_plan(model, cols: np.ndarray):
     return sp.csr_matrix((np.full(n, model.mass / n), (np.arange(n), cols)), shape=(n, model.m))
 
 
-def bipartite_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, engine: str):
+def bipartite_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, engine: str, stop=None):
     """Min-cost flow from sources ``rows`` to targets ``cols`` on every pair, arc costs ``costs``
     (a (len(rows), len(cols)) matrix), supplies normalised to total 1.
 
@@ -94,7 +108,7 @@ def bipartite_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray,
     import scipy.sparse as sp
     r, c = np.repeat(np.arange(len(rows)), len(cols)), np.tile(np.arange(len(cols)), len(rows))
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
-    sol = min_cost_flow(r, len(rows) + c, costs[r, c], supplies, engine=engine)
+    sol = min_cost_flow(r, len(rows) + c, costs[r, c], supplies, engine=engine, path_arcs=1, stop=stop)
     used = sol.flow > 0
     plan = sp.csr_matrix((sol.flow[used] * model.mass, (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
     return plan, sol
@@ -135,17 +149,21 @@ def support_potentials(costs: np.ndarray, plan, rows: np.ndarray, cols: np.ndarr
     return u
 
 
-def flow_bound(model, costs, scale, plan, sol, rows, cols) -> float | None:
+def flow_bound(model, costs, scale, plan, sol, rows, cols, cap: float = math.inf, stop=None) -> float | None:
     """The best certified bound on W_p from a full-graph flow: the engine's duals (either sign
-    convention), the support's tree potentials, and the engine's stated cost error."""
+    convention), the support's tree potentials, and the engine's stated cost error. ``cap``: the
+    cap the costs were computed with; ``stop``: when it turns true, the passes not yet made are
+    skipped (the bound so far stays valid)."""
     candidates = []
     if sol.potentials is not None:
         full = np.zeros(model.n)
         for sign in (1.0, -1.0):
+            if candidates and stop is not None and stop():
+                break
             full[rows] = sign * sol.potentials[:len(rows)]
-            candidates.append(dual_bound(model, full, scale))
+            candidates.append(dual_bound(model, full, scale, cap=cap))
     else:
-        candidates.append(dual_bound(model, support_potentials(costs, plan, rows, cols), scale))
+        candidates.append(dual_bound(model, support_potentials(costs, plan, rows, cols), scale, cap=cap))
         cost_low = sol.cost - sol.abs_error           # the engine's own optimality statement
         if cost_low > 0:
             candidates.append(scale * (cost_low * model.mass) ** (1.0 / model.p))
@@ -169,33 +187,92 @@ class ExactTransport(Solver):
         if math.isinf(model.p):
             engine = options.extra["engine"]
             return bottleneck_search(model, options, engine=engine if engine in BOTTLENECK_ENGINES else "auto")
+        start = time.perf_counter()
+        deadline = None if options.time_limit is None else start + options.time_limit
+        stop = lambda: stop_reason(deadline) is not None          # noqa: E731
         assignment = options.extra["assignment"] and uniform_square(model)
+        reference, cap, bottleneck = None, math.inf, None
+        if model.p > LARGE_P:
+            # d^p spans more decades than float64 and the engines resolve: settle the bottleneck
+            # first and measure lengths in units of W_inf (see large_p_frame)
+            bottleneck, w_inf, stopped = bottleneck_search(model, options, engine="auto", raw=True)
+            if stopped is not None:
+                return stopped_result(model, stopped, {"engine": "bottleneck search"}, plan=bottleneck)
+            reference, cap = large_p_frame(model, w_inf)
+            if reference is None:          # W_inf = 0: the bottleneck plan moves nothing
+                return transport_result(model, bottleneck, guarantee=1.0, proven_optimal=True,
+                                        stats={"engine": "bottleneck search"})
         distances = full_distances(model, "exact", PAIR_BYTES["assignment" if assignment else "flow"])
-        costs, scale = scaled_costs(distances, model.p)
+        costs, scale = scaled_costs(distances, model.p, reference, cap)
         del distances
+        rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
+        sub = costs if assignment else costs[np.ix_(rows, cols)]
+        # the row and column minima bound (in units of scale^p per unit of mass): kept for a stop
+        low = max(np.dot(model.a[rows], sub.min(axis=1)), np.dot(model.b[cols], sub.min(axis=0))) / model.mass
+        cheap = scale * (model.mass * low) ** (1.0 / model.p)
         if assignment:
             from scipy.optimize import linear_sum_assignment
-            _, cols = linear_sum_assignment(costs)
-            return transport_result(model, permutation_plan(model, cols), guarantee=1.0, proven_optimal=True,
-                                    stats={"engine": "linear_sum_assignment"})
-        rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
-        sub = costs[np.ix_(rows, cols)]
+            try:
+                _, perm = run_abandonable(lambda: linear_sum_assignment(costs), stop)
+            except Stopped:
+                return stopped_result(model, stop_reason(deadline), {"engine": "linear_sum_assignment"}, bound=cheap,
+                                      plan=bottleneck)
+            plan = permutation_plan(model, perm)
+            return _best_of(model, plan, bottleneck, guarantee=1.0, proven_optimal=True,
+                            stats={"engine": "linear_sum_assignment"})
         # LP engines work to absolute tolerances: put the optimum near 1 (d^p spans many decades
         # for large p). First guess: between a lower bound and the largest cost; if the certified
         # bound does not close the gap, once more with the cost found (and, under engine "auto",
         # with HiGHS, whose duals certify a degenerate optimum that support potentials cannot).
-        low = max(np.dot(model.a[rows], sub.min(axis=1)), np.dot(model.b[cols], sub.min(axis=0))) / model.mass
-        unit = math.sqrt(low) if low > 0 else 1.0
+        # (in the large-p frame the optimum is already between the smallest mass fraction and 1)
+        unit = math.sqrt(low) if low > 0 and reference is None else 1.0
         engine = options.extra["engine"]
         for attempt, engine in enumerate((engine, "highs" if engine == "auto" else engine)):
-            plan, sol = bipartite_flow(model, sub / unit, rows, cols, engine)
+            try:
+                plan, sol = bipartite_flow(model, sub / unit, rows, cols, engine, stop=stop)
+            except FlowStopped:
+                if attempt == 0:
+                    return stopped_result(model, stop_reason(deadline), {"engine": engine}, bound=cheap,
+                                          plan=bottleneck)
+                break                     # keep the first attempt's plan and bound
             unit_scale = scale * unit ** (1.0 / model.p)        # (d / unit_scale)^p = cost / unit
-            bound = flow_bound(model, sub / unit, unit_scale, plan, sol, rows, cols)
-            if bound is not None and within_default_tolerance(plan_cost(model, plan)[0], bound) or not sol.cost > 0:
+            bound = flow_bound(model, sub / unit, unit_scale, plan, sol, rows, cols, cap=cap / unit, stop=stop)
+            objective = plan_cost(model, plan)[0]
+            if bound is not None and within_default_tolerance(objective, bound, scale=status_scale(model, objective)) \
+                    or not sol.cost > 0 or stop():
                 break
             unit *= sol.cost
-        return transport_result(model, plan, guarantee=1.0, bound=bound,
-                                stats={"engine": sol.engine, "flow_solves": attempt + 1})
+        bound = max(b for b in (bound, cheap) if b is not None)
+        return _best_of(model, plan, bottleneck, guarantee=1.0, bound=bound, stopped=stop_reason(deadline),
+                        stats={"engine": sol.engine, "flow_solves": attempt + 1})
+
+
+def large_p_frame(model, w_inf: float) -> tuple[float | None, float]:
+    """(reference length, cost cap) for a large p: lengths in units of W_inf, costs capped.
+
+    Measured in units of t = W_inf, a plan's cost sum pi (d / t)^p is at most the total mass for
+    the bottleneck plan, so the optimum is of order one whatever p; a pair with (d / t)^p above
+    ``cap`` = 2 M / (the smallest positive mass) can carry no more than half a smallest mass in
+    a plan as cheap as the bottleneck plan, so capping costs there leaves the optimum of an
+    assignment unchanged (a permutation moves whole masses) and only lowers the costs of a flow:
+    every dual bound computed with capped costs stays a valid lower bound, and the plan's W_p is
+    measured on the true distances. Pairs far below t underflow to cost 0: each is below 1e-308
+    of the optimum's scale. None when W_inf = 0 (nothing moves)."""
+    if not w_inf > 0:
+        return None, math.inf
+    smallest = min(float(model.a[model.a > 0].min()), float(model.b[model.b > 0].min()))
+    return w_inf, 2.0 * model.mass / smallest
+
+
+def _best_of(model, plan, bottleneck, **kwargs):
+    """transport_result for ``plan``, or for the bottleneck plan when its W_p is lower (large p:
+    the returned W_p is then never above W_inf M^(1/p))."""
+    other = bottleneck
+    if other is not None and plan_cost(model, other)[0] < plan_cost(model, plan)[0]:
+        kwargs["stats"] = dict(kwargs.get("stats") or {}, plan="the bottleneck plan (lower W_p than the flow's)")
+        plan = other
+        kwargs["proven_optimal"] = False
+    return transport_result(model, plan, **kwargs)
 
 
 @register
@@ -231,8 +308,11 @@ def northwest_corner(model):
     return sp.csr_matrix((mass, (rows, cols)), shape=(model.n, model.m))
 
 
-def bottleneck_search(model, options, engine: str = "auto"):
-    """Exact W_inf by a search over the candidate distances (see the module docstring)."""
+def bottleneck_search(model, options, engine: str = "auto", raw: bool = False):
+    """Exact W_inf by a search over the candidate distances (see the module docstring).
+
+    ``raw``: return (plan or None, certified lower bound on W_inf, stop reason or None) instead
+    of the Result (for the large-p frame of the exact methods, whose model has a finite p)."""
     start = time.perf_counter()
     deadline = None if options.time_limit is None else start + options.time_limit
     progress = Progress(options.progress, log=options.log)
@@ -242,7 +322,12 @@ def bottleneck_search(model, options, engine: str = "auto"):
     del distances
     # every source and target with mass must ship along one of its own pairs: nothing below this works
     floor = max(sub.min(axis=1).max(), sub.min(axis=0).max())
-    order = np.argsort(sub, axis=None)                  # the pairs by distance: a threshold's arcs are a prefix
+    try:                                                # the pairs by distance: a threshold's arcs are a prefix
+        order = run_abandonable(lambda: np.argsort(sub, axis=None), lambda: stop_reason(deadline) is not None)
+    except Stopped:                                     # W_inf >= floor: some mass must travel that far
+        if raw:
+            return None, float(floor), stop_reason(deadline)
+        return stopped_result(model, stop_reason(deadline), {"engine": "bottleneck search"}, bound=float(floor))
     ordered = sub.ravel()[order]
     del sub
     starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
@@ -277,6 +362,8 @@ def bottleneck_search(model, options, engine: str = "auto"):
         progress(f"bottleneck: W_inf in [{candidates[lo]:.6g}, {candidates[hi]:.6g}], {steps} tests")
     stats = {"engine": engine if matching else f"max-flow ({engine})", "iterations": steps,
              "candidates": int(len(candidates))}
+    if raw:
+        return incumbent, float(candidates[lo]), stopped
     return transport_result(model, incumbent, guarantee=1.0 if stopped is None else None,
                             bound=float(candidates[lo]), stopped=stopped, stats=stats)
 
@@ -317,11 +404,29 @@ class PotTransport(Solver):
         if math.isinf(model.p):
             raise ModelError("method 'pot' computes W_p for finite p; use method 'bottleneck' for p = inf")
         import ot
-        costs, scale = scaled_costs(full_distances(model, "pot", PAIR_BYTES["pot"]), model.p)
+        start = time.perf_counter()
+        deadline = None if options.time_limit is None else start + options.time_limit
+        stop = lambda: stop_reason(deadline) is not None          # noqa: E731
+        reference, cap, bottleneck = None, math.inf, None
+        if model.p > LARGE_P:                       # as for method exact: lengths in units of W_inf
+            bottleneck, w_inf, stopped = bottleneck_search(model, options, engine="auto", raw=True)
+            if stopped is not None:
+                return stopped_result(model, stopped, {"engine": "bottleneck search"}, plan=bottleneck)
+            reference, cap = large_p_frame(model, w_inf)
+            if reference is None:
+                return transport_result(model, bottleneck, guarantee=1.0, proven_optimal=True,
+                                        stats={"engine": "bottleneck search"})
+        costs, scale = scaled_costs(full_distances(model, "pot", PAIR_BYTES["pot"]), model.p, reference, cap)
         limit = options.iteration_limit if options.iteration_limit is not None else POT_ITERATIONS
-        with warnings.catch_warnings():   # its "numItermax reached" warning becomes the status and stats
-            warnings.simplefilter("ignore", UserWarning)
-            dense, log = ot.emd(model.a, model.b, costs, numItermax=limit, log=True, numThreads=options.threads or 1)
+
+        def emd():
+            with warnings.catch_warnings():   # its "numItermax reached" warning becomes the status and stats
+                warnings.simplefilter("ignore", UserWarning)
+                return ot.emd(model.a, model.b, costs, numItermax=limit, log=True, numThreads=options.threads or 1)
+        try:
+            dense, log = run_abandonable(emd, stop)     # ot.emd has no callback: abandoned on a stop
+        except Stopped:
+            return stopped_result(model, stop_reason(deadline), {"engine": "ot.emd"}, plan=bottleneck)
         import scipy.sparse as sp
         stats = {"engine": "ot.emd", "result_code": int(log["result_code"])}
         reached = log["result_code"] == 1
@@ -329,8 +434,8 @@ class PotTransport(Solver):
             stats["warning"] = str(log.get("warning"))
         stopped = None if reached else Termination.ITERATION_LIMIT
         try:
-            return transport_result(model, sp.csr_matrix(dense), guarantee=1.0 if reached else None,
-                                    bound=dual_bound(model, log["u"], scale), stopped=stopped, stats=stats)
+            return _best_of(model, sp.csr_matrix(dense), bottleneck, guarantee=1.0 if reached else None,
+                            bound=dual_bound(model, log["u"], scale, cap=cap), stopped=stopped, stats=stats)
         except SolverError:
             if reached:
                 raise

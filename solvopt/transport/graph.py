@@ -27,6 +27,12 @@ from solvopt.core.errors import ModelError
 from solvopt.core.memory import format_bytes, memory_budget
 
 from . import kernels_numpy
+from .stopping import Stopped, poll  # noqa: F401  (Stopped: what the passes raise)
+
+# Distances per kernel call in the passes over all pairs (bunches, counts): between two calls a
+# time limit or Ctrl-C is seen (about 20-80 ms of work on two cores).
+PASS_BLOCK_ENTRIES = 1 << 24
+
 
 # Peak bytes per arc while the approximation solves (measured: 84 at n = 5 x 10^4, 22M arcs,
 # 1.84 GB resident; arcs, costs, integer costs, flow and the graph's distances)
@@ -71,32 +77,56 @@ class Distances:
             dist[rows] = block[np.arange(block.shape[0]), index[rows]]
         return index, dist
 
-    def count_within(self, radius: np.ndarray) -> int:
-        """How many (source, target) pairs have d(a, b) < radius[a] (one pass, nothing stored)."""
+    def _pass_blocks(self):
+        """Row slices for one pass over all pairs: blocks of about PASS_BLOCK_ENTRIES distances
+        (one block on a GPU, whose kernels are fast and copy the targets at every call)."""
+        n, m = self.model.n, self.model.m
+        step = n if self.kernels == "cuda" else max(1, PASS_BLOCK_ENTRIES // max(m, 1))
+        return [slice(start, min(start + step, n)) for start in range(0, n, step)]
+
+    def count_within(self, radius: np.ndarray, stop=None) -> int:
+        """How many (source, target) pairs have d(a, b) < radius[a] (one pass, nothing stored).
+
+        ``stop``: polled between blocks; raises :class:`Stopped` when it returns true."""
         if self.code is not None:
             counts = np.empty(self.model.n, dtype=np.int64)
-            self.k.bunch_counts(self.model.x, self.model.y, radius, self.code, counts)
+            for rows in self._pass_blocks():
+                poll(stop)
+                self.k.bunch_counts(self.model.x[rows], self.model.y, radius[rows], self.code, counts[rows])
             return int(counts.sum())
-        return sum(int(np.count_nonzero(self.model.distance_block(rows) < radius[rows, None]))
-                   for rows in kernels_numpy.row_blocks(self.model.n, self.model.m))
+        total = 0
+        for rows in kernels_numpy.row_blocks(self.model.n, self.model.m):
+            poll(stop)
+            total += int(np.count_nonzero(self.model.distance_block(rows) < radius[rows, None]))
+        return total
 
-    def bunches(self, radius: np.ndarray, before_fill=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def bunches(self, radius: np.ndarray, before_fill=None, stop=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """CSR (indptr, target indices, distances) of the targets strictly closer to a than radius[a].
 
         ``before_fill(total)``, when given, sees the number of entries before they are stored (with
-        the kernels; it may raise to refuse them)."""
+        the kernels; it may raise to refuse them). ``stop``: polled between blocks of rows; raises
+        :class:`Stopped` when it returns true."""
         n, m = self.model.n, self.model.m
         counts = np.empty(n, dtype=np.int64)
         if self.code is not None:
-            self.k.bunch_counts(self.model.x, self.model.y, radius, self.code, counts)
+            blocks = self._pass_blocks()
+            x, y = self.model.x, self.model.y
+            for rows in blocks:
+                poll(stop)
+                self.k.bunch_counts(x[rows], y, radius[rows], self.code, counts[rows])
             indptr = np.concatenate(([0], np.cumsum(counts)))
             if before_fill is not None:
                 before_fill(int(indptr[-1]))
             cols, dist = np.empty(indptr[-1], dtype=np.int64), np.empty(indptr[-1])
-            self.k.bunch_fill(self.model.x, self.model.y, radius, self.code, indptr, cols, dist)
+            for rows in blocks:
+                poll(stop)
+                lo, hi = indptr[rows.start], indptr[rows.stop]
+                self.k.bunch_fill(x[rows], y, radius[rows], self.code, indptr[rows.start:rows.stop + 1] - lo,
+                                  cols[lo:hi], dist[lo:hi])
             return indptr, cols, dist
         col_parts, dist_parts = [], []
         for rows in kernels_numpy.row_blocks(n, m):
+            poll(stop)
             block = self.model.distance_block(rows)
             inside = block < radius[rows, None]
             counts[rows] = inside.sum(axis=1)
@@ -174,11 +204,20 @@ class TwoHopGraph:
         """The distances behind the three arc kinds: bunch d(a, b), r_a, D(c, b) (flattened)."""
         return self.bunch_dist, self.radius, self.hub_dist.ravel()
 
-    def arc_costs(self, p: float, scale: float) -> np.ndarray:
-        """Arc costs for W_p with distances divided by ``scale``: d^p, 3^(p-1) r^p, (3/2)^(p-1) D^p."""
+    def effective_lengths(self, p: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The lengths whose p-th powers are the arc costs: d, 3^((p-1)/p) r_a, (3/2)^((p-1)/p) D
+        (the constants under the root: no 3^(p-1) to overflow for large p)."""
         bunch, radius, hub = self.arc_lengths()
-        return np.concatenate([(bunch / scale) ** p, 3.0 ** (p - 1) * (radius / scale) ** p,
-                               1.5 ** (p - 1) * (hub / scale) ** p])
+        return bunch, radius * 3.0 ** ((p - 1) / p), hub * 1.5 ** ((p - 1) / p)
+
+    def arc_costs(self, p: float, scale: float) -> np.ndarray:
+        """Arc costs for W_p in units of ``scale``^p: (d / scale)^p, 3^(p-1) (r / scale)^p,
+        (3/2)^(p-1) (D / scale)^p, each computed as (effective length / scale)^p. With ``scale`` the
+        largest effective length every cost is in [0, 1]: nothing overflows for any p; costs that
+        underflow to 0 are below 1e-308 of the largest (they only lower the flow's cost, which
+        keeps its lower bound valid)."""
+        with np.errstate(under="ignore"):
+            return np.concatenate([(length / scale) ** p for length in self.effective_lengths(p)])
 
     def arc_thresholds(self) -> np.ndarray:
         """For p = inf: the smallest threshold t at which each arc is usable (d, r_a, D / 2)."""
@@ -200,8 +239,10 @@ class TwoHopGraph:
         return (rows[keep], self.bunch_cols[keep], direct[keep]), into_hub, out_of_hub
 
 
-def build_two_hop(distances: Distances, n_centres: int, rng: np.random.Generator) -> TwoHopGraph:
-    """The two-hop graph with ``n_centres`` centres drawn uniformly without replacement from the targets."""
+def build_two_hop(distances: Distances, n_centres: int, rng: np.random.Generator, stop=None) -> TwoHopGraph:
+    """The two-hop graph with ``n_centres`` centres drawn uniformly without replacement from the targets.
+
+    ``stop``: polled between blocks of the passes over the distances; raises :class:`Stopped`."""
     model = distances.model
     n_centres = int(min(max(n_centres, 1), model.m))
     drawn = np.sort(rng.choice(model.m, size=n_centres, replace=False)).astype(np.int64)
@@ -210,8 +251,11 @@ def build_two_hop(distances: Distances, n_centres: int, rng: np.random.Generator
     centres = drawn[used]
     order = np.argsort(hub_of, kind="stable")
     members = np.split(order, np.cumsum(np.bincount(hub_of, minlength=len(centres)))[:-1])
+    poll(stop)
     indptr, cols, dist = distances.bunches(
-        radius, before_fill=lambda bunch_arcs: _check_memory(bunch_arcs + model.n + len(centres) * model.m))
+        radius, before_fill=lambda bunch_arcs: _check_memory(bunch_arcs + model.n + len(centres) * model.m),
+        stop=stop)
+    poll(stop)
     hub_dist = distances.hub_distances(centres, members)
     return TwoHopGraph(model.n, model.m, centres, hub_of.astype(np.int64), radius, indptr, cols, dist, hub_dist)
 

@@ -95,6 +95,24 @@ def _marginal_error(model, plan) -> float:
     return float(max(np.abs(rows - model.a).max(), np.abs(cols - model.b).max()))
 
 
+def status_scale(model, objective: float | None = None) -> float:
+    """The scale in which a transport status is settled: D * M^(1/p) (D for p = inf).
+
+    D is the data's distance scale (:meth:`~solvopt.dsl.transport.Transport.distance_scale`: the
+    bounding box's diagonal under the metric, or the cost matrix's largest entry; for a callable
+    metric, the objective's own size) and M the total mass. Moving the points by f multiplies W_p
+    and D by f; multiplying the masses by f multiplies W_p and M^(1/p) by f^(1/p): the status,
+    settled on W_p / (D M^(1/p)), is the same in any units. 1.0 when every distance is 0.
+    """
+    distance = model.distance_scale()
+    if distance is None:            # a callable metric: the objective's own size
+        return objective if objective is not None and math.isfinite(objective) and objective > 0 else 1.0
+    if not (math.isfinite(distance) and distance > 0):
+        return 1.0
+    scale = distance if math.isinf(model.p) else distance * model.mass ** (1.0 / model.p)
+    return scale if math.isfinite(scale) and scale > 0 else 1.0
+
+
 def guarantee_text(factor: float | None, p: float) -> str | None:
     """What is proven about W_p, in words (None when nothing is)."""
     if factor is None or not math.isfinite(factor):
@@ -126,7 +144,7 @@ def transport_result(model, plan, *, guarantee: float | None, bound: float | Non
     stats = dict(stats or {})
     stats.update(p=model.p, n=model.n, m=model.m, factor=guarantee)
     if plan is None:
-        term, status, gap = settle(None, bound, has_solution=False, stopped=stopped)
+        term, status, gap = settle(None, bound, has_solution=False, stopped=stopped, scale=status_scale(model))
         return Result(term, status, bound=bound, gap=gap, stats=stats,
                       message="stopped before a transport plan was found")
     plan, error = clean_plan(model, plan)
@@ -137,12 +155,13 @@ def transport_result(model, plan, *, guarantee: float | None, bound: float | Non
     if proven_optimal:
         candidates.append(objective)
     best = max(candidates) if candidates else None
+    scale = status_scale(model, objective)
     if best is not None and best > objective:
-        if best - objective > BOUND_SLACK * max(1.0, objective):
+        if best - objective > BOUND_SLACK * max(scale, objective):
             raise SolverError(f"transport bound {best!r} exceeds the plan's W_p {objective!r}")
         best = objective
     stats.update(cost_p=cost_p, support=int(plan.nnz), marginal_error=error)
-    term, status, gap = settle(objective, best, has_solution=True, stopped=stopped)
+    term, status, gap = settle(objective, best, has_solution=True, stopped=stopped, scale=scale)
     if guarantee == 1.0 and term is not Termination.OPTIMAL:
         guarantee = None   # an exact method whose optimality is not certified (a stopped search, loose duals)
         stats["factor"] = None
@@ -155,7 +174,7 @@ def transport_result(model, plan, *, guarantee: float | None, bound: float | Non
 BOUND_BLOCK_ENTRIES = 1 << 22
 
 
-def dual_bound(model, u, scale: float, passes: int = 2) -> float | None:
+def dual_bound(model, u, scale: float, passes: int = 2, cap: float = math.inf) -> float | None:
     """A certified lower bound on W_p from any source potentials ``u`` (n,), in units of (d / scale)^p.
 
     Weak LP duality: for every (u, v) with u_i + v_j <= (d_ij / scale)^p,
@@ -164,6 +183,8 @@ def dual_bound(model, u, scale: float, passes: int = 2) -> float | None:
     pass then takes the best u for that v. Any u (an engine's duals of either sign convention,
     rough potentials) thus gives a valid bound; near-optimal potentials give a tight one.
     Points of zero mass are left out (they change nothing). None for p = inf (no linear dual).
+    ``cap``: costs are taken as min((d / scale)^p, cap) (lower costs: the bound stays valid, and
+    nothing overflows for large p).
     """
     if math.isinf(model.p) or not scale > 0:
         return None
@@ -172,20 +193,26 @@ def dual_bound(model, u, scale: float, passes: int = 2) -> float | None:
     u = np.asarray(u, dtype=np.float64)[rows]
     if not np.all(np.isfinite(u)):
         return None
-    v = _best_partner(model, rows, cols, u, scale, axis=0)
+    v = _best_partner(model, rows, cols, u, scale, axis=0, cap=cap)
     if passes > 1:
-        u = _best_partner(model, rows, cols, v, scale, axis=1)
-    value = float(np.dot(model.a[rows], u) + np.dot(model.b[cols], v))
-    return scale * max(value, 0.0) ** (1.0 / model.p)
+        u = _best_partner(model, rows, cols, v, scale, axis=1, cap=cap)
+    # per unit of mass (masses of any size), then back: W_p >= scale (M value)^(1/p)
+    value = float(np.dot(model.a[rows] / model.mass, u) + np.dot(model.b[cols] / model.mass, v))
+    if not math.isfinite(value):
+        return None
+    return scale * model.mass ** (1.0 / model.p) * max(value, 0.0) ** (1.0 / model.p)
 
 
-def _best_partner(model, rows, cols, pot, scale, axis: int) -> np.ndarray:
+def _best_partner(model, rows, cols, pot, scale, axis: int, cap: float = math.inf) -> np.ndarray:
     """axis=0: v_j = min_i (c_ij - u_i); axis=1: u_i = min_j (c_ij - v_j); c = (d / scale)^p."""
     step = max(1, BOUND_BLOCK_ENTRIES // max(1, len(cols)))
     out = np.full(len(cols), np.inf) if axis == 0 else np.empty(len(rows))
     for start in range(0, len(rows), step):
         block = model.distance_block(rows[start:start + step], cols) / scale
-        np.power(block, model.p, out=block)
+        with np.errstate(over="ignore", under="ignore"):
+            np.power(block, model.p, out=block)
+        if math.isfinite(cap):
+            np.minimum(block, cap, out=block)
         if axis == 0:
             np.minimum(out, (block - pot[start:start + step, None]).min(axis=0), out=out)
         else:
