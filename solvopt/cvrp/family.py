@@ -17,4 +17,6 @@ FAMILY = Family(
         Param("chunk", int, "scenarios per chunk (bounds memory)", target="solver"),
     ),
     from_instance="solvopt.cvrp.instance:model_from_instance",
+    scale_cases="solvopt.cvrp.scaling:scale_cases",
+    stop_cases="solvopt.cvrp.scaling:stop_cases",
 )

@@ -6,4 +6,6 @@ FAMILY = Family(
     description="min-plus dynamic programs over layered DAGs (LayeredDP), batched over scenarios",
     solver_modules=("solvopt.dp.solvers",),
     models=("solvopt.dsl.layered_dp:LayeredDP",),
+    scale_cases="solvopt.dp.scaling:scale_cases",
+    stop_cases="solvopt.dp.scaling:stop_cases",
 )

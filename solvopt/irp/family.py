@@ -23,4 +23,6 @@ FAMILY = Family(
         Param("keep_values", int, "scenarios whose values to keep in the result", target="solver", default=0),
     ),
     from_instance="solvopt.irp.instance:model_from_instance",
+    scale_cases="solvopt.irp.scaling:scale_cases",
+    stop_cases="solvopt.irp.scaling:stop_cases",
 )

@@ -39,4 +39,6 @@ FAMILY = Family(
         # cluster for the instances), and argparse takes one meaning per flag.
     ),
     from_instance="solvopt.khc.instance:model_from_instance",
+    scale_cases="solvopt.khc.scaling:scale_cases",
+    stop_cases="solvopt.khc.scaling:stop_cases",
 )

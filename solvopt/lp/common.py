@@ -7,11 +7,14 @@ INTERRUPTED and UNBOUNDED mean the same on every backend and in every family.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Callable
 
+import numpy as np
+
 from solvopt.core.errors import ModelError
-from solvopt.core.options import Option, SolveOptions
+from solvopt.core.options import DEFAULT_ABS_GAP, Option, SolveOptions
 from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, solvers
 from solvopt.core.result import Result, SolutionStatus, Termination
@@ -66,10 +69,59 @@ class LpSolver(Solver):
             takers = [s.name for s in solvers("lp") if compiled.kind in s.capabilities]
             raise ModelError(f"method {self.name!r} does not solve {compiled.kind.upper()} models (it takes "
                              f"{', '.join(sorted(kinds))}); try method={' or '.join(map(repr, takers)) or 'none'}")
-        return self.solve_form(compiled, options)
+        scale = objective_scale(compiled)
+        if scale == 1.0:
+            return self.solve_form(compiled, options)
+        return unscaled_result(self.solve_form(scaled_form(compiled, scale), scaled_options(options, scale)), scale)
 
     def solve_form(self, sf: StandardForm, options: SolveOptions) -> Result:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def objective_scale(sf: StandardForm) -> float:
+    """The objective's own scale: the power of two at or just above its largest coefficient.
+
+    The backends' tolerances are absolute (HiGHS: dual feasibility 1e-7 and a MIP absolute gap;
+    SCIP and Gurobi alike), so an objective whose coefficients are all 1e-12 looks optimal at
+    any feasible point, and one of 1e12 never converges. :meth:`LpSolver.solve` hands the
+    backend the objective divided by this scale (exactly: a power of two) and settles the status
+    there, so multiplying the objective by 10^k changes neither the termination nor the point.
+    1.0 for an objective without a nonzero finite coefficient.
+    """
+    high = float(np.max(np.abs(sf.c), initial=0.0)) if sf.c.size else 0.0
+    if sf.Q is not None and sf.Q.nnz:
+        high = max(high, float(np.max(np.abs(sf.Q.data))))
+    if not (math.isfinite(high) and high > 0.0):
+        return 1.0
+    return math.ldexp(1.0, math.frexp(high)[1])
+
+
+def scaled_form(sf: StandardForm, scale: float) -> StandardForm:
+    """``sf`` with its objective (linear, quadratic, offset) divided by ``scale``; the rows as they are."""
+    return dataclasses.replace(sf, c=sf.c / scale, Q=None if sf.Q is None else sf.Q / scale,
+                               offset=sf.offset / scale)
+
+
+def scaled_options(options: SolveOptions, scale: float) -> SolveOptions:
+    """The options in the scaled frame: a user's ``abs_gap`` is an objective difference in the
+    user's units (divided by ``scale``); left at its default it is the scaled frame's tolerance."""
+    if options.abs_gap == DEFAULT_ABS_GAP:
+        return options
+    return dataclasses.replace(options, abs_gap=options.abs_gap / scale)
+
+
+def unscaled_result(result: Result, scale: float) -> Result:
+    """A Result solved in the scaled frame, back in the user's units: objective, bound and the
+    duals (row duals, reduced costs) times ``scale``; the gap is relative and stays."""
+    def back(v):
+        return None if v is None else v * scale
+    result.objective = back(result.objective)
+    result.bound = back(result.bound)
+    for key in ("row_dual", "reduced_cost"):
+        if key in result.solution:
+            result.solution[key] = np.asarray(result.solution[key], dtype=float) * scale
+    result.stats["objective_scale"] = scale
+    return result
 
 
 def lp_result(sf: StandardForm, stopped: Termination | None, *, objective: float | None, bound: float | None,

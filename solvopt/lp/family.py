@@ -8,4 +8,6 @@ FAMILY = Family(
     reader_modules=("solvopt.lp.reader",),
     models=("solvopt.dsl.model:Model", "solvopt.lp.instance:FileModel"),
     from_instance="solvopt.lp.instance:model_from_instance",
+    scale_cases="solvopt.lp.scaling:scale_cases",
+    stop_cases="solvopt.lp.scaling:stop_cases",
 )
