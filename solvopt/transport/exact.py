@@ -422,7 +422,9 @@ class PotTransport(Solver):
         def emd():
             with warnings.catch_warnings():   # its "numItermax reached" warning becomes the status and stats
                 warnings.simplefilter("ignore", UserWarning)
-                return ot.emd(model.a, model.b, costs, numItermax=limit, log=True, numThreads=options.threads or 1)
+                # masses per unit of the total (POT checks equal totals to an absolute 1e-6)
+                return ot.emd(model.a / model.mass, model.b / model.mass, costs, numItermax=limit, log=True,
+                              numThreads=options.threads or 1)
         try:
             dense, log = run_abandonable(emd, stop)     # ot.emd has no callback: abandoned on a stop
         except Stopped:
@@ -434,7 +436,7 @@ class PotTransport(Solver):
             stats["warning"] = str(log.get("warning"))
         stopped = None if reached else Termination.ITERATION_LIMIT
         try:
-            return _best_of(model, sp.csr_matrix(dense), bottleneck, guarantee=1.0 if reached else None,
+            return _best_of(model, sp.csr_matrix(dense) * model.mass, bottleneck, guarantee=1.0 if reached else None,
                             bound=dual_bound(model, log["u"], scale, cap=cap), stopped=stopped, stats=stats)
         except SolverError:
             if reached:

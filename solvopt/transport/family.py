@@ -37,4 +37,6 @@ FAMILY = Family(
               target="solver", metavar="YES|NO"),
     ),
     from_instance="solvopt.transport.instance:model_from_instance",
+    scale_cases="solvopt.transport.scaling:scale_cases",
+    stop_cases="solvopt.transport.scaling:stop_cases",
 )

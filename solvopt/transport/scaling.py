@@ -1,0 +1,97 @@
+"""The ``transport`` family's cases for the spine's scale and stop property tests (:mod:`solvopt.core.scaling`).
+
+Scale: moving the points (or the cost matrix) by ``f`` multiplies every distance, W_p and its
+bound by ``f`` (law ``linear``), for every p; multiplying the masses by ``f`` multiplies
+W_p^p = sum pi d^p by ``f``, so W_p by ``f^(1/p)`` (W_inf does not change). The statuses are
+settled in units of D M^(1/p) (:func:`solvopt.transport.result.status_scale`), which moves the
+same way, so the termination is the same at every factor. Cases cover every method on the
+inputs it takes: ``approx``, ``exact`` (assignment and min-cost flow, and the large-p frame),
+``bottleneck`` (p = inf) and ``pot`` where POT is installed.
+
+Stop: uniform points far past what each method finishes in a second (``approx``: n = 20000
+points, the graph's passes and the flow; ``exact``: 3000 x 2500 points, the min-cost flow on the
+full matrix, and 2500 x 2500 uniform masses, ``linear_sum_assignment``; ``pot``: ``ot.emd`` on
+2500 x 2500; ``bottleneck``: its sort and max-flow tests at p = inf).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from solvopt.core.scaling import ScaleCase, StopCase, invariant, linear
+
+
+def _available(methods) -> tuple[str, ...]:
+    from solvopt.core.registry import Availability, get_solver
+    return tuple(m for m in methods if get_solver("transport", m).available() is Availability.AVAILABLE)
+
+
+def _points(seed: int, n: int, m: int, dim: int = 2):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(size=(n, dim)), rng.normal(0.5, 0.3, size=(m, dim)), rng.uniform(0.5, 1.5, n)
+
+
+def _on_points(factor: float, p, n: int = 24, m: int = 18, seed: int = 0, metric: str = "euclidean",
+               weighted: bool = True):
+    from solvopt.dsl import Transport
+    x, y, a = _points(seed, n, m)
+    return Transport(x * factor, y * factor, a=a if weighted else None, p=p, metric=metric)
+
+
+def _on_masses(factor: float, p, n: int = 24, m: int = 18, seed: int = 1):
+    from solvopt.dsl import Transport
+    x, y, a = _points(seed, n, m)
+    b = np.random.default_rng(seed + 100).uniform(0.5, 1.5, m)
+    return Transport(x, y, a=a * factor, b=b * (a.sum() / b.sum()) * factor, p=p)
+
+
+def _on_cost(factor: float, p, seed: int = 2):
+    from solvopt.dsl import Transport
+    x, y, _ = _points(seed, 20, 16)
+    cost = np.sqrt(((x[:, None, :] - y[None, :, :]) ** 2).sum(-1))
+    return Transport(cost=cost * factor, p=p)
+
+
+def _root(p: float):
+    return lambda objective, factor: objective * factor ** (1.0 / p)
+
+
+def scale_cases() -> list[ScaleCase]:
+    finite = _available(("approx", "exact", "pot"))
+    infinite = _available(("approx", "exact", "bottleneck"))
+    exact = _available(("exact", "pot"))
+    return [
+        ScaleCase("points-p2", lambda f: _on_points(f, 2), linear, finite),
+        ScaleCase("points-p1-cityblock", lambda f: _on_points(f, 1, metric="cityblock"), linear, finite),
+        ScaleCase("points-square-p2", lambda f: _on_points(f, 2, n=20, m=20, weighted=False), linear, finite),
+        ScaleCase("points-pinf", lambda f: _on_points(f, "inf"), linear, infinite),
+        ScaleCase("points-p20", lambda f: _on_points(f, 20), linear, exact),
+        ScaleCase("masses-p2", lambda f: _on_masses(f, 2), _root(2.0), finite),
+        ScaleCase("masses-p3", lambda f: _on_masses(f, 3), _root(3.0), finite),
+        ScaleCase("masses-pinf", lambda f: _on_masses(f, "inf"), invariant, infinite),
+        ScaleCase("cost-p2", lambda f: _on_cost(f, 2), linear, finite),
+    ]
+
+
+def _writer(name: str, n: int, m: int, seed: int):
+    def write(folder) -> list[str]:
+        rng = np.random.default_rng(seed)
+        path = Path(folder) / f"transport-{name}.npz"
+        np.savez(path, x=rng.uniform(size=(n, 2)), y=rng.uniform(size=(m, 2)))
+        return [str(path)]
+    return write
+
+
+def _with_p(write, p: str):
+    return lambda folder: write(folder) + ["--p", p]
+
+
+def stop_cases() -> list[StopCase]:
+    return [
+        StopCase("approx-20000", _with_p(_writer("approx", 20000, 20000, 0), "2"), ("approx",)),
+        StopCase("exact-flow-3000x2500", _with_p(_writer("flow", 3000, 2500, 1), "2"), ("exact",)),
+        StopCase("assignment-2500", _with_p(_writer("assignment", 2500, 2500, 2), "2"),
+                 ("exact",) + _available(("pot",))),
+        StopCase("bottleneck-4000", _with_p(_writer("bottleneck", 4000, 4000, 3), "inf"), ("bottleneck",)),
+    ]
