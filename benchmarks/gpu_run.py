@@ -581,9 +581,17 @@ def item_split_1001(args, sink, budget, gpu, pk, inst):
     if gpu:
         warm, _ = split_parts(inst["X-n1001-k43"], 10**4)
         warm.solve(method="split-cuda", seed=0)
-        times = repeat(lambda: model.solve(method="split-cuda", seed=1), 1 if args.quick else 2, True, budget)
-        t = _row(sink, case, S, "gpu", "e2e", times, note=f"{S / min(times):.3g} scenario-splits per second")
-        if not args.quick and budget.fits(t):
+        t_small, _ = wall(lambda: warm.solve(method="split-cuda", seed=2), True)
+        predicted = t_small * S / 10**4
+        if not budget.fits(predicted + 5):
+            sink("skip", text=f"GPU X-n1001-k43 10^6: predicted {predicted:.1f} s from 10^4, {budget.left():.0f} s left; "
+                              "10^5 instead")
+            S_gpu, gmodel = 10**5, split_parts(inst["X-n1001-k43"], 10**5)[0]
+        else:
+            S_gpu, gmodel = S, model
+        times = repeat(lambda: gmodel.solve(method="split-cuda", seed=1), 1 if args.quick else 2, True, budget)
+        t = _row(sink, case, S_gpu, "gpu", "e2e", times, note=f"{S_gpu / min(times):.3g} scenario-splits per second")
+        if not args.quick and S_gpu == S and budget.fits(t):
             call = split_kernel_call(compiled, S, 1, True)
             dev = event_time(call)
             _row(sink, case, S, "gpu", "kernel", dev, note="split_fused device time (CUDA events)")
@@ -633,11 +641,17 @@ def item_irp(args, sink, budget, gpu, pk, inst):
                 if backend == "gpu" and not gpu:
                     continue
                 small.solve(method, seed=0)                         # compile / load, allocations
+                t_small, _ = wall(lambda: small.solve(method, seed=1), backend == "gpu")
+                predicted = t_small * W / 1000
+                if not budget.fits(predicted + 2):
+                    sink("skip", text=f"IRP {path.stem} W={W:.0e} on the {backend.upper()}: predicted {predicted:.1f} s "
+                                      f"from W=1000, {budget.left():.0f} s left")
+                    continue
                 t, r = wall(lambda: model.solve(method, seed=3, **keep), backend == "gpu")
                 times[backend] = r
                 _row(sink, case, W, backend, "e2e", t, group="irp",
                      note=f"InventoryReinsertion.solve('{method}'); kernel_time {r.stats.get('kernel_time', 0):.4f} s")
-            if "gpu" in times and keep:
+            if "gpu" in times and "cpu" in times and keep:
                 a = times["gpu"].solution["scenario_values"]
                 b = times["cpu"].solution["scenario_values"]
                 sink("same", case=case, what="scenario values", n=W, equal=bool(np.array_equal(a, b)),
@@ -1035,6 +1049,7 @@ def plot(record: dict, path: Path) -> bool:
     if not lines:
         return False
     fig, ax = plt.subplots(figsize=(7.5, 5))
+    colours = {case: f"C{i % 10}" for i, case in enumerate(sorted({case for case, _ in lines}))}
     for (case, backend), rs in sorted(lines.items()):
         rs = sorted(rs, key=lambda r: r["size"])
         best = {}
@@ -1044,7 +1059,8 @@ def plot(record: dict, path: Path) -> bool:
         rs = [best[s] for s in sorted(best)]
         xs, ys = [r["size"] for r in rs], [r["seconds"] for r in rs]
         style = "-" if backend == "gpu" else "--"
-        (line,) = ax.plot(xs, ys, style, marker="o" if backend == "gpu" else "s", label=f"{case}, {backend.upper()}")
+        (line,) = ax.plot(xs, ys, style, marker="o" if backend == "gpu" else "s", color=colours[case],
+                          label=f"{case}, {backend.upper()}")
         ex = [r for r in rs if not r.get("measured", True)]
         if ex:
             ax.plot([r["size"] for r in ex], [r["seconds"] for r in ex], "o", mfc="white", mec=line.get_color(),
@@ -1071,6 +1087,10 @@ def assemble(args, record: dict, partial: Path) -> None:
     record["items"] = [r for r in items if r.get("kind") == "item"]
     record["notes"] = [r["text"] for r in items if r.get("kind") in ("note", "skip")]
     record["notes"] += [f"measure item {i['id']}: {i['status']}" for i in record["items"] if i["status"] != "ok"]
+    reported = {i["id"] for i in record["items"]}
+    if record["rows"] or reported:
+        record["notes"] += [f"measure item {item['id']}: not finished (the measure phase ended first)"
+                            for item in measure_plan(record["meta"].get("mode") == "quick") if item["id"] not in reported]
     record["ratios"] = ratios(record["rows"])
     record["peaks"] = peaks(record["device"])
 
