@@ -164,7 +164,10 @@ def excess_demand(econ, chain, profile: Profile) -> tuple[np.ndarray, np.ndarray
 
 
 def metrics(econ, chain: PairChain, profile: Profile) -> dict:
-    """Certified exploitability (exact best responses) and the market metrics of a profile."""
+    """Certified exploitability and the market metrics of a profile. Each consumer's regret is
+    bounded over every deviation the model allows (holdings that depend on the whole world-state
+    history and on its own past holdings: :mod:`solvopt.games.economy_deviation`)."""
+    from .economy_deviation import deviation_bounds
     p, q, x, y = profile.prices, profile.asset_prices, profile.consumption, profile.portfolio
     d = chain.occupancy
     beta = bang_per_buck(econ, p)
@@ -175,13 +178,20 @@ def metrics(econ, chain: PairChain, profile: Profile) -> dict:
     budget_violation = float(np.max(np.maximum(spend - Wlth, 0.0) / scale))
     u = econ.utility.value(x)                                                # (S, N)
     values = d @ u
-    best, best_lower, _ = consumer_best_value(econ, chain, p, q, beta)
+    feasible = budget_violation <= 1e-9 and np.all(Wlth >= -1e-9 * scale)
+    bounds = deviation_bounds(econ, chain, p, q, beta, values if feasible else None)
+    best, best_lower = bounds.upper, bounds.lower
+    # a value above the bound only where the profile overspends (budget_violation says so): count 0
     consumer_regret = np.maximum(best - values, 0.0)
+    price_violation = _price_violation(econ, p, q)
     z, Y = excess_demand(econ, chain, profile)
     Ys = Y[chain.world]
     br = econ.price_sum * z.max(axis=1) + econ.asset_price_max * np.maximum(Ys, 0.0).sum(axis=1)
     current = np.einsum("sm,sm->s", p, z) + np.einsum("sk,sk->s", q, Ys)
+    # >= 0 in every state when the prices are feasible (on the simplex, q in [0, asset_price_max]);
+    # a negative one means they are not: counted 0 in the bound, reported, and price_violation flags it
     auctioneer_regret = float(d @ np.maximum(br - current, 0.0))
+    auctioneer_signed = float(d @ (br - current))
     total = float(consumer_regret.sum() + auctioneer_regret)
     endowment_value = float(d @ np.einsum("sm,sm->s", p, econ.endowments[chain.world].sum(axis=1)))
     supply = econ.endowments[chain.world].sum(axis=1)
@@ -205,9 +215,22 @@ def metrics(econ, chain: PairChain, profile: Profile) -> dict:
         "excess_supply_value": float(np.max(np.einsum("sm,sm->s", p, np.maximum(-z, 0.0)))),
         "asset_excess_demand": float(np.max(np.abs(Y), initial=0.0)),
         "budget_violation": budget_violation,
+        "price_violation": price_violation,
+        "auctioneer_regret_signed": auctioneer_signed,
+        "deviation_bounds": list(bounds.how),
+        "certificate_dp_steps": bounds.dp_iterations,
         "bellman_error": bellman,
         "portfolio_foc": _portfolio_foc(econ, chain, p, q, y, beta),
     }
+
+
+def _price_violation(econ, p, q) -> float:
+    """How far the auctioneer's prices are from its feasible set: goods prices >= 0 summing to
+    price_sum in every state, asset prices in [0, asset_price_max] (relative to those scales)."""
+    off = np.abs(p.sum(axis=1) - econ.price_sum) / econ.price_sum
+    neg = np.maximum(-p, 0.0).max(axis=1, initial=0.0) / econ.price_sum
+    out = np.maximum(np.maximum(-q, q - econ.asset_price_max), 0.0).max(initial=0.0) / econ.asset_price_max
+    return float(max(off.max(initial=0.0), neg.max(initial=0.0), out))
 
 
 def _portfolio_foc(econ, chain, p, q, y, beta) -> float:
@@ -249,7 +272,7 @@ def certificate(econ, chain, profile: Profile):
     from .exploitability import Exploitability
     m = metrics(econ, chain, profile)
     expl = Exploitability(m["exploitability"], m["exploitability_lower"], m["per_player"],
-                          violation=m["budget_violation"])
+                          violation=max(m["budget_violation"], m["price_violation"]))
     return m, expl
 
 

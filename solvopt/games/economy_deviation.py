@@ -1,0 +1,460 @@
+"""A consumer's best response in a Markov exchange economy over every deviation the model allows.
+
+Against a profile's prices p(s), q(s) (s the pair state of :func:`solvopt.games.economy.pair_chain`)
+a consumer faces a Markov decision process whose state is (s, x): the pair state and the holdings
+x it carried into it. With a degree-1 homogeneous utility the best bundle for wealth W is worth
+beta(s) W, so at (s, x) the consumer chooses its new holdings y in the box [-b, h] with
+W = c(s) + R(w_s).x - q(s).y >= 0 and earns beta(s) W (c(s) = p(s).e(w_s); x = 0 at a start
+state). A deviation may depend on everything the consumer observes: the whole world-state
+history and its own past holdings. Because the chain is exogenous and the prices depend on s
+alone, V*(s, x) is the best value over all of them, and from mu the best response is worth
+sum over start states of mu(s) V*(s, 0). Two certified upper bounds on it:
+
+- **Lagrangian** (any number of assets). For multipliers lam(s) >= 0 on the wealth constraints,
+  L(s, x) = (beta + lam)(s) R(w_s).x + Psi(s), Psi = (I - gamma P)^-1 [(beta + lam) c +
+  max over the box of A_lam(s).y], A_lam(s) = -(beta + lam)(s) q(s) + gamma sum_s' P(s, s')
+  (beta + lam)(s') R(w_s'), satisfies T L <= L for the Bellman operator T of the MDP above (drop
+  the wealth constraint after adding lam W >= 0), so V* <= L. Its value from mu is an LP in lam
+  (HiGHS); lam = 0 is exact when the pair-state holdings it picks never overspend.
+- **Dynamic program** (one asset). V*(s, .) is concave and piecewise linear in the carried
+  holding x (the MDP's reward and constraint are linear in (x, y)). Starting from U_0 = L, the
+  iterates U_{n+1} = T U_n are computed exactly on concave piecewise-linear functions of x (the
+  kinks of T U(s, .) are the successors' kinks mapped through x = (q kappa - c) / R, plus the
+  domain's ends); kinks that rounding left convex are removed by the chord and near-redundant
+  ones by extending the neighbouring pieces, both of which only raise the function. T is
+  monotone and U_0 >= V*, so every U_n >= V*: each iterate's value from mu is a certified
+  bound, and they decrease to V* at the rate gamma.
+
+Lower bounds are values of concrete deviations: the holdings y(s) of the pair state (an LP with
+a wealth row for every transition of the pair chain), and the profile itself.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solvopt.core.errors import SolverError
+
+DP_MAX_ITERATIONS = 2000     # Bellman steps of the one-asset dynamic program per consumer
+DP_TIME_LIMIT = 5.0          # seconds per consumer; the bound of the last step is kept (valid at any step)
+DP_MAX_KINKS = 400           # kinks per state after simplification (more raise the merge tolerance)
+EXACT_RTOL = 1e-13           # upper - lower below this x the consumer's scale: the best response is settled
+REL_PRECISION = 1e-4         # the dynamic program stops once its bound is this close to the regret's value
+
+COVERS = ("every deviation the model allows: holdings that depend on the whole world-state history and on the "
+          "consumer's own past holdings (an exact dynamic program over (pair state, own holding) for one asset, a "
+          "Lagrangian bound for several)")
+
+
+@dataclass
+class DeviationBounds:
+    """Per consumer: ``upper`` >= the best value of any deviation >= ``lower`` (a concrete one's value);
+    ``how`` names the bound that set ``upper``: 'closed form', 'lagrangian' or 'dynamic program'."""
+
+    upper: np.ndarray
+    lower: np.ndarray
+    how: list = field(default_factory=list)
+    dp_iterations: int = 0
+    seconds: float = 0.0
+
+
+def _edges(chain):
+    """(from, to) pair-state transitions with positive probability, from reachable states."""
+    a, b = np.nonzero(chain.P > 0)
+    keep = chain.occupancy[a] > 0
+    return a[keep], b[keep]
+
+
+def money_returns(econ, chain, prices) -> np.ndarray:
+    """(S, K) the money one unit of each asset bought before s pays at s (bundles valued at p(s))."""
+    if hasattr(econ, "returns_at"):
+        return econ.returns_at(chain.world, prices)
+    return econ.asset_returns[chain.world]
+
+
+def check_supported(econ) -> None:
+    """SolverError for model options under which these bounds do not hold: utilities homogeneous of
+    a degree other than 1 (the value is then not linear in wealth), endowment floors or caps (not
+    linear in the holdings), a finite horizon (values depend on the time left)."""
+    degree = getattr(econ, "degree", 1.0)
+    if degree != 1.0 or getattr(econ, "endowment_floor", None) is not None \
+            or getattr(econ, "endowment_cap", None) is not None or getattr(econ, "horizon", None) is not None:
+        raise SolverError("the economy's certificate covers utilities homogeneous of degree 1, no endowment floors "
+                          "or caps and an infinite horizon; this economy uses another option")
+
+
+def deviation_bounds(econ, chain, prices, asset_prices, beta, profile_values=None) -> DeviationBounds:
+    """Certified bounds on each consumer's best value from mu over every deviation (module docstring).
+
+    ``profile_values`` (N,), the consumers' values at the profile when the profile is
+    budget-feasible, serve as lower bounds (the profile is one of the deviations)."""
+    check_supported(econ)
+    t0 = time.perf_counter()
+    N, K = econ.n_consumers, econ.n_assets
+    d, P, gamma = chain.occupancy, chain.P, econ.discount
+    c = np.einsum("sm,snm->sn", prices, econ.endowments[chain.world])              # (S, N)
+    base = np.einsum("s,sn,sn->n", d, beta, c)
+    if K == 0:
+        return DeviationBounds(base, base.copy(), ["closed form"] * N, 0, time.perf_counter() - t0)
+    q = np.asarray(asset_prices, dtype=float)                                         # (S, K)
+    start = chain.prev < 0
+    R = np.where(start[:, None], 0.0, money_returns(econ, chain, prices))             # (S, K) paid on arrival
+    lo, hi = -econ.borrowing_limit, econ.holding_limit
+    upper, lower, how = np.empty(N), np.full(N, -np.inf), [""] * N
+    if profile_values is not None:
+        lower = np.maximum(lower, profile_values)
+    # lam = 0: the pair-state holdings that maximise A_0(s).y over the box
+    A0 = -beta[:, :, None] * q[:, None, :] + gamma * np.einsum("st,tn,tk->snk", P, beta, R)   # (S, N, K)
+    y0 = _box_argmax(A0, lo, hi)
+    upper0 = base + np.einsum("s,snk->n", d, np.maximum(A0 * hi, A0 * lo))
+    a, b = _edges(chain)
+    starts = np.flatnonzero(start & (d > 0))
+    tol = 1e-12 * np.maximum(1.0, np.abs(c))
+    ok = np.all(c[b] + np.einsum("ek,enk->en", R[b], y0[a]) - np.einsum("ek,enk->en", q[b], y0[b]) >= -tol[b], axis=0)
+    ok &= np.all(c[starts] - np.einsum("ek,enk->en", q[starts], y0[starts]) >= -tol[starts], axis=0)
+    dp_iterations = 0
+    for i in range(N):
+        if ok[i]:                     # the relaxation's optimum is a feasible deviation: exact
+            upper[i], lower[i], how[i] = upper0[i], max(lower[i], upper0[i]), "closed form"
+            continue
+        lam, ub = _lagrangian(chain, gamma, beta[:, i], c[:, i], q, R, lo, hi)
+        upper[i], how[i] = min(ub, upper0[i]), "lagrangian"
+        # concrete deviations: the relaxation's pair-state holdings, scaled towards 0 until affordable
+        for y in (y0[:, i], _box_argmax(_lagrangian_slopes(chain, gamma, beta[:, i], q, R, lam), lo, hi)):
+            y = _affordable(y, a, b, starts, c[:, i], q, R)
+            lower[i] = max(lower[i], float(d @ (beta[:, i] * c[:, i]) + np.sum(d[:, None] * A0[:, i] * y)))
+        if profile_values is None or K == 1:     # the best pair-state holdings (one asset: few states, cheap)
+            lower[i] = max(lower[i], _pair_state_lp(chain, a, b, starts, beta[:, i], c[:, i], q, R, lo, hi,
+                                                    A0[:, i]))
+        scale = max(1.0, abs(upper[i]))
+        if K == 1 and upper[i] - lower[i] > EXACT_RTOL * scale:
+            dp = OneAssetDP(chain, gamma, beta[:, i], c[:, i], q[:, 0], R[:, 0], lo[0], hi[0])
+            reference = lower[i] if profile_values is None else profile_values[i]
+            bound, low, its = dp.solve(lam, lower[i], EXACT_RTOL * scale, reference)
+            dp_iterations += its
+            lower[i] = max(lower[i], low)
+            if bound < upper[i]:
+                upper[i], how[i] = bound, "dynamic program"
+        lower[i] = min(lower[i], upper[i])       # rounding only: a deviation's value never beats a valid bound
+    return DeviationBounds(upper, lower, how, dp_iterations, time.perf_counter() - t0)
+
+
+# --- the Lagrangian bound ------------------------------------------------------------------------
+def _lagrangian(chain, gamma, beta, c, q, R, lo, hi):
+    """Multipliers lam >= 0 that make mu . Psi small, and that bound (module docstring). By LP
+    duality min over lam of mu . Psi is the LP over pair-state holdings y(s) whose wealth is >= 0
+    only on average over the paths into s: sum_t gamma^t E[W_t 1{s_t = s}] = d(s) c(s) +
+    gamma R(s) . sum_a d(a) P(a, s) y(a) - d(s) q(s) . y(s) >= 0; HiGHS solves it and its row
+    multipliers are lam. The bound is re-evaluated from the clipped multipliers, so it does not
+    trust the solver. Returns (lam (S,), bound)."""
+    from scipy import sparse
+    from scipy.optimize import linprog
+    S, K = q.shape
+    d, P = chain.occupancy, chain.P
+    A0 = _lagrangian_slopes(chain, gamma, beta, q, R, np.zeros(S))
+    inflow = sparse.csr_matrix(gamma * P.T * d[None, :])                    # (s, a): gamma d(a) P(a, s)
+    blocks = [-(sparse.diags(R[:, k]) @ inflow) + sparse.diags(d * q[:, k]) for k in range(K)]
+    A_ub = sparse.hstack(blocks).tocsc()                                  # columns k * S + s
+    bounds = [(lo[k], hi[k]) for k in range(K) for _ in range(S)]
+    res = linprog(-(d[:, None] * A0).T.ravel(), A_ub=A_ub, b_ub=d * c, bounds=bounds, method="highs")
+    lam = np.zeros(S) if res.status != 0 else np.maximum(-res.ineqlin.marginals, 0.0)
+    return lam, lagrangian_value(chain, gamma, beta, c, q, R, lo, hi, lam)
+
+
+def _box_argmax(A, lo, hi):
+    return np.where(A > 0, hi, np.where(A < 0, lo, 0.0))
+
+
+def lagrangian_value(chain, gamma, beta, c, q, R, lo, hi, lam):
+    """mu . Psi at multipliers lam >= 0: a certified upper bound on the best response's value."""
+    A = _lagrangian_slopes(chain, gamma, beta, q, R, lam)
+    return float(chain.occupancy @ ((beta + lam) * c + np.maximum(A * hi, A * lo).sum(axis=1)))
+
+
+def _lagrangian_slopes(chain, gamma, beta, q, R, lam):
+    bl = beta + lam
+    return -bl[:, None] * q + gamma * (chain.P @ (bl[:, None] * R))
+
+
+def lagrangian_function(chain, gamma, beta, c, q, R, lo, hi, lam):
+    """(slope (S, K), Psi (S,)): L(s, x) = slope(s).x + Psi(s) >= V*(s, x)."""
+    A = _lagrangian_slopes(chain, gamma, beta, q, R, lam)
+    f = (beta + lam) * c + np.maximum(A * hi, A * lo).sum(axis=1)
+    Psi = np.linalg.solve(np.eye(len(f)) - gamma * chain.P, f)
+    return (beta + lam)[:, None] * R, Psi
+
+
+# --- a concrete deviation: holdings of the pair state -----------------------------------------
+def _pair_state_lp(chain, a, b, starts, beta, c, q, R, lo, hi, A0):
+    """The best holdings y(s) that depend on the pair state, affordable after every transition:
+    max sum_s d(s) (beta c + A0(s).y(s)) s.t. c(t) + R(t).y(s) - q(t).y(t) >= 0 for each edge s -> t
+    and c(t) - q(t).y(t) >= 0 at the start states. Returns its value (-inf if HiGHS fails)."""
+    from scipy import sparse
+    from scipy.optimize import linprog
+    S, K = q.shape
+    d = chain.occupancy
+    E, n = len(a), len(starts)
+    cols_k = np.arange(K)
+    A_e = sparse.csr_matrix((np.concatenate([-R[b].ravel(), q[b].ravel()]),
+                             (np.tile(np.repeat(np.arange(E), K), 2),
+                              np.concatenate([(a[:, None] * K + cols_k).ravel(), (b[:, None] * K + cols_k).ravel()]))),
+                            shape=(E, S * K))
+    A_s = sparse.csr_matrix((q[starts].ravel(), (np.repeat(np.arange(n), K), (starts[:, None] * K + cols_k).ravel())),
+                            shape=(n, S * K))
+    A_ub = sparse.vstack([A_e, A_s]).tocsc()
+    b_ub = np.concatenate([c[b], c[starts]])
+    g = (d[:, None] * A0).ravel()
+    bounds = list(zip(np.tile(lo, S), np.tile(hi, S)))
+    res = linprog(-g, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    if res.status != 0:
+        return -np.inf
+    y = np.clip(res.x, np.tile(lo, S), np.tile(hi, S)).reshape(S, K)
+    wealth_e = c[b] + np.einsum("ek,ek->e", R[b], y[a]) - np.einsum("ek,ek->e", q[b], y[b])
+    wealth_s = c[starts] - np.einsum("ek,ek->e", q[starts], y[starts])
+    if np.any(wealth_e < 0) or np.any(wealth_s < 0):   # pull the holdings towards 0 until affordable
+        y = _affordable(y, a, b, starts, c, q, R)
+    return float(d @ (beta * c) + np.sum(d[:, None] * A0 * y))
+
+
+def _affordable(y, a, b, starts, c, q, R):
+    """y scaled by the largest t in [0, 1] with every edge's and start's wealth >= 0 (t = 0 is)."""
+    we = np.einsum("ek,ek->e", R[b], y[a]) - np.einsum("ek,ek->e", q[b], y[b])
+    ws = -np.einsum("ek,ek->e", q[starts], y[starts])
+    slope, const = np.concatenate([we, ws]), np.concatenate([c[b], c[starts]])
+    neg = slope < 0
+    t = 1.0 if not np.any(neg) else float(min(1.0, np.min(const[neg] / -slope[neg])))
+    return y * max(0.0, t) * (1 - 1e-15)
+
+
+# --- the one-asset dynamic program ----------------------------------------------------------------
+class OneAssetDP:
+    """Exact Bellman steps on concave piecewise-linear V(s, .) of the carried holding (module docstring).
+
+    A function is (xs, vs): kinks xs (sorted, the domain's ends first and last) and values; linear
+    between, -inf outside [xs[0], xs[-1]]; None when its domain is empty."""
+
+    def __init__(self, chain, gamma, beta, c, q, R, lo, hi):
+        self.chain, self.gamma = chain, gamma
+        self.beta, self.c, self.q, self.R = beta, c, q, R
+        self.lo, self.hi = float(lo), float(hi)
+        S = len(c)
+        self.succ = [np.flatnonzero(chain.P[s] > 0) for s in range(S)]
+        self.prob = [chain.P[s, self.succ[s]] for s in range(S)]
+        self.starts = np.flatnonzero(chain.initial > 0)
+        self.scale = max(1.0, float(np.max(np.abs(beta * c))) / (1 - gamma))
+        self.policy = [None] * S
+
+    def greedy_value(self, max_nodes=4000):
+        """The value from mu of the greedy policy of the last Bellman step, y = min(y*(s), u(s, x))
+        (a concrete deviation; its holdings from (start, 0) are followed exactly and its value solved
+        on the states it reaches), or -inf when it reaches more than ``max_nodes`` (s, x) or a
+        state it cannot afford."""
+        from scipy import sparse
+        from scipy.sparse.linalg import spsolve
+        nodes, index, reward, rows, cols, vals = [], {}, {}, [], [], []
+        todo = []
+        for s in self.starts:
+            index[(int(s), 0.0)] = len(nodes)
+            nodes.append((int(s), 0.0))
+            todo.append(len(nodes) - 1)
+        while todo:
+            k = todo.pop()
+            s, x = nodes[k]
+            if self.policy[s] is None:
+                return -np.inf
+            gl, ystar = self.policy[s]
+            wealth_all = self.c[s] + self.R[s] * x
+            y = ystar if self.q[s] <= 0 else min(ystar, wealth_all / self.q[s])
+            y = max(y, self.lo)
+            wealth = wealth_all - self.q[s] * y
+            if wealth < 0 or y < gl - 1e-12:
+                return -np.inf
+            reward[k] = self.beta[s] * wealth
+            for t, pr in zip(self.succ[s], self.prob[s]):
+                key = (int(t), float(y))
+                j = index.get(key)
+                if j is None:
+                    if len(nodes) >= max_nodes:
+                        return -np.inf
+                    j = index[key] = len(nodes)
+                    nodes.append(key)
+                    todo.append(j)
+                rows.append(k)
+                cols.append(j)
+                vals.append(pr)
+        n = len(nodes)
+        Pm = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n))
+        v = spsolve((sparse.identity(n, format="csr") - self.gamma * Pm).tocsc(), np.array([reward[k] for k in range(n)]))
+        return float(sum(self.chain.initial[s] * v[index[(int(s), 0.0)]] for s in self.starts))
+
+    def value_from_mu(self, U) -> float:
+        total = 0.0
+        for s in self.starts:
+            v = _evaluate(U[s], 0.0)
+            total += self.chain.initial[s] * v
+        return float(total)
+
+    def solve(self, lam, lower, atol, reference):
+        """(certified upper bound, best lower bound, Bellman steps) on the value from mu. Steps run
+        until upper - lower <= the target, or the decrease per step says the rest is below it
+        (geometric convergence at the rate gamma), or the step and time caps; the target is
+        ``atol`` or REL_PRECISION of the regret upper - ``reference``, whichever is larger.
+        Every iterate's value is a valid bound, so stopping early only loosens it."""
+        chain, gamma = self.chain, self.gamma
+        slope, Psi = lagrangian_function(chain, gamma, self.beta, self.c, self.q[:, None], self.R[:, None],
+                                         np.array([self.lo]), np.array([self.hi]), lam)
+        xs = np.array([self.lo, self.hi])
+        U = [(xs, slope[s, 0] * xs + Psi[s]) for s in range(len(Psi))]
+        best = prev = self.value_from_mu(U)
+        t0, n = time.perf_counter(), 0
+        while n < DP_MAX_ITERATIONS and time.perf_counter() - t0 < DP_TIME_LIMIT:
+            target = max(atol, REL_PRECISION * (best - reference))
+            if best - lower <= target:
+                break
+            n += 1
+            eps = max(1e-15 * self.scale, 0.1 * (1 - gamma) * target)   # raises U by <= target / 10 in all
+            U = [self.bellman(U, s, eps) for s in range(len(U))]
+            val = self.value_from_mu(U)
+            best = min(best, val)
+            if n % 10 == 0:
+                lower = max(lower, self.greedy_value())
+            if n > 5 and 0 <= prev - val <= (1 - gamma) / gamma * target:
+                break
+            prev = val
+        if n:
+            lower = max(lower, self.greedy_value())
+        return best, min(lower, best), n
+
+    def bellman(self, U, s, eps):
+        """(T U)(s, .) as a concave piecewise-linear function (exact up to rounding, then raised)."""
+        succ, prob = self.succ[s], self.prob[s]
+        parts = [U[t] for t in succ]
+        if any(p is None for p in parts):
+            return None
+        gl = max(p[0][0] for p in parts)
+        gr = min(p[0][-1] for p in parts)
+        if gl > gr:
+            return None
+        pts = np.unique(np.concatenate([p[0] for p in parts] + [[gl, gr]]))
+        pts = pts[(pts >= gl) & (pts <= gr)]
+        beta, c, q, R, gamma = self.beta[s], self.c[s], self.q[s], self.R[s], self.gamma
+        G = -beta * q * pts + gamma * sum(pr * np.interp(pts, xs, vs) for pr, (xs, vs) in zip(prob, parts))
+        lo, hi = self.lo, self.hi
+        self.policy[s] = (gl, float(pts[int(np.argmax(G))]))      # the feasible y range's left end, the best y
+        if q <= 0:      # the holdings cost nothing: any y; the wealth c + R x must be >= 0
+            top = float(G.max())
+            dom = _half_line(R, -c, lo, hi)
+            if dom is None:
+                return None
+            xs = np.array(dom)
+            return _tidy(xs, beta * (c + R * xs) + top, eps)
+        # y <= u(x) = (c + R x) / q; feasible iff u(x) >= gl
+        if R == 0:
+            u = c / q
+            if u < gl:
+                return None
+            v = beta * c + _prefix_value(pts, G, u)
+            return (np.array([lo, hi]), np.array([v, v]))
+        dom = _half_line(R, q * gl - c, lo, hi)
+        if dom is None:
+            return None
+        xs = (q * pts - c) / R
+        xs = np.unique(np.concatenate([xs[(xs > dom[0]) & (xs < dom[1])], dom]))
+        u = (c + R * xs) / q
+        vals = beta * (c + R * xs) + _prefix_value(pts, G, u)
+        return _tidy(xs, vals, eps)
+
+
+def _half_line(R, rhs, lo, hi):
+    """[lo, hi] intersected with {x : R x >= rhs} as (a, b), or None when empty."""
+    if R > 0:
+        a, b = max(lo, rhs / R), hi
+    elif R < 0:
+        a, b = lo, min(hi, rhs / R)
+    else:
+        a, b = (lo, hi) if rhs <= 0 else (1.0, 0.0)
+    return (a, b) if a <= b else None
+
+
+def _prefix_value(pts, G, u):
+    """max over y in [pts[0], min(u, pts[-1])] of the piecewise-linear G(pts) (u >= pts[0])."""
+    u = np.minimum(np.asarray(u, dtype=float), pts[-1])
+    run = np.maximum.accumulate(G)
+    k = np.searchsorted(pts, u, side="right") - 1          # last kink <= u
+    k = np.clip(k, 0, len(pts) - 1)
+    return np.maximum(run[k], np.interp(u, pts, G))
+
+
+def _evaluate(f, x):
+    if f is None:
+        return -np.inf
+    xs, vs = f
+    if x < xs[0] - 1e-15 or x > xs[-1] + 1e-15:
+        return -np.inf
+    return float(np.interp(x, xs, vs))
+
+
+def _tidy(xs, vs, eps):
+    """The concave piecewise-linear function through (xs, vs), raised where needed: kinks that
+    rounding left convex are removed (the chord of the neighbours lies above), then pieces whose
+    removal raises the function by at most eps (or the tolerance that keeps DP_MAX_KINKS) are
+    dropped by extending their neighbours."""
+    if len(xs) > 2:          # kinks closer than rounding: one of each group, the domain's ends stay
+        keep = np.concatenate([[True], np.diff(xs) > 1e-14 * max(1.0, abs(xs[-1] - xs[0]))])
+        last = np.flatnonzero(keep)[-1]
+        if last != len(xs) - 1:
+            if last > 0:
+                keep[last] = False
+            keep[-1] = True
+        xs, vs = xs[keep], vs[keep]
+    while len(xs) > 2:       # convex kinks from rounding
+        sl = np.diff(vs) / np.diff(xs)
+        bad = np.flatnonzero(sl[1:] > sl[:-1]) + 1
+        if len(bad) == 0:
+            break
+        bad = bad[np.concatenate([[True], np.diff(bad) > 1])]     # no two neighbours at once
+        mask = np.ones(len(xs), bool)
+        mask[bad] = False
+        xs, vs = xs[mask], vs[mask]
+    tol = eps
+    while len(xs) > 3:
+        xs2, vs2 = _drop_pieces(xs, vs, tol)
+        if len(xs2) == len(xs):
+            if len(xs) <= DP_MAX_KINKS:
+                break
+            tol *= 4
+        xs, vs = xs2, vs2
+    return xs, vs
+
+
+def _drop_pieces(xs, vs, tol):
+    """Drop the inner pieces (xs[k], xs[k+1]) whose removal raises the function by <= tol: the
+    neighbouring pieces' lines extended to their crossing. No two neighbouring pieces at once."""
+    sl = np.diff(vs) / np.diff(xs)                       # piece k: slope sl[k] through (xs[k], vs[k])
+    k = np.arange(1, len(sl) - 1)
+    m1, m2 = sl[k - 1], sl[k + 1]
+    # crossing of line k-1 (through xs[k], vs[k]) and line k+1 (through xs[k+1], vs[k+1])
+    denom = m1 - m2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        xc = (vs[k + 1] - vs[k] + m1 * xs[k] - m2 * xs[k + 1]) / denom
+        vc = vs[k] + m1 * (xc - xs[k])
+        rise = vc - (vs[k] + sl[k] * (xc - xs[k]))
+    inside = (denom > 0) & (xc >= xs[k]) & (xc <= xs[k + 1])
+    can = np.flatnonzero(inside & (rise <= tol))
+    if len(can) == 0:
+        return xs, vs
+    chosen = [can[0]]
+    for j in can[1:]:
+        if j > chosen[-1] + 1:
+            chosen.append(j)
+    chosen = np.array(chosen)
+    kk = k[chosen]
+    mask = np.ones(len(xs), bool)
+    mask[kk] = False
+    mask[kk + 1] = False
+    nx = np.concatenate([xs[mask], xc[chosen]])
+    nv = np.concatenate([vs[mask], vc[chosen]])
+    order = np.argsort(nx, kind="stable")
+    return nx[order], nv[order]
