@@ -203,3 +203,26 @@ def test_markers_continuations_and_console_prompts(tmp_path):
     assert [(b.kind, b.skip) for b in blocks] == [("python", "needs Gurobi"), ("shell", None), ("shell", None)]
     assert shell_commands(blocks[1]) == ["solvopt methods      --json"]
     assert shell_commands(blocks[2]) == ["python -c 'print(1)'  # a comment"]
+
+
+# --- the tutorial's script ------------------------------------------------------------------------
+@pytest.mark.slow
+def test_tutorial_batch_runs_as_a_script(tmp_path_factory):
+    """docs/tutorial.md ends with a script guarded by ``if __name__ == "__main__":`` (Dask's worker
+    processes import the main module); the page's blocks run above with ``__name__ != "__main__"``,
+    so the guarded batch is run here as the page says: saved as batch.py, ``python batch.py``."""
+    pytest.importorskip("distributed")
+    tutorial = [b for b in blocks_of(REPO / "docs" / "tutorial.md") if b.kind == "python"]
+    script = tutorial[-1].source
+    assert 'if __name__ == "__main__":' in script and "local_client" in script and "solve_many" in script
+    folder = _reader_folder(tmp_path_factory, REPO / "docs" / "tutorial.md")
+    (folder / "batch.py").write_text(script, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    try:
+        proc = subprocess.run([sys.executable, "batch.py"], cwd=folder, env=env, capture_output=True, text=True,
+                              timeout=BLOCK_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"docs/tutorial.md's batch ran over {BLOCK_TIMEOUT} s") from None
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stdout.splitlines() if " optimal obj=" in ln]
+    assert [int(ln.split()[0]) for ln in lines] == list(range(6)), proc.stdout
