@@ -95,33 +95,39 @@ def brute_force_portfolio_regret(econ, result):
     return worst
 
 
-@pytest.mark.parametrize("utility", ["cobb_douglas", "leontief"])
-def test_small_economies_reach_a_certified_tolerance(utility):
-    econ = small(utility)
-    result = econ.solve(method=NEWTON, tolerance=1e-7, time_limit=30)
-    assert result.termination in (Termination.FEASIBLE_WITHIN_GAP, Termination.OPTIMAL)
-    assert result.stats["metrics"]["relative_exploitability"] <= 1e-7
-    m = result.stats["metrics"]
-    assert 0 <= m["exploitability_lower"] <= m["exploitability"] + 1e-12
-    assert m["budget_violation"] <= 1e-9 and m["excess_demand"] <= 1e-5
-    # the certificate's portfolio bound agrees with a brute-force grid (the grid can only do worse)
-    assert brute_force_portfolio_regret(econ, result) <= result.objective + 1e-9
-
-
-def test_ces_economy_reaches_a_certified_tolerance():
+def ces_economy():
     from solvopt.dsl.utilities import CES
     base = small("linear")
-    econ = MarkovExchangeEconomy(CES(base.utility.weights, 0.5), base.endowments, base.transitions, 0.9,
+    return MarkovExchangeEconomy(CES(base.utility.weights, 0.5), base.endowments, base.transitions, 0.9,
                                  asset_returns=base.asset_returns)
-    result = econ.solve(method=NEWTON, tolerance=1e-7, time_limit=30)
-    assert result.stats["metrics"]["relative_exploitability"] <= 1e-7
 
 
-def test_the_leontief_economy_that_stalled_now_converges():
-    # markov-tatonnement stays near a relative exploitability of 1e-3 on this one
-    econ = small("leontief", seed=1)
-    result = econ.solve(method=NEWTON, tolerance=1e-8, time_limit=30)
-    assert result.stats["metrics"]["relative_exploitability"] <= 1e-8
+@pytest.mark.parametrize("make", [lambda: small("cobb_douglas"), lambda: small("leontief"), ces_economy,
+                                  lambda: small("leontief", seed=1)],
+                         ids=["cobb_douglas", "leontief", "ces", "leontief-1"])
+def test_small_economies_certified_over_every_deviation(make):
+    # These economies used to "reach" 1e-7 (1e-8 for leontief-1, on which markov-tatonnement stalls
+    # near 1e-3): the old certificate bounded only holdings that depend on the current world state.
+    # Over every deviation (holdings that may depend on the world-state history and on the
+    # consumer's own holdings) markov-newton's profiles leave consumer regrets of about 1e-5 .. 3e-3
+    # of the endowment value, reached by concrete deviations (lower bound = upper bound). The
+    # status may claim a tolerance only where the certificate over every deviation meets it.
+    from test_games_economy_deviation import brute_force_values
+    econ = make()
+    result = econ.solve(method=NEWTON, tolerance=1e-7, iteration_limit=40)
+    m = result.stats["metrics"]
+    if result.termination in (Termination.FEASIBLE_WITHIN_GAP, Termination.OPTIMAL):
+        assert m["relative_exploitability"] <= 1e-7
+    assert 0 <= m["exploitability_lower"] <= m["exploitability"] + 1e-12
+    assert m["budget_violation"] <= 1e-9 and m["price_violation"] <= 1e-9
+    # the certificate's portfolio bound agrees with a brute-force grid (the grid can only do worse)
+    assert brute_force_portfolio_regret(econ, result) <= result.objective + 1e-9
+    # and with a brute-force dynamic program over (previous world, world, own holding)
+    sol = result.solution
+    chain = ec.pair_chain(econ)
+    values = chain.occupancy @ econ.utility.value(sol["consumption"])
+    brute = brute_force_values(econ, sol["prices"], sol["asset_prices"], points=21, sweeps=250)
+    assert np.all(brute - values <= result.stats["per_player_exploitability"][:-1] + 1e-9)
 
 
 def test_reproducible_for_a_fixed_seed():
