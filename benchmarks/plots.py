@@ -5,7 +5,15 @@
   backend / method, one panel per instance (or case) and mode (kernel only, end to end);
 - ``performance_profile``: a Dolan-More performance profile of a k-HC comparison (``khc.json``,
   ``khc_subset12_20s.json`` from khc.py): for each method, the share of instances it solved within
-  a factor tau of the fastest method on that instance (unsolved: never), against log2 tau.
+  a factor tau of the fastest method on that instance (unsolved: never), against log2 tau;
+- ``transport_time`` / ``transport_ratio`` (``transport.json``): seconds against n for the
+  approximation and the exact solvers, one panel per instance kind and p; the measured ratio to
+  the exact optimum with the proven factor 3 for scale;
+- ``games_static`` / ``games_markets`` / ``games_exchange`` (``games.json``): certified
+  exploitability against time for the static pseudo-games, the linear Fisher market (the exact
+  polish against first-order methods) and the linear exchange markets.
+
+One message per figure, labels readable at page width, legends without commit hashes.
 
 matplotlib (the ``bench`` extra) is imported inside the functions only, with the Agg backend.
 
@@ -26,7 +34,7 @@ SOLVED_GAP = 1e-6        # khc.py's rule: proved optimal, or relative gap <= 1e-
 # the dp.py method labels -> (legend label, colour, marker)
 SPLIT_METHODS = {
     "numpy": ("NumPy reference", "tab:gray", "s"),
-    "anchor": ("straightforward Numba (anchor, 2 threads)", "tab:orange", "^"),
+    "anchor": ("straightforward Numba (baseline, 2 threads)", "tab:orange", "^"),
     "ours 1t": ("ours, 1 thread", "tab:blue", "o"),
     "ours 2t": ("ours, 2 threads", "tab:green", "D"),
     "cuda": ("CuPy (CUDA)", "tab:red", "v"),
@@ -222,12 +230,243 @@ def performance_profile(json_path, png_path) -> bool:
     return True
 
 
+# --- shared look: one message per figure, labels readable at page width --------------------------------------
+READABLE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "xtick.labelsize": 11,
+            "ytick.labelsize": 11, "legend.fontsize": 11, "figure.titlesize": 14}
+
+
+def _clean_label(text: str) -> str:
+    """A legend label without commit hashes or other parenthesised provenance: 'before (c706dff)' -> 'before'."""
+    import re
+    text = re.sub(r"\s*\((?=[^)]*\b[0-9a-f]{7,40}\b)[^)]*\)", "", str(text))
+    return re.sub(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b", "", text).strip()
+
+
+def _subtitle(fig, meta: dict) -> None:
+    """The date and machine, short, at the foot of the figure."""
+    machine = str(meta.get("machine") or "").split(";")[0].split(", Python")[0]
+    line = _machine({"date": meta.get("date"), "machine": machine or None, "cpu": meta.get("cpu"),
+                     "cores": meta.get("cores")})
+    fig.text(0.5, 0.005, textwrap.shorten(line, 120), ha="center", va="bottom", fontsize=9, color="0.4")
+
+
+# --- W_p transport: time against n; measured ratio against n ---------------------------------------------
+TRANSPORT_CASES = {"uniform2": "uniform points, d = 2", "uniform3": "uniform points, d = 3",
+                   "pixels": "image colours (d = 3)"}
+TRANSPORT_METHODS = {  # key in a row -> (legend label, colour, marker, line style)
+    "ours": ("ours (approx, proven factor 3)", "tab:blue", "o", "-"),
+    "emd": ("exact: POT ot.emd", "tab:orange", "s", "-"),
+    "lsa": ("exact: linear_sum_assignment", "tab:green", "^", "-"),
+    "bottleneck": ("exact: bottleneck search (p = inf)", "tab:red", "D", "-"),
+    "floor": ("floor: one pass over all n^2 distances", "0.45", None, "--"),
+}
+
+
+def _p_key(p) -> float:
+    return math.inf if str(p) == "inf" else float(p)
+
+
+def _p_label(p) -> str:
+    return "p = inf" if str(p) == "inf" else f"p = {float(p):g}"
+
+
+def transport_time(json_path, png_path) -> bool:
+    """transport.json: seconds against n, one panel per (instance kind, p), log-log; one legend."""
+    plt = _pyplot()
+    data = json.loads(Path(json_path).read_text())
+    rows = data["rows"]
+    cases = [c for c in TRANSPORT_CASES if any(r["case"] == c for r in rows)]
+    ps = sorted({str(r["p"]) for r in rows}, key=_p_key)
+    with plt.rc_context(READABLE):
+        fig, axes = plt.subplots(len(cases), len(ps), figsize=(4.6 * len(ps), 3.6 * len(cases) + 1.2),
+                                 squeeze=False, sharex=True)
+        for i, case in enumerate(cases):
+            for j, p in enumerate(ps):
+                ax = axes[i][j]
+                sel = sorted((r for r in rows if r["case"] == case and str(r["p"]) == p), key=lambda r: r["n"])
+                for key, (label, colour, marker, style) in TRANSPORT_METHODS.items():
+                    pts = [(r["n"], r[key]["seconds"]) for r in sel if isinstance(r.get(key), dict)
+                           and r[key].get("seconds") is not None]
+                    if pts:
+                        ax.plot(*zip(*pts), style, color=colour, marker=marker, ms=5, lw=2, label=label)
+                ax.set(xscale="log", yscale="log")
+                ax.grid(True, which="major", color="0.9")
+                if i == 0:
+                    ax.set_title(_p_label(p))
+                if j == 0:
+                    ax.set_ylabel(f"{TRANSPORT_CASES[case]}\nseconds")
+                if i == len(cases) - 1:
+                    ax.set_xlabel("n (points per side)")
+        handles, labels = {}, []
+        for ax in axes.flat:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(lab, h)
+        order = [TRANSPORT_METHODS[k][0] for k in TRANSPORT_METHODS if TRANSPORT_METHODS[k][0] in handles]
+        fig.suptitle("W_p transport: the approximation against exact solvers (time, log-log)", y=0.995)
+        fig.legend([handles[lab] for lab in order], order, loc="upper center", ncol=3, frameon=False,
+                   bbox_to_anchor=(0.5, 0.965))
+        _subtitle(fig, data.get("meta", {}))
+        fig.tight_layout(rect=(0, 0.02, 1, 0.90))
+        fig.savefig(png_path, dpi=100)
+        plt.close(fig)
+    print(f"wrote {png_path}", file=sys.stderr)
+    return True
+
+
+def transport_ratio(json_path, png_path) -> bool:
+    """transport.json: the measured ratio W_p(ours) / W_p(exact) against n, one panel per p, one line
+    per instance kind, with the proven factor 3 drawn for scale."""
+    plt = _pyplot()
+    data = json.loads(Path(json_path).read_text())
+    rows = data["rows"]
+    ps = sorted({str(r["p"]) for r in rows}, key=_p_key)
+    colours = {"uniform2": ("tab:blue", "o"), "uniform3": ("tab:purple", "s"), "pixels": ("tab:brown", "^")}
+    with plt.rc_context(READABLE):
+        fig, axes = plt.subplots(1, len(ps), figsize=(4.4 * len(ps), 5.4), squeeze=False, sharey=True)
+        for ax, p in zip(axes[0], ps):
+            for case, label in TRANSPORT_CASES.items():
+                pts = sorted((r["n"], r["ratio"]) for r in rows
+                             if r["case"] == case and str(r["p"]) == p and r.get("ratio") is not None)
+                if pts:
+                    colour, marker = colours[case]
+                    ax.plot(*zip(*pts), "-", color=colour, marker=marker, ms=6, lw=2, label=label)
+            ax.axhline(3.0, color="tab:red", ls="--", lw=1.5)
+            ax.axhline(1.0, color="0.5", lw=1)
+            ax.text(0.02, 3.0, "proven bound: 3", color="tab:red", va="bottom", transform=ax.get_yaxis_transform())
+            ax.set(xscale="log", ylim=(0.9, 3.3), title=_p_label(p), xlabel="n (points per side)")
+            ax.grid(True, which="major", color="0.9")
+        axes[0][0].set_ylabel("measured W_p(ours) / W_p(exact)")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        for ax in axes[0][1:]:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                if lab not in labels:
+                    handles.append(h)
+                    labels.append(lab)
+        fig.suptitle("W_p transport: measured ratio to the exact optimum (where an exact solver ran)", y=0.99)
+        fig.legend(handles, labels, loc="upper center", ncol=3, frameon=False, bbox_to_anchor=(0.5, 0.92))
+        _subtitle(fig, data.get("meta", {}))
+        fig.tight_layout(rect=(0, 0.03, 1, 0.83))
+        fig.savefig(png_path, dpi=100)
+        plt.close(fig)
+    print(f"wrote {png_path}", file=sys.stderr)
+    return True
+
+
+# --- games: certified exploitability against time ----------------------------------------------------------
+GAME_TITLES = {"harker": "Harker's game", "river_basin": "river-basin pollution game"}
+
+
+def _history(row: dict, column: int, floor: float = 1e-16):
+    pts = [(h[1], max(max(h[column:]) if column == 2 else h[column], floor)) for h in row.get("history") or []]
+    return list(zip(*pts)) if pts else None
+
+
+def games_static(json_path, png_path) -> bool:
+    """games.json: static pseudo-games, max(exploitability, VE gap) against seconds, one panel per game;
+    the reference solver's single solve as a vertical line at its time."""
+    plt = _pyplot()
+    data = json.loads(Path(json_path).read_text())
+    static = data.get("static", [])
+    games_ = [g for g in GAME_TITLES if any(r["game"] == g for r in static)]
+    styles = {"extragradient": ("extragradient", "tab:blue", "-"), "nested": ("nested method", "tab:orange", "-")}
+    with plt.rc_context(READABLE):
+        fig, axes = plt.subplots(1, len(games_), figsize=(6.2 * len(games_), 4.8), squeeze=False, sharey=True)
+        for ax, g in zip(axes[0], games_):
+            for r in (r for r in static if r["game"] == g):
+                if r["method"] in styles and r.get("history"):
+                    label, colour, ls = styles[r["method"]]
+                    x, y = _history(r, 2)
+                    ax.semilogy(x, y, ls, color=colour, lw=2.2, marker="o", ms=3, label=label)
+                elif not r.get("history"):
+                    ax.axvline(r["wall_s"], color="0.3", ls=":", lw=2,
+                               label=f"{_clean_label(r['method']).split(' (')[0]}: one solve")
+            ax.axhline(1e-10, color="0.6", lw=1)
+            ax.set(title=GAME_TITLES[g], xlabel="seconds")
+            ax.grid(True, which="major", color="0.9")
+            ax.legend(loc="upper right")
+        axes[0][0].set_ylabel("certified max(exploitability, VE gap)")
+        fig.suptitle("Static pseudo-games: both methods certify 1e-10 within about a second", y=0.99)
+        _subtitle(fig, data.get("meta", {}))
+        fig.tight_layout(rect=(0, 0.03, 1, 0.95))
+        fig.savefig(png_path, dpi=100)
+        plt.close(fig)
+    print(f"wrote {png_path}", file=sys.stderr)
+    return True
+
+
+def games_markets(json_path, png_path) -> bool:
+    """games.json: the linear Fisher market 1000 x 1000, relative exploitability against seconds for
+    Eisenberg-Gale with the exact active-set polish, the earlier polish, and proportional response."""
+    plt = _pyplot()
+    data = json.loads(Path(json_path).read_text())
+    rows = data.get("markets", []) + data.get("polish", [])
+    lines = [  # (picks the row, label, colour)
+        (lambda r: r["market"] == "linear 1000x1000" and r["method"] == "eisenberg-gale" and "polish" not in r,
+         "Eisenberg-Gale + exact active-set polish", "tab:blue"),
+        (lambda r: r["market"] == "linear 1000x1000" and str(r.get("polish", "")).startswith("before"),
+         "Eisenberg-Gale + the earlier polish", "tab:gray"),
+        (lambda r: r["market"] == "linear 1000x1000" and r["method"] == "proportional-response",
+         "proportional response", "tab:orange"),
+    ]
+    with plt.rc_context(READABLE):
+        fig, ax = plt.subplots(figsize=(8.5, 5.2))
+        for pick, label, colour in lines:
+            row = next((r for r in rows if pick(r)), None)
+            if row and row.get("history"):
+                x, y = _history(row, 2)
+                ax.loglog([max(v, 1e-2) for v in x], y, color=colour, lw=2.2, label=label)
+        ax.axhline(1e-6, color="0.6", lw=1)
+        ax.set(xlabel="seconds (log)", ylabel="relative exploitability (certified)",
+               title="Linear Fisher market, 1000 buyers x 1000 goods")
+        ax.grid(True, which="major", color="0.9")
+        ax.legend(loc="lower left")
+        fig.suptitle("The exact active-set polish reaches the equilibrium; the others stop at 1e-6 or above", y=0.99)
+        _subtitle(fig, data.get("meta", {}))
+        fig.tight_layout(rect=(0, 0.03, 1, 0.95))
+        fig.savefig(png_path, dpi=100)
+        plt.close(fig)
+    print(f"wrote {png_path}", file=sys.stderr)
+    return True
+
+
+def games_exchange(json_path, png_path) -> bool:
+    """games.json: linear exchange markets, relative exploitability against seconds, one line per market."""
+    plt = _pyplot()
+    data = json.loads(Path(json_path).read_text())
+    rows = data.get("exchange", [])
+    with plt.rc_context(READABLE):
+        fig, ax = plt.subplots(figsize=(8.5, 5.2))
+        cmap = plt.get_cmap("viridis")
+        for k, r in enumerate(rows):
+            if r.get("history"):
+                x, y = _history(r, 2)
+                name = r["market"].replace("exchange ", "").replace("x", " x ")
+                ax.loglog([max(v, 1e-4) for v in x], y, color=cmap(k / max(len(rows) - 1, 1)), lw=2.2,
+                          marker="o", ms=4, label=name)
+        ax.set(xlabel="seconds (log)", ylabel="relative exploitability (certified)",
+               title="Linear exchange (Arrow-Debreu) markets, consumers x goods")
+        ax.grid(True, which="major", color="0.9")
+        ax.legend(loc="lower left")
+        fig.suptitle("Exact equilibria of linear exchange markets in seconds", y=0.99)
+        _subtitle(fig, data.get("meta", {}))
+        fig.tight_layout(rect=(0, 0.03, 1, 0.95))
+        fig.savefig(png_path, dpi=100)
+        plt.close(fig)
+    print(f"wrote {png_path}", file=sys.stderr)
+    return True
+
+
 # --- all figures ------------------------------------------------------------------------------------------------
 FIGURES = [
     (time_vs_scenarios, "dp_split.json", "dp_split.png"),
     (time_vs_scenarios, "dp_engine.json", "dp_engine.png"),
     (performance_profile, "khc.json", "khc_profile.png"),
     (performance_profile, "khc_subset12_20s.json", "khc_subset12_20s_profile.png"),
+    (transport_time, "transport.json", "transport.png"),
+    (transport_ratio, "transport.json", "transport_ratio.png"),
+    (games_static, "games.json", "games.png"),
+    (games_markets, "games.json", "games_markets.png"),
+    (games_exchange, "games.json", "games_exchange.png"),
 ]
 
 
