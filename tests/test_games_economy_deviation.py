@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solvopt.core.errors import SolverError
+from solvopt.core.result import Termination
 from solvopt.dsl import MarkovExchangeEconomy
 from solvopt.games import economy as ec
 from solvopt.games import economy_deviation as dv
@@ -97,6 +98,12 @@ def test_history_dependent_deviation_beats_the_old_optimal_profile():
     assert np.allclose(m["per_player"][:3], brute - v, atol=1e-9)         # the bound is exact here
     assert expl.value > 1e-3 and expl.certified                           # a status of OPTIMAL is out of reach
     assert 0 <= m["exploitability_lower"] <= m["exploitability"]
+
+
+def test_the_result_says_what_the_certificate_covers():
+    result = shipped_economy().solve(method="markov-newton", tolerance=1e-12, iteration_limit=20)
+    assert "every deviation" in result.guarantee and "own past holdings" in result.guarantee
+    assert result.termination is not Termination.OPTIMAL and result.objective > 1e-3
 
 
 def random_case(seed, limit, assets=1, world_states=2, consumers=2):

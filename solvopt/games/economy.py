@@ -109,8 +109,11 @@ def endowment_values(econ, chain, prices) -> np.ndarray:
 
 
 def consumer_best_value(econ, chain, prices, asset_prices, beta):
-    """(N,) certified upper bounds on the best-response values from mu, (N,) the values of the
-    best portfolios found (lower bounds), and (W, N, K) those portfolios.
+    """The best response within the *stationary* class only, holdings y_i(w) that depend on the
+    current world state (the profiles' own class): (N,) certified upper bounds on its values from
+    mu, (N,) the values of the best portfolios found (lower bounds), and (W, N, K) those portfolios.
+    A deviation that conditions on the previous world state or on its own holdings can do better;
+    the certificate (:func:`metrics`) bounds those with :mod:`solvopt.games.economy_deviation`.
 
     Consumer i maximises sum_s d(s) beta_i(s) W_i(s; y) = w_i.c_i + g_i.y over the holdings box
     subject to W_i(s; y) = c_i(s) + G(s).y >= 0. Any lam >= 0 gives the Lagrangian bound

@@ -43,9 +43,11 @@ DP_MAX_KINKS = 400           # kinks per state after simplification (more raise 
 EXACT_RTOL = 1e-13           # upper - lower below this x the consumer's scale: the best response is settled
 REL_PRECISION = 1e-4         # the dynamic program stops once its bound is this close to the regret's value
 
-COVERS = ("every deviation the model allows: holdings that depend on the whole world-state history and on the "
-          "consumer's own past holdings (an exact dynamic program over (pair state, own holding) for one asset, a "
-          "Lagrangian bound for several)")
+GUARANTEE = ("objective is a certified upper bound on the exploitability of the returned profile over every "
+             "deviation the model allows: each consumer's holdings and bundles may depend on the whole world-state "
+             "history and on its own past holdings (bounded by a dynamic program over (pair state, own holding) "
+             "with one asset, by a Lagrangian bound with several), the auctioneer's prices on their feasible set "
+             "(closed form); 0 only at an equilibrium")
 
 
 @dataclass

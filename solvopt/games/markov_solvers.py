@@ -140,9 +140,12 @@ def _economy_result(econ, run, history):
     solution = {"prices": prof.prices, "asset_prices": prof.asset_prices, "consumption": prof.consumption,
                 "portfolio": prof.portfolio, "states": [[int(v), int(w)] for v, w in zip(chain.prev, chain.world)]}
     metrics = {k: v for k, v in best.items() if k != "per_player"}
-    return run.result(solution, metrics=metrics,
-                      metric_history=[[k] + [history[k][n] for n in METRIC_NAMES] for k in sorted(history)],
-                      metric_names=list(METRIC_NAMES))
+    result = run.result(solution, metrics=metrics,
+                        metric_history=[[k] + [history[k][n] for n in METRIC_NAMES] for k in sorted(history)],
+                        metric_names=list(METRIC_NAMES))
+    from .economy_deviation import GUARANTEE
+    result.guarantee = GUARANTEE         # which deviations the certificate covers
+    return result
 
 
 METRIC_NAMES = ("relative_exploitability", "excess_demand", "asset_excess_demand", "bellman_error", "portfolio_foc")
