@@ -84,7 +84,7 @@ from .flow import ENGINES, FlowStopped, feasible_flow, min_cost_flow
 from .graph import Distances, TwoHopGraph, build_two_hop, default_centres
 from .quick import north_west, stopped_result
 from .result import plan_cost, transport_result
-from .stopping import Stopped
+from .stopping import Stopped, run_abandonable
 
 FACTOR = 3.0
 # A plan may cost more than the flow by float error only (relative) for the factor to be stated.
@@ -116,12 +116,18 @@ class Approx(Solver):
         progress = Progress(options.progress, log=options.log)
         extra = options.extra
         kernels = "cuda" if resolve_device(options.device) == "gpu" and model.cost is None else "numba"
-        distances = Distances(model, kernels=kernels)
         k = extra["centres"] or default_centres(model.n, model.m)
-        stats = {"kernels": distances.kernels}
+        stats = {"kernels": kernels}
+        stop = lambda: stop_reason(deadline) is not None     # noqa: E731
+
+        def prepare():                 # importing Numba and loading the kernels: seconds the first time
+            ready = Distances(model, kernels=kernels)
+            ready.warm_up()
+            return ready
         try:
-            graph = build_two_hop(distances, k, np.random.default_rng(options.seed),
-                                  stop=lambda: stop_reason(deadline) is not None)
+            distances = run_abandonable(prepare, stop)       # watched: a stop during it is seen at once
+            stats["kernels"] = distances.kernels
+            graph = build_two_hop(distances, k, np.random.default_rng(options.seed), stop=stop)
         except Stopped:
             stats["graph_time"] = time.perf_counter() - start
             return stopped_result(model, stop_reason(deadline), stats)

@@ -106,11 +106,20 @@ def bipartite_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray,
     Returns (plan (n x m CSR, the model's masses), FlowSolution).
     """
     import scipy.sparse as sp
-    r, c = np.repeat(np.arange(len(rows)), len(cols)), np.tile(np.arange(len(cols)), len(rows))
+    r = np.empty((len(rows), len(cols)), dtype=np.int64)
+    r[:] = np.arange(len(rows))[:, None]                 # broadcast copies: several times faster than repeat/tile
+    if stop is not None and stop():
+        raise FlowStopped
+    c = np.empty((len(rows), len(cols)), dtype=np.int64)
+    c[:] = np.arange(len(rows), len(rows) + len(cols))[None, :]
+    r, c = r.ravel(), c.ravel()
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
-    sol = min_cost_flow(r, len(rows) + c, costs[r, c], supplies, engine=engine, path_arcs=1, stop=stop)
+    if stop is not None and stop():
+        raise FlowStopped
+    sol = min_cost_flow(r, c, np.ascontiguousarray(costs).ravel(), supplies, engine=engine, path_arcs=1, stop=stop)
     used = sol.flow > 0
-    plan = sp.csr_matrix((sol.flow[used] * model.mass, (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
+    plan = sp.csr_matrix((sol.flow[used] * model.mass, (rows[r[used]], cols[c[used] - len(rows)])),
+                         shape=(model.n, model.m))
     return plan, sol
 
 
@@ -202,21 +211,27 @@ class ExactTransport(Solver):
             if reference is None:          # W_inf = 0: the bottleneck plan moves nothing
                 return transport_result(model, bottleneck, guarantee=1.0, proven_optimal=True,
                                         stats={"engine": "bottleneck search"})
-        distances = full_distances(model, "exact", PAIR_BYTES["assignment" if assignment else "flow"])
-        costs, scale = scaled_costs(distances, model.p, reference, cap)
-        del distances
+        def halted(bound=None, engine="exact"):         # a stop between two steps: the best held so far
+            return stopped_result(model, stop_reason(deadline), {"engine": engine}, bound=bound, plan=bottleneck)
+        need = PAIR_BYTES["assignment" if assignment else "flow"]
+        try:          # the full matrix and its p-th powers: seconds for large inputs, watched
+            costs, scale = run_abandonable(
+                lambda: scaled_costs(full_distances(model, "exact", need), model.p, reference, cap), stop)
+        except Stopped:
+            return halted()
         rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
         sub = costs if assignment else costs[np.ix_(rows, cols)]
         # the row and column minima bound (in units of scale^p per unit of mass): kept for a stop
         low = max(np.dot(model.a[rows], sub.min(axis=1)), np.dot(model.b[cols], sub.min(axis=0))) / model.mass
         cheap = scale * (model.mass * low) ** (1.0 / model.p)
+        if stop():
+            return halted(cheap)
         if assignment:
             from scipy.optimize import linear_sum_assignment
             try:
                 _, perm = run_abandonable(lambda: linear_sum_assignment(costs), stop)
             except Stopped:
-                return stopped_result(model, stop_reason(deadline), {"engine": "linear_sum_assignment"}, bound=cheap,
-                                      plan=bottleneck)
+                return halted(cheap, "linear_sum_assignment")
             plan = permutation_plan(model, perm)
             return _best_of(model, plan, bottleneck, guarantee=1.0, proven_optimal=True,
                             stats={"engine": "linear_sum_assignment"})
@@ -232,8 +247,7 @@ class ExactTransport(Solver):
                 plan, sol = bipartite_flow(model, sub / unit, rows, cols, engine, stop=stop)
             except FlowStopped:
                 if attempt == 0:
-                    return stopped_result(model, stop_reason(deadline), {"engine": engine}, bound=cheap,
-                                          plan=bottleneck)
+                    return halted(cheap, engine)
                 break                     # keep the first attempt's plan and bound
             unit_scale = scale * unit ** (1.0 / model.p)        # (d / unit_scale)^p = cost / unit
             bound = flow_bound(model, sub / unit, unit_scale, plan, sol, rows, cols, cap=cap / unit, stop=stop)
@@ -316,24 +330,26 @@ def bottleneck_search(model, options, engine: str = "auto", raw: bool = False):
     start = time.perf_counter()
     deadline = None if options.time_limit is None else start + options.time_limit
     progress = Progress(options.progress, log=options.log)
-    distances = full_distances(model, "bottleneck", PAIR_BYTES["bottleneck"])
     rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
-    sub = distances[np.ix_(rows, cols)]
-    del distances
-    # every source and target with mass must ship along one of its own pairs: nothing below this works
-    floor = max(sub.min(axis=1).max(), sub.min(axis=0).max())
-    try:                                                # the pairs by distance: a threshold's arcs are a prefix
-        order = run_abandonable(lambda: np.argsort(sub, axis=None), lambda: stop_reason(deadline) is not None)
-    except Stopped:                                     # W_inf >= floor: some mass must travel that far
+
+    def prepare():
+        distances = full_distances(model, "bottleneck", PAIR_BYTES["bottleneck"])
+        sub = distances[np.ix_(rows, cols)]
+        del distances
+        # every source and target with mass must ship along one of its own pairs: nothing below this works
+        floor = max(sub.min(axis=1).max(), sub.min(axis=0).max())
+        order = np.argsort(sub, axis=None)               # the pairs by distance: a threshold's arcs are a prefix
+        ordered = sub.ravel()[order]
+        del sub
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        # the distinct distances, increasing; pairs with d <= candidates[k]: order[:prefix[k]]
+        return floor, order, ordered[starts], np.append(starts[1:], len(ordered))
+    try:      # the distances and their sort: seconds at n = 4000, watched (they release the GIL)
+        floor, order, candidates, prefix = run_abandonable(prepare, lambda: stop_reason(deadline) is not None)
+    except Stopped:
         if raw:
-            return None, float(floor), stop_reason(deadline)
-        return stopped_result(model, stop_reason(deadline), {"engine": "bottleneck search"}, bound=float(floor))
-    ordered = sub.ravel()[order]
-    del sub
-    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-    candidates = ordered[starts]                         # the distinct distances, increasing
-    prefix = np.append(starts[1:], len(ordered))         # pairs with d <= candidates[k]: order[:prefix[k]]
-    del ordered
+            return None, None, stop_reason(deadline)
+        return stopped_result(model, stop_reason(deadline), {"engine": "bottleneck search"})
     matching = engine == "hopcroft-karp"
     if matching and not uniform_square(model):
         raise ModelError("engine 'hopcroft-karp' tests perfect matchings: it needs n = m and uniform weights")
@@ -403,7 +419,6 @@ class PotTransport(Solver):
     def solve(self, model, options):
         if math.isinf(model.p):
             raise ModelError("method 'pot' computes W_p for finite p; use method 'bottleneck' for p = inf")
-        import ot
         start = time.perf_counter()
         deadline = None if options.time_limit is None else start + options.time_limit
         stop = lambda: stop_reason(deadline) is not None          # noqa: E731
@@ -416,10 +431,15 @@ class PotTransport(Solver):
             if reference is None:
                 return transport_result(model, bottleneck, guarantee=1.0, proven_optimal=True,
                                         stats={"engine": "bottleneck search"})
-        costs, scale = scaled_costs(full_distances(model, "pot", PAIR_BYTES["pot"]), model.p, reference, cap)
+        try:
+            costs, scale = run_abandonable(
+                lambda: scaled_costs(full_distances(model, "pot", PAIR_BYTES["pot"]), model.p, reference, cap), stop)
+        except Stopped:
+            return stopped_result(model, stop_reason(deadline), {"engine": "ot.emd"}, plan=bottleneck)
         limit = options.iteration_limit if options.iteration_limit is not None else POT_ITERATIONS
 
         def emd():
+            import ot                         # seconds the first time: in the watched thread too
             with warnings.catch_warnings():   # its "numItermax reached" warning becomes the status and stats
                 warnings.simplefilter("ignore", UserWarning)
                 # masses per unit of the total (POT checks equal totals to an absolute 1e-6)

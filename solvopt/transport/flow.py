@@ -107,6 +107,8 @@ def min_cost_flow(tails, heads, costs, supplies, *, n_nodes=None, capacities=Non
     if engine not in ENGINES:
         raise ModelError(f"unknown min-cost-flow engine {engine!r}; choose one of {', '.join(ENGINES)}")
     tails, heads, costs, supplies, n_nodes, capacities = _check(tails, heads, costs, supplies, n_nodes, capacities)
+    if stop is not None and stop():
+        raise FlowStopped
     fallback = None
     if engine == "auto":
         engine = auto_engine(supplies, capacities, costs)
@@ -251,9 +253,15 @@ def _integer_costs(costs, cost_range=ORTOOLS_COST_RANGE):
     top = float(np.abs(costs).max()) if len(costs) else 0.0
     if not top > 0:
         return np.rint(costs).astype(np.int64), 1.0
-    # divide first: a tiny (subnormal) top would overflow cost_range / top
-    ints = np.rint(costs / top * cost_range).astype(np.int64)
-    return ints, min(cost_range / top, np.finfo(np.float64).max)
+    scale = cost_range / top
+    if math.isfinite(scale):
+        work = np.multiply(costs, scale)
+    else:                     # a tiny (subnormal) top: divide first
+        work = np.divide(costs, top)
+        work *= cost_range
+        scale = np.finfo(np.float64).max
+    np.rint(work, out=work)
+    return work.astype(np.int64), scale
 
 
 def _rounding_error(flow, supplies, scale, n_nodes, path_arcs) -> float:
@@ -278,6 +286,8 @@ def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop
     # the finest integer costs that cannot overflow int64 (and are exact in float64)
     int_costs, scale = _integer_costs(costs, min(2**53, 2**62 // (4 * (n_nodes + 2))))
     scaled = supplies if units is None else units[1].astype(np.float64)
+    if stop is not None and stop():
+        raise FlowStopped
     flow, pi, left = _run_stoppable(network_simplex, (tails, heads, int_costs, scaled), (max_pivots,), stop)
     if left < 0:
         return None

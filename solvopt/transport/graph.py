@@ -30,8 +30,8 @@ from . import kernels_numpy
 from .stopping import Stopped, poll  # noqa: F401  (Stopped: what the passes raise)
 
 # Distances per kernel call in the passes over all pairs (bunches, counts): between two calls a
-# time limit or Ctrl-C is seen (about 20-80 ms of work on two cores).
-PASS_BLOCK_ENTRIES = 1 << 24
+# time limit or Ctrl-C is seen (about 10-70 ms of work on two cores).
+PASS_BLOCK_ENTRIES = 1 << 23
 
 
 # Peak bytes per arc while the approximation solves (measured: 84 at n = 5 x 10^4, 22M arcs,
@@ -63,6 +63,24 @@ class Distances:
             self.code = kernels_numpy.metric_code(model.metric)
             self.k = kernel_module(kernels)
             self.kernels = kernels
+
+    def warm_up(self) -> None:
+        """Run every kernel once on one point: Numba loads its compiled code (from its cache, or
+        compiles it) at the first call, a second or more the first time in a process, holding the
+        GIL. Called through :func:`~solvopt.transport.stopping.run_abandonable`, a stop during it
+        is still seen within 50 ms."""
+        if self.code is None:
+            return
+        x, y = self.model.x[:1], self.model.y[:1]
+        one = np.zeros(1, dtype=np.int64)
+        out, dist = np.empty((1, 1)), np.empty(1)
+        self.k.distances(x, y, self.code, out)
+        self.k.pair_distances(x, y, one, one, self.code, dist)
+        self.k.nearest(x, y, self.code, one.copy(), dist)
+        radius = np.zeros(1)
+        self.k.bunch_counts(x, y, radius, self.code, one.copy())
+        self.k.bunch_fill(x, y, radius, self.code, np.zeros(2, dtype=np.int64), np.empty(0, dtype=np.int64),
+                          np.empty(0))
 
     def nearest_centre(self, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each source: the index into ``centres`` (target indices) of its nearest one, and the distance."""

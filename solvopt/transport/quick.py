@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 # Axes (of largest extent) whose projections the bound tries, besides the special directions.
-BOUND_AXES = 8
+BOUND_AXES = 2
 # Points drawn to estimate the principal direction.
 DIRECTION_SAMPLE = 2048
 
