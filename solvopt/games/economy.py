@@ -15,8 +15,10 @@ Y the assets' (zero net supply). A recursive Radner equilibrium (RRE) is a GMPE 
 
 **Exact best responses.** With u_i homogeneous of degree 1 the best bundle for wealth W is worth
 beta_i(s) W, beta_i(s) = max{u_i(x) : p(s).x <= 1} (closed form, :mod:`solvopt.dsl.utilities`).
-A consumer's best response is then an LP in its portfolio: max sum_s d(s) beta_i(s) W_i(s; y)
-subject to W_i(s; y) >= 0 and the limits (HiGHS; no portfolio: a closed form). The auctioneer's
+A consumer's best response over every deviation the model allows (holdings that depend on the
+world-state history and on its own past holdings) is an MDP over (s, own holding), bounded by
+:mod:`solvopt.games.economy_deviation` (closed form, Lagrangian bound, or a dynamic program with
+one asset); :func:`consumer_best_value` is the LP over stationary holdings y(w) only. The auctioneer's
 best response is closed form per state: price_sum * max_j z_j + asset_price_max * sum_k Y_k^+.
 Exploitability = sum over consumers and the auctioneer of (best-response value - value), from mu.
 
