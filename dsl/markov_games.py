@@ -429,6 +429,24 @@ class MarkovExchangeEconomy(FamilyModel):
             return np.zeros((len(world), self.n_assets, self.n_goods))
         return self.asset_bundles[world]
 
+    OPTION_KEYS = ("initial", "asset_returns", "borrowing_limit", "holding_limit", "asset_price_max", "price_sum",
+                   "degree", "endowment_floor", "endowment_cap", "endowment_shocks", "shock_probabilities", "horizon")
+
+    @classmethod
+    def from_dict(cls, data: dict, drop=()) -> "MarkovExchangeEconomy":
+        """The economy of a ``markov_exchange_economy`` instance (parsed JSON): ``utility`` ({"kind":
+        ..., its parameter rows}), ``endowments``, ``transitions``, ``discount`` and the options of
+        OPTION_KEYS (null or absent: default); other fields (name, description, source) are
+        ignored. ``drop``: options to leave out (e.g. the ones a method does not take)."""
+        from .utilities import utility_from_params
+        spec = dict(data["utility"])
+        kind = spec.pop("kind")
+        if kind == "cobb_douglas" and "exponents" in spec:
+            spec["exponents"] = _cobb_douglas_rows(spec["exponents"])
+        options = {key: data[key] for key in cls.OPTION_KEYS if data.get(key) is not None and key not in drop}
+        return cls(utility_from_params(kind, spec), data["endowments"], data["transitions"], data.get("discount", 0.9),
+                   **options)
+
     def method_support(self) -> list[tuple[str, bool]]:
         """(option, supported by the economy methods) for each model option this economy uses beyond
         the base model; a method refuses the economy (one-line ModelError) on an unsupported one."""

@@ -471,7 +471,8 @@ class SmoothedEquations:
         self.lo, self.hi = -econ.borrowing_limit, econ.holding_limit
         self.mean_price = econ.price_sum / M
         self.wealth_scale = np.maximum(self.mean_price * self.endow.sum(axis=2), 1e-12)    # (S, N)
-        self.n_prices, self.n_market = S * M, S * M + W * K
+        self.n_prices = S * M
+        self.level = False        # True: per state a level t(s) of the largest excess demand (see evaluate)
         self.anchor = np.zeros(S, dtype=int)
         self.risk = np.zeros((S, N), dtype=bool)
         self.free = self.fixed = None
@@ -489,6 +490,17 @@ class SmoothedEquations:
         return project_prices(self.econ, prices.reshape(S, M)).ravel()
 
     @property
+    def n_market(self) -> int:
+        """Where the wealth multipliers start in v: after p, eta and (with ``level``) t."""
+        S, M, W, K, _ = self.shape
+        return S * M + W * K + (S if self.level else 0)
+
+    def levels(self, v):
+        """(S,) the levels t(s) of v (0 without ``level``)."""
+        S, M, W, K, _ = self.shape
+        return v[S * M + W * K:self.n_market] if self.level else np.zeros(S)
+
+    @property
     def n(self) -> int:
         return self.n_market + int(self.risk.sum()) + (0 if self.free is None else int(self.free.sum()))
 
@@ -502,7 +514,7 @@ class SmoothedEquations:
         if self.free is not None:
             y = self.fixed.copy()
             y[self.free] = v[self.n_market + n_risk:]
-        return v[:self.n_prices].reshape(S, M), v[self.n_prices:self.n_market].reshape(W, K), mu, y
+        return v[:self.n_prices].reshape(S, M), v[self.n_prices:self.n_prices + W * K].reshape(W, K), mu, y
 
     def exact(self, free, fixed):
         """Switch to the exact (tau = 0) equations: holdings ``free`` (W, N, K) are unknowns whose
@@ -549,12 +561,22 @@ class SmoothedEquations:
         pos = wealth > 0
         x1 = self.utility.demand(p[:, None, :], np.ones((S, N)))                                # (S, N, M)
         z = np.einsum("sn,snm->sm", np.where(pos, wealth, 0.0), x1) - self.supply
-        goods, da, db = _fischer_burmeister(p / self.mean_price, -z / self.supply)
-        goods[np.arange(S), self.anchor] = p.sum(axis=1) / econ.price_sum - 1.0
-        assets = y.sum(axis=1) / N
+        pay = None
+        if self.bundles is not None:      # bundle payouts join the supply: Y(prev) . b (Y != 0 at a capped price)
+            pay = self.on_prev.T[:, :, None, None] * self.bundles[:, None, :, :]                    # (S, W, K, M)
+            z = z - np.einsum("swkj,wk->sj", pay, y.sum(axis=1), optimize=True)
+        level = self.levels(v)
+        goods, da, db = _fischer_burmeister(p / self.mean_price, (level[:, None] - z) / self.supply)
+        norm = p.sum(axis=1) / econ.price_sum - 1.0
+        if not self.level:        # Walras' law: one good's equation per state is the normalisation
+            goods[np.arange(S), self.anchor] = norm
+        # asset markets: Y = 0 while q < asset_price_max, Y >= 0 at the cap (the auctioneer's best response)
+        qa = np.exp(eta)
+        assets, ca, cb = _fischer_burmeister(CAP_SCALE * (1.0 - qa / econ.asset_price_max), y.sum(axis=1) / N)
         risky, rmu, rw = _fischer_burmeister(mu[self.risk], wealth[self.risk] / self.wealth_scale[self.risk])
         free = self.free
-        F = np.concatenate([goods.ravel(), assets.ravel(), risky] + ([] if free is None else [margin[free]]))
+        F = np.concatenate([goods.ravel(), assets.ravel()] + ([norm] if self.level else []) + [risky]
+                           + ([] if free is None else [margin[free]]))
         if not jacobian:
             return F, None
         # the margin against omega_i(s): Tm[w, i, k, s]; the holdings: T; omega against p_j(s) (Roy), mu_i(s)
@@ -587,22 +609,27 @@ class SmoothedEquations:
         Zp[np.arange(S), :, np.arange(S), :] += cross
         Ze = np.einsum("sij,siwk->sjwk", gx, We, optimize=True)
         Zmu = np.einsum("sij,sit->sjti", gx, Wmu, optimize=True)                                               # (S, M, S, N)
+        if pay is not None:
+            Zp -= np.einsum("swkj,wktl->sjtl", pay, Yp.sum(axis=1), optimize=True)
+            Ze -= np.einsum("swkj,wk->sjwk", pay, Ye.sum(axis=1), optimize=True)
+            Zmu -= np.einsum("swkj,wikt->sjti", pay, Ymu, optimize=True)
         # goods rows
         scale_b = -db / self.supply                                                              # (S, M)
         Gp = scale_b[..., None, None] * Zp
         Gp[np.arange(S), :, np.arange(S), :] += np.einsum("sj,jl->sjl", da / self.mean_price, np.eye(M), optimize=True)
         Ge = scale_b[..., None, None] * Ze
         Gmu = scale_b[..., None, None] * Zmu
-        Gp[np.arange(S), self.anchor] = 0.0
-        Gp[np.arange(S), self.anchor, np.arange(S), :] = 1.0 / econ.price_sum
-        Ge[np.arange(S), self.anchor] = 0.0
-        Gmu[np.arange(S), self.anchor] = 0.0
+        if not self.level:
+            Gp[np.arange(S), self.anchor] = 0.0
+            Gp[np.arange(S), self.anchor, np.arange(S), :] = 1.0 / econ.price_sum
+            Ge[np.arange(S), self.anchor] = 0.0
+            Gmu[np.arange(S), self.anchor] = 0.0
         # asset rows
-        Ap = Yp.sum(axis=1) / N                                                                 # (W, K, S, M)
+        Ap = cb[..., None, None] * Yp.sum(axis=1) / N                                           # (W, K, S, M)
         Ae = np.zeros((W, K, W, K))
         Ae[np.arange(W)[:, None], np.arange(K)[None, :], np.arange(W)[:, None], np.arange(K)[None, :]] = \
-            Ye.sum(axis=1) / N
-        Amu = Ymu.transpose(0, 2, 3, 1) / N                                                     # (W, K, S, N)
+            cb * Ye.sum(axis=1) / N - ca * CAP_SCALE * qa / econ.asset_price_max
+        Amu = cb[..., None, None] * Ymu.transpose(0, 2, 3, 1) / N                               # (W, K, S, N)
         # wealth-constraint rows (risky consumer-states)
         si, ii = np.nonzero(self.risk)
         wb = rw / self.wealth_scale[self.risk]
@@ -618,10 +645,13 @@ class SmoothedEquations:
             wf, if_, kf = np.nonzero(free)
             Uf = U[:, kf, wf]                                                                   # (S, F)
             Zy = gx[:, if_, :].transpose(0, 2, 1) * Uf[:, None, :]                              # (S, M, F)
+            if pay is not None:
+                Zy = Zy - pay[:, wf, kf, :].transpose(0, 2, 1)
             Gy = scale_b[..., None] * Zy
-            Gy[np.arange(S), self.anchor] = 0.0
+            if not self.level:
+                Gy[np.arange(S), self.anchor] = 0.0
             Ay = np.zeros((W, K, len(wf)))
-            Ay[wf, kf, np.arange(len(wf))] = 1.0 / N
+            Ay[wf, kf, np.arange(len(wf))] = cb[wf, kf] / N
             Ry = wb[:, None] * Uf[si] * (ii[:, None] == if_[None, :])
             Mp = -np.einsum("fs,sf,sfj->fsj", Tm[wf, if_, kf], omega[:, if_], x1[:, if_, :], optimize=True)
             if self.bundles is not None:
@@ -632,6 +662,14 @@ class SmoothedEquations:
             for row, block in zip(rows, (Gy.reshape(nP, -1), Ay.reshape(nE, -1), Ry)):
                 row.append(block)
             rows.append([Mp.reshape(len(wf), nP), Me.reshape(len(wf), nE), Mmu, np.zeros((len(wf), len(wf)))])
+        if self.level:           # the levels' column (after eta) and the normalisation rows (after the assets')
+            Gt = np.zeros((S, M, S))
+            Gt[np.arange(S), :, np.arange(S)] = db / self.supply
+            for row, block in zip(rows, [Gt.reshape(nP, S)] + [np.zeros((len(r[0]), S)) for r in rows[1:]]):
+                row.insert(2, block)
+            Np = np.zeros((S, S, M))
+            Np[np.arange(S), np.arange(S), :] = 1.0 / econ.price_sum
+            rows.insert(2, [Np.reshape(S, nP)] + [np.zeros((S, block.shape[1])) for block in rows[0][1:]])
         return F, np.block(rows)
 
     def profile(self, v, tau) -> Profile:
@@ -647,6 +685,7 @@ class SmoothedEquations:
         return Profile(p.copy(), q, self.utility.demand(p[:, None, :], spend), held)
 
 
+CAP_SCALE = 100.0    # the asset equation FB(CAP_SCALE (1 - q / cap), Y / N): ~ Y / N away from the cap
 LINEAR_SMOOTHING = 0.5      # linear utilities: CES elasticity LINEAR_SMOOTHING / tau in the equations
 
 
@@ -676,7 +715,7 @@ class SmoothedLinear:
 
 
 def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_steps=8, warm_steps=500,
-           polish_below=0.03, check=None, start_iteration=0):
+           polish_below=0.03, check=None, start_iteration=0, level=None):
     """Newton's method on :class:`SmoothedEquations`, continued from smooth (``tau_start``) to sharp
     (``tau_end``) portfolios. Each stage divides tau by up to ``tau_factor``; a stage whose Newton
     corrector does not converge within ``newton_steps`` is retried from the last converged point
@@ -693,7 +732,11 @@ def newton(econ, run, *, tau_start=0.1, tau_end=1e-6, tau_factor=0.25, newton_st
     for _ in range(warm_steps):             # goods prices of the economy without asset trade
         p0 = tatonnement_step(econ, chain, p0, np.zeros((S, K)), np.zeros((W, N, K)), eq.supply, 0.5)
     log_reservation = eq.holdings(p0, np.zeros((W, K)), np.zeros((S, N)), 1.0)[2]   # the margins at eta = 0
-    v = np.concatenate([p0.ravel(), np.median(log_reservation, axis=1).ravel()])  # median log reservation price
+    eta0 = np.minimum(np.median(log_reservation, axis=1), np.log(econ.asset_price_max))   # median log reservation
+    if level is None:        # the cap can bind: someone values the asset at over half of it at the start
+        level = bool(log_reservation.size) and bool(np.max(log_reservation) > np.log(0.5 * econ.asset_price_max))
+    eq.level = level                                                                       # price, at most the cap
+    v = np.concatenate([p0.ravel(), eta0.ravel()] + ([np.zeros(S)] if level else []))
     solver = _Newton(eq, run, check, start_iteration)
     good, tau_good, log_cut = None, None, -np.log(tau_factor)
     tau = tau_start
