@@ -656,8 +656,12 @@ def item_irp(args, sink, budget, gpu, pk, inst):
                 b = times["cpu"].solution["scenario_values"]
                 sink("same", case=case, what="scenario values", n=W, equal=bool(np.array_equal(a, b)),
                      detail=f"max |diff| {np.nanmax(np.abs(np.where(np.isfinite(a) & np.isfinite(b), a - b, 0))):.3g}")
-            if W == W0 and budget.left() > 3:
+            kernel_s = sum(r.stats.get("kernel_time", 0.0) for r in times.values())
+            if W == W0 and budget.fits(2 * kernel_s + 2):
                 irp_kernels(sink, pk, gpu, case, compile_inventory(model).dp, W)
+            elif W == W0:
+                sink("skip", text=f"IRP {path.stem} kernel only: predicted {2 * kernel_s:.1f} s, "
+                                  f"{budget.left():.0f} s left")
 
 
 def irp_kernels(sink, pk, gpu, case, compiled, count):
@@ -781,6 +785,11 @@ def item_transport(args, sink, budget, gpu, pk, inst):
             g.run(gpu_k, name)
             g.done.add(name)
         _sync()
+        g = TransportCase(PROBE, cp)                    # the first size's predictions
+        for name in TRANSPORT_KERNELS:
+            g.prepare(name)
+            gpu_t[name] = (PROBE, event_time(lambda: g.run(gpu_k, name)))
+            g.done.add(name)
     for n in sizes:
         c = TransportCase(n, np)
         g = TransportCase(n, cp) if gpu else None
