@@ -30,6 +30,7 @@ from solvopt.core.errors import ModelError
 from .expr import Constraint, LinExpr, QuadExpr
 from .family import FamilyModel
 from .model import Model, Var
+from .arrays import real_array
 from .utilities import UtilityForm
 
 
@@ -81,22 +82,38 @@ class FormUtility(JointUtility):
 
 @dataclass
 class CallableUtility(JointUtility):
-    """User callables u(a) and grad u(a) (exact, the user's promise) over the joint action."""
+    """User callables u(a) and grad u(a) (exact, the user's promise) over the joint action.
+
+    What they return is checked on every call: the value one finite real number, the gradient
+    ``n`` finite real numbers (the joint action's size). Anything else (a wrong shape, NaN, an
+    infinite or a complex value, something that is not a number) is a one-line ModelError.
+    """
 
     fn: Callable
     grad: Callable
     n: int
+    name: str = ""
+
+    def _who(self) -> str:
+        return f" of player {self.name!r}" if self.name else ""
 
     def value(self, a):
-        v = float(self.fn(a))
+        v = real_array(self.fn(a), f"the utility{self._who()}", allow_inf=True)
+        if v.size != 1:
+            raise ModelError(f"the utility{self._who()} must return one number, got shape {v.shape}")
+        v = float(v.reshape(()))
         if not np.isfinite(v):
-            raise ModelError("a user utility returned NaN or an infinite value")
+            raise ModelError(f"the utility{self._who()} returned NaN or an infinite value")
         return v
 
     def gradient(self, a):
-        g = np.asarray(self.grad(a), dtype=float).ravel()
-        if g.shape != (self.n,) or not np.all(np.isfinite(g)):
-            raise ModelError(f"a user utility gradient must be {self.n} finite numbers (the joint action's size)")
+        g = real_array(self.grad(a), f"the utility gradient{self._who()}", allow_inf=True)
+        if g.size != self.n or g.ndim > 1 and g.squeeze().ndim > 1:
+            raise ModelError(f"the utility gradient{self._who()} must return {self.n} numbers (the joint action's size), "
+                             f"got shape {g.shape}")
+        g = g.ravel()
+        if not np.all(np.isfinite(g)):
+            raise ModelError(f"the utility gradient{self._who()} returned NaN or infinite values")
         return g
 
 
@@ -248,7 +265,7 @@ class PseudoGame(FamilyModel):
         if isinstance(u, UtilityForm):
             return FormUtility(u, var.columns, n)
         if isinstance(u, tuple):
-            return CallableUtility(u[0], u[1], n)
+            return CallableUtility(u[0], u[1], n, var.name)
         lin = u.lin if isinstance(u, QuadExpr) else u
         c = sign * np.asarray(sp.csr_matrix(lin.coef, shape=(1, n)).toarray()).ravel()
         k = sign * float(lin.const[0])
@@ -272,11 +289,19 @@ class PseudoGame(FamilyModel):
 
 
 # --- markets ----------------------------------------------------------------------------
-def _positive_vector(value, what: str, size: int | None = None, allow_zero: bool = False) -> np.ndarray:
+def _real(value, what: str) -> np.ndarray:
+    """``value`` as a float array; complex, text and objects refused in one line (never cut to a real part)."""
     try:
-        arr = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
     except (TypeError, ValueError):
         raise ModelError(f"{what} must be an array of numbers") from None
+    if raw.dtype.kind not in "biuf":
+        raise ModelError(f"{what} must be real numbers, got dtype {raw.dtype}")
+    return raw.astype(float)
+
+
+def _positive_vector(value, what: str, size: int | None = None, allow_zero: bool = False) -> np.ndarray:
+    arr = _real(value, what)
     if arr.ndim != 1 or (size is not None and arr.size != size):
         raise ModelError(f"{what} must be a vector of length {size if size is not None else '>= 1'}, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -321,7 +346,7 @@ class ArrowDebreuMarket(FamilyModel):
     def __init__(self, utility: UtilityForm, endowments, name: str = "arrow_debreu"):
         if not isinstance(utility, UtilityForm) or len(utility.shape) != 2:
             raise ModelError("a market's utility is a library form with parameters of shape (consumers, goods)")
-        e = np.asarray(endowments, dtype=float)
+        e = _real(endowments, "endowments")
         if e.shape != utility.shape:
             raise ModelError(f"endowments must have shape {utility.shape}, got {e.shape}")
         if not np.all(np.isfinite(e)) or np.any(e < 0):

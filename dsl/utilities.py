@@ -22,13 +22,12 @@ import numpy as np
 
 from solvopt.core.errors import ModelError
 
+from .arrays import real_array
+
 
 def _params(value, what: str, *, positive: bool = False, some: str | None = None) -> np.ndarray:
     """A finite float array of parameters, >= 0 (or > 0), at least 1-D; ``some``: each row needs a positive one."""
-    try:
-        arr = np.atleast_1d(np.asarray(value, dtype=float))
-    except (TypeError, ValueError):
-        raise ModelError(f"{what} must be an array of real numbers") from None
+    arr = np.atleast_1d(real_array(value, what, allow_inf=True))
     if arr.size == 0:
         raise ModelError(f"{what} is empty")
     if not np.all(np.isfinite(arr)):
@@ -165,8 +164,8 @@ class CES(UtilityForm):
 
     def __init__(self, values, rho: float):
         self.weights = _params(values, "CES values", some="CES utility")
-        rho = float(rho)
-        if not np.isfinite(rho) or rho >= 1 or rho == 0:
+        rho = float(real_array(rho, "CES rho", (), allow_inf=True)) if not isinstance(rho, bool) else rho
+        if isinstance(rho, bool) or not np.isfinite(rho) or rho >= 1 or rho == 0:
             raise ModelError(f"CES needs rho < 1 and rho != 0 (rho >= 1 is not concave or is linear), got {rho}")
         self.rho = rho
 

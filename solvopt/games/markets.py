@@ -28,13 +28,15 @@ indirect utilities. The ``tolerance`` of these methods is *relative* to the tota
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from solvopt.core.errors import ModelError
 from solvopt.core.options import Option
 from solvopt.core.registry import Solver, register
 
-from .exploitability import market_exploitability
+from .exploitability import Exploitability, market_exploitability
 from .polish import fisher_equilibrium
 from .static import CHECK_EVERY, positive_number
 from .tracking import COMMON_HONOURS, EquilibriumRun
@@ -80,14 +82,29 @@ class _MarketSolver(Solver):
         return model
 
     def certify(self, run, model, it, x, p) -> bool:
-        return run.record(it, (x, p), market_exploitability(model.utility, _budgets(model, p), model.supplies, x, p))
+        """Record (x, p) of the market in total-budget units with its exploitability in the user's money."""
+        e = market_exploitability(model.utility, _budgets(model, p), model.supplies, x, p)
+        unit = getattr(self, "_unit", 1.0)
+        if unit != 1.0:
+            e = Exploitability(e.value * unit, e.lower * unit, e.per_player * unit, e.responses, e.violation)
+        return run.record(it, (x, p), e)
 
     def solve(self, model, options):
-        total = float(model.budgets.sum()) if getattr(model, "endowments", None) is None else 1.0
+        fisher = getattr(model, "endowments", None) is None
+        total = float(model.budgets.sum()) if fisher else 1.0
         run = EquilibriumRun(options, options.extra["tolerance"], scale=total)
-        self.run_loop(model, run, options)
+        if fisher:
+            # the market in money units of its total budget: budgets sum to 1, prices follow; every
+            # inner test, step and polish sees the same numbers whatever the currency
+            inner = copy.copy(model)
+            inner.budgets = model.budgets / total
+        else:
+            inner = model
+        self._unit = total
+        with run.guard():
+            self.run_loop(inner, run, options)
         x, p = run.best_point if run.best_point is not None else (None, None)
-        solution = {} if x is None else {"allocation": x, "prices": p}
+        solution = {} if x is None else {"allocation": x, "prices": p * total}
         result = run.result(solution)
         if total == 1.0 and result.objective is not None:    # Arrow-Debreu: p . s = 1 is the total value
             result.stats["relative_exploitability"] = result.objective

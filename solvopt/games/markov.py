@@ -15,15 +15,21 @@ A policy is a table ``(S, D)``: the joint action at every state. For a
   best-response adversary pi' on psi(pi, pi') = sum_i [V_i(mu; pi'_i, pi_-i) - V_i(mu; pi)], with exact
   deterministic policy gradients (d_mu^sigma(s) dQ_i/da at sigma(s)) and projections onto the
   feasible sets; certified exploitability is computed every few steps and the best iterate kept.
+
+**Scale.** :func:`gda` runs on the game divided by its reward scale (:func:`reward_scale`: the
+largest reward coefficient over (1 - gamma), the size of a value), so its steps, best responses
+and stopping tests see values of about 1 in any units; exploitabilities are multiplied back and
+the status is settled on exploitability / scale.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .exploitability import Exploitability
-from .projection import Polyhedron
+from .projection import Polyhedron, check_stop
 
 BR_TOL = 1e-10            # policy iteration stops when its certified bounds are this close
 BR_MAX_ROUNDS = 60
@@ -212,6 +218,7 @@ def best_response(game, policy, i: int, tol: float = BR_TOL, max_rounds: int = B
     V = evaluate(game, current)[i]
     upper = np.full(game.n_states, np.inf)
     for rounds in range(1, max_rounds + 1):
+        check_stop()
         actions, t_upper = _improve(game, i, current, V)
         delta = max(0.0, float(np.max(t_upper - V)))
         upper = np.minimum(upper, V + delta / (1.0 - game.discount))
@@ -267,7 +274,39 @@ def _per_state(game, policy, grad) -> np.ndarray:
     return grad / np.maximum(d, 1e-3 * d.max())[:, None]
 
 
-def gda(game, run, policy=None, *, step=0.4, adversary_step=1.0, adversary_steps=1, check_every=20):
+def reward_scale(game) -> float:
+    """The game's value scale: its largest reward coefficient (|c|, |Q|) over (1 - gamma); 1 if all are 0."""
+    top = max(float(np.max(np.abs(game.linear), initial=0.0)), float(np.max(np.abs(game.quadratic), initial=0.0)))
+    return top / (1.0 - game.discount) if np.isfinite(top) and top > 0 else 1.0
+
+
+def normalised(game, scale: float):
+    """The game with every reward divided by ``scale`` (same equilibria, values of about 1)."""
+    out = copy.copy(game)
+    out.linear = game.linear / scale
+    out.quadratic = game.quadratic / scale
+    return out
+
+
+def _times(e, scale: float):
+    """A certified exploitability of the normalised game in the user's reward units."""
+    return replace(e, value=e.value * scale, lower=e.lower * scale, per_player=e.per_player * scale,
+                   per_state=None if e.per_state is None else e.per_state * scale,
+                   values=None if e.values is None else e.values * scale)
+
+
+def gda(game, run, policy=None, **kwargs):
+    """Two-time-scale GDA (:func:`gda_normalised`) on the game divided by its reward scale: the
+    iterates do not depend on the rewards' units; ``run`` gets the scale and the exploitability in
+    the user's units. Stops (deadline, Ctrl-C) reach every projection and best response."""
+    scale = reward_scale(game)
+    run.rescale(scale)
+    with run.guard():
+        gda_normalised(normalised(game, scale), run, policy, unit=scale, **kwargs)
+
+
+def gda_normalised(game, run, policy=None, *, step=0.4, adversary_step=1.0, adversary_steps=1, check_every=20,
+                   unit=1.0):
     """Two-time-scale GDA on psi(pi, pi'): the adversary takes ``adversary_steps`` projected ascent
     steps of ``adversary_step`` per projected descent step of ``step`` of the policy (steps are
     divided by the players' own reward curvature, and gradients by the state occupancy, so one
@@ -284,12 +323,20 @@ def gda(game, run, policy=None, *, step=0.4, adversary_step=1.0, adversary_steps
                     for i, sl in enumerate(game.slices))
     scale = curvature if curvature > 1e-12 else 1.0
     eta_x, eta_y = step / scale, adversary_step / scale
-    if run.record(0, pi, exploitability(game, pi)):
+
+    def certified(pi):
+        return _times(exploitability(game, pi), unit)
+
+    from .projection import stopping_at
+    with stopping_at(run.first_deadline()):            # the start's certificate: a returned policy
+        first = run.record(0, pi, certified(pi))
+    if first:
         return
     it = 0
     while True:
         it += 1
         for _ in range(adversary_steps):             # the fast time scale: the adversary ascends
+            check_stop()
             grad_adv = np.zeros((S, D))
             for i, sl in enumerate(game.slices):
                 sigma = _deviation(pi, adv, game, i)
@@ -306,9 +353,9 @@ def gda(game, run, policy=None, *, step=0.4, adversary_step=1.0, adversary_steps
             grad += g
         pi = project_policy(game, pi - eta_x * _per_state(game, pi, grad))
         adv = _project_adversary(game, pi, adv)
-        if it % check_every == 0 and run.record(it, pi.copy(), exploitability(game, pi)):
+        if it % check_every == 0 and run.record(it, pi.copy(), certified(pi)):
             return
         if run.should_stop(it):
             if it % check_every:
-                run.record(it, pi.copy(), exploitability(game, pi))
+                run.record(it, pi.copy(), certified(pi))
             return

@@ -10,13 +10,48 @@ certificates (:mod:`solvopt.games.exploitability`) never rely on the polish bein
 """
 from __future__ import annotations
 
+import contextlib
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError, SolverError
+from solvopt.core.interrupt import stop_reason
+from solvopt.core.result import Termination
 
 FEAS_TOL = 1e-9      # absolute slack accepted as feasible (rows are compared in their own units)
 POLISH_MAX = 2000    # the KKT polish is dense: skipped above this many variables
+
+
+# --- stops: every HiGHS call and inner loop of a games solve honours the run's deadline and Ctrl-C ---
+class Stopped(Exception):
+    """Raised inside a projection, best response or inner loop when the run must stop now."""
+
+    def __init__(self, reason):
+        super().__init__(f"stopped: {reason}")
+        self.reason = reason
+
+
+_deadline: list = [None]     # the running solve's deadline (time.perf_counter()), set by :func:`stopping_at`
+
+
+@contextlib.contextmanager
+def stopping_at(deadline):
+    """While inside, :func:`check_stop` and every HiGHS call here honour ``deadline`` and Ctrl-C."""
+    previous = _deadline[0]
+    _deadline[0] = deadline
+    try:
+        yield
+    finally:
+        _deadline[0] = previous
+
+
+def check_stop() -> None:
+    """Raise :class:`Stopped` when the deadline has passed or a stop was requested (inner loops call this)."""
+    reason = stop_reason(_deadline[0])
+    if reason is not None:
+        raise Stopped(reason)
 
 
 def project_box(z, lb, ub):
@@ -152,6 +187,8 @@ class Polyhedron:
     # --- HiGHS ---------------------------------------------------------------------------------
     def _highs(self, H, c):
         import highspy
+        from solvopt.dsl.highs_export import watch_interrupt
+        check_stop()
         if H is not None and self._session is not None and self._session[0] is H:
             h = self._session[1]                      # same model, new costs: HiGHS warm-starts
             h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), np.ascontiguousarray(c, dtype=float))
@@ -159,8 +196,16 @@ class Polyhedron:
             h = self._load(H, c)
             if H is not None:
                 self._session = (H, h)
-        h.run()
+        deadline = _deadline[0]
+        # HiGHS's run clock adds up over the runs of one Highs: the limit is that clock plus the time left
+        h.setOptionValue("time_limit", float("inf") if deadline is None
+                         else h.getRunTime() + max(1e-3, deadline - time.perf_counter()))
+        with watch_interrupt(h):
+            h.run()
         status = h.getModelStatus()
+        if status in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kInterrupt,
+                      getattr(highspy.HighsModelStatus, "kHighsInterrupt", highspy.HighsModelStatus.kInterrupt)):
+            raise Stopped(stop_reason(_deadline[0]) or Termination.TIME_LIMIT)   # deadline or Ctrl-C: stop the run
         if status == highspy.HighsModelStatus.kInfeasible:
             raise ModelError("the feasible set is empty (the constraints cannot all hold)")
         if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):

@@ -15,8 +15,16 @@ Both methods work on K = {a : bounds, own rows, shared rows} and return the iter
   unique (a strongly concave QP for quadratic utilities, projected ascent otherwise) and whose
   gradient is exact by Danskin: sum_i grad u_i(b_i, a_-i) off block i - sum_i grad u_i(a)
   + alpha (b - a). V >= 0 and V(a) = 0 exactly at VEs (von Heusinger-Kanzow).
+
+**Scale.** Both methods run on the game divided by its payoff scale (:func:`payoff_scale`), so
+every inner test and step (projections, best responses, the certificates' polish, the step
+sizes) sees payoffs of about 1 whatever the user's units; the reported exploitability and VE gap
+are multiplied back, and the status is settled on them divided by the scale. Multiplying every
+utility by 10^k gives the same iterates and the same status.
 """
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -24,7 +32,8 @@ from solvopt.core.errors import ModelError
 from solvopt.core.options import Option, positive_number
 from solvopt.core.registry import Solver, register
 
-from .exploitability import joint_polyhedron, joint_response, static_exploitability, ve_gap
+from .exploitability import Exploitability, check_concave, joint_polyhedron, joint_response, static_exploitability, ve_gap
+from .projection import check_stop, stopping_at
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
 DEFAULT_TOLERANCE = 1e-9
@@ -53,6 +62,81 @@ def _start(game, K, options):
     return K.project(start)
 
 
+def payoff_scale(game, a) -> float:
+    """The game's own payoff scale S > 0: what its exploitability and statuses are measured against.
+
+    The largest magnitude among the quadratic utilities' coefficients (|Q|, |c|) and, for library
+    forms and callables, the largest gradient entry at the start point ``a`` (their value there if
+    every gradient vanishes; 1 if that is 0 too). Multiplying every utility by f multiplies S by f.
+    """
+    top = 0.0
+    for u in game.utilities:
+        if u.quadratic:
+            top = max(top, float(np.abs(u.Q.data).max(initial=0.0)), float(np.abs(u.c).max(initial=0.0)))
+        else:
+            top = max(top, float(np.abs(u.gradient(a)).max(initial=0.0)))
+    if not (np.isfinite(top) and top > 0.0):
+        top = max((abs(u.value(a)) for u in game.utilities), default=0.0)
+    return top if np.isfinite(top) and top > 0.0 else 1.0
+
+
+class _Scaled:
+    """A utility divided by the payoff scale (library forms and callables: values and gradients)."""
+
+    quadratic = False
+
+    def __init__(self, u, factor: float):
+        self.u, self.factor = u, factor
+
+    def value(self, a):
+        return self.u.value(a) * self.factor
+
+    def gradient(self, a):
+        return self.u.gradient(a) * self.factor
+
+
+def normalised_game(game, scale: float):
+    """The game with every utility divided by ``scale`` (same equilibria, payoffs of about 1)."""
+    from solvopt.dsl.games import QuadraticUtility
+    f = 1.0 / scale
+    utilities = [QuadraticUtility(u.Q * f, u.c * f, u.k * f) if u.quadratic else _Scaled(u, f) for u in game.utilities]
+    return dataclasses.replace(game, utilities=utilities)
+
+
+def _times(e: Exploitability, scale: float) -> Exploitability:
+    """A certified exploitability of the normalised game, back in the user's payoff units."""
+    return Exploitability(e.value * scale, e.lower * scale, e.per_player * scale, e.responses, e.violation)
+
+
+def probe_concavity(game, K, a) -> None:
+    """Check each library-form or callable utility against its linearisation at the start point.
+
+    Two probe points per player, the start moved by +-(1 + |a|) along its own coordinates (kept in
+    its bounds): concavity needs u(y) <= u(x) + g(x).(y - x) both ways. A convex utility (whose
+    gradient may vanish at the start) or a gradient of the wrong sign fails here at once: ModelError.
+    """
+    from .projection import project_box
+    for i, (cols, u) in enumerate(zip(game.blocks, game.utilities)):
+        if u.quadratic:
+            continue
+        who = f"the utility of player {game.names[i]!r}"
+        fx, gx = u.value(a), u.gradient(a)[cols]
+        width = 1.0 + float(np.abs(a[cols]).max(initial=0.0))
+        for sign in (1.0, -1.0):
+            y = a.copy()
+            y[cols] = project_box(a[cols] + sign * width, game.lb[cols], game.ub[cols])
+            if K.violation(y) > 0 or np.array_equal(y, a):
+                continue
+            try:
+                fy, gy = u.value(y), u.gradient(y)[cols]
+            except ModelError:
+                raise
+            except Exception:                         # outside the utility's domain: nothing to probe there
+                continue
+            check_concave(fx, gx, fy, y[cols] - a[cols], who)
+            check_concave(fy, gy, fx, a[cols] - y[cols], who)
+
+
 class _StaticSolver(Solver):
     family = "games"
     honours = COMMON_HONOURS
@@ -67,26 +151,32 @@ class _StaticSolver(Solver):
         return model
 
     def solve(self, model, options):
-        game = model.data()
-        K = joint_polyhedron(game)
-        a = _start(game, K, options)
-        run = EquilibriumRun(options, options.extra["tolerance"])
+        user = model.data()
+        K = joint_polyhedron(user)
+        a = _start(user, K, options)
+        scale = payoff_scale(user, a)
+        game = normalised_game(user, scale)          # payoffs of about 1: every inner test is scale-free
+        probe_concavity(game, K, a)
+        run = EquilibriumRun(options, options.extra["tolerance"], scale=scale)
         every = max(1, options.extra["check_every"])
 
         def certify(it, a):
-            return run.record(it, a, static_exploitability(game, a), also=ve_gap(game, a, K).value)
+            return run.record(it, a, _times(static_exploitability(game, a), scale), also=ve_gap(game, a, K).value * scale)
 
-        if not certify(0, a):
-            for it, a in self.iterate(game, K, a, options):
-                if it % every == 0 and certify(it, a):
-                    break
-                if run.should_stop(it):
-                    if it % every:
-                        certify(it, a)
-                    break
+        with run.guard():
+            with stopping_at(run.first_deadline()):      # the start's certificate: a returned point
+                first = certify(0, a)
+            if not first:
+                for it, a in self.iterate(game, K, a, options):
+                    if it % every == 0 and certify(it, a):
+                        break
+                    if run.should_stop(it):
+                        if it % every:
+                            certify(it, a)
+                        break
         best = run.best_point
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
-        return run.result(solution)
+        return run.result(solution, payoff_scale=scale)
 
     def iterate(self, game, K, a, options):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -103,7 +193,9 @@ class Extragradient(_StaticSolver):
         while True:
             it += 1
             Fa = pseudo_gradient(game, a)
+            eta = min(eta, _step_cap(a, Fa))
             while True:
+                check_stop()
                 y = K.project(a - eta * Fa)
                 Fy = pseudo_gradient(game, y)
                 d = np.linalg.norm(y - a)
@@ -128,9 +220,13 @@ class Nested(_StaticSolver):
         recent = [value]
         while True:
             it += 1
+            t = min(t, _step_cap(a, grad))
+            if not np.isfinite(t):
+                t = 1.0
             d = K.project(a - t * grad) - a
             lam, ref = 1.0, max(recent[-10:])
             while True:
+                check_stop()
                 y = a + lam * d                       # a convex combination of points of K
                 vy, gy = _regularised(game, K, y, alpha)
                 if vy <= ref + 1e-4 * lam * float(grad @ d) or lam < 1e-12:
@@ -138,10 +234,18 @@ class Nested(_StaticSolver):
                 lam *= 0.5
             s_, g_ = y - a, gy - grad
             curv = float(s_ @ g_)
-            t = min(1e10, max(1e-10, float(s_ @ s_) / curv)) if curv > 0 else 1e10
+            # Barzilai-Borwein step; without positive curvature the largest step _step_cap allows
+            t = max(1e-10, float(s_ @ s_) / curv) if curv > 0 else np.inf
             a, value, grad = y, vy, gy
             recent.append(value)
             yield it, a
+
+
+def _step_cap(a, grad) -> float:
+    """The largest step that moves the point by at most 10 (1 + |a|): no trial point far off in space
+    (an unbounded step would hand the projection a point of norm 1e11)."""
+    gmax = float(np.abs(grad).max(initial=0.0))
+    return np.inf if gmax == 0.0 else 10.0 * (1.0 + float(np.abs(a).max(initial=0.0))) / gmax
 
 
 def _regularised(game, K, a, alpha):

@@ -5,12 +5,21 @@ Each method iterates, and every few iterations certifies its point (exact best r
 iterate of smallest certified exploitability, the metric history (iteration, seconds,
 exploitability), and decides when to stop: the exploitability tolerance, the iteration limit, the
 time limit, Ctrl-C. :meth:`EquilibriumRun.result` settles the status through the one gap rule with
-the trivial certified bound 0 (exploitability is never negative): OPTIMAL only when the certified
-exploitability is within the spine's default absolute tolerance (1e-9), FEASIBLE_WITHIN_GAP when
-the user's looser ``tolerance`` stopped it, the limit's termination otherwise.
+the trivial certified bound 0 (exploitability is never negative), in the frame normalised by the
+game's payoff scale ``scale`` (``settle(..., scale=scale)``): OPTIMAL only when the certified
+exploitability / scale — and the second measure, the VE gap / scale, where a method certifies
+one — is within the spine's default absolute tolerance (1e-9), FEASIBLE_WITHIN_GAP when the
+user's looser ``tolerance`` (also relative to ``scale``) stopped it, the limit's termination
+otherwise. So multiplying every payoff by 10^k changes neither the status nor the point.
+
+Stops reach every inner call: a method runs inside :meth:`EquilibriumRun.guard`, which hands the
+deadline to :mod:`solvopt.games.projection` (every HiGHS call gets the time left and the
+interrupt callback; inner loops call ``check_stop``) and turns the resulting ``Stopped`` into
+the run's stop reason.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 from solvopt.core.interrupt import stop_reason
@@ -18,15 +27,17 @@ from solvopt.core.result import Result, Termination
 from solvopt.core.status import settle
 
 from .exploitability import Exploitability
+from .projection import Stopped, stopping_at
 
 COMMON_HONOURS = frozenset({"iteration_limit"})
+FIRST_GRACE = 0.25     # seconds the first certificate may run past a shorter time limit
 
 
 class EquilibriumRun:
     def __init__(self, options, tolerance: float, scale: float = 1.0):
         self.options = options
         self.tolerance = tolerance * scale        # absolute, in utility units
-        self.scale = scale                        # reported exploitability is also divided by it
+        self.scale = scale                        # the payoff scale: statuses are settled on value / scale
         self.start = time.perf_counter()
         self.deadline = None if options.time_limit is None else self.start + options.time_limit
         self.best_point = None
@@ -50,6 +61,25 @@ class EquilibriumRun:
         self.options.emit(f"iteration {iteration}: exploitability {expl.value:.3e}" + ("" if also is None else f", VE gap {also:.3e}"))
         return self.best is not None and self.best_score <= self.tolerance
 
+    def first_deadline(self):
+        """The deadline of the first certificate: the run's, but at least FIRST_GRACE seconds after the
+        start, so even a tiny time limit returns a certified point (Ctrl-C still stops it at once)."""
+        return None if self.deadline is None else max(self.deadline, self.start + FIRST_GRACE)
+
+    def rescale(self, scale: float) -> None:
+        """Set the payoff scale once the method knows it (the tolerance is relative to it)."""
+        self.tolerance = self.tolerance / self.scale * scale
+        self.scale = scale
+
+    @contextlib.contextmanager
+    def guard(self):
+        """Run a method's loop inside: inner calls honour the deadline and Ctrl-C (see the module doc)."""
+        try:
+            with stopping_at(self.deadline):
+                yield
+        except Stopped as stop:
+            self.stopped = stop.reason
+
     def should_stop(self, iteration: int) -> bool:
         """True (and the reason kept) when the iteration limit, the deadline or Ctrl-C says stop."""
         limit = self.options.iteration_limit
@@ -64,7 +94,9 @@ class EquilibriumRun:
         has = self.best is not None
         value = self.best.value if has else None
         done = has and self.best_score <= self.tolerance
-        term, status, _ = settle(value, 0.0, has_solution=has, stopped=None if done else (self.stopped or Termination.ITERATION_LIMIT))
+        # OPTIMAL needs every certified measure (the VE gap too) within the default tolerance
+        term, status, _ = settle(self.best_score if has else None, 0.0, has_solution=has, scale=self.scale,
+                                 stopped=None if done else (self.stopped or Termination.ITERATION_LIMIT))
         out = dict(stats)
         out.update(iterations=self.iterations, exploitability_lower=self.best.lower if has else None,
                    history=[list(h) for h in self.history], tolerance=self.tolerance)
