@@ -82,8 +82,8 @@ from solvopt.core.registry import Solver, register
 
 from .flow import ENGINES, FlowStopped, feasible_flow, min_cost_flow
 from .graph import Distances, TwoHopGraph, build_two_hop, default_centres
-from .quick import north_west, stopped_result
-from .result import plan_cost, transport_result
+from .quick import north_west, quick_bound, stopped_result
+from .result import LARGE_P, plan_cost, transport_result
 from .stopping import Stopped, run_abandonable
 
 FACTOR = 3.0
@@ -194,6 +194,19 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
             improved = _plan(model, cand_rows[keep], cand_cols[keep], better.flow[keep] * mass)
             if plan_cost(model, improved)[0] < plan_cost(model, plan)[0]:
                 plan = improved
+    if p > LARGE_P and stopped is None:
+        # the costs resolve only the longest arcs: the p = inf search's plan (bottleneck <= 3 W_inf,
+        # so W_p <= 3 M^(1/p) W_inf) may be cheaper, and the projections may bound W_p better
+        _, flow_inf, stopped, _ = _threshold_search(tails, heads, graph.arc_thresholds(),
+                                                    graph.supplies(model.a / mass, model.b / mass), graph.n_nodes,
+                                                    "auto", deadline, progress, "two-hop (p = inf)")
+        r_inf, c_inf, m_inf = _pairing(graph, flow_inf)
+        other = _plan(model, r_inf, c_inf, m_inf * mass)
+        if plan_cost(model, other)[0] < plan_cost(model, plan)[0]:
+            plan = other
+            stats["plan"] = "the p = inf threshold search's (lower W_p than the flow's)"
+        cheap = quick_bound(model)
+        bound = max(bound, cheap) if cheap is not None else bound
     # the factor holds when the pairing (and so the plan, no dearer) costs no more than the flow
     # (Lemma 2; always for a metric)
     if lower > 0:

@@ -42,7 +42,7 @@ from solvopt.core.result import Termination
 
 from .flow import ENGINES, FEASIBILITY_ENGINES, FlowStopped, feasible_flow, min_cost_flow
 from .quick import stopped_result
-from .result import dual_bound, plan_cost, status_scale, transport_result
+from .result import LARGE_P, dual_bound, plan_cost, status_scale, transport_result
 from .stopping import Stopped, run_abandonable
 
 # Feasibility tests of the bottleneck search: flow.feasible_flow's engines, or SciPy's Hopcroft-Karp.
@@ -52,9 +52,7 @@ BOTTLENECK_ENGINES = FEASIBILITY_ENGINES + ("hopcroft-karp",)
 PAIR_BYTES = {"assignment": 32, "flow": 168, "bottleneck": 56, "pot": 48}
 # Iteration limit handed to ot.emd when the user sets none (its own default stops early).
 POT_ITERATIONS = 10**12
-# Above this p, d^p spans too many decades for float64 and the engines' resolution: the exact
-# methods first find W_inf and measure lengths in units of it (see large_p_frame).
-LARGE_P = 8.0
+
 
 
 def full_distances(model, method: str, bytes_per_pair: int) -> np.ndarray:

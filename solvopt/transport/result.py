@@ -24,6 +24,9 @@ ZERO_MASS = 1e-15
 BOUND_SLACK = 1e-7
 # Row / column rescaling rounds that remove float drift of the marginals on the plan's support.
 REPAIR_ROUNDS = 3
+# Above this p, d^p spans more decades than float64 and the flow engines resolve: the exact
+# methods measure lengths in units of W_inf, approx also tries its p = inf plan.
+LARGE_P = 8.0
 
 
 def plan_cost(model, plan) -> tuple[float, float]:
