@@ -33,9 +33,6 @@ import os
 import platform
 from pathlib import Path
 
-
-from solvopt.games.economy import random_economy
-
 RESULTS = Path(__file__).resolve().parent / "results"
 GOAL = 1e-4      # the issue's goal, relative to the total endowment value
 DEEP = 1e-8      # each 10 x 10 run goes on towards this to show the curve past the goal
@@ -47,6 +44,7 @@ ANCHOR = ("anchor (paper's public code, 2000 epochs of Adam, neural best respons
 
 
 def run_case(consumers, goods, assets, states, utility, stochastic, time_limit, method, deep=DEEP, seed=0):
+    from solvopt.games.economy import random_economy
     econ = random_economy(consumers, goods, assets, states, utility, stochastic=stochastic, seed=seed)
     result = econ.solve(method=method, tolerance=deep, time_limit=time_limit)
     scale = result.stats["metrics"]["endowment_value"]
@@ -110,6 +108,7 @@ def _seconds(t):
 
 def anchor_table(time_limit):
     """The anchor's excess-demand formula (mean square over goods + assets) at the goal, per economy."""
+    from solvopt.games.economy import random_economy
     rows = []
     for utility in ("linear", "cobb_douglas", "leontief"):
         for stochastic in (False, True):
@@ -159,6 +158,268 @@ def plot(rows, path):
     fig.savefig(path, dpi=120)
 
 
+# --- the paper's four economies (instances/games/markov_paper_*.json) ------------------------------
+INSTANCES = Path(__file__).resolve().parent.parent / "instances" / "games"
+PAPER_REPO = "Sadie-Zhao/Generalized-Markov-Games"
+PAPER = {   # name: (notebook, economy cell, final-experiment cell, utility, stochastic)
+    "markov_paper_cd_deterministic": ("Final MarkovEconomy(cd).ipynb", 32, 44, "cobb_douglas", False),
+    "markov_paper_cd_stochastic": ("Final MarkovEconomy(cd).ipynb", 54, 66, "cobb_douglas", True),
+    "markov_paper_leontief_deterministic": ("Final MarkovEconomy(leontief).ipynb", 31, 43, "leontief", False),
+    "markov_paper_leontief_stochastic": ("Final MarkovEconomy(leontief).ipynb", 53, 65, "leontief", True),
+}
+SHOCK_DRAWS = 2        # the stochastic economies' per-period endowment draws kept (equally likely)
+# the last figures each final-experiment cell logs (GAP: exploitability minimisation, NPM: neural projection
+# method; 'exploitability' is the cumulative-regret estimate from a trained best-response network)
+LOGGED = {
+    "markov_paper_cd_deterministic": {
+        "GAP": {"exploitability": -2.4812891483306885, "excess_demand": 10.327862739562988,
+                "consumer_first_order_violation": 1.7605363130569458, "total_first_order_violation": 12.088398933410645,
+                "bellman_error": 0.0007359097944572568},
+        "NPM": {"exploitability": 507.32684326171875, "excess_demand": 5.21438455581665,
+                "consumer_first_order_violation": 1.2483229637145996, "bellman_error": 0.0012399392435327172}},
+    "markov_paper_cd_stochastic": {
+        "GAP": {"exploitability": 2.836162805557251, "excess_demand": 43.650882720947266,
+                "consumer_first_order_violation": 0.5398958325386047, "total_first_order_violation": 44.19077682495117,
+                "bellman_error": 0.0006321626715362072},
+        "NPM": {"exploitability": 243.83197021484375, "excess_demand": 5.283290386199951,
+                "consumer_first_order_violation": 0.9429396986961365, "bellman_error": 0.000796758511569351}},
+    "markov_paper_leontief_deterministic": {
+        "GAP": {"exploitability": -9.988540649414062, "excess_demand": 0.9499001502990723,
+                "consumer_first_order_violation": 0.010130609385669231, "total_first_order_violation": 0.960030734539032,
+                "bellman_error": 0.7272742986679077},
+        "NPM": {"exploitability": 133.3982696533203, "excess_demand": 16.50540542602539,
+                "consumer_first_order_violation": 0.018869837746024132, "bellman_error": 1.9298999309539795}},
+    "markov_paper_leontief_stochastic": {
+        "GAP": {"exploitability": -36.157066345214844, "excess_demand": 0.8950519561767578,
+                "consumer_first_order_violation": 2.4855870606188546e-07, "total_first_order_violation": 0.8950521945953369,
+                "bellman_error": 1.6434397245856935e-11},
+        "NPM": {"exploitability": 716.1488647460938, "excess_demand": 13.386407852172852,
+                "consumer_first_order_violation": 0.006814643274992704, "bellman_error": 9.72573184967041}},
+}
+
+
+def paper_data(out_dir=INSTANCES):
+    """Write instances/games/markov_paper_*.json from the notebooks' seeds. Needs JAX 0.4.x (the
+    notebooks' threefry keys; not a dependency of solvopt): run this file with --paper-data under
+    a Python that has it. The mapping from the notebooks' economy to the model is in each file's
+    "source" field."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    seed, n, m, k, w = 42, 10, 10, 1, 5
+    lo, hi = 0.1 / n, 1.0 / n                                     # consumer_endow_range
+    key = jax.random.PRNGKey(seed)
+    bundles = np.asarray(jax.random.uniform(key, (w, k, m), minval=0.5, maxval=1.1), dtype=float)
+    init_key, sub_key = jax.random.split(jax.random.PRNGKey(seed))
+    start = jax.random.uniform(init_key, (n, m), minval=lo, maxval=hi)
+    start = np.asarray(start / jnp.sum(start, axis=0, keepdims=True), dtype=float)
+    income = np.full((n, m), 0.2 / (n * m))
+    draw_keys = jax.random.split(jax.random.PRNGKey(seed + 1), SHOCK_DRAWS)
+    draws = [np.clip(income + np.asarray(jax.random.uniform(dk, (n, m), minval=lo, maxval=hi), dtype=float), lo, hi)
+             for dk in draw_keys]
+    for name, (notebook, cell, final, utility, stochastic) in PAPER.items():
+        if utility == "cobb_douglas":
+            valuation = jax.random.dirichlet(init_key, jnp.ones(m), (n,))
+            exponents = np.asarray(valuation / jnp.sum(valuation), dtype=float)    # the notebook's normalisation
+            form, degree = {"kind": "cobb_douglas", "exponents": exponents.tolist()}, 0.1
+        else:
+            valuation = jax.random.uniform(sub_key, (n, m), minval=1.0, maxval=5.0)
+            form, degree = {"kind": "leontief", "requirements": np.asarray(valuation, dtype=float).tolist()}, 1.0
+        # world state 0: the start (the notebook's initial state, world 0 with its own endowment);
+        # then the notebook's world states (deterministic: 1..5 = worlds 0..4, only world 0 reached),
+        # or (world, draw) pairs 1 + w * SHOCK_DRAWS + z (stochastic)
+        if stochastic:
+            later = [(wi, z) for wi in range(w) for z in range(SHOCK_DRAWS)]
+            endow = [start] + [draws[z] for _, z in later]
+            returns = [np.zeros((k, m))] + [bundles[wi] for wi, _ in later]
+            row = np.array([0.0] + [1.0 / len(later)] * len(later))
+        else:
+            later = list(range(w))
+            endow = [start] + [np.full((n, m), lo)] * w
+            returns = [np.zeros((k, m))] + [bundles[wi] for wi in later]
+            row = np.array([0.0, 1.0] + [0.0] * (w - 1))
+        W = len(endow)
+        transitions = np.tile(row, (W, 1))
+        data = {
+            "kind": "markov_exchange_economy", "name": name,
+            "description": (f"The {'stochastic' if stochastic else 'deterministic'} {utility.replace('_', '-')} "
+                            "Markov exchange economy of Goktas, Zhao, Chen and Greenwald (ICLR 2026): 10 consumers, "
+                            "10 goods, 1 asset paying a bundle of goods, 5 world states, discount 0.9, goods prices "
+                            "summing to 10, asset price at most 1, holdings in [-10, 10], endowments clipped to "
+                            "[0.01, 0.1] after payouts, 30 periods" + (", Cobb-Douglas of degree 0.1" if degree != 1
+                                                                       else "")),
+            "source": {
+                "repository": PAPER_REPO, "notebook": notebook,
+                "cells": [f"cell {cell}: the economy (parameters, transition_function, init_state_function)",
+                          f"cell {final}: the final experiment (GAP and NPM training, logged metrics)"],
+                "generated_by": "benchmarks/games_markov.py --paper-data (JAX 0.4.30, threefry keys from "
+                                f"PRNGKey({seed}) exactly as the cells draw them)",
+                "mapping": [
+                    "world state 0 is the start: the notebook's initial state (world 0, endowments "
+                    "uniform(key, (10, 10), 0.01, 0.1) normalised to sum to 1 per good); it is never re-entered",
+                    ("world states 1 + 2w + z are (notebook world w, endowment draw z): the notebook redraws "
+                     "every endowment each period as clip(0.002 + uniform(0.01, 0.1), 0.01, 0.1) and the world "
+                     f"uniformly; here {SHOCK_DRAWS} equally likely draws, uniform(k) for k in "
+                     f"split(PRNGKey({seed + 1}), {SHOCK_DRAWS})") if stochastic else
+                    ("world states 1..5 are the notebook's worlds 0..4; its transition always goes to world 0, "
+                     "so world states 2..5 are never reached; every later period's endowment is 0.01 per good"),
+                    "asset_returns: the bundle uniform(PRNGKey(42), (5, 1, 10), 0.5, 1.1) of world w, added to "
+                    "the holder's endowment (the notebook's portfolio @ asset_return[next world])",
+                    "endowment_floor / endowment_cap: the notebook's clip to consumer_endow_range after payouts",
+                    "horizon: the notebook's num_episodes = 30 (its values are 30-period discounted sums)",
+                    ("utility: prod x^(a / sum of all a), a = dirichlet(key, ones(10), (10,)): each consumer's "
+                     "exponents sum to 0.1 (degree 0.1)") if degree != 1 else
+                    "utility: min_j x_j / a_j, a = uniform(subkey, (10, 10), 1, 5)",
+                    "asset prices: the notebook's range is [1e-4, 1]; here [0, 1]",
+                ],
+                "logged": LOGGED[name],
+            },
+            "utility": form, "degree": degree,
+            "endowments": np.asarray(endow).tolist(), "transitions": transitions.tolist(),
+            "discount": 0.9, "initial": [1.0] + [0.0] * (W - 1),
+            "asset_returns": np.asarray(returns).tolist(),
+            "borrowing_limit": 10.0, "holding_limit": 10.0, "asset_price_max": 1.0, "price_sum": 10.0,
+            "endowment_floor": lo, "endowment_cap": hi, "horizon": 30,
+        }
+        (Path(out_dir) / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
+        print("wrote", Path(out_dir) / f"{name}.json")
+
+
+RELAXED = ("degree", "endowment_floor", "endowment_cap", "horizon")   # what the methods do not take
+
+
+def paper_economy(name, relaxed=False):
+    """The paper's economy ``name`` from instances/games, or (``relaxed``) the variant the methods
+    take: degree 1 (Cobb-Douglas exponents scaled to sum to 1), no endowment floor or cap, an
+    infinite horizon; the rest (bundle assets, asset price cap 1, holdings in [-10, 10], the start
+    and world states) as stated."""
+    import numpy as np
+    from solvopt.dsl.markov_games import MarkovExchangeEconomy
+    data = json.loads((INSTANCES / f"{name}.json").read_text())
+    if not relaxed:
+        return MarkovExchangeEconomy.from_dict(data), data
+    data = dict(data)
+    if data["utility"]["kind"] == "cobb_douglas":
+        a = np.asarray(data["utility"]["exponents"])
+        data["utility"] = {"kind": "cobb_douglas", "exponents": (a / a.sum(axis=1, keepdims=True)).tolist()}
+    return MarkovExchangeEconomy.from_dict(data, drop=RELAXED), data
+
+
+def paper_metrics(econ, result) -> dict:
+    """The notebooks' metrics on our answer, at the start state (where the notebooks evaluate them)
+    and where said averaged with the occupancy: cumulative regret (our certified exploitability
+    from the start: the quantity the notebooks estimate), excess demand (mean_j z_j^2 + mean_k
+    Y_k^2), the consumers' first-order violation of consumption (mean over i, j of (du_i/dx_ij -
+    lambda_i p_j)^2, lambda_i = u_i / W_i the marginal utility of money of a degree-1 utility; for
+    Leontief the supergradient of the binding goods), and the Bellman error (ours: the largest
+    one-step residual beta W - u; the notebooks' mean square of state value - action value by
+    rollouts is 0 for exactly evaluated tabular values)."""
+    import numpy as np
+    from solvopt.games import economy as ec
+    chain = ec.pair_chain(econ)
+    sol, m = result.solution, result.stats["metrics"]
+    prof = ec.Profile(*(sol[k] for k in ("prices", "asset_prices", "consumption", "portfolio")))
+    z, Y = ec.excess_demand(econ, chain, prof)
+    start = int(np.argmax(chain.initial))
+    Ys = Y[chain.world]
+    msq = np.mean(z ** 2, axis=1) + (np.mean(Ys ** 2, axis=1) if Ys.shape[1] else 0.0)
+    x, p = prof.consumption, prof.prices
+    u = econ.utility.value(x)
+    W = np.maximum(ec.wealth(econ, chain, p, prof.asset_prices, prof.portfolio), 1e-300)
+    weights = econ.utility.weights
+    if econ.utility.kind == "leontief":       # the binding goods' supergradient, shared as Euler's theorem allows
+        ratio = x / weights[None]
+        binding = np.isclose(ratio, ratio.min(axis=-1, keepdims=True), rtol=1e-9)
+        grad = np.where(binding, 1.0 / weights[None], 0.0)
+        grad = grad * (u / np.maximum(np.einsum("snm,snm->sn", grad, x), 1e-300))[..., None]
+    else:
+        grad = econ.utility.gradient(x)
+    fov = np.mean((grad - (u / W)[..., None] * p[:, None, :]) ** 2, axis=(1, 2))
+    return {"cumulative_regret": result.objective, "relative_exploitability": m["relative_exploitability"],
+            "excess_demand_start": float(msq[start]), "excess_demand_avg": float(chain.occupancy @ msq / chain.occupancy.sum()),
+            "consumer_foc_start": float(fov[start]), "portfolio_foc": m["portfolio_foc"], "bellman_error": m["bellman_error"],
+            "endowment_value": m["endowment_value"]}
+
+
+def paper_table(time_limit, method=None):
+    """The four economies: each as stated (the methods' refusal) and relaxed (solved, default method)."""
+    from solvopt.core.errors import ModelError
+    rows = []
+    for name in PAPER:
+        econ, data = paper_economy(name)
+        try:
+            econ.solve(iteration_limit=1, **({} if method is None else {"method": method}))
+            refused = None
+        except ModelError as exc:
+            refused = str(exc)
+        relaxed, _ = paper_economy(name, relaxed=True)
+        result = relaxed.solve(tolerance=GOAL, time_limit=time_limit, **({} if method is None else {"method": method}))
+        hist = [(float(t), float(v)) for _, t, v, *rest in result.stats["history"]]
+        scale = result.stats["metrics"]["endowment_value"]
+        reached = next((t for t, v in hist if v / scale <= GOAL), None)
+        row = {"name": name, "method": method or relaxed.default_method, "refused_as_stated": refused,
+               "termination": result.termination.value, "seconds": result.stats["wall_time"],
+               "iterations": result.stats["iterations"], "time_to_goal": reached,
+               "consumer_regret": result.stats["metrics"]["consumer_regret"],
+               "auctioneer_regret": result.stats["metrics"]["auctioneer_regret"],
+               "ours": paper_metrics(relaxed, result), "logged": data["source"]["logged"],
+               "history": [(t, v / scale) for t, v in hist]}
+        rows.append(row)
+        print(f"{name} {row['method']}: {row['termination']} relative {row['ours']['relative_exploitability']:.3e} "
+              f"in {row['seconds']:.1f}s", flush=True)
+    return rows
+
+
+def paper_markdown(meta, rows) -> str:
+    out = [f"# The paper's four Markov exchange economies — {meta['date']}", "",
+           f"Machine: {meta['machine']}, {meta['cores']} cores (shared; load average {meta['load']} at the start), "
+           f"Python {meta['python']}, time limit {meta['time_limit']} s per economy, the default method.", "",
+           "Instances: `instances/games/markov_paper_*.json` (generated from the notebooks' seeds; the mapping is "
+           "in each file's `source`). As stated they use options no method takes (endowment floors and caps after "
+           "payouts, a 30-period horizon, and for Cobb-Douglas utilities of degree 0.1): the methods refuse "
+           "them with a one-line ModelError. What is solved is the relaxation the methods take: degree 1 "
+           "(Cobb-Douglas exponents scaled to sum to 1), no floor or cap, an infinite horizon, everything else "
+           "as stated (bundle assets, asset price at most 1, holdings in [-10, 10]). Its exploitability is "
+           "certified over every deviation (the certificate of docs/markov_games.md).", "",
+           "| economy | method | status | time to 1e-4 (s) | certified exploitability / endowment value | "
+           "consumer / auctioneer regret |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        o = r["ours"]
+        goal = _seconds(r["time_to_goal"]) if r["time_to_goal"] is not None else f"not within {meta['time_limit']:g}"
+        out.append(f"| {r['name'][13:]} | {r['method']} | {r['termination']} | {goal} | "
+                   f"{o['relative_exploitability']:.3g} | {r['consumer_regret']:.3g} / {r['auctioneer_regret']:.3g} |")
+    out += ["", "The notebooks' metrics on our answers (relaxed economies; at the start state, where the notebooks "
+            "evaluate them) beside the last figures the notebooks log (GAP: exploitability minimisation, NPM: "
+            "neural projection; their 'cumulative regret' is an estimate, negative in places, of the quantity we "
+            "certify; their Cobb-Douglas utilities have degree 0.1, ours 1, so utility-valued figures are not on "
+            "one scale):", "",
+            "| economy | source | cumulative regret | excess demand | consumer first-order violation | Bellman error |",
+            "|---|---|---|---|---|---|"]
+    for r in rows:
+        o = r["ours"]
+        out.append(f"| {r['name'][13:]} | ours (certified) | {o['cumulative_regret']:.3g} | {o['excess_demand_start']:.3g} "
+                   f"(avg {o['excess_demand_avg']:.3g}) | {o['consumer_foc_start']:.3g} | {o['bellman_error']:.2g} |")
+        for method, logged in r["logged"].items():
+            out.append(f"| | notebook {method} | {logged['exploitability']:.3g} | {logged['excess_demand']:.3g} | "
+                       f"{logged['consumer_first_order_violation']:.3g} | {logged['bellman_error']:.2g} |")
+    refused = {r["refused_as_stated"] for r in rows if r["refused_as_stated"]}
+    out += ["", "As stated, the methods answer: " + "; ".join(sorted(refused)) + "."]
+    return "\n".join(out) + "\n"
+
+
+def paper_run(time_limit, method=None):
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    rows = paper_table(time_limit, method)
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "python": platform.python_version(), "machine": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(), "load": None if load is None else round(load, 2), "time_limit": time_limit}
+    text = paper_markdown(meta, rows)
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "games_markov_paper.md").write_text(text)
+    (RESULTS / "games_markov_paper.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=30.0)
@@ -169,7 +430,18 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="Cobb-Douglas only, 10 s (a smoke run; results not written)")
     ap.add_argument("--add-large", nargs=2, metavar=("METHOD", "UTILITY"),
                     help="append the 20x20 rows of METHOD on UTILITY (both chains) to the recorded results")
+    ap.add_argument("--paper-data", action="store_true",
+                    help="write instances/games/markov_paper_*.json from the notebooks' seeds (needs JAX 0.4.x)")
+    ap.add_argument("--paper", action="store_true",
+                    help="the paper's four economies (instances/games/markov_paper_*.json): games_markov_paper.*")
+    ap.add_argument("--method", default=None, help="with --paper: this method instead of the default")
     args = ap.parse_args(argv)
+    if args.paper:
+        paper_run(args.time_limit if args.time_limit != 30.0 else 120.0, args.method)
+        return
+    if args.paper_data:
+        paper_data()
+        return
     if args.replot:
         recorded = json.loads((RESULTS / "games_markov.json").read_text())
         write(recorded["meta"], recorded["rows"])

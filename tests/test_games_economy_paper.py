@@ -264,3 +264,31 @@ def test_binding_asset_price_cap(utility, bundles):
     assert np.allclose(sol["asset_prices"], econ.asset_price_max)
     assert np.allclose(sol["portfolio"].sum(axis=1), econ.n_consumers * econ.holding_limit)   # everyone at the limit
     assert np.allclose(sol["prices"].sum(axis=1), econ.price_sum)
+
+
+# --- the paper's four economies ---------------------------------------------------------------------
+PAPER_FILES = ("cd_deterministic", "cd_stochastic", "leontief_deterministic", "leontief_stochastic")
+
+
+@pytest.mark.parametrize("which", PAPER_FILES)
+def test_paper_economies_load_and_are_refused_as_stated(which):
+    import json
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "instances" / "games" / f"markov_paper_{which}.json"
+    data = json.loads(path.read_text())
+    assert data["source"]["repository"] == "Sadie-Zhao/Generalized-Markov-Games" and data["source"]["cells"]
+    econ = MarkovExchangeEconomy.from_dict(data)
+    assert (econ.n_consumers, econ.n_goods, econ.n_assets) == (10, 10, 1)
+    assert econ.asset_bundles.shape[1:] == (1, 10) and econ.asset_price_max == 1.0 and econ.price_sum == 10.0
+    assert econ.borrowing_limit[0] == econ.holding_limit[0] == 10.0 and econ.discount == 0.9
+    assert econ.horizon == 30 and econ.endowment_floor[0] == pytest.approx(0.01)
+    assert econ.degree == (pytest.approx(0.1) if which.startswith("cd") else 1.0)
+    reached = ec.reachable_worlds(econ)
+    assert reached.sum() == (2 if which.endswith("deterministic") else econ.n_world)
+    for method in METHODS:
+        with pytest.raises(ModelError, match="does not support"):
+            econ.solve(method=method, iteration_limit=1)
+    relaxed = MarkovExchangeEconomy.from_dict(data, drop=("degree", "endowment_floor", "endowment_cap", "horizon")) \
+        if which.startswith("leontief") else None
+    if relaxed is not None:
+        assert relaxed.method_support() == [("assets paying bundles of goods", True)]
