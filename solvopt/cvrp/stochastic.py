@@ -31,6 +31,7 @@ What is reproducible, exactly:
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -38,12 +39,15 @@ import numpy as np
 
 from solvopt.core.chunks import ChunkPlan, ChunkRun, ScenarioStats, run_chunks
 from solvopt.core.errors import ModelError
+from solvopt.core.interrupt import stop_reason
 from solvopt.dsl.split import TourGeometry
 from solvopt.gpu import split as gpu_split
 
 from .sampling import PoissonTables, philox_key
 
 DEFAULT_CHUNK = 1 << 20          # scenarios per chunk when the solve option ``chunk`` is not given
+FIRST_PIECE = 1 << 10            # a CPU chunk runs its kernel in pieces from this size ...
+PIECE_SECONDS = 0.1              # ... doubled while a piece takes less than this, so a stop is seen between pieces
 NO_MATRIX = np.zeros((0, 0), dtype=np.int32)
 
 
@@ -136,19 +140,52 @@ class ScenarioChunks:
         self.no_matrix = dev(NO_MATRIX)
         self._buffers = threading.local()
 
+    # In one process, the run's deadline and Ctrl-C reach inside a chunk (see :meth:`__call__`); not pickled:
+    # a worker's clock is not this one's, and a task on a worker is cancelled by the driver instead.
+    deadline: float | None = None
+    stopped = None                      # why the last chunk stopped before its end (None: it ran to its end)
+
     def __reduce__(self):
         return (ScenarioChunks, self._args)
 
     def __call__(self, index: int, start: int, stop: int) -> ScenarioStats:
+        """The statistics of scenarios ``start .. stop-1``; on the CPU the kernel runs in pieces.
+
+        A chunk of 2^20 scenarios takes seconds on the CPU (minutes with the NumPy reference), so
+        the kernel runs on growing pieces of it (from FIRST_PIECE scenarios, doubled while a piece
+        takes under PIECE_SECONDS) and the deadline and Ctrl-C are checked between pieces. Every
+        scenario's cost is the same whatever the piece (counter-based demands), and the
+        statistics are taken once over the chunk, so a chunk run to its end gives the same bits.
+        A stop inside a chunk returns the statistics of its first scenarios (``stopped`` says why).
+        """
         out = getattr(self._buffers, "out", None)
         if out is None:
             out = self._buffers.out = self.backend.empty(self.size)
         out = out[:stop - start]
+        self.stopped = None
+        if self.backend.device != "cpu":
+            self._kernel(start, 0, stop - start, out)
+            return self.backend.stats(out, start, self.stride)
+        done, piece = 0, FIRST_PIECE
+        while done < stop - start:
+            n = min(piece, stop - start - done)
+            began = time.perf_counter()
+            self._kernel(start, done, done + n, out)
+            done += n
+            if time.perf_counter() - began < PIECE_SECONDS:
+                piece *= 2
+            if done < stop - start:
+                self.stopped = stop_reason(self.deadline)
+                if self.stopped is not None:
+                    break
+        return self.backend.stats(out[:done], start, self.stride)
+
+    def _kernel(self, start: int, lo: int, hi: int, out) -> None:
+        """The kernel on scenarios ``start+lo .. start+hi-1``, into ``out[lo:hi]``."""
         demands = self.no_matrix
         if self.compiled.demands is not None:
-            demands = self.backend.to_device(self.compiled.demands[start:stop])
-        self.backend.kernel(start, demands, self.key, *self.tables, *self.problem, out)
-        return self.backend.stats(out, start, self.stride)
+            demands = self.backend.to_device(self.compiled.demands[start + lo:start + hi])
+        self.backend.kernel(start + lo, demands, self.key, *self.tables, *self.problem, out[lo:hi])
 
 
 def sample_stride(compiled: CompiledStochasticSplit, keep_costs: bool) -> int:
@@ -175,4 +212,9 @@ def run_scenarios(compiled: CompiledStochasticSplit, *, seed: int, backend: str 
     size = DEFAULT_CHUNK if chunk is None else chunk
     plan = ChunkPlan(compiled.scenarios, min(size, compiled.scenarios))   # ModelError when size < 1
     chunks = ScenarioChunks(compiled, seed, backend, plan.size, sample_stride(compiled, keep_costs))
-    return run_chunks(plan, chunks, deadline=deadline, progress=progress, what="scenarios", client=client)
+    chunks.deadline = deadline
+    run = run_chunks(plan, chunks, deadline=deadline, progress=progress, what="scenarios", client=client)
+    if chunks.stopped is not None:      # the last chunk run here stopped inside: count what it did
+        run.stopped = run.stopped or chunks.stopped
+        run.done = int(run.stats.count[0] + run.stats.infinite[0])
+    return run

@@ -34,9 +34,11 @@ import numpy as np
 
 from solvopt.core.chunks import ChunkPlan, ScenarioStats, run_chunks
 from solvopt.core.errors import ModelError
+from solvopt.core.interrupt import stop_reason
 from solvopt.core.options import Option, SolveOptions, integer_at_least
 from solvopt.core.progress import Progress
 from solvopt.core.result import Result, Termination
+from solvopt.core.tasks import current_client
 from solvopt.core.status import settle
 
 from solvopt.dsl.layered_dp import real_array
@@ -154,38 +156,69 @@ class EngineChunk:
     kernel_time: float = 0.0
     values: list = field(default_factory=list)          # [(start, (S_L, n) host array, +inf = unreachable)]
     paths: list = field(default_factory=list)           # [(start, ChunkTensors of those scenarios, local indices)]
+    stopped: Termination | None = None                  # why the (last) chunk stopped before its end
 
     def merge(self, other: "EngineChunk") -> "EngineChunk":
         self.stats.merge(other.stats)
         self.kernel_time += other.kernel_time
+        self.stopped = other.stopped
         self.values += other.values
         self.paths += other.paths
         return self
 
 
+FIRST_PIECE = 1 << 10            # a CPU chunk runs in pieces from this many scenarios ...
+PIECE_SECONDS = 0.1              # ... doubled while a piece takes less than this (a stop is seen between pieces)
+
+
 def scenario_chunk(compiled: CompiledDP, backend, seed: int, plan: ChunkPlan, index: int,
-                   spec: ChunkSpec) -> EngineChunk:
+                   spec: ChunkSpec, deadline: float | None = None) -> EngineChunk:
     """Chunk ``index`` of ``plan``: a pure function of (compiled model, seed, chunk index).
 
     Its scenarios are ``plan.bounds(index)``; sampled costs come from the seed's sampling blocks
     (whole blocks per chunk), so any process or device computing chunk ``index`` gets the same
     numbers. Returns its statistics (one row, or one per final state with ``final="shared"``).
+
+    On the CPU a chunk (sized by memory, it can take many seconds) is built and run in growing
+    pieces (from FIRST_PIECE scenarios, whole sampling blocks, doubled while a piece takes under
+    PIECE_SECONDS), and ``deadline`` and Ctrl-C are checked between pieces. The final values
+    are joined and reduced once, so a chunk run to its end gives the same bits as in one piece;
+    a stop inside returns the statistics of its first scenarios (``EngineChunk.stopped``).
     """
     start, stop = plan.bounds(index)
-    tensors = compiled.chunk(start, stop - start, seed)
-    t0 = time.perf_counter()
-    final, _ = run_kernel(compiled, backend, tensors, track=False)
-    backend.synchronize()
-    kernel_time = time.perf_counter() - t0
+    if backend.device != "cpu":
+        pieces_of = stop - start
+    else:
+        block = compiled.sample_block if compiled.sampler is not None else 1
+        pieces_of = max(block, -(-FIRST_PIECE // block) * block)
+    finals, kernel_time, at, stopped, paths = [], 0.0, start, None, []
+    while at < stop:
+        n = min(pieces_of, stop - at)
+        tensors = compiled.chunk(at, n, seed)
+        t0 = time.perf_counter()
+        final, _ = run_kernel(compiled, backend, tensors, track=False)
+        backend.synchronize()
+        took = time.perf_counter() - t0
+        kernel_time += took
+        finals.append(final)
+        local = spec.paths[(spec.paths >= at) & (spec.paths < at + n)] - at
+        if local.size:
+            paths.append((at, tensors.columns(local), local))
+        at += n
+        if took < PIECE_SECONDS:
+            pieces_of *= 2
+        if at < stop:
+            stopped = stop_reason(deadline)
+            if stopped is not None:
+                break
+    final = finals[0] if len(finals) == 1 else np.concatenate(finals, axis=1)
     half = compiled.sentinel / 2
     rows = final if compiled.final == "shared" else final.min(axis=0)[None, :]
-    out = EngineChunk(chunk_stats(rows, start, spec.stride, half, backend.to_host), kernel_time)
+    out = EngineChunk(chunk_stats(rows, start, spec.stride, half, backend.to_host), kernel_time, stopped=stopped)
     if spec.keep_values:
         host = np.asarray(backend.to_host(final), dtype=np.float64)
         out.values.append((start, np.where(host >= half, np.inf, host)))
-    local = spec.paths[(spec.paths >= start) & (spec.paths < stop)] - start
-    if local.size:
-        out.paths.append((start, tensors.columns(local), local))
+    out.paths += paths
     return out
 
 
@@ -206,10 +239,15 @@ def solve(compiled: CompiledDP, backend, options: SolveOptions) -> Result:
         backend.prepare(plan.size, compiled)
     deadline = None if options.time_limit is None else begin + options.time_limit
     seed = options.seed  # the chunk captures the seed, not the options (whose log callable may not pickle)
-    run = run_chunks(plan, lambda index, lo, hi: scenario_chunk(compiled, backend, seed, plan, index, spec),
+    # the deadline reaches inside a chunk run here; a chunk on a dask worker is cancelled by the driver instead
+    inner = deadline if current_client() is None else None
+    run = run_chunks(plan, lambda index, lo, hi: scenario_chunk(compiled, backend, seed, plan, index, spec, inner),
                      deadline=deadline, progress=Progress(options.progress, log=options.log), what="scenarios")
     acc: EngineChunk = run.stats
     stats, processed = acc.stats, run.done
+    if acc.stopped is not None:         # the last chunk stopped inside: what it did is what counts
+        run.stopped = run.stopped or acc.stopped
+        processed = int(stats.count[0] + stats.infinite[0])
     solution: dict = {}
     row, final_state = 0, None
     if shared:

@@ -1,0 +1,161 @@
+"""The spine's stop property: every registered method honours Ctrl-C and a time limit, from the CLI.
+
+Each family registers ``stop_cases`` in its descriptor (see :mod:`solvopt.core.scaling`): an
+instance file its methods do not finish in seconds, and the methods to run on it. For every
+case and method, ``solvopt solve FILE --method M --json --progress`` runs as a subprocess and
+
+- SIGINT one second after the solve has started must end it within one second more, with
+  exit code 130 and the instance's result row (termination ``interrupted``) on stdout;
+- ``--time-limit 1`` must return within 1.5 s of the solve's start, with its result row.
+
+Timing, so that the test measures the stop and nothing else:
+
+- *the solve's start* is read from the first progress line on stderr: its ``[  t s]`` stamp is
+  the time since the solver's progress clock started, so ``start = arrival - stamp``. Python's
+  start-up, imports and the instance's reading come before it and do not count. A method that
+  writes no progress line within ``WAIT_FOR_START`` seconds is a failure (the marker is what
+  tells the test the stop handler is in place);
+- Numba's compilation on a cold cache would count against the stop, so each case is first run
+  once with ``--time-limit 1`` (a warm-up whose timing is not checked): the kernels it compiles
+  land in Numba's on-disk cache and the timed runs load them;
+- the limits have a margin ``MARGIN`` (2 s) for a loaded CI machine: SIGINT must end the run
+  within 1 + MARGIN s and ``--time-limit 1`` within 1.5 + MARGIN s of the solve's start. The
+  test still tells "stops within a second or two" from "runs to the end" (every stop case is
+  minutes of work).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from solvopt.core.family import families, load_object
+
+REPO = Path(__file__).resolve().parents[1]
+MARGIN = 2.0            # seconds of slack for a loaded CI machine (see the module docstring)
+WAIT_FOR_START = 120.0  # most seconds until the first progress line (a cold import and compile included)
+HARD_CAP = 120.0        # a run still alive this long after its stop is killed and fails the test
+STAMP = re.compile(r"^\[\s*([0-9.]+)s\]")
+
+
+def _cases():
+    out = []
+    folder = tempfile.mkdtemp(prefix="solvopt-stop-cases-")   # some families read their case list from it
+    for fam in families():
+        if fam.stop_cases is None:
+            continue
+        for case in load_object(fam.stop_cases)(folder):
+            for method in case.methods:
+                out.append(pytest.param(case, method, id=f"{fam.name}-{case.name}-{method}",
+                                        marks=pytest.mark.slow))
+    return out
+
+
+CASES = _cases()
+
+
+def test_every_family_registers_stop_cases():
+    missing = sorted(f.name for f in families() if f.stop_cases is None)
+    assert not missing, f"families without stop cases: {missing}"
+
+
+class Run:
+    """``python -m solvopt.cli solve ARGS --progress --json`` with its stderr read as it comes."""
+
+    def __init__(self, args: list[str], cwd: Path):
+        env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.began = time.perf_counter()
+        self.proc = subprocess.Popen([sys.executable, "-m", "solvopt.cli", "solve", *args, "--progress", "--json"],
+                                     cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.err: list[str] = []
+        self.solve_start: float | None = None    # perf_counter() of the solve's start, from the first stamp
+        self.started = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            now = time.perf_counter()
+            self.err.append(line)
+            match = STAMP.match(line)
+            if match and self.solve_start is None:
+                self.solve_start = now - float(match.group(1))
+                self.started.set()
+        self.started.set()   # the process ended (with or without a progress line)
+
+    def wait_started(self) -> None:
+        if not self.started.wait(WAIT_FOR_START) or self.solve_start is None:
+            self.kill()
+            pytest.fail(f"no progress line within {WAIT_FOR_START:.0f} s (exit {self.proc.returncode}); "
+                        f"stderr: {''.join(self.err)[-2000:]}")
+
+    def finish(self) -> tuple[float, str]:
+        """(perf_counter() at exit, stdout); fails the test if the run outlives HARD_CAP."""
+        try:
+            out, _ = self.proc.communicate(timeout=HARD_CAP)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"the run did not stop within {HARD_CAP:.0f} s; stderr: {''.join(self.err)[-2000:]}")
+        ended = time.perf_counter()
+        self.reader.join(timeout=5)
+        return ended, out
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+    def stderr(self) -> str:
+        return "".join(self.err)[-3000:]
+
+
+def _row(out: str) -> dict:
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1, out[-2000:]
+    return lines[0]
+
+
+@pytest.mark.parametrize("case,method", CASES)
+def test_sigint_and_time_limit_are_honoured(case, method, tmp_path):
+    args = [*case.write(tmp_path), "--method", method]
+
+    # warm-up (untimed): compiles and caches the Numba kernels; a time limit must still end it
+    warm = Run([*args, "--time-limit", "1"], tmp_path)
+    warm.finish()
+    assert warm.proc.returncode == 0, warm.stderr()
+
+    # --time-limit 1: the row within 1.5 s of the solve's start
+    run = Run([*args, "--time-limit", "1"], tmp_path)
+    run.wait_started()
+    ended, out = run.finish()
+    assert run.proc.returncode == 0, run.stderr()
+    took = ended - run.solve_start
+    assert took <= 1.5 + MARGIN, f"--time-limit 1 returned {took:.2f} s after the solve began; {run.stderr()}"
+    row = _row(out)
+    assert row["termination"] in ("time_limit", "optimal", "feasible_within_gap"), row["termination"]
+    assert "Traceback" not in run.stderr()
+
+    # SIGINT one second into the solve: exit 130 within a second more, with the row
+    run = Run(args, tmp_path)
+    run.wait_started()
+    delay = run.solve_start + 1.0 - time.perf_counter()
+    if delay > 0:
+        time.sleep(delay)
+    sent = time.perf_counter()
+    run.proc.send_signal(signal.SIGINT)
+    ended, out = run.finish()
+    took = ended - sent
+    assert run.proc.returncode == 130, f"exit {run.proc.returncode}; {run.stderr()}"
+    assert took <= 1.0 + MARGIN, f"the run exited {took:.2f} s after SIGINT; {run.stderr()}"
+    row = _row(out)
+    assert row["termination"] == "interrupted", row
+    assert "Traceback" not in run.stderr()
