@@ -1,5 +1,7 @@
-"""One command for a machine with a CUDA device: every GPU test, the GPU figures against our best
-CPU kernel in the same run, and the results with the date, the device, the driver and CUDA versions.
+"""One command for a machine with a CUDA device: GPU tests, GPU figures, results with versions.
+
+It runs every GPU test, measures the GPU against our best CPU kernel in the same run, and writes the
+results with the date, the device, the driver and CUDA versions.
 
 Phases, each with a budget and a timeout (the whole run fits in 8 minutes; ``--quick`` in about 4):
 
@@ -29,6 +31,9 @@ to the results (no GPU figure is ever written that was not measured on a device)
     python benchmarks/gpu_run.py --stage            # here, with PyPI: build/gpu_stage for the device
     bash benchmarks/gpu_run.sh --copy-to "$OUT"     # on the device machine (``--quick``: a subset)
     python benchmarks/gpu_run.py --cpu-only --quick # the CPU halves of the measurements, writes nothing
+    bash benchmarks/gpu_run.sh --no-tests --items split-101 split-big   # a targeted rerun
+
+A rerun writes gpu.* from that run alone: keep the first run's files (``--out`` elsewhere).
 """
 from __future__ import annotations
 
@@ -1184,6 +1189,8 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=float, default=None, help="total seconds (default 470, quick 260)")
     p.add_argument("--items", nargs="*", default=None, help="only these measurement items")
     p.add_argument("--work", default=str(WORK), help="scratch folder: the partial results and the logs")
+    p.add_argument("--no-tests", action="store_true", help="skip the GPU tests (a rerun of the measurements)")
+    p.add_argument("--no-cli", action="store_true", help="skip the command-line runs")
     p.add_argument("--phase", default=None, help=argparse.SUPPRESS)      # internal: a child phase
     p.add_argument("--partial", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -1261,8 +1268,8 @@ def main(argv=None) -> int:
                                failures=[ln for ln in out.splitlines() if ln.startswith(("FAILED", "ERROR"))][:40])
         # pytest exit 5 = no test collected; 0 = all passed (or skipped)
         return ("ok" if code in (0, 5) else status if status == "timeout" else "failed"), record["tests"]["summary"]
-    if args.cpu_only:
-        phase("tests", tests, "--cpu-only")
+    if args.cpu_only or args.no_tests:
+        phase("tests", tests, "--cpu-only" if args.cpu_only else "--no-tests")
     else:
         phase("tests", tests)
 
@@ -1282,10 +1289,10 @@ def main(argv=None) -> int:
     def cli(budget):
         phase_cli(args, partial, budget)
         return "ok", ""
-    if has_device:
+    if has_device and not args.no_cli:
         phase("cli", cli)
     else:
-        phase("cli", cli, "no CUDA device")
+        phase("cli", cli, "--no-cli" if args.no_cli else "no CUDA device")
 
     assemble(args, record, partial)
     record["meta"]["seconds"] = time.monotonic() - start
