@@ -162,37 +162,42 @@ def child_env() -> dict:
 
 
 def run_child(cmd: list[str], timeout: float, log: Path | None = None) -> tuple[str, int | None, str]:
-    """(status ok|failed|timeout, exit code, output); the output is echoed as it comes."""
-    lines = []
+    """(status ok|failed|timeout, exit code, output); the output is echoed, indented, as it comes, and
+    what came before a timeout is kept (the child's process group is killed then)."""
+    import select
+    chunks: list[bytes] = []
+    timed_out = False
+    at_line_start = True
     with subprocess.Popen(cmd, cwd=ROOT, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, bufsize=1, start_new_session=True) as proc:
+                          start_new_session=True) as proc:
+        fd = proc.stdout.fileno()
         deadline = time.monotonic() + timeout
-        import selectors
-        sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        timed_out = False
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 timed_out = True
                 break
-            if sel.select(timeout=min(left, 1.0)):
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                lines.append(line)
-                print("    " + line, end="", flush=True)
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            text = chunk.decode(errors="replace")
+            for piece in text.splitlines(keepends=True):
+                sys.stdout.write(("    " if at_line_start else "") + piece)
+                at_line_start = piece.endswith("\n")
+            sys.stdout.flush()
         if timed_out:
             try:
                 os.killpg(proc.pid, 9)
             except ProcessLookupError:
                 pass
         proc.wait()
-        rest = proc.stdout.read() if not timed_out else ""
-        if rest:
-            lines.append(rest)
-            print("    " + rest, end="", flush=True)
-    out = "".join(lines)
+    if not at_line_start:
+        print(flush=True)
+    out = b"".join(chunks).decode(errors="replace")
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text(out)
