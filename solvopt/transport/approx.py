@@ -64,7 +64,15 @@ threshold search), again no worse than the pairing.
 
 Stopping early (Ctrl-C, ``time_limit``) after the flow is known returns the Lemma 2 plan with
 the factor (p = inf: a stopped threshold search certifies only the smallest threshold above the
-largest one it proved infeasible, t_lower; bound t_lower, factor = the plan's bottleneck / t_lower); before that (the network simplex is watched every 50 ms) there is no plan.
+largest one it proved infeasible, t_lower; bound t_lower, factor = the plan's bottleneck / t_lower).
+Before that (the kernels' first load and the graph's passes are watched between blocks, the
+network simplex every 50 ms) the run returns the quick plan and the projection bound of
+:mod:`solvopt.transport.quick`, with no factor.
+
+Units: masses are handled per unit of the total M and lengths in units of the largest effective
+arc length s (3^((p-1)/p) r_a, (3/2)^((p-1)/p) D: every cost in [0, 1], nothing overflows at any
+p); the bound is s (M F_low)^(1/p) / 3. For p > ``LARGE_P`` the p = inf threshold search's plan is
+also tried (bottleneck <= 3 W_inf) and the projection bound taken when better.
 """
 from __future__ import annotations
 

@@ -20,8 +20,14 @@
 
 All of them hold the full distance matrix: they are references for small and medium inputs,
 not for the sizes the ``approx`` method is for. A time limit or Ctrl-C stops the bottleneck search
-between its tests (with its plan and bound); an assignment, a flow solve (HiGHS stops on
-Ctrl-C, then no plan is held) and ``ot.emd`` run to their end.
+between its tests (with its plan and bound) and the flow engines inside their runs (see
+:func:`solvopt.transport.flow.min_cost_flow`); ``linear_sum_assignment``, ``ot.emd``, the full
+matrix and the sort of all distances cannot be interrupted and run in a watched thread that is
+abandoned on a stop (:func:`solvopt.transport.stopping.run_abandonable`). A stopped run returns
+its best plan, or the quick plan, and a certified bound (:func:`solvopt.transport.quick.stopped_result`).
+
+Large p (> ``LARGE_P``): ``exact`` and ``pot`` first find W_inf and measure lengths in units of
+it, with capped costs (:func:`large_p_frame`), and keep the bottleneck plan when it is cheaper.
 """
 from __future__ import annotations
 
