@@ -39,6 +39,7 @@ from solvopt.core.errors import SolverError
 
 DP_MAX_ITERATIONS = 2000     # Bellman steps of the one-asset dynamic program per consumer
 DP_TIME_LIMIT = 5.0          # seconds per consumer; the bound of the last step is kept (valid at any step)
+DP_TIME_BUDGET = 10.0        # seconds for all consumers of one certificate (each gets at least 0.05 s)
 DP_MAX_KINKS = 400           # kinks per state after simplification (more raise the merge tolerance)
 EXACT_RTOL = 1e-13           # upper - lower below this x the consumer's scale: the best response is settled
 REL_PRECISION = 1e-4         # the dynamic program stops once its bound is this close to the regret's value
@@ -117,12 +118,15 @@ def deviation_bounds(econ, chain, prices, asset_prices, beta, profile_values=Non
     ok = np.all(c[b] + np.einsum("ek,enk->en", R[b], y0[a]) - np.einsum("ek,enk->en", q[b], y0[b]) >= -tol[b], axis=0)
     ok &= np.all(c[starts] - np.einsum("ek,enk->en", q[starts], y0[starts]) >= -tol[starts], axis=0)
     dp_iterations = 0
+    rest = np.flatnonzero(~ok)
+    lams, ubs = _lagrangian(chain, gamma, beta[:, rest], c[:, rest], q, R, lo, hi)
+    lams, ubs = dict(zip(rest, lams)), dict(zip(rest, ubs))
     for i in range(N):
         if ok[i]:                     # the relaxation's optimum is a feasible deviation: exact
             upper[i], lower[i], how[i] = upper0[i], max(lower[i], upper0[i]), "closed form"
             continue
-        lam, ub = _lagrangian(chain, gamma, beta[:, i], c[:, i], q, R, lo, hi)
-        upper[i], how[i] = min(ub, upper0[i]), "lagrangian"
+        lam = lams[i]
+        upper[i], how[i] = min(ubs[i], upper0[i]), "lagrangian"
         # concrete deviations: the relaxation's pair-state holdings, scaled towards 0 until affordable
         for y in (y0[:, i], _box_argmax(_lagrangian_slopes(chain, gamma, beta[:, i], q, R, lam), lo, hi)):
             y = _affordable(y, a, b, starts, c[:, i], q, R)
@@ -134,35 +138,41 @@ def deviation_bounds(econ, chain, prices, asset_prices, beta, profile_values=Non
         if K == 1 and upper[i] - lower[i] > EXACT_RTOL * scale:
             dp = OneAssetDP(chain, gamma, beta[:, i], c[:, i], q[:, 0], R[:, 0], lo[0], hi[0])
             reference = lower[i] if profile_values is None else profile_values[i]
-            bound, low, its = dp.solve(lam, lower[i], EXACT_RTOL * scale, reference)
+            seconds = min(DP_TIME_LIMIT, max(0.05, DP_TIME_BUDGET - (time.perf_counter() - t0)))
+            bound, low, its = dp.solve(lam, lower[i], EXACT_RTOL * scale, reference, seconds)
             dp_iterations += its
             lower[i] = max(lower[i], low)
             if bound < upper[i]:
                 upper[i], how[i] = bound, "dynamic program"
-        lower[i] = min(lower[i], upper[i])       # rounding only: a deviation's value never beats a valid bound
     return DeviationBounds(upper, lower, how, dp_iterations, time.perf_counter() - t0)
 
 
 # --- the Lagrangian bound ------------------------------------------------------------------------
 def _lagrangian(chain, gamma, beta, c, q, R, lo, hi):
-    """Multipliers lam >= 0 that make mu . Psi small, and that bound (module docstring). By LP
-    duality min over lam of mu . Psi is the LP over pair-state holdings y(s) whose wealth is >= 0
-    only on average over the paths into s: sum_t gamma^t E[W_t 1{s_t = s}] = d(s) c(s) +
-    gamma R(s) . sum_a d(a) P(a, s) y(a) - d(s) q(s) . y(s) >= 0; HiGHS solves it and its row
-    multipliers are lam. The bound is re-evaluated from the clipped multipliers, so it does not
-    trust the solver. Returns (lam (S,), bound)."""
+    """Multipliers lam >= 0 that make mu . Psi small, and that bound (module docstring), for the
+    consumers whose beta, c are the columns of (S, n) arrays. By LP duality min over lam of mu . Psi
+    is the LP over pair-state holdings y(s) whose wealth is >= 0 only on average over the paths
+    into s: sum_t gamma^t E[W_t 1{s_t = s}] = d(s) c(s) + gamma R(s) . sum_a d(a) P(a, s) y(a) -
+    d(s) q(s) . y(s) >= 0. Its matrix is the same for every consumer: one HiGHS call solves them
+    all (block diagonal); the row multipliers are lam, and each bound is re-evaluated from the
+    clipped multipliers, so it does not trust the solver. Returns (lam (n, S), bounds (n,))."""
     from scipy import sparse
     from scipy.optimize import linprog
     S, K = q.shape
+    n = beta.shape[1]
+    if n == 0:
+        return np.zeros((0, S)), np.zeros(0)
     d, P = chain.occupancy, chain.P
-    A0 = _lagrangian_slopes(chain, gamma, beta, q, R, np.zeros(S))
     inflow = sparse.csr_matrix(gamma * P.T * d[None, :])                    # (s, a): gamma d(a) P(a, s)
-    blocks = [-(sparse.diags(R[:, k]) @ inflow) + sparse.diags(d * q[:, k]) for k in range(K)]
-    A_ub = sparse.hstack(blocks).tocsc()                                  # columns k * S + s
-    bounds = [(lo[k], hi[k]) for k in range(K) for _ in range(S)]
-    res = linprog(-(d[:, None] * A0).T.ravel(), A_ub=A_ub, b_ub=d * c, bounds=bounds, method="highs")
-    lam = np.zeros(S) if res.status != 0 else np.maximum(-res.ineqlin.marginals, 0.0)
-    return lam, lagrangian_value(chain, gamma, beta, c, q, R, lo, hi, lam)
+    one = sparse.hstack([-(sparse.diags(R[:, k]) @ inflow) + sparse.diags(d * q[:, k]) for k in range(K)])
+    A_ub = sparse.block_diag([one] * n, format="csc")                      # columns (i, k, s)
+    cost = np.concatenate([-(d[:, None] * _lagrangian_slopes(chain, gamma, beta[:, i], q, R, np.zeros(S))).T.ravel()
+                           for i in range(n)])
+    bounds = [(lo[k], hi[k]) for k in range(K) for _ in range(S)] * n
+    res = linprog(cost, A_ub=A_ub, b_ub=(d[:, None] * c).T.ravel(), bounds=bounds, method="highs")
+    lam = np.zeros((n, S)) if res.status != 0 else np.maximum(-res.ineqlin.marginals, 0.0).reshape(n, S)
+    return lam, np.array([lagrangian_value(chain, gamma, beta[:, i], c[:, i], q, R, lo, hi, lam[i])
+                          for i in range(n)])
 
 
 def _box_argmax(A, lo, hi):
@@ -298,7 +308,7 @@ class OneAssetDP:
             total += self.chain.initial[s] * v
         return float(total)
 
-    def solve(self, lam, lower, atol, reference):
+    def solve(self, lam, lower, atol, reference, seconds=DP_TIME_LIMIT):
         """(certified upper bound, best lower bound, Bellman steps) on the value from mu. Steps run
         until upper - lower <= the target, or the decrease per step says the rest is below it
         (geometric convergence at the rate gamma), or the step and time caps; the target is
@@ -311,7 +321,7 @@ class OneAssetDP:
         U = [(xs, slope[s, 0] * xs + Psi[s]) for s in range(len(Psi))]
         best = prev = self.value_from_mu(U)
         t0, n = time.perf_counter(), 0
-        while n < DP_MAX_ITERATIONS and time.perf_counter() - t0 < DP_TIME_LIMIT:
+        while n < DP_MAX_ITERATIONS and time.perf_counter() - t0 < seconds:
             target = max(atol, REL_PRECISION * (best - reference))
             if best - lower <= target:
                 break
@@ -327,7 +337,7 @@ class OneAssetDP:
             prev = val
         if n:
             lower = max(lower, self.greedy_value())
-        return best, min(lower, best), n
+        return best, lower, n
 
     def bellman(self, U, s, eps):
         """(T U)(s, .) as a concave piecewise-linear function (exact up to rounding, then raised)."""
