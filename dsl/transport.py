@@ -233,7 +233,12 @@ class Transport(FamilyModel):
         if self._distance_scale is None:
             if self.cost is not None:
                 rows, cols = np.flatnonzero(self.a > 0), np.flatnonzero(self.b > 0)
-                self._distance_scale = float(self.cost[np.ix_(rows, cols)].max())
+                if len(rows) == self.n and len(cols) == self.m:
+                    self._distance_scale = float(self.cost.max())
+                else:                   # row blocks: no copy of the whole matrix
+                    step = max(1, (1 << 22) // max(len(cols), 1))
+                    self._distance_scale = max(float(self.cost[rows[i:i + step]][:, cols].max())
+                                               for i in range(0, len(rows), step))
             elif callable(self.metric):
                 return None
             else:

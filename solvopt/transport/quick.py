@@ -119,7 +119,7 @@ def quick_bound(model) -> float | None:
     p = model.p
     if model.cost is not None:
         rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
-        sub = model.cost[np.ix_(rows, cols)]
+        sub = model.cost if len(rows) == model.n and len(cols) == model.m else model.cost[np.ix_(rows, cols)]
         return max(_power_mean(sub.min(axis=1), model.a[rows], p), _power_mean(sub.min(axis=0), model.b[cols], p))
     if callable(model.metric):
         return None
