@@ -128,21 +128,23 @@ def _concave_quadratic(quadratic, shape: tuple, slices, strict=None) -> np.ndarr
         raise ModelError("each quadratic reward matrix Q_i(s) must be symmetric")
     for i, sl in enumerate(slices):
         top = np.linalg.eigvalsh(Q[i][:, sl, sl]).max()
-        if top > CONCAVITY_TOL:
+        unit = float(np.max(np.abs(Q[i]), initial=0.0)) or 1.0     # tolerances relative: rewards in any units
+        if top > CONCAVITY_TOL * unit:
             raise ModelError(f"player {i}'s reward is not concave in its own action (its quadratic block has "
                              f"eigenvalue {top:.3g} > 0): best responses would not be convex programs")
         if strict is not None:
             for s in range(shape[1]):
                 free = strict[i][s]
-                if free.any() and np.linalg.eigvalsh(Q[i, s][sl, sl][np.ix_(free, free)]).max() > -CONCAVITY_TOL:
+                if free.any() and np.linalg.eigvalsh(Q[i, s][sl, sl][np.ix_(free, free)]).max() > -CONCAVITY_TOL * unit:
                     raise ModelError(f"player {i}'s reward at state {s} is not strictly concave in its unbounded "
                                      "actions: its best response would be unbounded or not unique")
     return Q
 
 
 def _symmetric(M: np.ndarray) -> bool:
-    """True when every matrix of the stack M (..., n, n) is symmetric (to 1e-12)."""
-    return np.allclose(M, np.swapaxes(M, -1, -2), rtol=0, atol=1e-12)
+    """True when every matrix of the stack M (..., n, n) is symmetric (to 1e-12 of its largest entry)."""
+    unit = float(np.max(np.abs(M), initial=0.0)) or 1.0
+    return np.allclose(M, np.swapaxes(M, -1, -2), rtol=0, atol=1e-12 * unit)
 
 
 def _symmetric_psd(M: np.ndarray, message: str) -> np.ndarray:

@@ -14,7 +14,9 @@ FAMILY = Family(
     reader_modules=("solvopt.games.reader",),
     models=("solvopt.dsl.games:PseudoGame", "solvopt.dsl.games:FisherMarket", "solvopt.dsl.games:ArrowDebreuMarket"),
     params=(
-        Param("tolerance", float, "stop when the certified exploitability is at most this", target="solver"),
+        Param("tolerance", float, "stop when the certified exploitability / payoff scale is at most this", target="solver"),
     ),
     from_instance="solvopt.games.instance:model_from_instance",
+    scale_cases="solvopt.games.scaling:scale_cases",
+    stop_cases="solvopt.games.scaling:stop_cases",
 )

@@ -11,6 +11,8 @@ and the status never OPTIMAL.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from solvopt.core.errors import ModelError
@@ -89,14 +91,19 @@ class AffineGDA(Solver):
         if sampled:
             return ps.solve_sampled(game, options, G0, samples=x["samples"], horizon=x["horizon"],
                                     tolerance=x["tolerance"], **steps)
-        data = pm.lq_data(game)
-        run = EquilibriumRun(options, x["tolerance"])
+        # the game divided by its reward scale: values of about 1 in any units (statuses settle on value / scale)
+        scale = reward_scale(game)
+        data = normalised(pm.lq_data(game), scale)
+        run = EquilibriumRun(options, x["tolerance"], scale=scale)
         # stop when the exploitability from mu AND the perfect-equilibrium residual reach the tolerance
         def record(it, G):
             expl, residual = pm.exploitability(data, G), pm.perfect_residual(data, G)
-            return run.record(it, G.copy(), expl, also=residual), max(expl.value, residual)
+            expl = replace(expl, value=expl.value * scale, lower=expl.lower * scale, per_player=expl.per_player * scale,
+                           values=expl.values * scale, residual=expl.residual * scale)
+            return run.record(it, G.copy(), expl, also=residual * scale), max(expl.value, residual * scale) / scale
 
-        pm.gda(pm.ExactEngine(data), run, G0, record=record, **steps)
+        with run.guard():
+            pm.gda(pm.ExactEngine(data), run, G0, record=record, **steps)
         G = run.best_point
         extra = {"exploitability_kind": "exact", "policy_class": POLICY_CLASS}
         if run.best is not None:
@@ -105,6 +112,18 @@ class AffineGDA(Solver):
         if "ve_gap" in result.stats:       # the run's second measure is the perfect residual here
             result.stats["perfect_residual"] = result.stats.pop("ve_gap")
         return result
+
+
+def reward_scale(game) -> float:
+    """The game's value scale: its largest reward coefficient (c, Q, e, Z, C) over (1 - gamma); 1 if all are 0."""
+    parts = (game.linear, game.quadratic, game.state_linear, game.state_quadratic, game.cross)
+    top = max(float(np.max(np.abs(p), initial=0.0)) for p in parts)
+    return top / (1.0 - game.discount) if np.isfinite(top) and top > 0 else 1.0
+
+
+def normalised(data, scale: float):
+    """The exact engine's data with every reward divided by ``scale`` (same equilibria)."""
+    return replace(data, Rxx=data.Rxx / scale, Rax=data.Rax / scale, Q=data.Q / scale)
 
 
 def _one_blas_thread():

@@ -161,6 +161,7 @@ class Polyhedron:
             Hd = self._dense(H)
             guesses = [self._face] if self._face is not None and self._face[0] is H else []
             for guess in guesses + [(H, _empty_face(self))]:
+                check_stop()                      # a dense face solve is not interruptible: check before each
                 y = self._solve_face(Hd, c, guess[1])
                 if y is not None:
                     return y
@@ -168,6 +169,7 @@ class Polyhedron:
         if self.n > POLISH_MAX:
             return x
         face = self._active_face(x)
+        check_stop()
         y = self._solve_face(Hd, c, face)
         if y is None:
             return x

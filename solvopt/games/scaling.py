@@ -1,0 +1,177 @@
+"""The games family's scale and stop cases (:mod:`solvopt.core.scaling`).
+
+Scale: every payoff multiplied by ``factor`` (pseudo-games: the utilities' coefficients; Fisher
+markets: the budgets, and separately the utilities' values; Arrow-Debreu: the values; Markov and
+linear-quadratic Markov games: every reward). The equilibria do not move, the exploitability is
+linear in the payoffs (for markets: in the budgets, invariant in the values, since a buyer's
+regret is measured in money) and the status must not change. The Markov exchange economies
+register their own cases.
+
+Stop: a pseudo-game too large to finish in a few seconds (40 players sharing one budget row,
+so every projection and best response is a HiGHS QP), and a large linear Fisher market.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from solvopt.core.scaling import ScaleCase, StopCase, invariant, linear
+
+STATIC_METHODS = ("extragradient", "nested")
+
+
+def harker(factor: float):
+    """Harker's game with every cost coefficient times ``factor`` (VE (5, 9) at every scale)."""
+    from solvopt.dsl import PseudoGame
+    g = PseudoGame("harker")
+    x1 = g.player("x1", lb=0, ub=10)
+    x2 = g.player("x2", lb=0, ub=10)
+    g.minimize(x1, factor * (x1 * x1 + (8 / 3) * x1 * x2 - 34 * x1))
+    g.minimize(x2, factor * (x2 * x2 + (5 / 4) * x1 * x2 - 24.25 * x2))
+    g.share(x1 + x2 <= 15)
+    return g
+
+
+def callable_game(factor: float):
+    """Two players with log utilities given as callables (the projected-ascent path), times ``factor``."""
+    from solvopt.dsl import PseudoGame
+    g = PseudoGame("logs")
+    x = g.player("x", lb=0, ub=4)
+    y = g.player("y", lb=0, ub=4)
+    g.utility(x, lambda a: factor * (np.log1p(a[0]) - 0.3 * a[0] * a[1] - 0.1 * a[0]),
+              lambda a: factor * np.array([1 / (1 + a[0]) - 0.3 * a[1] - 0.1, -0.3 * a[0]]))
+    g.utility(y, lambda a: factor * (2 * np.log1p(a[1]) - 0.2 * a[0] * a[1] - 0.5 * a[1]),
+              lambda a: factor * np.array([-0.2 * a[1], 2 / (1 + a[1]) - 0.2 * a[0] - 0.5]))
+    return g
+
+
+def _fisher_values(n: int = 40, m: int = 40):
+    rng = np.random.default_rng(3)
+    return rng.random((n, m)) + 0.05, rng.random(n) + 0.5
+
+
+def fisher_budgets(factor: float):
+    from solvopt.dsl import FisherMarket
+    from solvopt.dsl.utilities import Linear
+    v, B = _fisher_values()
+    return FisherMarket(Linear(v), budgets=B * factor)
+
+
+def fisher_values(factor: float):
+    from solvopt.dsl import FisherMarket
+    from solvopt.dsl.utilities import Linear
+    v, B = _fisher_values()
+    return FisherMarket(Linear(v * factor), budgets=B)
+
+
+def ces_budgets(factor: float):
+    from solvopt.dsl import FisherMarket
+    from solvopt.dsl.utilities import CES
+    v, B = _fisher_values(6, 5)
+    return FisherMarket(CES(v, 0.5), budgets=B * factor)
+
+
+def cobb_douglas_budgets(factor: float):
+    from solvopt.dsl import FisherMarket
+    from solvopt.dsl.utilities import CobbDouglas
+    v, B = _fisher_values(6, 5)
+    return FisherMarket(CobbDouglas(v / v.sum(axis=1, keepdims=True)), budgets=B * factor)
+
+
+def exchange_values(factor: float):
+    from solvopt.dsl import ArrowDebreuMarket
+    from solvopt.dsl.utilities import Linear
+    v, _ = _fisher_values()
+    return ArrowDebreuMarket(Linear(v * factor), endowments=np.eye(len(v)) + 0.1)
+
+
+def markov_game(factor: float):
+    """A two-state, two-player Markov pseudo-game with every reward times ``factor``."""
+    from solvopt.dsl.markov_games import MarkovPseudoGame
+    targets = np.array([[1.0, 2.0], [2.5, 0.5]])
+    lin = np.zeros((2, 2, 2))
+    quad = np.zeros((2, 2, 2, 2))
+    for i in range(2):
+        j = 1 - i
+        lin[i, :, i] = 2 * targets[:, i]
+        quad[i, :, i, i] = -2.0
+        quad[i, :, i, j] = quad[i, :, j, i] = -0.5
+    return MarkovPseudoGame([1, 1], lin * factor, [[0.9, 0.1], [0.3, 0.7]], 0.9, quadratic=quad * factor,
+                            lower=0.0, upper=4.0)
+
+
+def lq_game(factor: float):
+    """A scalar linear-quadratic Markov game (two players steering one state), rewards times ``factor``."""
+    from solvopt.dsl.markov_games import LinearQuadraticMarkovGame
+    quad = np.zeros((2, 1, 2, 2))
+    quad[0, 0, 0, 0], quad[1, 0, 1, 1] = -1.0, -2.0
+    Z = np.array([-2.0, -4.0]).reshape(2, 1, 1, 1)
+    return LinearQuadraticMarkovGame([1, 1], np.zeros((2, 1, 2)), [[1.0]], 0.9, [[[1.02]]], [[[1.0, 0.6]]],
+                                     quadratic=quad * factor, state_quadratic=Z * factor,
+                                     initial_state=[1.0], initial_cov=[[0.5]])
+
+
+def scale_cases() -> list[ScaleCase]:
+    """Each case stops at a small iteration limit, certified at every iteration: the exploitability
+    there is far above rounding, so its law is testable (a converged run's is rounding, whose
+    relative size no law fixes); tests/test_games_scale.py checks the converged statuses and points."""
+    every = {"iteration_limit": 6, "check_every": 1}
+    return [
+        ScaleCase("harker", harker, linear, ("extragradient",), every),
+        ScaleCase("harker-nested", harker, linear, ("nested",), {"iteration_limit": 1, "check_every": 1}),
+        ScaleCase("callable-logs", callable_game, linear, STATIC_METHODS, every, rtol=1e-5),
+        ScaleCase("fisher-linear-budgets", fisher_budgets, linear, ("eisenberg-gale", "proportional-response"),
+                  every, rtol=1e-5),
+        ScaleCase("fisher-linear-values", fisher_values, invariant, ("eisenberg-gale", "proportional-response"),
+                  every, rtol=1e-5),
+        ScaleCase("fisher-ces-budgets", ces_budgets, linear, ("eisenberg-gale", "proportional-response", "tatonnement"),
+                  {"iteration_limit": 3, "check_every": 1}, rtol=1e-4),
+        ScaleCase("fisher-cobb-douglas-budgets", cobb_douglas_budgets, linear, ("tatonnement",), every, rtol=1e-5),
+        ScaleCase("exchange-linear-values", exchange_values, invariant, ("linear-exchange",), every, rtol=1e-5),
+        ScaleCase("markov-pseudo-game", markov_game, linear, ("gda",), {"iteration_limit": 3, "check_every": 1},
+                  rtol=1e-5),
+        ScaleCase("linear-quadratic-markov", lq_game, linear, ("affine-gda",), {"iteration_limit": 3, "check_every": 1},
+                  rtol=1e-5),
+    ]
+
+
+# --- stop cases ------------------------------------------------------------------------------
+def write_slow_game(folder, players: int = 4, size: int = 30, seed: int = 0) -> str:
+    """A random ill-conditioned potential game (every player maximises the same concave quadratic
+    of the joint action) with one shared budget row: a JSON file whose solve to 1e-15 runs far past
+    a few seconds (every projection is a HiGHS QP)."""
+    rng = np.random.default_rng(seed)
+    n = players * size
+    M = rng.normal(size=(n, n))
+    Q = -(M @ M.T / n + 1e-4 * np.eye(n))
+    Q = np.round(0.5 * (Q + Q.T), 8)
+    c = np.round(rng.random(n) * 10, 6)
+    entries = [{"name": f"p{i}", "size": size, "lb": 0, "ub": 10, "utility": {"Q": Q.tolist(), "c": c.tolist()}}
+               for i in range(players)]
+    data = {"kind": "pseudo_game", "name": "slow_game", "players": entries,
+            "shared_constraints": [{"coefficients": [np.ones(n).tolist()], "sense": "<=", "rhs": 0.5 * n}]}
+    path = str(folder / "slow_game.json") if hasattr(folder, "__truediv__") else f"{folder}/slow_game.json"
+    with open(path, "w") as fh:
+        json.dump(data, fh)
+    return path
+
+
+def write_slow_market(folder, n: int = 800, m: int = 800, seed: int = 0) -> str:
+    """A large random linear Fisher market (JSON)."""
+    rng = np.random.default_rng(seed)
+    data = {"kind": "fisher_market", "name": "slow_market",
+            "utility": {"kind": "linear", "values": np.round(rng.random((n, m)), 6).tolist()},
+            "budgets": np.round(rng.random(n) + 0.5, 6).tolist()}
+    path = str(folder / "slow_market.json") if hasattr(folder, "__truediv__") else f"{folder}/slow_market.json"
+    with open(path, "w") as fh:
+        json.dump(data, fh)
+    return path
+
+
+def stop_cases(folder=None) -> list[StopCase]:
+    return [
+        StopCase("slow-pseudo-game", lambda d: [write_slow_game(d), "--tolerance", "1e-15"], STATIC_METHODS),
+        StopCase("slow-fisher-market", lambda d: [write_slow_market(d), "--tolerance", "1e-15"],
+                 ("proportional-response",)),
+    ]
