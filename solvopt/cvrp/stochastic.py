@@ -213,6 +213,8 @@ def run_scenarios(compiled: CompiledStochasticSplit, *, seed: int, backend: str 
     plan = ChunkPlan(compiled.scenarios, min(size, compiled.scenarios))   # ModelError when size < 1
     chunks = ScenarioChunks(compiled, seed, backend, plan.size, sample_stride(compiled, keep_costs))
     chunks.deadline = deadline
+    if progress is not None:            # at once: the run has begun
+        progress(f"{compiled.scenarios:,} scenarios in chunks of {plan.size:,} ({backend})")
     run = run_chunks(plan, chunks, deadline=deadline, progress=progress, what="scenarios", client=client)
     if chunks.stopped is not None:      # the last chunk run here stopped inside: count what it did
         run.stopped = run.stopped or chunks.stopped

@@ -241,8 +241,10 @@ def solve(compiled: CompiledDP, backend, options: SolveOptions) -> Result:
     seed = options.seed  # the chunk captures the seed, not the options (whose log callable may not pickle)
     # the deadline reaches inside a chunk run here; a chunk on a dask worker is cancelled by the driver instead
     inner = deadline if current_client() is None else None
+    progress = Progress(options.progress, log=options.log)
+    progress(f"{W:,} scenarios in chunks of {plan.size:,} ({backend.name})")   # at once: the run has begun
     run = run_chunks(plan, lambda index, lo, hi: scenario_chunk(compiled, backend, seed, plan, index, spec, inner),
-                     deadline=deadline, progress=Progress(options.progress, log=options.log), what="scenarios")
+                     deadline=deadline, progress=progress, what="scenarios")
     acc: EngineChunk = run.stats
     stats, processed = acc.stats, run.done
     if acc.stopped is not None:         # the last chunk stopped inside: what it did is what counts

@@ -47,6 +47,8 @@ class PartitionBoundSolver(KhcSolver):
         start = time.perf_counter()
         limit = options.time_limit
         heuristic_limit = None if limit is None else HEURISTIC_SHARE * limit
+        progress = Progress(options.progress, log=options.log)
+        progress("partition-bound: k-plane incumbent, then the partitions' bound")   # at once: the run has begun
         labels, _ = kplane(problem.unit, problem.k, restarts=extra["restarts"], seed=options.seed,
                            time_limit=heuristic_limit)
         left = None if limit is None else max(limit - (time.perf_counter() - start), 0.0)
@@ -58,7 +60,7 @@ class PartitionBoundSolver(KhcSolver):
             out = subset_bound(problem.unit, problem.k, group_size=extra["group_size"] or None,
                                group_seconds=extra["group_seconds"], partitions=extra["partitions"],
                                time_limit=left, seed=options.seed, workers=None if workers == 1 else workers,
-                               progress=Progress(options.progress, log=options.log),
+                               progress=progress,
                                on_bound=lambda seconds, bound: trace.append((offset + seconds, problem.cost(bound))))
             bound, stopped = out.bound, out.stopped
             stats = {"group_size": out.group_size, "groups": out.groups, "groups_proven": out.groups_proven,
