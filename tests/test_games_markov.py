@@ -133,9 +133,9 @@ def coupled_game():
 
 def test_gda_reaches_the_stage_equilibria():
     game, ne = coupled_game()
-    result = game.solve(tolerance=1e-7, iteration_limit=3000)
-    assert result.termination is Termination.FEASIBLE_WITHIN_GAP
-    assert result.objective <= 1e-7 and result.bound == 0.0
+    result = game.solve(tolerance=1e-7, iteration_limit=3000)     # relative to the value scale
+    assert result.termination in (Termination.FEASIBLE_WITHIN_GAP, Termination.OPTIMAL)
+    assert result.stats["relative_exploitability"] <= 1e-7 and result.bound == 0.0
     assert np.allclose(result.solution["policy"], ne, atol=1e-3)
     assert result.stats["history"][0][2] > result.objective
 
@@ -271,7 +271,7 @@ def test_markov_game_instance_and_bad_files(tmp_path):
     path.write_text(json.dumps(game))
     model = get_family("games").build_model(read_instance(str(path)))
     assert model.upper[1, 0] == np.inf and model.upper[0, 0] == 1.0
-    assert np.allclose(model.solve(tolerance=1e-9).solution["policy"], [[1.0], [2.0]], atol=1e-6)
+    assert np.allclose(model.solve(tolerance=1e-12).solution["policy"], [[1.0], [2.0]], atol=1e-6)   # relative to the value scale 4
     for change, field in ((dict(discount=1.5), "discount"), (dict(transitions=[[0.5, 0.6], [0.5, 0.5]]), None),
                           (dict(quadratic=[[[[1.0]], [[1.0]]]]), None), (dict(extra=1), "top level")):
         path.write_text(json.dumps({**game, **change}))

@@ -26,7 +26,7 @@ class Auto(Solver):
     default = True
     honours = COMMON_HONOURS
     options = (Option("tolerance", positive_number, None, "stop at this certified exploitability (the method's default: "
-                      "absolute for pseudo-games, relative to the total budget for markets)"),
+                      "relative to the model's payoff scale: the largest coefficient for pseudo-games, the total budget for markets)"),
                Option("check_every", int, None, "certify every this many iterations (the method's default)"))
 
     @classmethod
