@@ -29,3 +29,10 @@ def real_array(value, name: str, shape: tuple | None = None, *, allow_inf: bool 
         where = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ModelError(f"{name} has a {'NaN' if allow_inf else 'non-finite'} entry at {where}")
     return arr
+
+
+
+def require_pandas(what: str):
+    """The ``pandas`` module, or a BackendUnavailable naming ``what`` and the extra to install."""
+    from solvopt.core.result import require_pandas as _require
+    return _require(what)

@@ -24,6 +24,7 @@ A ``QuadExpr`` adds, per element, quadratic terms (element, var_i, var_j, coeffi
 from __future__ import annotations
 
 import numbers
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -190,12 +191,24 @@ def _bad_axis(a, ndim):
 
 
 class _Operand:
-    """What LinExpr and QuadExpr share: numpy defers to them, comparisons build constraints."""
+    """What LinExpr and QuadExpr share: numpy and pandas defer to them, comparisons build constraints.
+
+    ``coords`` (None, or one ``pandas.Index`` per dimension) are the labels of a labelled
+    variable, carried through elementwise arithmetic, sums and transposes; pandas operands are
+    aligned to them (see :func:`_align_pandas`).
+    """
 
     __array_ufunc__ = None  # numpy: `array OP expr` calls expr.__rOP__
     __array_priority__ = 1000
+    __pandas_priority__ = 5000  # pandas >= 2.1: `series OP expr` calls expr.__rOP__ (Series 3000, DataFrame 4000)
+    coords = None
 
     shape: tuple
+
+    @property
+    def dims(self) -> tuple | None:
+        """The dimension names of a labelled expression (None when it has no labels)."""
+        return None if self.coords is None else tuple(c.name for c in self.coords)
 
     @property
     def ndim(self) -> int:
@@ -206,7 +219,17 @@ class _Operand:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def __array__(self, dtype=None, copy=None):
-        """A 0-d object array holding the expression, so array libraries defer to our operators."""
+        """A 0-d object array holding the expression, so array libraries defer to our operators.
+
+        pandas asks for it only where it would compute with the expression itself (``series @ x``
+        and ``frame @ x`` do not defer, a Series of expressions): a ModelError saying what to write.
+        """
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller.startswith("pandas"):
+            raise ModelError("pandas cannot compute with solvopt expressions itself: `series @ x` and `frame @ x` are "
+                             "pandas' own operators (write `x @ series`, or `x @ frame.T` for `frame @ x`: the same "
+                             "products, aligned by label), and a Series or DataFrame of expressions is not supported "
+                             "(combine the expression arrays with +, *, @ and .sum())")
         holder = np.empty((), dtype=object)
         holder[()] = self
         return holder
@@ -232,6 +255,8 @@ class _Operand:
         return self * -1.0
 
     def __sub__(self, other):
+        if _pandas_kind(other):
+            return self._with_pandas(other, "subtraction", lambda arr: self - arr)
         if not isinstance(other, _Operand):
             other = _as_const(other, "subtraction")
         return self + (-1.0) * other
@@ -248,6 +273,8 @@ class _Operand:
     def __truediv__(self, other):
         if isinstance(other, _Operand):
             raise ModelError("division by an expression is not linear or quadratic")
+        if _pandas_kind(other):
+            return self._with_pandas(other, "division", lambda arr: self / arr)
         den = _as_const(other, "division")
         if np.any(den == 0):
             raise ModelError("division by zero in an expression")
@@ -266,6 +293,21 @@ class _Operand:
 
     def __bool__(self):
         raise ExpressionUseError("an expression has no truth value; did you mean to add a constraint with model.add(...)?")
+
+    # --- labels and pandas ---------------------------------------------------------------------
+    def _with_pandas(self, value, what: str, op):
+        """``op`` applied to the pandas operand ``value`` aligned to this expression's labels."""
+        arr, coords = _align_pandas(self.shape, self.coords, value, what)
+        return _labelled(op(arr), coords)
+
+    def to_pandas(self):
+        """The values after a solve as a labelled pandas object (None before a solve).
+
+        A Series for one dimension, a DataFrame for two (rows: the first dimension), a Series
+        with a MultiIndex beyond; a float for a scalar. Unlabelled dimensions count 0, 1, ...
+        """
+        value = self.value
+        return None if value is None else labelled_values(value, self.coords, getattr(self, "name", None))
 
 
 class LinExpr(_Operand):
@@ -337,7 +379,11 @@ class LinExpr(_Operand):
             idx = np.arange(self.size, dtype=np.int64).reshape(self.shape).transpose(*(axes or ()))
         except (TypeError, ValueError) as exc:
             raise ModelError(f"cannot transpose an expression of shape {self.shape} by {axes}: {exc}") from None
-        return self._select(idx.ravel(), idx.shape)
+        out = self._select(idx.ravel(), idx.shape)
+        if self.coords is not None:
+            order = tuple(axes) if axes else tuple(range(self.ndim - 1, -1, -1))
+            out.coords = tuple(self.coords[a % self.ndim] for a in order)
+        return out
 
     def broadcast_to(self, shape: tuple) -> "LinExpr":
         shape = tuple(shape)
@@ -362,16 +408,22 @@ class LinExpr(_Operand):
         const = self.const if perm is None else self.const[perm]
         m = int(np.prod(out_shape, dtype=np.int64))
         if group == 0:
-            return LinExpr.constant(np.zeros(out_shape), self._ncols(), self.model)
+            return _labelled(LinExpr.constant(np.zeros(out_shape), self._ncols(), self.model),
+                             _kept_coords(self.coords, self.shape, axis))
         indptr = coef.indptr[::group]
         out = sp.csr_matrix((coef.data, coef.indices, indptr), shape=(m, self._ncols()))
-        return LinExpr(out, const.reshape(m, group).sum(axis=1), out_shape, self.model)
+        return _labelled(LinExpr(out, const.reshape(m, group).sum(axis=1), out_shape, self.model),
+                         _kept_coords(self.coords, self.shape, axis))
 
     # --- arithmetic ------------------------------------------------------------------------
     def __add__(self, other):
         if isinstance(other, QuadExpr):
             return other + self
+        if _pandas_kind(other):
+            return self._with_pandas(other, "addition", lambda arr: self + arr)
         other = self._coerce(other)
+        if other.coords is not None and self.coords is not None:
+            other = _align_expr(self, other)
         shape = _broadcast_shape(self.shape, other.shape)
         a, b = self.broadcast_to(shape), other.broadcast_to(shape)
         n = max(a._ncols(), b._ncols())
@@ -381,18 +433,26 @@ class LinExpr(_Operand):
             coef = _widen(b.coef, n)
         else:
             coef = _widen(a.coef, n) + _widen(b.coef, n)
-        return LinExpr(coef, a.const + b.const, shape, self.model or other.model)
+        out = LinExpr(coef, a.const + b.const, shape, self.model or other.model)
+        if self.coords is not None or other.coords is not None:
+            out.coords = _result_coords(shape, self, other)
+        return out
 
     def __mul__(self, other):
         if isinstance(other, LinExpr):
             return QuadExpr.product(self, other)
         if isinstance(other, QuadExpr):
             raise ModelError("products of degree higher than 2 are not supported")
+        if _pandas_kind(other):
+            return self._with_pandas(other, "multiplication", lambda arr: self * arr)
         factor = _as_const(other, "multiplication")
         shape = _broadcast_shape(self.shape, factor.shape)
         a = self.broadcast_to(shape)
         f = np.broadcast_to(factor, shape).ravel()
-        return LinExpr(_scale_rows(a.coef, f), a.const * f, shape, self.model)
+        out = LinExpr(_scale_rows(a.coef, f), a.const * f, shape, self.model)
+        if self.coords is not None and shape == self.shape:
+            out.coords = self.coords
+        return out
 
     def __pow__(self, power):
         if power == 1:
@@ -405,6 +465,8 @@ class LinExpr(_Operand):
         """``expr @ other`` with NumPy's matmul rules for 1-D and 2-D operands."""
         if isinstance(other, _Operand):
             raise ModelError("the product of two expressions with @ is not supported; use (x * y).sum()")
+        if _pandas_kind(other):
+            return self._matmul_pandas(other)
         mat = other if sp.issparse(other) else _as_const(other, "matmul")
         if self.ndim == 0 or mat.ndim == 0:
             raise ModelError("matmul needs operands of at least one dimension; use * for scalars")
@@ -423,6 +485,11 @@ class LinExpr(_Operand):
 
     def __rmatmul__(self, other):
         """``other @ expr`` with NumPy's matmul rules for 1-D and 2-D operands."""
+        kind = _pandas_kind(other)
+        if kind == "series":          # s @ x == x @ s;  s @ X == X.T @ s
+            return (self if self.ndim == 1 else self.T)._matmul_pandas(other)
+        if kind == "frame":           # F @ x == x @ F.T;  F @ X == (X.T @ F.T).T
+            return self._matmul_pandas(other.T) if self.ndim == 1 else self.T._matmul_pandas(other.T).T
         mat = other if sp.issparse(other) else _as_const(other, "matmul")
         if self.ndim == 0 or mat.ndim == 0:
             raise ModelError("matmul needs operands of at least one dimension; use * for scalars")
@@ -439,6 +506,23 @@ class LinExpr(_Operand):
         if self.ndim == 2:
             return _matrix_times_2d(mat, self)
         raise ModelError(f"array @ expr supports 1-D and 2-D expressions, got shape {self.shape}")
+
+    def _matmul_pandas(self, other) -> "LinExpr":
+        """``self @ series`` / ``self @ frame``: the Series' (frame's) index aligned to the last dimension."""
+        if self.ndim not in (1, 2):
+            raise ModelError(f"expr @ Series/DataFrame needs a 1-D or 2-D expression, got shape {self.shape}")
+        pd = sys.modules["pandas"]
+        labels = _labels(self.shape, self.coords, self.ndim - 1)
+        what = f"matmul with a {type(other).__name__}"
+        vals = _as_const(other.to_numpy(), what)
+        rows = _indexer(other.index, labels, what, _dim_text(self.coords, self.ndim - 1))
+        if rows is not None:
+            vals = vals[rows]
+        out = self @ vals
+        kept = () if self.ndim == 1 else (_labels(self.shape, self.coords, 0),)
+        if isinstance(other, pd.DataFrame):
+            return _labelled(out, kept + (other.columns,))
+        return _labelled(out, kept if self.coords is not None else ())
 
     # --- values ----------------------------------------------------------------------------
     def evaluate(self, x: np.ndarray) -> np.ndarray:
@@ -518,10 +602,21 @@ class QuadExpr(_Operand):
         self.shape = lin.shape
         self.model = lin.model
 
+    @property
+    def coords(self):
+        return self.lin.coords
+
+    @coords.setter
+    def coords(self, value):
+        self.lin.coords = value
+
     @classmethod
     def product(cls, a: LinExpr, b: LinExpr) -> "QuadExpr":
         """Elementwise (a * b) of two affine arrays, expanded into quadratic + linear terms."""
         _same_model(a, b)
+        if a.coords is not None and b.coords is not None:
+            b = _align_expr(a, b)
+        coords = _result_coords(_broadcast_shape(a.shape, b.shape), a, b)
         shape = _broadcast_shape(a.shape, b.shape)
         a, b = a.broadcast_to(shape), b.broadcast_to(shape)
         n = max(a._ncols(), b._ncols())
@@ -537,6 +632,7 @@ class QuadExpr(_Operand):
         ib = np.repeat(B.indptr[:-1], pairs) + local % np.maximum(nb_rep, 1)
         # cross terms with the constants, and the constant product
         lin = LinExpr(_scale_rows(A, b.const) + _scale_rows(B, a.const), a.const * b.const, shape, a.model or b.model)
+        lin.coords = coords
         return cls(elem, A.indices[ia], B.indices[ib], A.data[ia] * B.data[ib], lin)
 
     def sum(self, axis=None) -> "QuadExpr":
@@ -544,8 +640,12 @@ class QuadExpr(_Operand):
         return QuadExpr(target[self.elem], self.vi, self.vj, self.q, self.lin.sum(axis))
 
     def __add__(self, other):
+        if _pandas_kind(other):
+            return self._with_pandas(other, "addition", lambda arr: self + arr)
         if isinstance(other, QuadExpr):
             _same_model(self, other)
+            if self.coords is not None and other.coords is not None:
+                other = _align_expr(self, other)
             shape = _broadcast_shape(self.shape, other.shape)
             a, b = self.broadcast_to(shape), other.broadcast_to(shape)
             return QuadExpr(np.concatenate([a.elem, b.elem]), np.concatenate([a.vi, b.vi]),
@@ -557,6 +657,8 @@ class QuadExpr(_Operand):
     def __mul__(self, other):
         if isinstance(other, _Operand):
             raise ModelError("products of degree higher than 2 are not supported")
+        if _pandas_kind(other):
+            return self._with_pandas(other, "multiplication", lambda arr: self * arr)
         factor = _as_const(other, "multiplication")
         if factor.ndim == 0:
             return QuadExpr(self.elem, self.vi, self.vj, self.q * float(factor), self.lin * factor)
@@ -617,7 +719,7 @@ class Constraint:
 
     @classmethod
     def build(cls, lhs, rhs, sense: str) -> "Constraint":
-        if not isinstance(rhs, _Operand):
+        if not isinstance(rhs, _Operand) and not _pandas_kind(rhs):
             rhs = _as_const(rhs, f"right-hand side of {sense}")
         body = lhs - rhs
         if not isinstance(body, (LinExpr, QuadExpr)):
@@ -633,6 +735,16 @@ class Constraint:
         return isinstance(self.body, QuadExpr)
 
     @property
+    def coords(self):
+        """The labels of the constraint's elements (its body's), or None."""
+        return self.body.coords
+
+    def to_pandas(self):
+        """The duals as a labelled pandas object (as :meth:`LinExpr.to_pandas`), or None."""
+        dual = self.dual
+        return None if dual is None else labelled_values(dual, self.coords, self.name)
+
+    @property
     def dual(self) -> np.ndarray | None:
         """Dual values (LP solves), shaped like the constraint."""
         return None if self.dual_values is None else self.dual_values.reshape(self.shape)
@@ -640,6 +752,208 @@ class Constraint:
     def __bool__(self):
         raise ExpressionUseError("a constraint has no truth value (NumPy object arrays of expressions compare "
                            "element by element and need one); add it to a model with model.add(...)")
+
+
+# --- labels and pandas operands -------------------------------------------------------------------
+def _pandas_kind(value) -> str | None:
+    """"series" / "frame" for a pandas Series / DataFrame, else None (never imports pandas)."""
+    pd = sys.modules.get("pandas")
+    if pd is None:
+        return None
+    if isinstance(value, pd.Series):
+        return "series"
+    if isinstance(value, pd.DataFrame):
+        return "frame"
+    return None
+
+
+def _labelled(expr, coords):
+    """``expr`` carrying ``coords`` (dropped when they do not fit its shape)."""
+    if coords is not None and len(coords) == len(expr.shape) and len(coords) > 0 and \
+            all(len(c) == s for c, s in zip(coords, expr.shape)):
+        expr.coords = tuple(coords)
+    return expr
+
+
+def _labels(shape: tuple, coords, k: int):
+    """The labels of dimension ``k``: the expression's, or positions 0 .. n-1 when it has none."""
+    if coords is not None:
+        return coords[k]
+    return sys.modules["pandas"].RangeIndex(shape[k])
+
+
+def _dim_text(coords, k: int) -> str:
+    name = None if coords is None else coords[k].name
+    return f"dimension {name!r}" if name is not None else f"dimension {k}" + ("" if coords is not None else
+                                                                             " (unlabelled: positions 0, 1, ...)")
+
+
+def _kept_coords(coords, shape: tuple, axis):
+    """The labels left after a sum over ``axis``."""
+    if coords is None:
+        return None
+    axes = _sum_axes(shape, axis)
+    return tuple(c for d, c in enumerate(coords) if d not in axes)
+
+
+def _result_coords(shape: tuple, a, b):
+    """The labels of ``a OP b`` of broadcast ``shape``: those of the operand that has that shape."""
+    for e in (a, b):
+        if e.coords is not None and e.shape == shape:
+            return e.coords
+    return None
+
+
+def _show(labels) -> str:
+    items = list(labels[:5])
+    return "[" + ", ".join(repr(v) for v in items) + (", ..." if len(labels) > 5 else "") + "]"
+
+
+def _indexer(source, target, what: str, where: str) -> np.ndarray | None:
+    """Positions in the index ``source`` of every label of ``target`` (None: they are in order).
+
+    Both must hold the same labels, once each: anything else is one ModelError naming ``what``
+    and the labels missing on either side.
+    """
+    if source is target or source.equals(target):
+        return None
+    if not source.is_unique:
+        raise ModelError(f"{what}: its labels repeat ({_show(source[source.duplicated()].unique())}); "
+                         f"labels must be unique to line up with {where}")
+    rows = source.get_indexer(target)
+    missing = rows < 0
+    if len(source) == len(target) and not missing.any():
+        return rows
+    extra = source[~source.isin(target)]
+    parts = []
+    if missing.any():
+        parts.append(f"{int(missing.sum())} labels of the expression are not in it: {_show(target[missing])}")
+    if len(extra):
+        parts.append(f"{len(extra)} of its labels are not the expression's: {_show(extra)}")
+    raise ModelError(f"{what}: labels do not line up with {where}: " + "; ".join(parts) +
+                     " (select or reindex it first, e.g. .reindex(labels, fill_value=0), or give the variable "
+                     "these labels with coords=)")
+
+
+def _series_axis(index, shape: tuple, coords) -> int:
+    """The dimension a Series lines up with: the one named like its index, else the only one
+    holding its labels, else the last (NumPy's broadcasting rule)."""
+    nd = len(shape)
+    if nd == 1:
+        return 0
+    names = [None] * nd if coords is None else [c.name for c in coords]
+    if index.name is not None and names.count(index.name) == 1:
+        return names.index(index.name)
+    matches = [k for k in range(nd) if shape[k] == len(index)
+               and bool(_labels(shape, coords, k).isin(index).all())]
+    return matches[0] if len(matches) == 1 else nd - 1
+
+
+def _align_pandas(shape: tuple, coords, value, what: str, allow_inf: bool = False):
+    """A pandas Series / DataFrame as a float array lined up with an expression of ``shape`` and
+    labels ``coords`` (None: positions 0, 1, ...), and the labels of the result.
+
+    - a Series lines up with one dimension (see :func:`_series_axis`) and broadcasts along the
+      others; a Series with a MultiIndex of one level per dimension fills the whole shape;
+    - a DataFrame lines up with a 2-D expression: rows with the first dimension, columns with the
+      second (swapped when its index and columns are named like the dimensions the other way);
+    - against a scalar expression either keeps its own shape and gives the result its labels.
+    Labels are matched by value (reordered as needed); different label sets are a ModelError.
+    ``allow_inf`` keeps infinite values (bounds); NaN is left for the caller to refuse then.
+    """
+    pd = sys.modules["pandas"]
+    nd = len(shape)
+    what = f"{what} with a pandas {type(value).__name__}"
+    if allow_inf:
+        raw = value.to_numpy()
+        finite = np.isfinite(raw) if raw.dtype.kind == "f" else True
+        vals = np.where(finite, _as_const(np.where(finite, raw, 0.0) if raw.dtype.kind == "f" else raw, what), raw)
+    else:
+        vals = _as_const(value.to_numpy(), what)
+    if isinstance(value, pd.DataFrame):
+        if nd == 0:
+            return vals, (value.index, value.columns)
+        if nd != 2:
+            raise ModelError(f"{what}: a DataFrame lines up with a 2-D expression (rows with its first "
+                             f"dimension, columns with its second); this expression has shape {shape}")
+        axes = (value.index, value.columns)
+        names = [None, None] if coords is None else [c.name for c in coords]
+        if (names[0] != names[1] and value.index.name is not None and value.index.name == names[1]
+                and value.columns.name == names[0]):
+            vals, axes = vals.T, (value.columns, value.index)
+        rows = _indexer(axes[0], _labels(shape, coords, 0), f"{what} (its rows)", _dim_text(coords, 0))
+        cols = _indexer(axes[1], _labels(shape, coords, 1), f"{what} (its columns)", _dim_text(coords, 1))
+        if rows is not None:
+            vals = vals[rows]
+        if cols is not None:
+            vals = vals[:, cols]
+        return vals, coords
+    index = value.index
+    if nd == 0:
+        return vals, (index,)
+    if isinstance(index, pd.MultiIndex):
+        if index.nlevels != nd:
+            raise ModelError(f"{what}: its MultiIndex has {index.nlevels} levels and the expression "
+                             f"{nd} dimensions")
+        names = [None] * nd if coords is None else [c.name for c in coords]
+        if None not in names and list(index.names) != names and sorted(map(str, index.names)) == \
+                sorted(map(str, names)):
+            index = index.reorder_levels(names)
+        target = pd.MultiIndex.from_product([_labels(shape, coords, k) for k in range(nd)])
+        rows = _indexer(index, target, what, "the expression's label combinations")
+        return (vals if rows is None else vals[rows]).reshape(shape), coords
+    axis = _series_axis(index, shape, coords)
+    rows = _indexer(index, _labels(shape, coords, axis), what, _dim_text(coords, axis))
+    if rows is not None:
+        vals = vals[rows]
+    return vals.reshape([shape[k] if k == axis else 1 for k in range(nd)]), coords
+
+
+def _align_expr(ref, other):
+    """``other`` with its labelled dimensions reordered to ``ref``'s labels (trailing dimensions
+    matched, as NumPy broadcasts; dimensions of length 1 broadcast). Different labels: ModelError."""
+    nd = min(ref.ndim, other.ndim)
+    idx, new = None, list(other.coords)
+    for k in range(1, nd + 1):
+        a, b = ref.coords[-k], other.coords[-k]
+        if a is b or len(a) == 1 or len(b) == 1:
+            continue
+        rows = _indexer(b, a, "combining two labelled expressions", _dim_text(ref.coords, ref.ndim - k))
+        if rows is None:
+            continue
+        if idx is None:
+            idx = np.arange(other.size, dtype=np.int64).reshape(other.shape)
+        idx = np.take(idx, rows, axis=other.ndim - k)
+        new[-k] = a
+    if idx is None:
+        return other
+    rows = idx.ravel()
+    if isinstance(other, QuadExpr):
+        inverse = np.empty_like(rows)
+        inverse[rows] = np.arange(len(rows), dtype=np.int64)
+        out = QuadExpr(inverse[other.elem], other.vi, other.vj, other.q, other.lin._select(rows, other.shape))
+    else:
+        out = other._select(rows, other.shape)
+    out.coords = tuple(new)
+    return out
+
+
+def labelled_values(values, coords, name=None):
+    """``values`` (an array) as a labelled pandas object: a Series for one dimension, a DataFrame
+    for two, a Series with a MultiIndex beyond; a float for a scalar. Needs pandas."""
+    values = np.asarray(values)
+    if values.ndim == 0:
+        return float(values)
+    from .arrays import require_pandas
+    pd = require_pandas("labelled values (to_pandas, .solution)")
+    shape = values.shape
+    labels = [_labels(shape, coords, k) for k in range(len(shape))]
+    if len(shape) == 1:
+        return pd.Series(values, index=labels[0], name=name)
+    if len(shape) == 2:
+        frame = pd.DataFrame(values, index=labels[0], columns=labels[1])
+        return frame
+    return pd.Series(values.ravel(), index=pd.MultiIndex.from_product(labels), name=name)
 
 
 # --- NumPy functions on expressions (``__array_function__``) ------------------------------------

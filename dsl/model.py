@@ -22,13 +22,16 @@ from solvopt.core.memory import format_bytes, machine_memory
 from solvopt.core.registry import compile_and_run, get_solver
 from solvopt.core.result import Result
 
-from .expr import Constraint, LinExpr, QuadExpr, _as_const, _widen
+from .arrays import require_pandas
+from .expr import Constraint, LinExpr, QuadExpr, _align_pandas, _as_const, _pandas_kind, _widen, labelled_values
 from .highs_export import load_standard_form, new_highs
 from .standard_form import QuadConstraint, StandardForm
 
 VTYPES = ("continuous", "binary", "integer")
-# keys of Result.solution set by the backends (a variable named "x" replaces the full vector there;
-# Model.solution_vector keeps it)
+# the key of Result.solution under which a solve stores each variable's values ({name: array}); the
+# solver's own arrays ("x": every column, "row_dual", "reduced_cost") keep their keys
+VARIABLES_KEY = "variables"
+# names a variable may not take: the duals' keys (kept from when variables shared the solver's keys)
 RESERVED_NAMES = ("row_dual", "reduced_cost")
 # bytes one variable costs while it is built (bounds, its identity block, temporaries): the
 # estimate add_var checks against the machine's memory before allocating anything
@@ -51,6 +54,54 @@ def _shape(shape) -> tuple[int, ...]:
             raise ModelError(f"variable shape must be non-negative, got {shape!r}")
         out.append(int(s))
     return tuple(out)
+
+
+def _coords(coords, dims, shape: tuple | None) -> tuple:
+    """Labels per dimension (``pandas.Index`` objects named by ``dims``) from ``coords=``/``dims=``.
+
+    ``coords`` is a dict {dimension name: labels} or a sequence of index-likes, one per dimension
+    (None: positions 0, 1, ... of ``shape``); labels must be unique within a dimension.
+    """
+    pd = require_pandas("labelled variables (coords=, dims=)")
+    if isinstance(coords, dict):
+        if dims is not None and list(dims) != list(coords):
+            raise ModelError(f"dims={list(dims)!r} differs from the keys of the coords dict {list(coords)!r}")
+        dims, items = list(coords), list(coords.values())
+    elif coords is None:
+        if shape is None:
+            raise ModelError("dims= needs a shape= or coords=")
+        items = [pd.RangeIndex(n) for n in shape]
+    else:
+        if isinstance(coords, (str, bytes, pd.Index)) or not hasattr(coords, "__iter__"):
+            raise ModelError("coords= is a sequence of index-likes, one per dimension (for one dimension: "
+                             "coords=[labels]), or a dict {dimension name: labels}")
+        items = list(coords)
+    out = []
+    for k, item in enumerate(items):
+        if isinstance(item, (str, bytes)) or np.ndim(item) == 0 and not isinstance(item, pd.Index):
+            raise ModelError(f"coords: dimension {k} is {_plain_repr(item)}, not a list of labels (for one "
+                             "dimension write coords=[labels])")
+        index = item if isinstance(item, pd.Index) else pd.Index(item)
+        if not index.is_unique:
+            raise ModelError(f"coords: the labels of dimension {k} repeat: "
+                             f"{list(index[index.duplicated()].unique()[:5])}")
+        out.append(index)
+    if dims is None:
+        dims = [index.name if index.name is not None else f"dim_{k}" for k, index in enumerate(out)]
+    dims = [dims] if isinstance(dims, str) else list(dims)
+    if len(dims) != len(out):
+        raise ModelError(f"dims names {len(dims)} dimensions and coords {len(out)}")
+    if len(set(dims)) != len(dims) or not all(isinstance(d, str) for d in dims):
+        raise ModelError(f"dims must be distinct strings, got {dims!r}")
+    out = tuple(index.rename(d) for index, d in zip(out, dims))
+    if shape is not None and tuple(len(i) for i in out) != shape:
+        raise ModelError(f"coords have lengths {tuple(len(i) for i in out)} but shape= is {shape}")
+    return out
+
+
+def _plain_repr(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class Components(list):
@@ -113,6 +164,16 @@ class Var(LinExpr):
         return x[self.start:self.start + self.size].reshape(self.shape)
 
     @property
+    def solution(self):
+        """The solution values as a labelled pandas object (None before a solve); needs pandas.
+
+        A Series for a 1-D variable, a DataFrame for a 2-D one (rows: the first dimension), a
+        Series with a MultiIndex beyond, a float for a scalar; labels from ``coords`` (positions
+        0, 1, ... without). ``value`` is the same as a NumPy array.
+        """
+        return self.to_pandas()
+
+    @property
     def columns(self) -> np.ndarray:
         return np.arange(self.start, self.start + self.size)
 
@@ -134,13 +195,24 @@ class Model:
         self.last_result: Result | None = None
 
     # --- building -----------------------------------------------------------------------------
-    def add_var(self, shape=(), lb=0.0, ub=np.inf, vtype: str = "continuous", name: str | None = None) -> Var:
+    def add_var(self, shape=None, lb=0.0, ub=np.inf, vtype: str = "continuous", name: str | None = None,
+                coords=None, dims=None) -> Var:
         """Add a variable array. ``lb``/``ub`` broadcast to ``shape``; binary forces [0, 1].
+
+        ``coords`` labels the dimensions (as linopy's): a sequence of index-likes, one per
+        dimension, or a dict {dimension name: labels}; ``dims`` names the dimensions. The shape
+        follows from the labels (``shape``, when also given, must agree). pandas operands line up
+        with the labels, and ``x.solution`` returns the values labelled; ``lb``/``ub`` may be
+        Series/DataFrames, lined up the same way.
 
         The memory the array needs is estimated before anything is allocated: a shape beyond the
         machine's memory is a ModelError that says how much it would take.
         """
-        shape = _shape(shape)
+        labels = None
+        if coords is not None or dims is not None:
+            labels = _coords(coords, dims, None if shape is None else _shape(shape))
+            shape = tuple(len(index) for index in labels)
+        shape = _shape(() if shape is None else shape)
         if vtype not in VTYPES:
             raise ModelError(f"vtype must be one of {', '.join(VTYPES)}, got {vtype!r}")
         if name is not None and not isinstance(name, str):
@@ -155,7 +227,7 @@ class Model:
         if have is not None and need > have:
             raise ModelError(f"variable {name!r} of shape {shape} has {size:,} entries and would need about "
                              f"{format_bytes(need)} of memory; this machine has {format_bytes(have)}")
-        lb_a, ub_a = (self._bound(b, shape, name, which) for b, which in ((lb, "lower"), (ub, "upper")))
+        lb_a, ub_a = (self._bound(b, shape, name, which, labels) for b, which in ((lb, "lower"), (ub, "upper")))
         if np.isnan(lb_a).any() or np.isnan(ub_a).any():
             raise ModelError(f"bounds of {name!r} contain NaN")
         if np.any(lb_a == np.inf) or np.any(ub_a == -np.inf):
@@ -169,13 +241,17 @@ class Model:
         except MemoryError:
             raise ModelError(f"out of memory building variable {name!r} of shape {shape} (about "
                              f"{format_bytes(need)})") from None
+        if labels is not None:
+            var.coords = labels
         self.num_vars += var.size
         self.vars.append(var)
         return var
 
     @staticmethod
-    def _bound(value, shape, name, which) -> np.ndarray:
+    def _bound(value, shape, name, which, labels=None) -> np.ndarray:
         """A bound broadcast to ``shape`` as a flat float array (inf allowed, NaN checked by the caller)."""
+        if _pandas_kind(value):   # lined up with the labels (inf allowed: open bounds)
+            value, _ = _align_pandas(shape, labels, value, f"{which} bound of {name!r}", allow_inf=True)
         try:
             arr = np.asarray(value)
         except (TypeError, ValueError) as exc:
@@ -305,8 +381,8 @@ class Model:
         if x is None:
             return
         duals = result.solution.get("row_dual")
-        for v in self.vars:
-            result.solution[v.name] = v.value
+        result.solution = Solution(result.solution)
+        result.solution[VARIABLES_KEY] = {v.name: v.value for v in self.vars}
         for con in self.constraints:
             con.dual_values = None if duals is None or con.rows is None else np.asarray(duals)[con.rows]
 
@@ -341,6 +417,29 @@ class Model:
     def __repr__(self):
         return (f"Model({self.name!r}, variables={self.num_vars}, constraint blocks={len(self.constraints)}, "
                 f"objective={'set' if self.objective is not None else 'none'})")
+
+
+class Solution(dict):
+    """``Result.solution`` of a DSL solve: the solver's arrays (``"x"``, ``"row_dual"``, ...) and
+    ``"variables"`` = {variable name: values}.
+
+    A variable's name that is not one of the solver's keys also reads through ``solution[name]``
+    and ``solution.get(name)`` (for older code; it is not a key, so JSON holds each array once).
+    The solver's keys always win: ``solution["x"]`` is every column even when a variable is
+    named ``x``.
+    """
+
+    def __missing__(self, key):
+        variables = dict.get(self, VARIABLES_KEY)
+        if isinstance(variables, dict) and key in variables:
+            return variables[key]
+        raise KeyError(key)
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
 
 
 def _clean_zeros(result: Result) -> None:

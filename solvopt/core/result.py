@@ -140,6 +140,29 @@ class Result:
     def from_json(cls, text: str) -> "Result":
         return cls.from_dict(json.loads(text))
 
+    def to_record(self) -> dict[str, Any]:
+        """One flat row of plain scalars (no pandas needed): instance (when known), family, method,
+        termination, solution_status, objective, bound, gap, wall_time, guarantee, then every
+        other scalar of ``stats`` (numbers, text, booleans) under its own name.
+
+        Arrays, dicts and lists in ``stats`` are left out; enums are their values; a missing
+        number is None. :func:`solvopt.io.frames.results_frame` stacks these rows.
+        """
+        row: dict[str, Any] = {"instance": _scalar(self.stats.get("instance")), "family": self.family,
+                               "method": self.method, "termination": self.termination.value,
+                               "solution_status": self.solution_status.value, "objective": _scalar(self.objective),
+                               "bound": _scalar(self.bound), "gap": _scalar(self.gap),
+                               "wall_time": _scalar(self.stats.get("wall_time")), "guarantee": self.guarantee}
+        for key, value in self.stats.items():
+            key = str(key)
+            if key not in row and _is_scalar(value):
+                row[key] = _scalar(value)
+        return row
+
+    def to_frame(self):
+        """A one-row ``pandas.DataFrame`` of :meth:`to_record` (needs pandas: the ``pandas`` extra)."""
+        return require_pandas("Result.to_frame").DataFrame([self.to_record()])
+
     def summary(self) -> str:
         """One line: termination, objective, bound, gap, time."""
         parts = [self.termination.value]
@@ -152,6 +175,32 @@ class Result:
         if "wall_time" in self.stats:
             parts.append(f"time={self.stats['wall_time']:.3f}s")
         return " ".join(parts)
+
+
+PANDAS_EXTRA = "pip install 'solvopt[pandas]'"
+
+
+def require_pandas(what: str):
+    """The ``pandas`` module, or a BackendUnavailable saying ``what`` needs it and which extra to install."""
+    try:
+        import pandas
+    except ImportError:
+        from .errors import BackendUnavailable
+        raise BackendUnavailable(f"{what} needs pandas, which is not installed: {PANDAS_EXTRA}") from None
+    return pandas
+
+
+def _is_scalar(value) -> bool:
+    return value is None or isinstance(value, (bool, str, int, float, np.generic, enum.Enum))
+
+
+def _scalar(value):
+    """A plain Python scalar (numpy scalars unwrapped, enums as their values)."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 # --- JSON conversion -------------------------------------------------------------------
