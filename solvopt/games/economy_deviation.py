@@ -258,7 +258,15 @@ class OneAssetDP:
         self.scale = max(1.0, float(np.max(np.abs(beta * c))) / (1 - gamma))
         self.policy = [None] * S
 
-    def greedy_value(self, max_nodes=4000):
+    def greedy_value(self):
+        """The best of :meth:`greedy_walk` exact and with wealth-bound holdings rounded down to a
+        grid (affordable all the same; the walk then reaches finitely many holdings)."""
+        value = self.greedy_walk()
+        if value == -np.inf:
+            value = self.greedy_walk(snap=1e-6 * (self.hi - self.lo), max_nodes=20000)
+        return value
+
+    def greedy_walk(self, snap=None, max_nodes=4000):
         """The value from mu of the greedy policy of the last Bellman step, y = min(y*(s), u(s, x))
         (a concrete deviation; its holdings from (start, 0) are followed exactly and its value solved
         on the states it reaches), or -inf when it reaches more than ``max_nodes`` (s, x) or a
@@ -279,6 +287,8 @@ class OneAssetDP:
             gl, ystar = self.policy[s]
             wealth_all = self.c[s] + self.R[s] * x
             y = ystar if self.q[s] <= 0 else min(ystar, wealth_all / self.q[s])
+            if snap is not None and y < ystar:       # wealth-bound: a grid point below, still affordable
+                y = self.lo + np.floor((y - self.lo) / snap) * snap
             y = max(y, self.lo)
             wealth = wealth_all - self.q[s] * y
             if wealth < 0 or y < gl - 1e-12:
@@ -309,32 +319,44 @@ class OneAssetDP:
         return float(total)
 
     def solve(self, lam, lower, atol, reference, seconds=DP_TIME_LIMIT):
-        """(certified upper bound, best lower bound, Bellman steps) on the value from mu. Steps run
-        until upper - lower <= the target, or the decrease per step says the rest is below it
-        (geometric convergence at the rate gamma), or the step and time caps; the target is
-        ``atol`` or REL_PRECISION of the regret upper - ``reference``, whichever is larger.
-        Every iterate's value is a valid bound, so stopping early only loosens it."""
+        """(certified upper bound, best lower bound, Bellman steps) on the value from mu.
+
+        Two bounds per step: U_{n+1}(mu) itself, and the McQueen-Porteus bound. With delta(s) =
+        sup over x of U_{n+1}(s, x) - U_n(s, x) (exact: both are piecewise linear), T U_n <=
+        U_n + delta and T(U + f) = T U + gamma P f for f depending on s only give T^{k+1} U_n -
+        T^k U_n <= (gamma P)^k delta, so V* <= U_{n+1} + gamma P (I - gamma P)^-1 delta and from
+        mu V*(mu) <= U_{n+1}(mu) + (d - mu) . delta (delta is mostly negative: the bound runs
+        ahead of the iterates). Steps run until the bound is within the target of the lower
+        bound, or the step and time caps; the target is ``atol`` or REL_PRECISION of the regret
+        bound - ``reference``, whichever is larger. Every bound is valid, so stopping early only
+        loosens it."""
         chain, gamma = self.chain, self.gamma
         slope, Psi = lagrangian_function(chain, gamma, self.beta, self.c, self.q[:, None], self.R[:, None],
                                          np.array([self.lo]), np.array([self.hi]), lam)
         xs = np.array([self.lo, self.hi])
         U = [(xs, slope[s, 0] * xs + Psi[s]) for s in range(len(Psi))]
-        best = prev = self.value_from_mu(U)
+        best = self.value_from_mu(U)
+        weight = np.maximum(chain.occupancy - chain.initial, 0.0)       # mu gamma P (I - gamma P)^-1
         t0, n = time.perf_counter(), 0
         while n < DP_MAX_ITERATIONS and time.perf_counter() - t0 < seconds:
             target = max(atol, REL_PRECISION * (best - reference))
             if best - lower <= target:
                 break
             n += 1
-            eps = max(1e-15 * self.scale, 0.1 * (1 - gamma) * target)   # raises U by <= target / 10 in all
-            U = [self.bellman(U, s, eps) for s in range(len(U))]
-            val = self.value_from_mu(U)
+            eps = max(1e-15 * self.scale, 0.01 * (1 - gamma) * target)   # raises U by <= target / 100 in all
+            new = [self.bellman(U, s, eps) for s in range(len(U))]
+            val = self.value_from_mu(new)
+            delta = np.array([_sup_difference(f, g) for f, g in zip(new, U)])
+            used = weight > 0
+            if np.all(np.isfinite(delta[used])):
+                val = min(val, val + float(weight[used] @ delta[used]))
+            if n > 5 and best - val <= (1 - gamma) * target:   # the bound has settled: the rest is in the lower one
+                best = min(best, val)
+                break
             best = min(best, val)
+            U = new
             if n % 10 == 0:
                 lower = max(lower, self.greedy_value())
-            if n > 5 and 0 <= prev - val <= (1 - gamma) / gamma * target:
-                break
-            prev = val
         if n:
             lower = max(lower, self.greedy_value())
         return best, lower, n
@@ -377,6 +399,21 @@ class OneAssetDP:
         u = (c + R * xs) / q
         vals = beta * (c + R * xs) + _prefix_value(pts, G, u)
         return _tidy(xs, vals, eps)
+
+
+def _sup_difference(f, g) -> float:
+    """sup over x of f(x) - g(x) for piecewise-linear (xs, vs) functions (-inf outside their
+    domains): -inf when f is nowhere finite, +inf when f is finite where g is not."""
+    if f is None:
+        return -np.inf
+    if g is None:
+        return np.inf
+    fx, fv = f
+    gx, gv = g
+    if fx[0] < gx[0] - 1e-15 * max(1.0, abs(gx[0])) or fx[-1] > gx[-1] + 1e-15 * max(1.0, abs(gx[-1])):
+        return np.inf
+    pts = np.concatenate([fx, gx[(gx > fx[0]) & (gx < fx[-1])]])
+    return float(np.max(np.interp(pts, fx, fv) - np.interp(pts, gx, gv)))
 
 
 def _half_line(R, rhs, lo, hi):
@@ -430,12 +467,13 @@ def _tidy(xs, vs, eps):
         mask = np.ones(len(xs), bool)
         mask[bad] = False
         xs, vs = xs[mask], vs[mask]
-    tol = eps
+    tol, passes = eps, 0
     while len(xs) > 3:
         xs2, vs2 = _drop_pieces(xs, vs, tol)
-        if len(xs2) == len(xs):
-            if len(xs) <= DP_MAX_KINKS:
-                break
+        passes += 1
+        if len(xs2) == len(xs) or passes >= 3:
+            if len(xs2) <= DP_MAX_KINKS:
+                return xs2, vs2
             tol *= 4
         xs, vs = xs2, vs2
     return xs, vs
@@ -457,11 +495,10 @@ def _drop_pieces(xs, vs, tol):
     can = np.flatnonzero(inside & (rise <= tol))
     if len(can) == 0:
         return xs, vs
-    chosen = [can[0]]
-    for j in can[1:]:
-        if j > chosen[-1] + 1:
-            chosen.append(j)
-    chosen = np.array(chosen)
+    # in each run of consecutive candidates, every other one (no two neighbouring pieces)
+    run_start = np.concatenate([[True], np.diff(can) > 1])
+    first = np.maximum.accumulate(np.where(run_start, np.arange(len(can)), 0))
+    chosen = can[(np.arange(len(can)) - first) % 2 == 0]
     kk = k[chosen]
     mask = np.ones(len(xs), bool)
     mask[kk] = False
