@@ -10,6 +10,7 @@ default when CuPy sees one)::
     from solvopt.dsl import Split, StochasticSplit
     inst = read_instance("X-n101-k25.vrp")
     Split.from_instance(inst).solve().objective                  # deterministic split of the file order
+    Split.from_routes(inst, [[1, 2, 3], [4, 5], ...]).solve()    # a route list (or a PyVRP Solution)
     StochasticSplit.from_instance(inst, scenarios=10**6).solve(seed=1).solution["ci95"]
 
 This module also holds the pure data checks and the tour geometry that the solvers in
@@ -203,6 +204,70 @@ def _penalty(penalty) -> float | None:
     return lam
 
 
+def route_lists(routes) -> list[list[int]]:
+    """Routes as lists of ids, from what users have: lists of customer ids, a PyVRP ``Solution``
+    (duck-typed: ``.routes()`` whose items have ``.visits()``), a CVRPLIB solution read by
+    :func:`solvopt.io.read_instance` (``data["routes"]``), or a deterministic split's result
+    (``solution["routes"]``). A depot 0 at either end of a route is dropped."""
+    source = routes
+    if callable(getattr(routes, "routes", None)):                 # a PyVRP Solution
+        try:
+            routes = [list(r.visits()) if callable(getattr(r, "visits", None)) else r for r in routes.routes()]
+        except TypeError as exc:
+            raise ModelError(f"routes(): expected routes with .visits() (a PyVRP Solution) ({exc})") from None
+    elif isinstance(getattr(routes, "data", None), dict) and "routes" in routes.data:      # a read .sol
+        routes = routes.data["routes"]
+    elif isinstance(getattr(routes, "solution", None), dict) and "routes" in routes.solution:   # a Result
+        routes = routes.solution["routes"]
+    if isinstance(routes, (str, bytes, dict)) or not hasattr(routes, "__iter__"):
+        raise ModelError("routes must be a list of routes (each a list of customer ids), a PyVRP Solution or a "
+                         f"CVRPLIB solution, got {type(source).__name__}")
+    out = []
+    for k, route in enumerate(routes):
+        if isinstance(route, (numbers.Number, np.generic, str, bytes)) or not hasattr(route, "__iter__"):
+            raise ModelError(f"routes must be a list of routes, each a list of customer ids; route {k} is "
+                             f"{route!r} (for a giant tour in one sequence, pass tour= instead)")
+        ids = []
+        for v in route:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, np.integer)):
+                if isinstance(v, (float, np.floating)) and math.isfinite(v) and v == int(v):
+                    v = int(v)
+                else:
+                    raise ModelError(f"route {k}: customer ids must be integers, got {v!r}")
+            ids.append(int(v))
+        while ids and ids[0] == 0:
+            ids.pop(0)
+        while ids and ids[-1] == 0:
+            ids.pop()
+        out.append(ids)
+    return out
+
+
+def tour_from_routes(routes, n_nodes: int) -> np.ndarray:
+    """The giant tour of ``routes`` (their concatenation, in order): every customer 1..n_nodes-1
+    exactly once, else one ModelError naming what is wrong (see :func:`route_lists` for the forms)."""
+    routes = route_lists(routes)
+    first: dict[int, int] = {}
+    problems = []
+    for k, route in enumerate(routes):
+        for c in route:
+            if not 1 <= c < n_nodes:
+                what = "the depot 0 inside a route" if c == 0 else f"id {c} outside the customers 1..{n_nodes - 1}"
+                problems.append(f"route {k}: {what}")
+            elif c in first:
+                problems.append(f"customer {c} twice (routes {first[c]} and {k})")
+            else:
+                first[c] = k
+    missing = [c for c in range(1, n_nodes) if c not in first]
+    if missing:
+        problems.append(f"{len(missing)} customer(s) on no route: {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise ModelError(f"routes must visit every customer 1..{n_nodes - 1} exactly once (VRPLIB numbering, "
+                         f"depot 0): {'; '.join(problems[:3])}{more}")
+    return np.array([c for route in routes for c in route], dtype=np.int64)
+
+
 def _tour(tour, n_nodes: int) -> np.ndarray:
     if tour is None or (isinstance(tour, str) and tour == "identity"):
         return np.arange(1, n_nodes, dtype=np.int64)
@@ -211,6 +276,7 @@ def _tour(tour, n_nodes: int) -> np.ndarray:
 
 class _SplitBase(FamilyModel):
     family = "cvrp"
+    given_routes: list[list[int]] | None = None     # the routes a model came from (from_routes), if any
 
     def __init__(self, distances, demands, capacity, tour=None):
         self.distances = _distances(distances)
@@ -226,6 +292,25 @@ class _SplitBase(FamilyModel):
     def geometry(self) -> TourGeometry:
         """The tour folded into the split's entry/exit arrays."""
         return tour_geometry(self.distances, self.tour)
+
+    @classmethod
+    def from_routes(cls, instance, routes, **kwargs):
+        """The model of ``instance`` whose giant tour is ``routes`` joined in order.
+
+        ``routes``: lists of customer ids in VRPLIB numbering (depot 0, customers 1..N-1 as
+        :func:`solvopt.io.read_instance` numbers them, which is also PyVRP's and CVRPLIB's
+        ``.sol`` numbering), a PyVRP ``Solution`` (anything with ``.routes()`` whose items have
+        ``.visits()``), a CVRPLIB solution read by ``read_instance`` or a split's Result. Every
+        customer must appear exactly once (one ModelError otherwise). The routes themselves are
+        kept in ``given_routes``; the split may cut the tour elsewhere (never worse, when the
+        given routes respect the capacity). ``kwargs`` go to the constructor (``fleet``,
+        ``scenarios``, ...).
+        """
+        data = cls._instance_data(instance)
+        tour = tour_from_routes(routes, _distances(data["distances"]).shape[0])
+        model = cls(**data, tour=tour, **kwargs)
+        model.given_routes = route_lists(routes)
+        return model
 
     @classmethod
     def _instance_data(cls, instance) -> dict[str, Any]:
@@ -314,6 +399,7 @@ class StochasticSplit(_SplitBase):
         clone = object.__new__(StochasticSplit)
         clone.__dict__.update(self.__dict__)
         clone.tour = _tour(tour, self.distances.shape[0])
+        clone.given_routes = None
         return clone
 
     @property

@@ -45,9 +45,12 @@ from .deterministic import bellman_split, vidal_split
 from .sampling import poisson_tables
 from .stochastic import DEFAULT_CHUNK, CompiledStochasticSplit, run_scenarios
 
-GUARANTEE_DET = "optimal split of the given giant tour"
-GUARANTEE_SAA = ("each scenario's split is optimal; the objective is the sample mean over the feasible scenarios, "
-                 "an estimate of the expected split cost, not a proven value: nothing is certified (bound = None); "
+OPTIMISED_DET = "split of the given tour"                      # what `optimal` is about: not the CVRP
+OPTIMISED_SAA = "expected split cost of the given tour"
+GUARANTEE_DET = ("split of the given tour: optimal among the ways to cut this giant tour into routes, "
+                 "not a proven optimum of the CVRP (another tour may cost less)")
+GUARANTEE_SAA = ("split of the given tour in each scenario: each scenario's split is optimal; the objective is "
+                 "the sample mean over the feasible scenarios, an estimate of the expected split cost, not a proven value: nothing is certified (bound = None); "
                  f"its 95% confidence interval is solution['ci95'] = mean +- {Z95:.4f} standard errors "
                  "(normal approximation)")
 SAMPLER = "philox4x32-10 poisson inversion"
@@ -94,7 +97,7 @@ def deterministic_result(compiled: CompiledSplit, fast: bool) -> Result:
         term, status, gap = settle(None, None, has_solution=False, stopped=Termination.INFEASIBLE)
         return Result(term, status, message=sol.message, stats=stats)
     solution = {"tour": compiled.geom.tour, "routes": sol.routes, "loads": sol.loads, "costs": sol.costs,
-                "num_routes": len(sol.routes)}
+                "num_routes": len(sol.routes), "optimised": OPTIMISED_DET}
     if compiled.penalty is not None:
         solution["penalties"] = sol.penalties
     term, status, gap = settle(sol.objective, sol.objective, has_solution=True)
@@ -111,7 +114,7 @@ def stochastic_result(compiled: CompiledStochasticSplit, run: ChunkRun, keep_cos
     solution = {"scenarios": done, "scenarios_requested": compiled.scenarios, "feasible_scenarios": feasible,
                 "infeasible_scenarios": infeasible, "infeasible_share": infeasible / done if done else 0.0,
                 "tour": compiled.geom.tour, "policy": compiled.policy,
-                "deterministic_objective": compiled.reference}
+                "deterministic_objective": compiled.reference, "optimised": OPTIMISED_SAA}
     if feasible:
         solution["mean"] = summary["mean"]
         if feasible >= 2:   # one value says nothing about the spread: no interval rather than a zero-width one
