@@ -23,10 +23,12 @@ sum over start states of mu(s) V*(s, 0). Two certified upper bounds on it:
   domain's ends); kinks that rounding left convex are removed by the chord and near-redundant
   ones by extending the neighbouring pieces, both of which only raise the function. T is
   monotone and U_0 >= V*, so every U_n >= V*: each iterate's value from mu is a certified
-  bound, and they decrease to V* at the rate gamma.
+  bound, and they decrease to V* at the rate gamma. The McQueen-Porteus bound of each step
+  (:meth:`OneAssetDP.solve`) runs ahead of them.
 
 Lower bounds are values of concrete deviations: the holdings y(s) of the pair state (an LP with
-a wealth row for every transition of the pair chain), and the profile itself.
+a wealth row for every transition of the pair chain, or the relaxation's holdings scaled until
+affordable), the dynamic program's greedy policy, and the profile itself.
 """
 from __future__ import annotations
 
