@@ -69,6 +69,8 @@ def _as_const(value, where: str) -> np.ndarray:
                 raise ModelError(f"{where}: complex constants are not supported; pass the real part")
             if any(v is None for v in arr.ravel()):
                 raise ModelError(f"{where}: constants must be real numbers, got an object array holding None")
+            if any(isinstance(v, (str, bytes)) for v in arr.ravel()):
+                raise ModelError(f"{where}: constants must be real numbers, got text {_short(value)}")
             try:
                 arr = arr.astype(np.float64)
             except (TypeError, ValueError, OverflowError):
