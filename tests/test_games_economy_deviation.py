@@ -118,7 +118,7 @@ def random_case(seed, limit, assets=1, world_states=2, consumers=2):
     return econ, chain, p, q
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), limit=st.sampled_from([0.5, 2.0, 8.0]))
 def test_no_grid_deviation_beats_the_certified_bound(seed, limit):
     econ, chain, p, q = random_case(seed, limit)
@@ -126,7 +126,7 @@ def test_no_grid_deviation_beats_the_certified_bound(seed, limit):
     beta = ec.bang_per_buck(econ, p)
     v = values(econ, chain, prof)
     bounds = dv.deviation_bounds(econ, chain, p, q, beta, v)
-    brute = brute_force_values(econ, p, q, points=33)
+    brute = brute_force_values(econ, p, q, points=33, sweeps=250)
     scale = np.maximum(1.0, np.abs(brute))
     assert np.all(brute <= bounds.upper + 1e-9 * scale)
     assert np.all(bounds.lower <= bounds.upper + 1e-12 * scale) and np.all(bounds.lower >= v - 1e-12)
@@ -143,7 +143,7 @@ def test_dynamic_program_where_the_wealth_constraint_binds(seed, limit):
     v = values(econ, chain, prof)
     bounds = dv.deviation_bounds(econ, chain, p, q, beta, v)
     assert "dynamic program" in bounds.how
-    brute = brute_force_values(econ, p, q, points=121)
+    brute = brute_force_values(econ, p, q, points=121, sweeps=250)
     assert np.all(brute <= bounds.upper + 1e-9)
     # the bound is close: what is left is the grid's own loss (holdings 0.17 apart at limit 10; at
     # limit 30 it shrinks with the grid: 0.11, 0.066, 0.027, 0.008 at 61, 121, 241, 481 points)
