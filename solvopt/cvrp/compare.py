@@ -77,8 +77,8 @@ class TourComparison(list):
                          "0 (best)" if r["best"] else num(r["diff"], sign=True), num(dhalf), num(uhalf),
                          num(r["deterministic"])])
         widths = [max(len(x[i]) for x in [header] + rows) for i in range(len(header))]
-        lines = [f"{len(self)} tours, {self.feasible_scenarios:,} common scenarios (seed {self.seed}); "
-                 f"* = least mean; differences paired over the same scenarios"]
+        lines = [f"{len(self)} tours, the same {self.scenarios:,} scenarios (seed {self.seed}; "
+                 f"{self.feasible_scenarios:,} feasible for every tour); * = least mean; differences paired"]
         for row in [header] + rows:
             lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
         return "\n".join(lines)
