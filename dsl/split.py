@@ -204,17 +204,42 @@ def _penalty(penalty) -> float | None:
     return lam
 
 
+def _pyvrp_route(route) -> list:
+    """The ids of one PyVRP route: ``visits()`` (PyVRP up to 0.13: location indices), else its
+    activities (PyVRP 0.14: a depot visit is 0, the client with index k is location k + 1, as
+    ``pyvrp.read`` numbers a one-depot VRPLIB file)."""
+    if callable(getattr(route, "visits", None)):
+        return list(route.visits())
+    if isinstance(route, (str, bytes)) or not hasattr(route, "__iter__"):
+        return route
+    ids = []
+    for item in route:
+        if callable(getattr(item, "is_depot", None)):
+            if item.is_depot():
+                ids.append(0)
+            elif callable(getattr(item, "is_client", None)) and item.is_client():
+                ids.append(int(item.idx) + 1)
+            else:
+                raise ModelError(f"a PyVRP activity that is neither a depot nor a client visit ({item}): "
+                                 "the split serves clients from one depot")
+        else:
+            ids.append(item)
+    return ids
+
+
 def route_lists(routes) -> list[list[int]]:
-    """Routes as lists of ids, from what users have: lists of customer ids, a PyVRP ``Solution``
-    (duck-typed: ``.routes()`` whose items have ``.visits()``), a CVRPLIB solution read by
+    """Routes as lists of customer ids, from what users have: lists of ids, a PyVRP ``Solution``
+    (duck-typed: ``.routes()`` whose items have ``.visits()`` or, as in PyVRP 0.14, iterate over
+    activities with ``is_depot()`` / ``is_client()`` / ``idx``), a CVRPLIB solution read by
     :func:`solvopt.io.read_instance` (``data["routes"]``), or a deterministic split's result
-    (``solution["routes"]``). A depot 0 at either end of a route is dropped."""
+    (``solution["routes"]``). The depot 0 separates routes: ``[0, 3, 1, 0, 2, 0]`` is the two
+    routes ``[3, 1]`` and ``[2]``; empty routes are dropped."""
     source = routes
     if callable(getattr(routes, "routes", None)):                 # a PyVRP Solution
         try:
-            routes = [list(r.visits()) if callable(getattr(r, "visits", None)) else r for r in routes.routes()]
+            routes = [_pyvrp_route(r) for r in routes.routes()]
         except TypeError as exc:
-            raise ModelError(f"routes(): expected routes with .visits() (a PyVRP Solution) ({exc})") from None
+            raise ModelError(f"routes(): expected PyVRP routes (with .visits() or activities) ({exc})") from None
     elif isinstance(getattr(routes, "data", None), dict) and "routes" in routes.data:      # a read .sol
         routes = routes.data["routes"]
     elif isinstance(getattr(routes, "solution", None), dict) and "routes" in routes.solution:   # a Result
@@ -227,19 +252,21 @@ def route_lists(routes) -> list[list[int]]:
         if isinstance(route, (numbers.Number, np.generic, str, bytes)) or not hasattr(route, "__iter__"):
             raise ModelError(f"routes must be a list of routes, each a list of customer ids; route {k} is "
                              f"{route!r} (for a giant tour in one sequence, pass tour= instead)")
-        ids = []
+        trip: list[int] = []
         for v in route:
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, np.integer)):
                 if isinstance(v, (float, np.floating)) and math.isfinite(v) and v == int(v):
                     v = int(v)
                 else:
                     raise ModelError(f"route {k}: customer ids must be integers, got {v!r}")
-            ids.append(int(v))
-        while ids and ids[0] == 0:
-            ids.pop(0)
-        while ids and ids[-1] == 0:
-            ids.pop()
-        out.append(ids)
+            if int(v) == 0:                                        # the depot ends a trip
+                if trip:
+                    out.append(trip)
+                trip = []
+            else:
+                trip.append(int(v))
+        if trip:
+            out.append(trip)
     return out
 
 
@@ -252,8 +279,7 @@ def tour_from_routes(routes, n_nodes: int) -> np.ndarray:
     for k, route in enumerate(routes):
         for c in route:
             if not 1 <= c < n_nodes:
-                what = "the depot 0 inside a route" if c == 0 else f"id {c} outside the customers 1..{n_nodes - 1}"
-                problems.append(f"route {k}: {what}")
+                problems.append(f"route {k}: id {c} outside the customers 1..{n_nodes - 1}")
             elif c in first:
                 problems.append(f"customer {c} twice (routes {first[c]} and {k})")
             else:

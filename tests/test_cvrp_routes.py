@@ -35,6 +35,26 @@ class _Solution:       # PyVRP's Solution: routes() -> routes
         return self._routes
 
 
+class _Activity:     # PyVRP 0.14's ScheduledActivity: is_depot(), is_client(), idx (the client's index, 0-based)
+    def __init__(self, location):
+        self.idx = max(location - 1, 0)
+        self._depot = location == 0
+
+    def is_depot(self):
+        return self._depot
+
+    def is_client(self):
+        return not self._depot
+
+
+class _Solution14:     # PyVRP 0.14: routes iterate over activities, depot first and last
+    def __init__(self, routes):
+        self._routes = [[_Activity(0)] + [_Activity(c) for c in r] + [_Activity(0)] for r in routes]
+
+    def routes(self):
+        return self._routes
+
+
 def _small(n=8, seed=0, capacity=10):
     rng = np.random.default_rng(seed)
     coords = rng.integers(0, 100, (n + 1, 2)).astype(float)
@@ -50,7 +70,7 @@ def _routes_cost(d, routes):
 # --- routes in ---------------------------------------------------------------------------------------
 def test_from_routes_joins_the_routes_and_splits_no_worse_than_them():
     data = _small()
-    routes = [[3, 1], [0, 5, 2, 8, 0], [7], [6, 4]]          # a depot 0 at either end is allowed
+    routes = [[3, 1], [0, 5, 2, 8, 0], [7, 0, 6, 4], []]     # the depot 0 separates routes; empty ones go
     model = Split.from_routes(data, routes)
     np.testing.assert_array_equal(model.tour, [3, 1, 5, 2, 8, 7, 6, 4])
     assert model.given_routes == [[3, 1], [5, 2, 8], [7], [6, 4]]
@@ -68,7 +88,7 @@ def test_a_pyvrp_solution_a_sol_file_and_a_split_result_give_the_same_tour(tmp_p
     expected = np.concatenate(routes)
     sol = tmp_path / "x.sol"
     sol.write_text("".join(f"Route #{i + 1}: {' '.join(map(str, r))}\n" for i, r in enumerate(routes)) + "Cost 1\n")
-    for given in (routes, _Solution(routes), read_instance(sol), result):
+    for given in (routes, _Solution(routes), _Solution14(routes), read_instance(sol), result):
         np.testing.assert_array_equal(Split.from_routes(inst, given).tour, expected)
     stochastic = StochasticSplit.from_routes(inst, _Solution(routes), scenarios=50)
     np.testing.assert_array_equal(stochastic.tour, expected)
@@ -76,11 +96,24 @@ def test_a_pyvrp_solution_a_sol_file_and_a_split_result_give_the_same_tour(tmp_p
     assert stochastic.with_tour(None).given_routes is None     # another tour: no longer those routes
 
 
+def test_a_real_pyvrp_solution_costs_the_same_with_the_same_rounding(samples):
+    pyvrp = pytest.importorskip("pyvrp")
+    from pyvrp.stop import MaxIterations
+    path = samples / "cvrp/X-n101-k25.vrp"
+    solution = pyvrp.solve(pyvrp.read(str(path)), stop=MaxIterations(20), seed=1, display=False).best
+    truncated = read_instance(path, rounding="floor")       # PyVRP's reader truncates by default
+    model = Split.from_routes(truncated, solution)
+    assert _routes_cost(truncated.data["distances"], model.given_routes) == solution.distance()
+    assert model.solve().objective <= solution.distance()   # the split may only improve the given cut
+    nint = read_instance(path).data["distances"]
+    assert _routes_cost(nint, model.given_routes) > solution.distance()
+
+
 @pytest.mark.parametrize("routes, words", [
     ([[1, 2, 3], [3, 4, 5, 6, 7, 8]], "customer 3 twice (routes 0 and 1)"),
     ([[1, 2, 3], [4, 5, 6, 7]], "1 customer(s) on no route: [8]"),
     ([[1, 2, 3, 9], [4, 5, 6, 7, 8]], "route 0: id 9 outside the customers 1..8"),
-    ([[1, 2, 0, 3], [4, 5, 6, 7, 8]], "route 0: the depot 0 inside a route"),
+    ([[1, 2, 3, -1], [4, 5, 6, 7, 8]], "route 0: id -1 outside"),
     ([[1, 2, 3.5], [4, 5, 6, 7, 8]], "customer ids must be integers"),
     ([1, 2, 3, 4, 5, 6, 7, 8], "pass tour= instead"),
     ("1 2 3", "routes must be a list of routes"),
