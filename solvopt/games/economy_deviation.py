@@ -352,12 +352,12 @@ class OneAssetDP:
             used = weight > 0
             if np.all(np.isfinite(delta[used])):
                 val = min(val, val + float(weight[used] @ delta[used]))
-            if n > 5 and best - val <= (1 - gamma) * target:   # the bound has settled: the rest is in the lower one
+            if n > 2 and best - val <= (1 - gamma) * target:   # the bound has settled: the rest is in the lower one
                 best = min(best, val)
                 break
             best = min(best, val)
             U = new
-            if n % 10 == 0:
+            if n in (2, 5) or n % 10 == 0:
                 lower = max(lower, self.greedy_value())
         if n:
             lower = max(lower, self.greedy_value())
@@ -473,7 +473,7 @@ def _tidy(xs, vs, eps):
     while len(xs) > 3:
         xs2, vs2 = _drop_pieces(xs, vs, tol)
         passes += 1
-        if len(xs2) == len(xs) or passes >= 3:
+        if len(xs2) == len(xs) or passes >= (1 if len(xs2) <= 64 else 3):
             if len(xs2) <= DP_MAX_KINKS:
                 return xs2, vs2
             tol *= 4
