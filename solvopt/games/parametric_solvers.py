@@ -89,8 +89,9 @@ class AffineGDA(Solver):
         steps = dict(step=x["step"], adversary_step=x["adversary_step"], adversary_steps=x["adversary_steps"], decay=x["decay"],
                      check_every=x["check_every"])
         if sampled:
+            # the tolerance is relative to the reward scale there too (the estimate is in reward units)
             return ps.solve_sampled(game, options, G0, samples=x["samples"], horizon=x["horizon"],
-                                    tolerance=x["tolerance"], **steps)
+                                    tolerance=x["tolerance"] * reward_scale(game), **steps)
         # the game divided by its reward scale: values of about 1 in any units (statuses settle on value / scale)
         scale = reward_scale(game)
         data = normalised(pm.lq_data(game), scale)

@@ -7,8 +7,8 @@ linear in the payoffs (for markets: in the budgets, invariant in the values, sin
 regret is measured in money) and the status must not change. The Markov exchange economies
 register their own cases.
 
-Stop: a pseudo-game too large to finish in a few seconds (40 players sharing one budget row,
-so every projection and best response is a HiGHS QP), and a large linear Fisher market.
+Stop: a nearly bilinear pseudo-game (barely strongly monotone, one shared budget row, so every
+projection is a HiGHS QP) and a large linear Fisher market, each minutes of work to 1e-15.
 """
 from __future__ import annotations
 
@@ -137,18 +137,29 @@ def scale_cases() -> list[ScaleCase]:
 
 
 # --- stop cases ------------------------------------------------------------------------------
-def write_slow_game(folder, players: int = 4, size: int = 30, seed: int = 0) -> str:
-    """A random ill-conditioned potential game (every player maximises the same concave quadratic
-    of the joint action) with one shared budget row: a JSON file whose solve to 1e-15 runs far past
-    a few seconds (every projection is a HiGHS QP)."""
+def write_slow_game(folder, players: int = 4, size: int = 20, seed: int = 0) -> str:
+    """A random nearly bilinear game with one shared budget row (a JSON file): the pseudo-gradient is
+    F(a) = (mu I - S) a - c with S skew-symmetric across players and mu = 1e-3, barely strongly
+    monotone, so the methods need tens of thousands of iterations, each with HiGHS projections;
+    solving it to 1e-15 is minutes of work."""
     rng = np.random.default_rng(seed)
     n = players * size
-    M = rng.normal(size=(n, n))
-    Q = -(M @ M.T / n + 1e-4 * np.eye(n))
-    Q = np.round(0.5 * (Q + Q.T), 8)
-    c = np.round(rng.random(n) * 10, 6)
-    entries = [{"name": f"p{i}", "size": size, "lb": 0, "ub": 10, "utility": {"Q": Q.tolist(), "c": c.tolist()}}
-               for i in range(players)]
+    S = rng.normal(size=(n, n)) / np.sqrt(n)
+    S = S - S.T
+    K = S - 1e-3 * np.eye(n)
+    blocks = [slice(i * size, (i + 1) * size) for i in range(players)]
+    for b in blocks:
+        K[b, b] = -1e-3 * np.eye(size)                     # own block: concave in the own action
+    c = np.round(rng.random(n), 6)
+    entries = []
+    for i, b in enumerate(blocks):
+        Q = np.zeros((n, n))
+        Q[b, :] = K[b, :]
+        Q[:, b] = K[b, :].T
+        ci = np.zeros(n)
+        ci[b] = c[b]
+        entries.append({"name": f"p{i}", "size": size, "lb": 0, "ub": 10,
+                        "utility": {"Q": np.round(Q, 8).tolist(), "c": ci.tolist()}})
     data = {"kind": "pseudo_game", "name": "slow_game", "players": entries,
             "shared_constraints": [{"coefficients": [np.ones(n).tolist()], "sense": "<=", "rhs": 0.5 * n}]}
     path = str(folder / "slow_game.json") if hasattr(folder, "__truediv__") else f"{folder}/slow_game.json"
@@ -157,7 +168,7 @@ def write_slow_game(folder, players: int = 4, size: int = 30, seed: int = 0) -> 
     return path
 
 
-def write_slow_market(folder, n: int = 800, m: int = 800, seed: int = 0) -> str:
+def write_slow_market(folder, n: int = 500, m: int = 500, seed: int = 0) -> str:
     """A large random linear Fisher market (JSON)."""
     rng = np.random.default_rng(seed)
     data = {"kind": "fisher_market", "name": "slow_market",

@@ -23,6 +23,7 @@ import contextlib
 import time
 
 from solvopt.core.interrupt import stop_reason
+from solvopt.core.progress import Progress
 from solvopt.core.result import Result, Termination
 from solvopt.core.status import settle
 
@@ -46,6 +47,9 @@ class EquilibriumRun:
         self.history: list[tuple[int, float, float]] = []
         self.stopped: Termination | None = None
         self.iterations = 0
+        # progress lines on stderr (the --progress option): one at the start, then at most one a second
+        self.progress = Progress(getattr(options, "progress", None))
+        self.progress("games: run started (certified exploitability every few iterations)", force=True)
 
     def record(self, iteration: int, point, expl: Exploitability, also: float | None = None) -> bool:
         """Keep ``point`` if it is the best certified so far; True when within the tolerance.
@@ -58,7 +62,9 @@ class EquilibriumRun:
         self.history.append((iteration, time.perf_counter() - self.start, expl.value) + (() if also is None else (also,)))
         if expl.certified and (self.best is None or score < self.best_score):
             self.best, self.best_point, self.best_score, self.best_also = expl, point, score, also
-        self.options.emit(f"iteration {iteration}: exploitability {expl.value:.3e}" + ("" if also is None else f", VE gap {also:.3e}"))
+        line = f"iteration {iteration}: exploitability {expl.value:.3e}" + ("" if also is None else f", VE gap {also:.3e}")
+        self.options.emit(line)
+        self.progress(line)
         return self.best is not None and self.best_score <= self.tolerance
 
     def first_deadline(self):
