@@ -201,7 +201,11 @@ def read_instance(path: str | os.PathLike, format: str | None = None, **params) 
     if unknown:
         raise ModelError(f"{reader.format} files take no parameter {', '.join(unknown)}"
                          + (f" (they take: {', '.join(reader.params)})" if reader.params else ""))
-    return reader.read(path, **params)
+    try:
+        return reader.read(path, **params)
+    except UnicodeDecodeError as exc:  # bytes that are not UTF-8 where a reader (or HiGHS's names) wanted text
+        raise InstanceFormatError(path, None, f"not UTF-8 text: byte {exc.object[exc.start:exc.start + 1]!r} "
+                                              f"({exc.reason})") from None
 
 
 class LineReader:
