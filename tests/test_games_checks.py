@@ -65,3 +65,11 @@ def test_concave_callable_still_solves():
     g = one_player(lambda a: -(a[0] - 0.25) ** 2, lambda a: -2 * (a - 0.25))
     r = g.solve()
     assert r.ok and abs(r.solution["actions"][0] - 0.25) < 1e-4
+
+
+def test_complex_starts_are_refused():
+    from solvopt.games import scaling
+    with pytest.raises(ModelError, match="real"):
+        scaling.harker(1.0).solve(start=[1 + 1j, 2.0])
+    with pytest.raises(ModelError, match="real"):
+        scaling.markov_game(1.0).solve(start=np.ones((2, 2)) * 1j)

@@ -317,7 +317,12 @@ def gda_normalised(game, run, policy=None, *, step=0.4, adversary_step=1.0, adve
         lo = np.where(np.isfinite(game.lower), game.lower, 0.0)
         hi = np.where(np.isfinite(game.upper), game.upper, lo + 1.0)
         policy = 0.5 * (lo + hi)
-    pi = project_policy(game, np.asarray(policy, dtype=float).reshape(S, D))
+    from solvopt.dsl.arrays import real_array
+    pi = real_array(policy, "start policy", allow_inf=True)
+    if pi.size != S * D:
+        from solvopt.core.errors import ModelError
+        raise ModelError(f"start policy must have shape (states, actions) = {(S, D)}, got {pi.shape}")
+    pi = project_policy(game, pi.reshape(S, D))
     adv = _project_adversary(game, pi, pi)
     curvature = max(float(np.max(np.abs(game.quadratic[i][:, sl, sl]), initial=0.0))
                     for i, sl in enumerate(game.slices))

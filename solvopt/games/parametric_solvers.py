@@ -37,7 +37,8 @@ def start_gains(game, start) -> np.ndarray:
                                   np.where(np.isfinite(lo), lo + 1.0, np.where(np.isfinite(hi), hi - 1.0, 0.0)))
         return G
     shape = (game.n_states, game.n_actions, 1 + game.n_continuous)
-    G = np.asarray(start, dtype=float)
+    from solvopt.dsl.arrays import real_array
+    G = real_array(start, "start gains", allow_inf=True)        # complex or text: refused, never cut
     if G.shape != shape:
         raise ModelError(f"start gains must have shape (states, actions, 1 + continuous) = {shape}, got {G.shape}")
     if not np.all(np.isfinite(G)):

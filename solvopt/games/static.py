@@ -56,7 +56,8 @@ def _start(game, K, options):
     start = options.extra.get("start")
     if start is None:
         start = np.clip(np.zeros(game.n), game.lb, game.ub)
-    start = np.asarray(start, dtype=float).ravel()
+    from solvopt.dsl.arrays import real_array
+    start = real_array(start, "start", allow_inf=True).ravel()        # complex or text: refused, never cut
     if start.shape != (game.n,) or not np.all(np.isfinite(start)):
         raise ModelError(f"start must be {game.n} finite numbers (the joint action)")
     return K.project(start)
