@@ -194,7 +194,8 @@ def test_the_table_prints_and_becomes_a_frame():
     table = compare_tours(_small(), {"a": None, "b": [2, 1, 4, 3, 6, 5, 8, 7]}, scenarios=30, seed=1,
                           policy="penalty", penalty=10.0)
     text = str(table)
-    assert "the same 30 scenarios (seed 1; 30 feasible for every tour)" in text and "0 (best)" in text and f"{table.best} *" in text
+    assert "the same 30 scenarios (seed 1; 30 feasible for every tour)" in text
+    assert "0 (best)" in text and f"{table.best} *" in text
     pd = pytest.importorskip("pandas")
     frame = table.to_frame()
     assert isinstance(frame, pd.DataFrame) and list(frame.index) == ["a", "b"]

@@ -150,7 +150,8 @@ def compare_tours(instance, tours, *, scenarios=None, seed: int = 0, policy: str
     if isinstance(tours, Mapping):
         names, items = [str(k) for k in tours], list(tours.values())
     elif isinstance(tours, (str, bytes)) or not hasattr(tours, "__iter__"):
-        raise ModelError(f"tours must be a list of candidates or a mapping name -> candidate, got {type(tours).__name__}")
+        raise ModelError("tours must be a list of candidates or a mapping name -> candidate, "
+                         f"got {type(tours).__name__}")
     else:
         items = list(tours)
         names = [f"tour {i}" for i in range(len(items))]

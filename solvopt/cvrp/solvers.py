@@ -50,7 +50,8 @@ OPTIMISED_SAA = "expected split cost of the given tour"
 GUARANTEE_DET = ("split of the given tour: optimal among the ways to cut this giant tour into routes, "
                  "not a proven optimum of the CVRP (another tour may cost less)")
 GUARANTEE_SAA = ("split of the given tour in each scenario: each scenario's split is optimal; the objective is "
-                 "the sample mean over the feasible scenarios, an estimate of the expected split cost, not a proven value: nothing is certified (bound = None); "
+                 "the sample mean over the feasible scenarios, an estimate of the expected split cost, not a proven "
+                 "value: nothing is certified (bound = None); "
                  f"its 95% confidence interval is solution['ci95'] = mean +- {Z95:.4f} standard errors "
                  "(normal approximation)")
 SAMPLER = "philox4x32-10 poisson inversion"
