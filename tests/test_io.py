@@ -283,7 +283,7 @@ def test_vrplib_explicit_full_matrix_and_vehicles_field(tmp_path):
     ("2 3 4", "2 3 nan", 8, "must be finite"),
     ("2 3 4", "2 3", 8, "expected 3 values"),
     ("2 3 4", "5 3 4", 8, "expected each id 1..4 once"),
-    ("EUC_2D", "GEO", 4, "GEO is not supported"),
+    ("EUC_2D", "MAN_2D", 4, "MAN_2D is not supported"),
     ("DEPOT_SECTION\n3\n-1\n", "", 17, "without a DEPOT_SECTION"),
     ("3\n-1\n", "3\n4\n-1\n", 18, "expected -1"),
     ("3\n-1", "1\n-1", 17, "has demand 4"),
