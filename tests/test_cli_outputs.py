@@ -122,6 +122,10 @@ def test_routes_file_is_written_atomically_too(tmp_path):
     text = (tmp_path / "v.sol").read_text()
     assert "Route #1: 1 2" in text and "Cost 12" in text
     assert sorted(os.listdir(tmp_path)) == ["v.json", "v.sol"]
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in written:  # the mode open() gives, not the temporary file's private 0600
+        assert os.stat(path).st_mode & 0o777 == 0o666 & ~mask
 
 
 # --- large results: the row first, Ctrl-C while writing ---------------------------------------

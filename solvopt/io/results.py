@@ -214,6 +214,9 @@ def _atomic_write(path: str, write: Callable) -> None:
     folder, base = os.path.split(path)
     fd, tmp = tempfile.mkstemp(dir=folder or ".", prefix=f".{base}.", suffix=".tmp")
     try:
+        mask = os.umask(0)  # mkstemp makes the file private (0600); give it what open() would (0666 & ~umask)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             write(fh, tmp)
         os.replace(tmp, path)
