@@ -27,12 +27,30 @@ GAME_KEYS = ("quadratic", "shared_matrix", "shared_rhs", "transition_slopes", "i
 ECONOMY_KEYS = ("initial", "asset_returns", "borrowing_limit", "holding_limit", "asset_price_max", "price_sum")
 
 
-def _bounds(value, default):
+def _bounds(value, default, what: str):
+    """``lower`` / ``upper``: a number, one per action, or states x actions rows; null = unbounded.
+
+    Anything else (deeper nesting, ragged rows, a non-number) is one ModelError naming ``what``.
+    """
     if value is None:
         return default
-    arr = np.asarray([default if v is None else v for v in value] if isinstance(value, list) and value
-                     and not isinstance(value[0], list) else value, dtype=object)
-    return np.where(arr == None, default, arr).astype(float)  # noqa: E711 - null entries mean unbounded
+    expected = f"{what} must be a number, a list of numbers (one per action) or rows of them (one per state)"
+
+    def number(v):
+        if v is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ModelError(f"{expected}; null means unbounded; got {v!r}"[:200])
+        return float(v)
+
+    if not isinstance(value, list):
+        return number(value)
+    if value and all(isinstance(row, list) for row in value):
+        rows = [[number(v) for v in row] for row in value]
+        if len({len(row) for row in rows}) != 1:
+            raise ModelError(f"{expected}: its rows have different lengths")
+        return np.asarray(rows, dtype=float)
+    return np.asarray([number(v) for v in value], dtype=float)
 
 
 def _check_asset_limits(data: dict) -> None:
@@ -58,7 +76,8 @@ def model_from_json(data: dict, path: str, **params):
         if data["kind"] == "markov_pseudo_game":
             extra = {k: data[k] for k in GAME_KEYS if data.get(k) is not None}
             return MarkovPseudoGame(data["action_sizes"], data["linear"], data["transitions"], data["discount"],
-                                    lower=_bounds(data.get("lower"), 0.0), upper=_bounds(data.get("upper"), np.inf),
+                                    lower=_bounds(data.get("lower"), 0.0, "lower"),
+                                    upper=_bounds(data.get("upper"), np.inf, "upper"),
                                     **extra)
         from .instance import form_from_json
         extra = {k: data[k] for k in ECONOMY_KEYS if data.get(k) is not None}
