@@ -40,8 +40,8 @@ import numpy as np
 from solvopt.core.errors import SolverError
 
 DP_MAX_ITERATIONS = 2000     # Bellman steps of the one-asset dynamic program per consumer
-DP_TIME_LIMIT = 5.0          # seconds per consumer; the bound of the last step is kept (valid at any step)
-DP_TIME_BUDGET = 10.0        # seconds for all consumers of one certificate (each gets at least 0.05 s)
+DP_TIME_LIMIT = 2.0          # seconds per consumer; the bound of the last step is kept (valid at any step)
+DP_TIME_BUDGET = 4.0         # seconds for all consumers of one certificate (each gets at least 0.05 s)
 DP_MAX_KINKS = 400           # kinks per state after simplification (more raise the merge tolerance)
 EXACT_RTOL = 1e-13           # upper - lower below this x the consumer's scale: the best response is settled
 REL_PRECISION = 1e-4         # the dynamic program stops once its bound is this close to the regret's value
