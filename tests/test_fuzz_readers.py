@@ -365,3 +365,21 @@ def test_a_kind_after_the_first_4_kib_is_detected(tmp_path):
     other = tmp_path / "game.txt"  # any extension: the content decides
     other.write_bytes(path.read_bytes())
     assert read_instance(str(other)).family == "games"
+
+
+def test_load_npy_checks_the_header_before_allocating(tmp_path):
+    from solvopt.core.errors import InstanceFormatError
+    from solvopt.io.npz import load_npy
+    ok = tmp_path / "ok.npy"
+    np.save(ok, np.arange(6.0).reshape(2, 3))
+    assert load_npy(str(ok)).tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (71 * 2 ** 17, 2 ** 30)})
+    huge = tmp_path / "huge.npy"
+    huge.write_bytes(header.getvalue() + bytes(16))
+    with pytest.raises(InstanceFormatError, match=r"header claims shape .* \(71 PiB\) but the file holds 16 bytes"):
+        load_npy(str(huge))
+    obj = tmp_path / "obj.npy"
+    np.save(obj, np.array([[1, "a"]], dtype=object), allow_pickle=True)
+    with pytest.raises(InstanceFormatError, match="dtype object is not supported"):
+        load_npy(str(obj))

@@ -1,4 +1,4 @@
-"""NumPy ``.npz`` archives read defensively: every array's header is checked before anything is allocated.
+"""NumPy ``.npz`` archives (and ``.npy`` files: :func:`load_npy`) read defensively: every array's header is checked before anything is allocated.
 
 ``numpy.load`` trusts the file: a ``.npy`` renamed ``.npz`` comes back as a bare array, a member
 that is not a ``.npy`` comes back as bytes, and a header claiming a shape of 71 PiB is allocated
@@ -66,7 +66,22 @@ def load_npz(path: str, max_bytes: int | None = None) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _read_member(path: str, name: str, member, size: int, budget: int) -> np.ndarray:
+def load_npy(path: str, max_bytes: int | None = None) -> np.ndarray:
+    """The array of a ``.npy`` file, its header checked as :func:`load_npz` checks a member's."""
+    import os
+    budget = memory_budget() if max_bytes is None else int(max_bytes)
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            return _read_member(path, os.path.basename(path), fh, size, budget, holder="the file")
+    except InstanceFormatError:
+        raise
+    except OSError as exc:
+        raise InstanceFormatError(path, None, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _read_member(path: str, name: str, member, size: int, budget: int,
+                 holder: str = "the member") -> np.ndarray:
     """One ``.npy`` member: header checked, then exactly the bytes it announces read."""
     def refuse(what: str) -> InstanceFormatError:
         return InstanceFormatError(path, None, f"array {name!r}: {what}")
@@ -90,7 +105,7 @@ def _read_member(path: str, name: str, member, size: int, budget: int) -> np.nda
     need = math.prod(shape) * dtype.itemsize
     held = size - member.tell()
     if need != held:
-        raise refuse(f"header claims shape {shape} ({_size(need)}) but the member holds "
+        raise refuse(f"header claims shape {shape} ({_size(need)}) but {holder} holds "
                      f"{_size(max(held, 0))} of data")
     if need > budget:
         raise refuse(f"shape {shape} needs {_size(need)}, more than the {_size(budget)} "
