@@ -403,8 +403,10 @@ class LinExpr(_Operand):
 
         The terms of each output element are the concatenated terms of its inputs (one gather
         when the summed axes are not the trailing ones, none when they are); a variable met twice
-        in one output keeps two entries, summed where the matrix is used.
+        in one output keeps two entries, summed where the matrix is used. On a labelled
+        expression ``axis`` may name dimensions: ``x.sum("market")``.
         """
+        axis = _named_axes(self, axis)
         perm, group, out_shape = _grouping(self.shape, axis)
         coef = self.coef if perm is None else _take_rows(self.coef, perm)
         const = self.const if perm is None else self.const[perm]
@@ -638,6 +640,7 @@ class QuadExpr(_Operand):
         return cls(elem, A.indices[ia], B.indices[ib], A.data[ia] * B.data[ib], lin)
 
     def sum(self, axis=None) -> "QuadExpr":
+        axis = _named_axes(self, axis)
         target, _ = _sum_targets(self.shape, axis)
         return QuadExpr(target[self.elem], self.vi, self.vj, self.q, self.lin.sum(axis))
 
@@ -790,6 +793,23 @@ def _dim_text(coords, k: int) -> str:
                                                                              " (unlabelled: positions 0, 1, ...)")
 
 
+def _named_axes(expr, axis):
+    """``axis`` with dimension names (str) replaced by their positions."""
+    names = [axis] if isinstance(axis, str) else list(axis) if isinstance(axis, (tuple, list)) else None
+    if names is None or not any(isinstance(a, str) for a in names):
+        return axis
+    dims = expr.dims
+    out = []
+    for a in names:
+        if isinstance(a, str):
+            if dims is None or a not in dims:
+                raise ModelError(f"no dimension named {a!r} (the expression's dimensions: "
+                                 f"{', '.join(map(repr, dims)) if dims else 'unnamed'})")
+            a = dims.index(a)
+        out.append(a)
+    return out[0] if isinstance(axis, str) else tuple(out)
+
+
 def _kept_coords(coords, shape: tuple, axis):
     """The labels left after a sum over ``axis``."""
     if coords is None:
@@ -839,16 +859,21 @@ def _indexer(source, target, what: str, where: str) -> np.ndarray | None:
 
 def _series_axis(index, shape: tuple, coords) -> int:
     """The dimension a Series lines up with: the one named like its index, else the only one
-    holding its labels, else the last (NumPy's broadcasting rule)."""
+    holding its labels, else the last (NumPy's broadcasting rule); when none holds them, the one
+    sharing the most labels (so that the error names the labels that differ there)."""
     nd = len(shape)
     if nd == 1:
         return 0
     names = [None] * nd if coords is None else [c.name for c in coords]
     if index.name is not None and names.count(index.name) == 1:
         return names.index(index.name)
-    matches = [k for k in range(nd) if shape[k] == len(index)
-               and bool(_labels(shape, coords, k).isin(index).all())]
-    return matches[0] if len(matches) == 1 else nd - 1
+    shared = [int(_labels(shape, coords, k).isin(index).sum()) for k in range(nd)]
+    matches = [k for k in range(nd) if shape[k] == len(index) and shared[k] == shape[k]]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches and max(shared) > 0:    # none fits: the closest, for the error message
+        return max(k for k in range(nd) if shared[k] == max(shared))
+    return nd - 1
 
 
 def _align_pandas(shape: tuple, coords, value, what: str, allow_inf: bool = False):
