@@ -137,7 +137,7 @@ def deviation_bounds(econ, chain, prices, asset_prices, beta, profile_values=Non
             lower[i] = max(lower[i], _pair_state_lp(chain, a, b, starts, beta[:, i], c[:, i], q, R, lo, hi,
                                                     A0[:, i]))
         scale = max(1.0, abs(upper[i]))
-        if K == 1 and upper[i] - lower[i] > EXACT_RTOL * scale:
+        if K == 1 and np.all(q >= 0) and upper[i] - lower[i] > EXACT_RTOL * scale:   # (q < 0: prices off their set)
             dp = OneAssetDP(chain, gamma, beta[:, i], c[:, i], q[:, 0], R[:, 0], lo[0], hi[0])
             reference = lower[i] if profile_values is None else profile_values[i]
             seconds = min(DP_TIME_LIMIT, max(0.05, DP_TIME_BUDGET - (time.perf_counter() - t0)))
