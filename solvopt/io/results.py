@@ -291,9 +291,11 @@ def encode_pieces(value, style: str, should_stop: Callable[[], bool] | None = No
             yield ("" if i == 0 else ", ") + json.dumps(key if isinstance(key, str) else str(leaf(key))) + ": "
             yield from encode_pieces(item, style, should_stop)
         yield "}"
-    elif isinstance(value, (list, tuple)):
+    elif isinstance(value, (list, tuple)):  # a long list of small items: asked between items
         yield "["
         for i, item in enumerate(value):
+            if should_stop is not None and should_stop():
+                raise WriteAbandoned("stop requested")
             yield "" if i == 0 else ", "
             yield from encode_pieces(item, style, should_stop)
         yield "]"
