@@ -66,22 +66,24 @@ class Distances:
             self.kernels = kernels
 
     def warm_up(self) -> None:
-        """Run every kernel once on one point: Numba loads its compiled code (from its cache, or
-        compiles it) at the first call, a second or more the first time in a process, holding the
-        GIL. Called through :func:`~solvopt.transport.stopping.run_abandonable`, a stop during it
-        is still seen within 50 ms."""
-        if self.code is None:
+        """Load every Numba kernel's compiled code (from its cache, or compile it) without running it.
+
+        Numba does this at a kernel's first call, a second or more the first time in a process,
+        holding the GIL. Called through :func:`~solvopt.transport.stopping.run_abandonable`, a
+        stop during it is still seen within 50 ms. Nothing runs here: a parallel kernel run from
+        this thread would start a second thread pool."""
+        if self.code is None or self.kernels != "numba":
             return
+        from numba import typeof
         x, y = self.model.x[:1], self.model.y[:1]
-        one = np.zeros(1, dtype=np.int64)
-        out, dist = np.empty((1, 1)), np.empty(1)
-        self.k.distances(x, y, self.code, out)
-        self.k.pair_distances(x, y, one, one, self.code, dist)
-        self.k.nearest(x, y, self.code, one.copy(), dist)
-        radius = np.zeros(1)
-        self.k.bunch_counts(x, y, radius, self.code, one.copy())
-        self.k.bunch_fill(x, y, radius, self.code, np.zeros(2, dtype=np.int64), np.empty(0, dtype=np.int64),
-                          np.empty(0))
+        ints, floats, matrix = np.zeros(2, dtype=np.int64), np.zeros(2), np.zeros((1, 1))
+        calls = {"distances": (x, y, self.code, matrix), "pair_distances": (x, y, ints, ints, self.code, floats),
+                 "nearest": (x, y, self.code, ints, floats), "bunch_counts": (x, y, floats, self.code, ints),
+                 "bunch_fill": (x, y, floats, self.code, ints, ints, floats)}
+        for name, args in calls.items():
+            kernel = getattr(self.k, name)
+            if hasattr(kernel, "compile"):
+                kernel.compile(tuple(typeof(arg) for arg in args))
 
     def nearest_centre(self, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each source: the index into ``centres`` (target indices) of its nearest one, and the distance."""
