@@ -12,6 +12,7 @@ through the CLI: one line on stderr, exit 1, the expected words.
 """
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -224,7 +225,7 @@ def json_mutations(draw) -> bytes:
             if parent is not None:
                 parent[key] = value
         else:
-            value = draw(_REPLACEMENTS)
+            value = copy.deepcopy(draw(_REPLACEMENTS))  # the strategy's own objects stay as they are
             if parent is None:
                 doc = value
             else:
