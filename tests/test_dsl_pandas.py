@@ -270,3 +270,20 @@ def test_without_pandas_the_error_names_the_extra(monkeypatch):
         m.add_var(coords=[["a"]], name="y")
     np.testing.assert_allclose(x.value, [1.0, 1.0])       # NumPy values need no pandas
     assert (x * np.ones(2)).shape == (2,)
+
+
+def test_named_sums_expression_values_and_duals_come_back_labelled():
+    m = Model()
+    x = m.add_var(coords={"plant": ["a", "b"], "market": ["u", "v", "w"]}, name="x")
+    m.add(x.sum("market") <= pd.Series({"b": 5.0, "a": 4.0}), name="cap")
+    m.add(x.sum("plant") >= pd.Series({"w": 1.0, "u": 2.0, "v": 3.0}), name="dem")
+    cost = pd.DataFrame([[1, 2, 3], [3, 1, 2.0]], index=["a", "b"], columns=["u", "v", "w"])
+    m.minimize((x * cost).sum())
+    r = m.solve()
+    # by hand: u from a (2 x 1), v and w from b (3 x 1 + 1 x 2) = 7; each market's dual is its cheapest cost
+    assert r.objective == pytest.approx(7.0)
+    assert (x * cost).sum("market").to_pandas().to_dict() == pytest.approx({"a": 2.0, "b": 5.0})
+    assert m.constraints["dem"].to_pandas().to_dict() == pytest.approx({"u": 1.0, "v": 1.0, "w": 2.0})
+    assert x.sum(("plant", "market")).coords is None
+    with pytest.raises(ModelError, match="no dimension named 'region'"):
+        x.sum("region")
