@@ -206,3 +206,27 @@ def test_simplification_only_raises_the_function(seed):
     assert tx[0] == xs[0] and tx[-1] == xs[-1]
     sample = np.linspace(xs[0], xs[-1], 2001)
     assert np.all(np.interp(sample, tx, tv) >= np.interp(sample, xs, vs) - 1e-11)
+
+
+@pytest.mark.parametrize("seed, limit", [(1, 10.0), (2, 30.0), (3, 1.0)])
+def test_compiled_bellman_step_matches_the_numpy_reference(seed, limit):
+    econ, chain, p, q = random_case(seed, limit, consumers=3)
+    beta = ec.bang_per_buck(econ, p)
+    c = np.einsum("sm,snm->sn", p, econ.endowments[chain.world])
+    R = np.where(chain.prev[:, None] < 0, 0.0, econ.asset_returns[chain.world])
+    lo, hi = -econ.borrowing_limit, econ.holding_limit
+    for i in range(3):
+        dp = dv.OneAssetDP(chain, econ.discount, beta[:, i], c[:, i], q[:, 0], R[:, 0], lo[0], hi[0])
+        slope, psi = dv.lagrangian_function(chain, econ.discount, beta[:, i], c[:, i], q, R, lo, hi, np.zeros(len(c)))
+        U = [(np.array([lo[0], hi[0]]), slope[s, 0] * np.array([lo[0], hi[0]]) + psi[s]) for s in range(len(c))]
+        sample = np.linspace(lo[0], hi[0], 301)
+        for _ in range(12):
+            fast = [dp.bellman(U, s, 1e-12) for s in range(len(U))]
+            ref = [dp.bellman_reference(U, s, 1e-12) for s in range(len(U))]
+            for f, g in zip(fast, ref):
+                assert (f is None) == (g is None)
+                if f is not None:
+                    assert f[0][0] == pytest.approx(g[0][0], abs=1e-12) and f[0][-1] == pytest.approx(g[0][-1], abs=1e-12)
+                    inside = sample[(sample >= f[0][0]) & (sample <= f[0][-1])]
+                    assert np.allclose(np.interp(inside, *f), np.interp(inside, *g), atol=1e-10, rtol=1e-12)
+            U = fast

@@ -263,9 +263,9 @@ class OneAssetDP:
     def greedy_value(self):
         """The best of :meth:`greedy_walk` exact and with wealth-bound holdings rounded down to a
         grid (affordable all the same; the walk then reaches finitely many holdings)."""
-        value = self.greedy_walk()
+        value = self.greedy_walk(max_nodes=1500)
         if value == -np.inf:
-            value = self.greedy_walk(snap=1e-6 * (self.hi - self.lo), max_nodes=20000)
+            value = self.greedy_walk(snap=1e-5 * (self.hi - self.lo), max_nodes=6000)
         return value
 
     def greedy_walk(self, snap=None, max_nodes=4000):
@@ -357,14 +357,30 @@ class OneAssetDP:
                 break
             best = min(best, val)
             U = new
-            if n in (2, 5) or n % 10 == 0:
+            if n % 20 == 0:
                 lower = max(lower, self.greedy_value())
         if n:
             lower = max(lower, self.greedy_value())
         return best, lower, n
 
     def bellman(self, U, s, eps):
-        """(T U)(s, .) as a concave piecewise-linear function (exact up to rounding, then raised)."""
+        """(T U)(s, .) as a concave piecewise-linear function (exact up to rounding, then raised):
+        the compiled step (:func:`_nb_bellman`), the same as :meth:`bellman_reference`."""
+        parts = [U[t] for t in self.succ[s]]
+        if any(p is None for p in parts):
+            self.policy[s] = None
+            return None
+        sx = np.concatenate([p[0] for p in parts])
+        sv = np.concatenate([p[1] for p in parts])
+        soff = np.concatenate([[0], np.cumsum([len(p[0]) for p in parts])])
+        ok, xs, vs, gl, ystar = _nb_bellman(sx, sv, soff, self.prob[s], float(self.beta[s]), float(self.c[s]),
+                                           float(self.q[s]), float(self.R[s]), self.lo, self.hi, self.gamma,
+                                           float(eps), DP_MAX_KINKS)
+        self.policy[s] = (gl, ystar) if ok else None
+        return (xs, vs) if ok else None
+
+    def bellman_reference(self, U, s, eps):
+        """(T U)(s, .) in NumPy: the reference the compiled step is tested against."""
         succ, prob = self.succ[s], self.prob[s]
         parts = [U[t] for t in succ]
         if any(p is None for p in parts):
@@ -509,3 +525,175 @@ def _drop_pieces(xs, vs, tol):
     nv = np.concatenate([vs[mask], vc[chosen]])
     order = np.argsort(nx, kind="stable")
     return nx[order], nv[order]
+
+
+# --- the same Bellman step compiled (Numba): the program's inner loop ----------------------------
+from numba import njit  # noqa: E402  (a core dependency; compiled on first use, cached)
+
+
+@njit(cache=True)
+def _nb_half_line(R, rhs, lo, hi):
+    if R > 0:
+        a, b = max(lo, rhs / R), hi
+    elif R < 0:
+        a, b = lo, min(hi, rhs / R)
+    else:
+        if rhs <= 0:
+            a, b = lo, hi
+        else:
+            a, b = 1.0, 0.0
+    return a <= b, a, b
+
+
+@njit(cache=True)
+def _nb_prefix_value(pts, G, u):
+    run = np.empty_like(G)
+    run[0] = G[0]
+    for j in range(1, len(G)):
+        run[j] = max(run[j - 1], G[j])
+    out = np.empty(len(u))
+    for j in range(len(u)):
+        uj = min(u[j], pts[-1])
+        k = np.searchsorted(pts, uj, side="right") - 1
+        k = min(max(k, 0), len(pts) - 1)
+        out[j] = max(run[k], np.interp(uj, pts, G))
+    return out
+
+
+@njit(cache=True)
+def _nb_drop_pieces(xs, vs, tol):
+    n = len(xs)
+    sl = (vs[1:] - vs[:-1]) / (xs[1:] - xs[:-1])
+    chosen = np.zeros(n, np.bool_)
+    xc = np.zeros(n)
+    vc = np.zeros(n)
+    count = 0
+    for k in range(1, len(sl) - 1):
+        if chosen[k - 1]:
+            continue
+        m1, m2 = sl[k - 1], sl[k + 1]
+        denom = m1 - m2
+        if not denom > 0:
+            continue
+        x = (vs[k + 1] - vs[k] + m1 * xs[k] - m2 * xs[k + 1]) / denom
+        if not (x >= xs[k] and x <= xs[k + 1]):
+            continue
+        v = vs[k] + m1 * (x - xs[k])
+        if v - (vs[k] + sl[k] * (x - xs[k])) <= tol:
+            chosen[k] = True
+            xc[k], vc[k] = x, v
+            count += 1
+    if count == 0:
+        return xs, vs
+    ox = np.empty(n - count)
+    ov = np.empty(n - count)
+    j = i = 0
+    while j < n:
+        if chosen[j]:
+            ox[i], ov[i] = xc[j], vc[j]
+            j += 2
+        else:
+            ox[i], ov[i] = xs[j], vs[j]
+            j += 1
+        i += 1
+    return ox, ov
+
+
+@njit(cache=True)
+def _nb_tidy(xs, vs, eps, max_kinks):
+    n = len(xs)
+    if n > 2:
+        thr = 1e-14 * max(1.0, abs(xs[-1] - xs[0]))
+        keep = np.ones(n, np.bool_)
+        for j in range(1, n):
+            keep[j] = xs[j] - xs[j - 1] > thr
+        last = n - 1
+        while not keep[last]:
+            last -= 1
+        if last != n - 1:
+            if last > 0:
+                keep[last] = False
+            keep[n - 1] = True
+        xs, vs = xs[keep], vs[keep]
+    while len(xs) > 2:
+        n = len(xs)
+        sl = (vs[1:] - vs[:-1]) / (xs[1:] - xs[:-1])
+        keep = np.ones(n, np.bool_)
+        prev_bad = -10
+        removed = 0
+        for j in range(1, n - 1):
+            if sl[j] > sl[j - 1]:
+                if j - prev_bad > 1:
+                    keep[j] = False
+                    removed += 1
+                prev_bad = j
+        if removed == 0:
+            break
+        xs, vs = xs[keep], vs[keep]
+    tol, passes = eps, 0
+    while len(xs) > 3:
+        xs2, vs2 = _nb_drop_pieces(xs, vs, tol)
+        passes += 1
+        if len(xs2) == len(xs) or passes >= (1 if len(xs2) <= 64 else 3):
+            if len(xs2) <= max_kinks:
+                return xs2, vs2
+            tol *= 4
+        xs, vs = xs2, vs2
+    return xs, vs
+
+
+@njit(cache=True)
+def _nb_bellman(sx, sv, soff, prob, beta, c, q, R, lo, hi, gamma, eps, max_kinks):
+    """(ok, xs, vs, gl, y*) of (T U)(s, .) from the successors' functions, concatenated in
+    (sx, sv) with offsets soff: the same step as :meth:`OneAssetDP.bellman_reference`."""
+    empty = np.empty(0)
+    m = len(prob)
+    gl, gr = -np.inf, np.inf
+    for k in range(m):
+        gl = max(gl, sx[soff[k]])
+        gr = min(gr, sx[soff[k + 1] - 1])
+    if gl > gr:
+        return False, empty, empty, 0.0, 0.0
+    tmp = np.empty(len(sx) + 2)
+    t = 0
+    for j in range(len(sx)):
+        if sx[j] >= gl and sx[j] <= gr:
+            tmp[t] = sx[j]
+            t += 1
+    tmp[t] = gl
+    tmp[t + 1] = gr
+    pts = np.unique(tmp[:t + 2])
+    G = -beta * q * pts
+    for k in range(m):
+        G += gamma * prob[k] * np.interp(pts, sx[soff[k]:soff[k + 1]], sv[soff[k]:soff[k + 1]])
+    ystar = pts[np.argmax(G)]
+    if q <= 0:
+        ok, a, b = _nb_half_line(R, -c, lo, hi)
+        if not ok:
+            return False, empty, empty, gl, ystar
+        xs = np.array([a, b])
+        xs2, vs2 = _nb_tidy(xs, beta * (c + R * xs) + G.max(), eps, max_kinks)
+        return True, xs2, vs2, gl, ystar
+    if R == 0:
+        u = c / q
+        if u < gl:
+            return False, empty, empty, gl, ystar
+        v = beta * c + _nb_prefix_value(pts, G, np.array([u]))[0]
+        return True, np.array([lo, hi]), np.array([v, v]), gl, ystar
+    ok, a, b = _nb_half_line(R, q * gl - c, lo, hi)
+    if not ok:
+        return False, empty, empty, gl, ystar
+    cand = (q * pts - c) / R
+    tmp = np.empty(len(cand) + 2)
+    t = 0
+    for j in range(len(cand)):
+        if cand[j] > a and cand[j] < b:
+            tmp[t] = cand[j]
+            t += 1
+    tmp[t] = a
+    tmp[t + 1] = b
+    xs = np.unique(tmp[:t + 2])
+    u = (c + R * xs) / q
+    vals = beta * (c + R * xs) + _nb_prefix_value(pts, G, u)
+    xs2, vs2 = _nb_tidy(xs, vals, eps, max_kinks)
+    return True, xs2, vs2, gl, ystar
