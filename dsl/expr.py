@@ -20,6 +20,10 @@ are never modified in place.
 A ``QuadExpr`` adds, per element, quadratic terms (element, var_i, var_j, coefficient) to a
 ``LinExpr``; it comes from elementwise products of two linear expressions and supports
 ``+``, ``-``, scaling and ``sum``. Comparisons build :class:`Constraint` arrays.
+
+pandas Series and DataFrames are operands too (pandas defers to ``__pandas_priority__``): they
+are lined up with the expression's labels (``coords``, from a labelled variable; positions
+0, 1, ... without) and then used as arrays (:func:`_align_pandas`). pandas is never imported here.
 """
 from __future__ import annotations
 

@@ -152,6 +152,11 @@ def test_unlabelled_variables_take_default_index_series_by_position():
     assert m.solve().objective == pytest.approx(ref.solve().objective)
     sol = y.solution
     assert list(sol.index) == [0, 1, 2]
+    c = np.arange(6.0).reshape(3, 2)
+    X = m.add_var(shape=(3, 2), name="X")
+    point = np.random.default_rng(3).normal(size=m.num_vars)
+    np.testing.assert_allclose((pd.DataFrame(c) * X).evaluate(point), (c * X).evaluate(point))
+    np.testing.assert_allclose((X @ pd.DataFrame(c.T)).evaluate(point), (X @ c.T).evaluate(point))
 
 
 def test_labels_survive_elementwise_ops_sums_and_transposes():
