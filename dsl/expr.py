@@ -362,6 +362,37 @@ class LinExpr(_Operand):
         sel = np.asarray(sel)
         return self._select(sel.ravel(), sel.shape)
 
+    def sel(self, **labels) -> "LinExpr":
+        """Select by label on a labelled expression, as linopy's / xarray's ``sel``:
+        ``x.sel(plant="berlin")`` drops the dimension, ``x.sel(plant=["berlin", "milan"])`` keeps it
+        (in that order) with those labels. Unknown dimensions or labels are a ModelError."""
+        if self.coords is None:
+            raise ModelError("sel() selects by label: this expression has none (label variables with coords=)")
+        idx = np.arange(self.size, dtype=np.int64).reshape(self.shape)
+        coords, axis = [], 0
+        for index in self.coords:
+            if index.name not in labels:
+                coords.append(index)
+                axis += 1
+                continue
+            want = labels.pop(index.name)
+            scalar = np.ndim(want) == 0 and not isinstance(want, (list, tuple))
+            target = [want] if scalar else list(want)
+            pos = index.get_indexer(target)
+            if (pos < 0).any():
+                raise ModelError(f"sel: dimension {index.name!r} has no label "
+                                 f"{', '.join(repr(t) for t, p in zip(target, pos) if p < 0)}")
+            if scalar:
+                idx = np.take(idx, int(pos[0]), axis=axis)
+            else:
+                idx = np.take(idx, pos, axis=axis)
+                coords.append(index[pos])
+                axis += 1
+        if labels:
+            raise ModelError(f"sel: no dimension named {', '.join(map(repr, labels))} (the expression's "
+                             f"dimensions: {', '.join(map(repr, self.dims))})")
+        return _labelled(self._select(idx.ravel(), idx.shape), tuple(coords))
+
     def reshape(self, *shape) -> "LinExpr":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])

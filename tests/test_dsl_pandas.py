@@ -292,3 +292,23 @@ def test_named_sums_expression_values_and_duals_come_back_labelled():
     assert x.sum(("plant", "market")).coords is None
     with pytest.raises(ModelError, match="no dimension named 'region'"):
         x.sum("region")
+
+
+def test_sel_selects_by_label_like_positional_indexing():
+    m = Model()
+    x = m.add_var(coords={"plant": PLANTS, "market": MARKETS}, name="x")
+    point = np.arange(12.0)
+    xv = point.reshape(4, 3)
+    one = x.sel(plant="milan")
+    np.testing.assert_array_equal(one.evaluate(point), xv[2])
+    assert one.dims == ("market",)
+    some = x.sel(market=["m3", "m1"], plant=["porto", "berlin"])
+    np.testing.assert_array_equal(some.evaluate(point), xv[np.ix_([3, 0], [2, 0])])
+    assert list(some.coords[0]) == ["porto", "berlin"] and list(some.coords[1]) == ["m3", "m1"]
+    assert np.asarray(x.sel(plant="lyon", market="m2").evaluate(point)) == xv[1, 1]
+    with pytest.raises(ModelError, match="no label 'rome'"):
+        x.sel(market="rome")
+    with pytest.raises(ModelError, match="no dimension named 'region'"):
+        x.sel(region="eu")
+    with pytest.raises(ModelError, match="has none"):
+        m.add_var(shape=2, name="u").sel(dim_0=1)
