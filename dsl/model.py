@@ -178,7 +178,8 @@ class Var(LinExpr):
         return np.arange(self.start, self.start + self.size)
 
     def __repr__(self):
-        return f"Var({self.name!r}, shape={self.shape}, {self.vtype})"
+        dims = "" if self.coords is None else f", dims={self.dims}"
+        return f"Var({self.name!r}, shape={self.shape}, {self.vtype}{dims})"
 
 
 class Model:

@@ -259,6 +259,8 @@ def test_results_frame_one_row_per_result():
     assert len(one) == 1 and one.loc[0, "method"] == r.method
     with pytest.raises(ModelError, match="item 1"):
         results_frame([r, 3])
+    named = results_frame({"a.mps": other, "b.mps": r})
+    assert list(named["instance"]) == ["a.mps", "toy"]
 
 
 def test_without_pandas_the_error_names_the_extra(monkeypatch):
