@@ -17,7 +17,8 @@ from ..core.errors import ModelError
 from ..core.interrupt import stop_reason
 
 MAX_ASSIGNMENTS = 1e7     # refuse when k^m / k! exceeds this
-BATCH = 100_000           # assignments per kernel call between time checks
+FIRST_BATCH = 1_000       # assignments in the first kernel call; the stop is checked between calls ...
+BATCH_SECONDS = 0.1       # ... and the batch doubles while a call takes less than this
 
 
 def assignment_count_estimate(m: int, k: int) -> float:
@@ -77,8 +78,14 @@ def _enumerate(X, k, labels, best, best_cost, budget):
     return False
 
 
-def solve_brute_force(points: np.ndarray, k: int, time_limit: float | None = None):
-    """``(assignment, cost, complete)``: the best assignment seen, and whether all were seen."""
+def solve_brute_force(points: np.ndarray, k: int, time_limit: float | None = None, progress=None):
+    """``(assignment, cost, complete)``: the best assignment seen, and whether all were seen.
+
+    The time limit and Ctrl-C are checked between kernel calls, whose batch grows from
+    FIRST_BATCH assignments while a call takes under BATCH_SECONDS (a fixed 10^5 took seconds
+    on 16 points in 3-D). ``progress``: a :class:`~solvopt.core.progress.Progress` for a line
+    as the enumeration begins and then its count.
+    """
     m = points.shape[0]
     estimate = assignment_count_estimate(m, k)
     if estimate > MAX_ASSIGNMENTS:
@@ -89,8 +96,17 @@ def solve_brute_force(points: np.ndarray, k: int, time_limit: float | None = Non
     labels = np.zeros(m, dtype=np.int64)
     best = labels.copy()
     best_cost = np.array([np.inf])
+    if progress is not None:
+        progress(f"brute force: about {estimate:.3g} assignments")
+    batch, seen = FIRST_BATCH, 0
     while True:
-        if _enumerate(X, k, labels, best, best_cost, BATCH):
+        began = time.perf_counter()
+        if _enumerate(X, k, labels, best, best_cost, batch):
             return best, float(best_cost[0]), True
+        seen += batch
+        if time.perf_counter() - began < BATCH_SECONDS:
+            batch *= 2
+        if progress is not None:
+            progress(f"brute force: {seen:,} assignments, best {best_cost[0]:.10g}")
         if stop_reason(deadline) is not None:
             return best, float(best_cost[0]), False

@@ -4,7 +4,8 @@ Scale: the points times ``f`` multiply every cost, the objective and the bound b
 (the problem is similarity-equivariant; every method solves in the unit frame of
 :class:`solvopt.khc.problem.KhcProblem` and settles its status there). Stop: 100 uniform
 points in 3-D with k = 3, which bnb does not prove within minutes, and which keeps sbb and
-partition-bound busy as long.
+partition-bound busy as long (the heuristic with a million restarts); brute force on 16 points
+in 3-D (about 7.2e6 assignments, under its refusal limit).
 """
 from __future__ import annotations
 
@@ -66,5 +67,17 @@ def _hard(folder) -> list[str]:
     return [str(_write_points(folder, "khc_hard.csv", _points(431, 100, 3))), "--k", "3"]
 
 
+def _restarts(folder) -> list[str]:
+    # the heuristic with a million k-plane restarts: minutes
+    return [*_hard(folder), "--restarts", "1000000"]
+
+
+def _enumeration(folder) -> list[str]:
+    # 16 points in 3-D, k = 3: about 7.2e6 assignments (under brute force's refusal limit), minutes
+    return [str(_write_points(folder, "khc_enumerate.csv", _points(1, 16, 3))), "--k", "3"]
+
+
 def stop_cases(folder=None) -> list[StopCase]:
-    return [StopCase("uniform-100x3-k3", _hard, _available(("bnb", "sbb", "partition-bound", "scip")))]
+    return [StopCase("uniform-100x3-k3", _hard, _available(("bnb", "sbb", "partition-bound", "scip"))),
+            StopCase("uniform-100x3-k3-restarts", _restarts, ("heuristic",)),
+            StopCase("uniform-16x3-k3", _enumeration, ("brute-force",))]

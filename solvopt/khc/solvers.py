@@ -87,6 +87,7 @@ class HeuristicSolver(KhcSolver):
         problem = KhcProblem.of(compiled)
         restarts = options.extra["restarts"]
         start = time.perf_counter()
+        Progress(options.progress, log=options.log)(f"heuristic: {restarts:,} k-plane restarts")   # the run has begun
         labels, _ = kplane(problem.unit, problem.k, restarts=restarts, seed=options.seed,
                            max_iter=options.extra["max_iter"], time_limit=options.time_limit,
                            pursuit=options.extra["pursuit"])
@@ -111,7 +112,8 @@ class BruteForceSolver(KhcSolver):
 
     def solve(self, compiled, options: SolveOptions) -> Result:
         problem = KhcProblem.of(compiled)
-        labels, cost, complete = solve_brute_force(problem.unit, problem.k, time_limit=options.time_limit)
+        labels, cost, complete = solve_brute_force(problem.unit, problem.k, time_limit=options.time_limit,
+                                                   progress=Progress(options.progress, log=options.log))
         if complete:
             return problem.result(labels, cost, stopped=None, method=self.name, message="every assignment enumerated")
         stopped = Termination.INTERRUPTED if stop_requested() else Termination.TIME_LIMIT
