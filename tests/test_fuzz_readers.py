@@ -332,6 +332,7 @@ EXPECTED = {  # file in tests/fuzz_cases -> words its one-line error holds
     "borrowing_limit_length.json": "borrowing_limit must be one number, or one per asset",
     "ces_without_rho.json": "a ces utility needs 'values' and 'rho'; missing 'rho'",
     "markov_lower_nested.json": "lower must be a number, a list of numbers (one per action) or rows of them",
+    "markov_upper_rows.json": "upper must be a number, 2 numbers (one per action) or 2 rows of 2",
     "mps_name_not_utf8.mps": "not UTF-8 text",
     "lp_name_not_utf8.lp": "not UTF-8 text",
 }

@@ -27,6 +27,19 @@ GAME_KEYS = ("quadratic", "shared_matrix", "shared_rhs", "transition_slopes", "i
 ECONOMY_KEYS = ("initial", "asset_returns", "borrowing_limit", "holding_limit", "asset_price_max", "price_sum")
 
 
+def _bounds_for(data: dict, name: str, default):
+    """``data[name]`` as bounds, its shape checked: a number, (D,) or (S, D) for S states and D actions."""
+    bounds = _bounds(data.get(name), default, name)
+    if isinstance(bounds, np.ndarray):
+        sizes, transitions = data.get("action_sizes"), data.get("transitions")
+        if isinstance(sizes, list) and all(isinstance(v, int) for v in sizes) and isinstance(transitions, list):
+            S, D = len(transitions), sum(sizes)
+            if bounds.shape not in ((D,), (S, D)):
+                raise ModelError(f"{name} must be a number, {D} numbers (one per action) or {S} rows of {D} "
+                                 f"(one per state); got shape {bounds.shape}")
+    return bounds
+
+
 def _bounds(value, default, what: str):
     """``lower`` / ``upper``: a number, one per action, or states x actions rows; null = unbounded.
 
@@ -76,8 +89,7 @@ def model_from_json(data: dict, path: str, **params):
         if data["kind"] == "markov_pseudo_game":
             extra = {k: data[k] for k in GAME_KEYS if data.get(k) is not None}
             return MarkovPseudoGame(data["action_sizes"], data["linear"], data["transitions"], data["discount"],
-                                    lower=_bounds(data.get("lower"), 0.0, "lower"),
-                                    upper=_bounds(data.get("upper"), np.inf, "upper"),
+                                    lower=_bounds_for(data, "lower", 0.0), upper=_bounds_for(data, "upper", np.inf),
                                     **extra)
         from .instance import form_from_json
         extra = {k: data[k] for k in ECONOMY_KEYS if data.get(k) is not None}
