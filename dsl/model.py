@@ -23,7 +23,7 @@ from solvopt.core.registry import compile_and_run, get_solver
 from solvopt.core.result import Result
 
 from .arrays import require_pandas
-from .expr import Constraint, LinExpr, QuadExpr, _align_pandas, _as_const, _pandas_kind, _widen, labelled_values
+from .expr import Constraint, LinExpr, QuadExpr, _align_pandas, _as_const, _pandas_kind, _widen
 from .highs_export import load_standard_form, new_highs
 from .standard_form import QuadConstraint, StandardForm
 
