@@ -99,6 +99,10 @@ class Run:
 
     def wait_started(self) -> None:
         if not self.started.wait(WAIT_FOR_START) or self.solve_start is None:
+            try:
+                self.proc.wait(timeout=5)        # the reader saw the end of stderr: let the process be reaped
+            except subprocess.TimeoutExpired:
+                pass
             running = self.proc.poll() is None
             self.kill()
             pytest.fail(f"no progress line (the solve's start) within {WAIT_FOR_START:.0f} s: "
