@@ -48,11 +48,11 @@ def _game(path: Path, name: str | None) -> Path:
 def test_colliding_inputs_each_keep_their_result(tmp_path, capsys):
     (tmp_path / "d1").mkdir()
     (tmp_path / "d2").mkdir()
-    small = SAMPLES / "transport" / "small.npz"
-    inputs = [tmp_path / "a.npz", _game(tmp_path / "a.json", "shared"), tmp_path / "d1" / "small.npz",
-              tmp_path / "d2" / "small.npz", _game(tmp_path / "b.json", "shared")]
-    for p in (inputs[0], inputs[2], inputs[3]):
-        shutil.copy(small, p)
+    inputs = [tmp_path / "a.npz", _game(tmp_path / "a.json", "shared"), tmp_path / "d1" / "small.mps",
+              tmp_path / "d2" / "small.mps", _game(tmp_path / "b.json", "shared")]
+    shutil.copy(SAMPLES / "transport" / "small.npz", inputs[0])
+    for p in inputs[2:4]:
+        shutil.copy(SAMPLES / "lp" / "knapsack.mps", p)
     out = tmp_path / "out"
     code, stdout, err = _run(capsys, "solve", *inputs, "--out", out)
     assert code == 0, err
