@@ -91,12 +91,17 @@ def _as_const(value, where: str) -> np.ndarray:
 
 # bytes an expression element costs at least (a row pointer, one term, a constant, temporaries)
 BYTES_PER_ELEMENT = 40
+# below this many bytes an array fits on any machine: the memory checks skip reading its size
+SMALL_BYTES = 1 << 26
 
 
 def _check_size(shape: tuple, what: str) -> None:
     """Refuse an expression whose elements alone would not fit in memory (before allocating)."""
     size = int(np.prod(shape, dtype=object))
-    need, have = BYTES_PER_ELEMENT * size, machine_memory()
+    need = BYTES_PER_ELEMENT * size
+    if need < SMALL_BYTES:       # fits anywhere: no need to read the machine's memory (a file read)
+        return
+    have = machine_memory()
     if have is not None and need > have:
         raise ModelError(f"{what} of shape {shape} has {size:,} elements and would need over {format_bytes(need)} of "
                          f"memory; this machine has {format_bytes(have)}")

@@ -23,7 +23,7 @@ from solvopt.core.registry import compile_and_run, get_solver
 from solvopt.core.result import Result
 
 from .arrays import require_pandas
-from .expr import Constraint, LinExpr, QuadExpr, _align_pandas, _as_const, _pandas_kind, _widen
+from .expr import SMALL_BYTES, Constraint, LinExpr, QuadExpr, _align_pandas, _as_const, _pandas_kind, _widen
 from .highs_export import load_standard_form, new_highs
 from .standard_form import QuadConstraint, StandardForm
 
@@ -224,7 +224,8 @@ class Model:
         if name in self.vars:
             raise ModelError(f"a variable named {name!r} already exists")
         size = int(np.prod(shape, dtype=object))   # exact: no overflow for absurd shapes
-        need, have = BYTES_PER_VARIABLE * size, machine_memory()
+        need = BYTES_PER_VARIABLE * size
+        have = None if need < SMALL_BYTES else machine_memory()   # small: fits anywhere, no file read
         if have is not None and need > have:
             raise ModelError(f"variable {name!r} of shape {shape} has {size:,} entries and would need about "
                              f"{format_bytes(need)} of memory; this machine has {format_bytes(have)}")
