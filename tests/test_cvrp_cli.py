@@ -27,14 +27,14 @@ def test_chunk_goes_to_the_solver_and_the_estimate_to_the_json(capsys):
 
 @pytest.mark.slow
 def test_sigint_prints_the_estimate_over_the_scenarios_done(tmp_path):
-    """SIGINT once the first chunk has reported: the JSON line carries the estimate, exit 130."""
+    """SIGINT once the chunk loop has begun: the JSON line carries the estimate, exit 130."""
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, "-m", "solvopt.cli", "solve", str(VRP), "--scenarios", "100000000",
                              "--chunk", "100000", "--progress", "--json", "--out", str(tmp_path / "out")],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         seen = []
-        for line in proc.stderr:                       # the first progress line: the chunk loop is running
+        for line in proc.stderr:                       # the first progress line: the chunk loop begins
             seen.append(line)
             if "scenarios" in line:
                 break
@@ -46,6 +46,7 @@ def test_sigint_prints_the_estimate_over_the_scenarios_done(tmp_path):
     record = json.loads(out.strip().splitlines()[-1])
     assert record["termination"] == "interrupted" and record["solution_status"] == "feasible"
     done = record["solution"]["scenarios"]
-    assert 0 < done < 10**8 and done % 100000 == 0 and record["objective"] is not None
+    # a stop is seen between the pieces a chunk runs in, so ``done`` need not be whole chunks
+    assert 0 < done < 10**8 and record["objective"] is not None
     assert f"after {done:,} of 100,000,000 scenarios" in record["message"]
     assert (tmp_path / "out" / "X-n101-k25.json").exists() and "Traceback" not in err
