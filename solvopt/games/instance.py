@@ -81,6 +81,14 @@ def form_from_json(spec: dict, what: str = "utility"):
     return utility_from_params(kind, params)
 
 
+def _fits(count: int, what: str) -> None:
+    """Refuse, before allocating, ``count`` float64 numbers that would not fit in memory."""
+    from solvopt.core.memory import format_bytes, memory_budget
+    need, budget = 8 * count, memory_budget()
+    if need > budget:
+        raise ModelError(f"{what} needs {format_bytes(need)}, more than the {format_bytes(budget)} allowed here")
+
+
 def _matrix(value, shape, what):
     arr = numeric(value, what, len(shape))
     if arr.shape != shape:
@@ -120,7 +128,11 @@ def game_from_json(data: dict) -> PseudoGame:
             game.maximize(var, form_from_json(p["form"]))
         else:
             spec = p.get("utility", p.get("cost"))
-            Q = _matrix(spec.get("Q", np.zeros((n, n))), (n, n), f"player {p['name']!r}: Q")
+            if "Q" in spec:  # checked against (n, n) before anything of that size is made
+                Q = _matrix(spec["Q"], (n, n), f"player {p['name']!r}: Q")
+            else:
+                _fits(n * n, f"player {p['name']!r}: a quadratic form over the joint action of {n} numbers")
+                Q = np.zeros((n, n))
             c = _matrix(spec.get("c", np.zeros(n)), (n,), f"player {p['name']!r}: c")
             if not np.allclose(Q, Q.T):
                 raise ModelError(f"player {p['name']!r}: Q must be symmetric")
