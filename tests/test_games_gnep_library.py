@@ -1,0 +1,171 @@
+"""The Facchinei-Kanzow GNEP library (solvopt.games.gnep_library): data, files, solves, checks.
+
+Every solved point is verified independently of solvopt: each player's best response is
+computed by scipy (SLSQP over the problem's original bounds and linear rows, the cost and its
+gradient as plain NumPy from the appendix's formulas), and its regret is compared with the
+certified exploitability (which must bound it) and with 1e-5.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+from scipy.optimize import LinearConstraint, minimize
+
+from solvopt.core.errors import ModelError
+from solvopt.games.gnep_library import NAMES, problem, problems
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FOLDER = ROOT / "instances" / "games" / "gnep"
+
+# instances whose default solve does not converge within a few seconds today: solved under a short
+# limit (the certificate's honesty is still checked), marked slow
+SLOW = {"A.1", "A.14", "A.16a", "A.16b", "A.16c", "A.16d"}
+# within the short limit these do not reach regret 1e-5 yet (recorded in benchmarks/games_gnep.py)
+NOT_CONVERGED = {"A.14", "A.16c", "A.16d"}
+
+
+def best_response_regrets(p, x) -> np.ndarray:
+    """theta_i(x) - min over player i's feasible set (others fixed) of theta_i, by scipy, per player."""
+    regrets = []
+    for i, cols in enumerate(p.blocks):
+        others = np.setdiff1d(np.arange(p.n), cols)
+
+        def joint(y, x=x, cols=cols):
+            z = x.copy()
+            z[cols] = y
+            return z
+
+        f = lambda y, i=i: p.cost(i, joint(y))                           # noqa: E731
+        g = lambda y, i=i, cols=cols: p.cost_gradient(i, joint(y))[cols]  # noqa: E731
+        cons = []
+        for r in p.rows_of(i):
+            shift = r.A[:, others] @ x[others]
+            cons.append(LinearConstraint(r.A[:, cols], r.lo - shift, r.hi - shift))
+        bounds = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi)
+                  for lo, hi in zip(p.lb[cols], p.ub[cols])]
+        best = f(x[cols])
+        starts = [x[cols]]
+        box = np.clip(np.zeros(len(cols)), p.lb[cols], p.ub[cols])
+        starts.append(0.5 * (box + x[cols]))
+        for y0 in starts:
+            res = minimize(f, y0, jac=g, bounds=bounds, constraints=cons, method="SLSQP",
+                           options={"ftol": 1e-15, "maxiter": 500})
+            y = res.x
+            feasible = all(np.all(c.A @ y >= c.lb - 1e-9) and np.all(c.A @ y <= c.ub + 1e-9) for c in cons) and \
+                np.all(y >= p.lb[cols] - 1e-9) and np.all(y <= p.ub[cols] + 1e-9)
+            if feasible:
+                best = min(best, f(y))
+        regrets.append(f(x[cols]) - best)
+    return np.array(regrets)
+
+
+def feasible(p, x, tol=1e-7) -> bool:
+    if np.any(x < p.lb - tol) or np.any(x > p.ub + tol):
+        return False
+    return all(np.all(r.A @ x >= r.lo - tol) and np.all(r.A @ x <= r.hi + tol) for r in p.rows)
+
+
+# --- data --------------------------------------------------------------------------------------
+def test_library_has_the_twelve_instances():
+    assert NAMES == ["A.1", "A.11", "A.12", "A.13", "A.14", "A.15", "A.16a", "A.16b", "A.16c", "A.16d",
+                     "A.17", "A.18"]
+    with pytest.raises(ModelError, match="unknown problem"):
+        problem("A.2")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gradients_are_exact_and_costs_convex_in_own_action(name):
+    """The hand-written gradients match central differences; each cost is convex along own directions."""
+    p = problem(name)
+    rng = np.random.default_rng(0)
+    lo = np.where(np.isfinite(p.lb), p.lb, -5.0)
+    hi = np.where(np.isfinite(p.ub), np.minimum(p.ub, lo + 50.0), lo + 10.0)
+    for _ in range(3):
+        x = lo + (hi - lo) * rng.uniform(0.05, 0.95, p.n)
+        for i, cols in enumerate(p.blocks):
+            g = p.cost_gradient(i, x)
+            h = 1e-6 * max(1.0, float(np.abs(x).max()))
+            fd = np.array([(p.cost(i, x + h * e) - p.cost(i, x - h * e)) / (2 * h) for e in np.eye(p.n)])
+            assert np.allclose(g, fd, rtol=1e-5, atol=1e-6 * max(1.0, np.abs(fd).max()))
+            d = np.zeros(p.n)
+            d[cols] = rng.normal(size=len(cols))
+            t = 1e-2 * (hi - lo).min()
+            mid = p.cost(i, x)
+            assert p.cost(i, x + t * d) + p.cost(i, x - t * d) - 2 * mid >= -1e-9 * max(1.0, abs(mid))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_published_point_is_nearly_an_equilibrium(name):
+    """The appendix's point (where printed) is feasible to 1e-3 and its scipy regrets are small."""
+    p = problem(name)
+    if p.published is None:
+        pytest.skip("no single published point (a set of equilibria)")
+    assert feasible(p, p.published, tol=1e-3)
+    scale = max(1.0, max(abs(p.cost(i, p.published)) for i in range(len(p.sizes))))
+    assert np.all(best_response_regrets(p, p.published) <= 1e-3 * scale)
+
+
+def test_instance_files_match_the_library():
+    """instances/games/gnep holds exactly the quadratic problems, equal to what the factories state."""
+    quadratic = {p.file_stem: p for p in problems() if p.quadratic is not None}
+    files = {f.stem: f for f in FOLDER.glob("*.json")}
+    assert set(files) == set(quadratic) == {"fk_a11", "fk_a12", "fk_a13", "fk_a15", "fk_a17", "fk_a18"}
+    for stem, path in files.items():
+        assert json.loads(path.read_text()) == json.loads(json.dumps(quadratic[stem].instance()))
+
+
+@pytest.mark.parametrize("stem", ["fk_a13", "fk_a18"])
+def test_instance_files_load_through_the_reader(stem):
+    from solvopt.io.base import read_instance
+    from solvopt.games.instance import model_from_instance
+    path = FOLDER / f"{stem}.json"
+    model = model_from_instance(read_instance(str(path)))
+    p = next(q for q in problems() if q.file_stem == stem)
+    data = model.data()
+    x = np.clip(np.arange(p.n, dtype=float), p.lb, np.minimum(p.ub, 20.0))
+    for i, u in enumerate(data.utilities):
+        assert np.isclose(-u.value(x), p.cost(i, x), rtol=1e-12, atol=1e-12)
+    assert data.A.shape[1] == p.n
+
+
+def test_non_quadratic_problems_have_no_json():
+    with pytest.raises(ModelError, match="not quadratic"):
+        problem("A.16a").instance()
+
+
+# --- solves -----------------------------------------------------------------------------------
+def _solve_and_check(name, time_limit):
+    p = problem(name)
+    kw = {} if p.start is None else {"start": p.start}
+    result = p.model().solve(time_limit=time_limit, **kw)
+    x = np.asarray(result.solution["actions"], dtype=float)
+    assert feasible(p, x)
+    regrets = best_response_regrets(p, x)
+    # the certified exploitability is an upper bound of every true regret (scipy finds a lower bound)
+    scale = result.stats.get("payoff_scale", 1.0)
+    assert regrets.sum() <= result.objective + 1e-9 * scale
+    return p, result, x, regrets
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in SLOW])
+def test_default_method_solves_to_a_verified_equilibrium(name):
+    p, result, x, regrets = _solve_and_check(name, time_limit=10.0)
+    assert result.termination.value == "optimal"
+    assert np.all(regrets <= 1e-5)
+    if p.unique and p.published is not None:
+        assert np.abs(x - p.published).max() <= 5e-3 * max(1.0, np.abs(p.published).max())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SLOW))
+def test_slow_instances_certificate_is_honest_under_a_short_limit(name):
+    """A.1, A.14, A.16: a 2-second run returns a feasible point whose certificate bounds the true regrets."""
+    p, result, x, regrets = _solve_and_check(name, time_limit=2.0)
+    if name in NOT_CONVERGED:
+        return                        # not yet an equilibrium within 2 s: only the certificate is checked
+    assert np.all(regrets <= 1e-5)
+    if p.unique and p.published is not None and name != "A.16a":
+        assert np.abs(x - p.published).max() <= 5e-3 * max(1.0, np.abs(p.published).max())
