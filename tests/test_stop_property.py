@@ -8,6 +8,9 @@ case and method, ``solvopt solve FILE --method M --json --progress`` runs as a s
   exit code 130 and the instance's result row (termination ``interrupted``) on stdout;
 - ``--time-limit 1`` must return within 1.5 s of the solve's start, with its result row.
 
+The ``dp`` family reads no instance files; its engine is reached from the CLI through ``cvrp``
+and ``irp``, and :func:`test_dp_engine_stops_inside_a_chunk` checks its API the same way.
+
 Timing, so that the test measures the stop and nothing else:
 
 - *the solve's start* is read from the first progress line on stderr: its ``[  t s]`` stamp is
@@ -169,3 +172,37 @@ def test_sigint_and_time_limit_are_honoured(case, method, tmp_path):
     row = _row(out)
     assert row["termination"] == "interrupted", row
     assert "Traceback" not in run.stderr()
+
+
+def _sampled_dp():
+    """10^9 sampled scenarios of a 10-layer DAG: hours of work, each chunk (memory-sized) seconds."""
+    import numpy as np
+
+    from solvopt.dsl import LayeredDP
+    from solvopt.dsl.layered_dp import Transitions
+    states = [1] + [20] * 10
+
+    def sampler(rng, count):
+        return [rng.uniform(0.0, 1.0, (count, a, b)) for a, b in zip(states[:-1], states[1:])]
+    layers = [Transitions(mask=np.ones((a, b), bool)) for a, b in zip(states[:-1], states[1:])]
+    return LayeredDP(states, layers, scenarios=10 ** 9, sampler=sampler)
+
+
+@pytest.mark.parametrize("method", ["numpy", "numba"])
+def test_dp_engine_stops_inside_a_chunk(method):
+    """The dp family reads no instance files, so the CLI test reaches its engine through cvrp and irp;
+    here its API: a time limit of 1 s and a stop request 1 s in end a sampled run within the margin."""
+    from solvopt.core.interrupt import request_stop
+    model = _sampled_dp()
+    model.solve(method, time_limit=0.2, paths=0)           # warm-up: Numba's compilation is not timed
+    began = time.perf_counter()
+    r = model.solve(method, time_limit=1.0, paths=0)
+    assert time.perf_counter() - began <= 1.5 + MARGIN and r.termination.value == "time_limit"
+    assert 0 < r.stats["scenarios"] < 10 ** 9 and r.solution_status.value == "feasible"
+    timer = threading.Timer(1.0, request_stop)
+    timer.start()
+    began = time.perf_counter()
+    r = model.solve(method, paths=0)
+    timer.join()
+    assert time.perf_counter() - began <= 2.0 + MARGIN and r.termination.value == "interrupted"
+    assert 0 < r.stats["scenarios"] < 10 ** 9

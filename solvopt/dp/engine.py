@@ -194,12 +194,13 @@ def scenario_chunk(compiled: CompiledDP, backend, seed: int, plan: ChunkPlan, in
     finals, kernel_time, at, stopped, paths = [], 0.0, start, None, []
     while at < stop:
         n = min(pieces_of, stop - at)
+        began = time.perf_counter()
         tensors = compiled.chunk(at, n, seed)
         t0 = time.perf_counter()
         final, _ = run_kernel(compiled, backend, tensors, track=False)
         backend.synchronize()
-        took = time.perf_counter() - t0
-        kernel_time += took
+        kernel_time += time.perf_counter() - t0
+        took = time.perf_counter() - began           # the piece's time: building (sampling) and the kernel
         finals.append(final)
         local = spec.paths[(spec.paths >= at) & (spec.paths < at + n)] - at
         if local.size:
