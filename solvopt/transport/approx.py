@@ -122,6 +122,7 @@ class Approx(Solver):
         start = time.perf_counter()
         deadline = None if options.time_limit is None else start + options.time_limit
         progress = Progress(options.progress, log=options.log)
+        progress(f"approx: {model.n} x {model.m}, p = {model.p:g}: the two-hop graph", force=True)
         extra = options.extra
         kernels = "cuda" if resolve_device(options.device) == "gpu" and model.cost is None else "numba"
         k = extra["centres"] or default_centres(model.n, model.m)

@@ -204,6 +204,9 @@ class ExactTransport(Solver):
         deadline = None if options.time_limit is None else start + options.time_limit
         stop = lambda: stop_reason(deadline) is not None          # noqa: E731
         assignment = options.extra["assignment"] and uniform_square(model)
+        Progress(options.progress, log=options.log)(
+            f"exact: {model.n} x {model.m}, p = {model.p:g}: "
+            + ("linear_sum_assignment" if assignment else "min-cost flow") + " on the full matrix", force=True)
         reference, cap, bottleneck = None, math.inf, None
         if model.p > LARGE_P:
             # d^p spans more decades than float64 and the engines resolve: settle the bottleneck
@@ -334,6 +337,7 @@ def bottleneck_search(model, options, engine: str = "auto", raw: bool = False):
     start = time.perf_counter()
     deadline = None if options.time_limit is None else start + options.time_limit
     progress = Progress(options.progress, log=options.log)
+    progress(f"bottleneck: {model.n} x {model.m}: sorting the distances", force=True)
     rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
 
     def prepare():
@@ -426,6 +430,8 @@ class PotTransport(Solver):
         start = time.perf_counter()
         deadline = None if options.time_limit is None else start + options.time_limit
         stop = lambda: stop_reason(deadline) is not None          # noqa: E731
+        Progress(options.progress, log=options.log)(f"pot: {model.n} x {model.m}, p = {model.p:g}: ot.emd",
+                                                    force=True)
         reference, cap, bottleneck = None, math.inf, None
         if model.p > LARGE_P:                       # as for method exact: lengths in units of W_inf
             bottleneck, w_inf, stopped = bottleneck_search(model, options, engine="auto", raw=True)
