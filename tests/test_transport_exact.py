@@ -236,7 +236,7 @@ def test_interrupted_bottleneck_returns_its_plan_and_a_certified_bound():
     rng = np.random.default_rng(9)
     t = Transport(rng.random((60, 2)), rng.random((45, 2)), p="inf")
     full = t.solve("bottleneck")
-    r = t.solve("bottleneck", log=lambda line: request_stop())
+    r = t.solve("bottleneck", log=lambda line: "tests" in line and request_stop())   # after the first test
     assert r.termination is Termination.INTERRUPTED and r.solution_status is SolutionStatus.FEASIBLE
     assert r.bound <= full.objective <= r.objective and r.stats["iterations"] == 1
     _marginals_ok(t, r)
