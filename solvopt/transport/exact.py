@@ -337,7 +337,9 @@ def bottleneck_search(model, options, engine: str = "auto", raw: bool = False):
     start = time.perf_counter()
     deadline = None if options.time_limit is None else start + options.time_limit
     progress = Progress(options.progress, log=options.log)
-    progress(f"bottleneck: {model.n} x {model.m}: sorting the distances", force=True)
+    # the start line from its own Progress: the search's first test line is not throttled away
+    Progress(options.progress, log=options.log)(f"bottleneck: {model.n} x {model.m}: sorting the distances",
+                                                force=True)
     rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
 
     def prepare():
