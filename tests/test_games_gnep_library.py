@@ -12,7 +12,6 @@ import pathlib
 
 import numpy as np
 import pytest
-from scipy.optimize import LinearConstraint, minimize
 
 from solvopt.core.errors import ModelError
 from solvopt.games.gnep_library import NAMES, problem, problems
@@ -27,38 +26,7 @@ SLOW = {"A.1", "A.14", "A.16a", "A.16b", "A.16c", "A.16d"}
 
 
 def best_response_regrets(p, x) -> np.ndarray:
-    """theta_i(x) - min over player i's feasible set (others fixed) of theta_i, by scipy, per player."""
-    regrets = []
-    for i, cols in enumerate(p.blocks):
-        others = np.setdiff1d(np.arange(p.n), cols)
-
-        def joint(y, x=x, cols=cols):
-            z = x.copy()
-            z[cols] = y
-            return z
-
-        f = lambda y, i=i: p.cost(i, joint(y))                           # noqa: E731
-        g = lambda y, i=i, cols=cols: p.cost_gradient(i, joint(y))[cols]  # noqa: E731
-        cons = []
-        for r in p.rows_of(i):
-            shift = r.A[:, others] @ x[others]
-            cons.append(LinearConstraint(r.A[:, cols], r.lo - shift, r.hi - shift))
-        bounds = [(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi) else hi)
-                  for lo, hi in zip(p.lb[cols], p.ub[cols])]
-        best = f(x[cols])
-        starts = [x[cols]]
-        box = np.clip(np.zeros(len(cols)), p.lb[cols], p.ub[cols])
-        starts.append(0.5 * (box + x[cols]))
-        for y0 in starts:
-            res = minimize(f, y0, jac=g, bounds=bounds, constraints=cons, method="SLSQP",
-                           options={"ftol": 1e-15, "maxiter": 500})
-            y = res.x
-            feasible = all(np.all(c.A @ y >= c.lb - 1e-9) and np.all(c.A @ y <= c.ub + 1e-9) for c in cons) and \
-                np.all(y >= p.lb[cols] - 1e-9) and np.all(y <= p.ub[cols] + 1e-9)
-            if feasible:
-                best = min(best, f(y))
-        regrets.append(f(x[cols]) - best)
-    return np.array(regrets)
+    return p.scipy_regrets(x)
 
 
 def feasible(p, x, tol=1e-7) -> bool:

@@ -104,6 +104,47 @@ class GNEP:
         """The rows that bind player i: its own and the shared ones."""
         return [r for r in self.rows if r.owner in (-1, i)]
 
+    # --- an independent check --------------------------------------------------------------------
+    def scipy_regrets(self, x) -> np.ndarray:
+        """Per player, theta_i(x) - the best cost scipy finds over its original feasible set (others fixed).
+
+        SLSQP over the player's bounds and rows (its own and the shared ones, the others' actions
+        fixed) with the plain cost and gradient, from the point itself and a second start; it
+        uses nothing of solvopt's solvers, so it checks their answers from outside. A local
+        method on a convex problem: the value is the true regret up to SLSQP's accuracy.
+        """
+        from scipy.optimize import LinearConstraint, minimize
+        x = np.asarray(x, dtype=float)
+        regrets = []
+        for i, cols in enumerate(self.blocks):
+            others = np.setdiff1d(np.arange(self.n), cols)
+
+            def joint(y, cols=cols):
+                z = x.copy()
+                z[cols] = y
+                return z
+
+            f = lambda y, i=i: self.cost(i, joint(y))                              # noqa: E731
+            g = lambda y, i=i, cols=cols: self.cost_gradient(i, joint(y))[cols]     # noqa: E731
+            cons = []
+            for r in self.rows_of(i):
+                shift = r.A[:, others] @ x[others]
+                cons.append(LinearConstraint(r.A[:, cols], r.lo - shift, r.hi - shift))
+            bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+                      for lo, hi in zip(self.lb[cols], self.ub[cols])]
+            here = f(x[cols])
+            best = here
+            box = np.clip(np.zeros(len(cols)), self.lb[cols], self.ub[cols])
+            for y0 in (x[cols], 0.5 * (box + x[cols])):
+                res = minimize(f, y0, jac=g, bounds=bounds, constraints=cons, method="SLSQP",
+                               options={"ftol": 1e-15, "maxiter": 500})
+                y = res.x
+                ok = all(np.all(c.A @ y >= c.lb - 1e-9) and np.all(c.A @ y <= c.ub + 1e-9) for c in cons)
+                if ok and np.all(y >= self.lb[cols] - 1e-9) and np.all(y <= self.ub[cols] + 1e-9):
+                    best = min(best, f(y))
+            regrets.append(here - best)
+        return np.array(regrets)
+
     # --- solvopt's model and instance ----------------------------------------------------------
     def instance(self) -> dict:
         """The JSON instance (``kind: pseudo_game``); only for problems whose costs are all quadratic."""

@@ -1,0 +1,184 @@
+"""The Facchinei-Kanzow GNEP library side by side: solvopt's default method against nashopt.
+
+For each of the twelve instances solvopt states (A.1, A.11-A.18 with A.16a-d; see
+``solvopt.games.gnep_library``): our default method's wall time, termination, certified
+exploitability and VE gap, the time at which the certified exploitability first reached 1e-6,
+the largest regret scipy's best responses find at our point (independent of our solvers), and
+the distance to the appendix's published point; then nashopt (bemporad/nashopt, JAX: the KKT
+system of the variational GNE by root finding), when installed, on the same costs and
+constraints: its total time (problem built, JAX compilation, solve), its time without the JIT
+compilation (its own ``stats.elapsed_time - stats.jax_jit_time``), and its point certified by
+*our* exploitability and by scipy's regrets. Ratios: ours / nashopt's total and / nashopt without JIT.
+
+    python benchmarks/games_gnep.py [--time-limit 60] [--only A.13 A.16a]
+
+Writes ``benchmarks/results/games_gnep.json`` and ``.md``. Single runs on whatever machine runs it
+(the date, the load and the CPU count are in the files): times are indicative.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import sys
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+
+from solvopt.games.exploitability import static_exploitability, ve_gap
+from solvopt.games.gnep_library import NAMES, problem
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+
+
+def _distance(p, x):
+    if p.published is None:
+        return None
+    return float(np.abs(np.asarray(x) - p.published).max())
+
+
+def _time_to(history, level):
+    for row in history or []:
+        if row[2] is not None and row[2] <= level:
+            return float(row[1])
+    return None
+
+
+def run_ours(p, time_limit):
+    model = p.model()
+    kw = {} if p.start is None else {"start": p.start}
+    start = time.perf_counter()
+    r = model.solve(time_limit=time_limit, **kw)
+    wall = time.perf_counter() - start
+    x = r.solution.get("actions")
+    out = {"method": r.method, "termination": r.termination.value, "wall_s": wall,
+           "exploitability": r.objective, "ve_gap": r.stats.get("ve_gap"),
+           "payoff_scale": r.stats.get("payoff_scale"), "iterations": r.stats.get("iterations"),
+           "time_to_1e-6_s": _time_to(r.stats.get("history"), 1e-6)}
+    if x is not None:
+        x = np.asarray(x, dtype=float)
+        out.update(actions=x.tolist(), scipy_max_regret=float(p.scipy_regrets(x).max()),
+                   published_distance=_distance(p, x))
+    return out
+
+
+def run_nashopt(p):
+    try:
+        import jax
+        import jax.numpy as jnp
+        from nashopt import GNEP as NashGNEP
+        from importlib.metadata import version
+    except Exception as exc:  # noqa: BLE001 - an optional anchor
+        return {"skipped": f"nashopt not available ({type(exc).__name__}: {exc})"}
+    jax.config.update("jax_enable_x64", True)
+    A = np.vstack([r.A for r in p.rows]) if p.rows else np.zeros((0, p.n))
+    lo = np.concatenate([r.lo for r in p.rows]) if p.rows else np.zeros(0)
+    hi = np.concatenate([r.hi for r in p.rows]) if p.rows else np.zeros(0)
+    # nashopt states shared inequalities g(x) <= 0 only; a player's own rows involve only its own
+    # variables, so as shared rows they leave every player's feasible set (and the VE) unchanged
+    G = jnp.asarray(np.vstack([A[np.isfinite(hi)], -A[np.isfinite(lo)]]))
+    h = jnp.asarray(np.concatenate([hi[np.isfinite(hi)], -lo[np.isfinite(lo)]]))
+    ng = int(G.shape[0])
+    x0 = p.start if p.start is not None else np.clip(np.zeros(p.n), p.lb, p.ub)
+    start = time.perf_counter()
+    try:
+        game = NashGNEP(list(p.sizes), list(p.costs), g=(lambda x: G @ x - h) if ng else None, ng=ng or None,
+                        lb=p.lb, ub=p.ub, variational=bool(ng))
+        sol = game.solve(x0=x0, verbose=0)
+    except Exception as exc:  # noqa: BLE001 - the anchor's failure is a result
+        return {"error": f"{type(exc).__name__}: {exc}", "version": version("nashopt")}
+    wall = time.perf_counter() - start
+    x = np.clip(np.asarray(sol.x, dtype=float)[:p.n], p.lb, p.ub)
+    data = p.model().data()
+    return {"version": version("nashopt"), "wall_s": wall, "jit_s": float(sol.stats.jax_jit_time),
+            "solve_without_jit_s": float(sol.stats.elapsed_time - sol.stats.jax_jit_time),
+            "exploitability": static_exploitability(data, x).value, "ve_gap": ve_gap(data, x).value,
+            "scipy_max_regret": float(p.scipy_regrets(x).max()), "published_distance": _distance(p, x),
+            "actions": x.tolist()}
+
+
+def _fmt(v, spec=".2e"):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    return format(v, spec)
+
+
+def markdown(meta, rows) -> str:
+    lines = ["# Facchinei-Kanzow GNEP library: solvopt (default method) and nashopt", "",
+             f"Run {meta['date']} on {meta['machine']} ({meta['cpus']} CPUs, load average {meta['load']}), "
+             f"our time limit {meta['time_limit']} s per instance. Command: `{meta['command']}`.", "",
+             "Ours: wall time, status, certified exploitability (an upper bound; absolute, in the problem's payoff "
+             "units), VE gap, first time the certified exploitability was <= 1e-6, the largest regret scipy's "
+             "best responses (SLSQP over the original constraints) find at our point, and the max-norm distance "
+             "to the appendix's published point. nashopt: total time of one call (problem built, JAX compiled, "
+             "solved), time without the JIT compilation, its point's exploitability by our certificate, scipy's "
+             "regret there and its distance to the published point. ratio = our wall time / nashopt's.", "",
+             "| problem | n | ours: time (s) | status | exploitability | VE gap | to 1e-6 (s) | scipy regret | "
+             "dist. published | nashopt total (s) | w/o JIT (s) | nashopt exploit. | nashopt regret | "
+             "nashopt dist. | ratio total | ratio w/o JIT |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for row in rows:
+        o, a = row["ours"], row.get("nashopt", {})
+        ok = "wall_s" in a
+        lines.append("| " + " | ".join([
+            row["problem"], str(row["n"]), _fmt(o["wall_s"], ".2f"), o["termination"], _fmt(o.get("exploitability")),
+            _fmt(o.get("ve_gap")), _fmt(o.get("time_to_1e-6_s"), ".2f"), _fmt(o.get("scipy_max_regret")),
+            _fmt(o.get("published_distance")),
+            _fmt(a.get("wall_s"), ".2f") if ok else a.get("error", a.get("skipped", "-"))[:40],
+            _fmt(a.get("solve_without_jit_s"), ".3f"), _fmt(a.get("exploitability")),
+            _fmt(a.get("scipy_max_regret")), _fmt(a.get("published_distance")),
+            _fmt(o["wall_s"] / a["wall_s"], ".2f") if ok else "-",
+            _fmt(o["wall_s"] / a["solve_without_jit_s"], ".2f") if ok and a["solve_without_jit_s"] > 0 else "-",
+        ]) + " |")
+    lines += ["", "Notes from the library (`solvopt.games.gnep_library`):", ""]
+    for row in rows:
+        if row["notes"]:
+            lines.append(f"- {row['problem']}: {row['notes']}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--no-nashopt", action="store_true")
+    ap.add_argument("--out", default=str(RESULTS / "games_gnep"))
+    args = ap.parse_args(argv)
+    names = args.only or NAMES
+    rows = []
+    for name in names:
+        p = problem(name)
+        ours = run_ours(p, args.time_limit)
+        print(f"{name:6s} ours {ours['termination']:18s} {ours['wall_s']:7.2f}s exploitability "
+              f"{_fmt(ours['exploitability'])} VE gap {_fmt(ours['ve_gap'])} scipy regret "
+              f"{_fmt(ours.get('scipy_max_regret'))} dist {_fmt(ours.get('published_distance'))}", flush=True)
+        row = {"problem": name, "n": p.n, "players": len(p.sizes), "concept": p.concept, "unique": p.unique,
+               "published": None if p.published is None else p.published.tolist(), "notes": p.notes, "ours": ours}
+        if not args.no_nashopt:
+            row["nashopt"] = anchor = run_nashopt(p)
+            if "wall_s" in anchor:
+                print(f"{name:6s} nashopt {anchor['wall_s']:.2f}s (without JIT {anchor['solve_without_jit_s']:.3f}s) "
+                      f"exploitability {_fmt(anchor['exploitability'])} scipy regret "
+                      f"{_fmt(anchor['scipy_max_regret'])} dist {_fmt(anchor['published_distance'])}", flush=True)
+            else:
+                print(f"{name:6s} nashopt {anchor}", flush=True)
+        rows.append(row)
+    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": platform.machine(),
+            "cpus": os.cpu_count(), "load": " ".join(f"{v:.1f}" for v in os.getloadavg()),
+            "time_limit": args.time_limit, "python": sys.version.split()[0],
+            "command": "python benchmarks/games_gnep.py" + (f" --time-limit {args.time_limit:g}"
+                                                           if args.time_limit != 60.0 else "")}
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    out.with_suffix(".md").write_text(markdown(meta, rows))
+    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
+
+
+if __name__ == "__main__":
+    main()
