@@ -349,17 +349,22 @@ def _ortools_forked(tails, heads, costs, units, n_nodes, path_arcs, stop) -> Flo
     through shared memory), killed as soon as ``stop()`` turns true: FlowStopped."""
     import mmap
     import signal
+    try:                   # imported here, once: not again in every child
+        from ortools.graph.python import min_cost_flow as _  # noqa: F401
+    except ImportError:
+        raise BackendUnavailable("min-cost flow engine 'ortools' needs OR-Tools: pip install ortools") from None
     if stop():
         raise FlowStopped
     n_arcs = len(tails)
-    shared = mmap.mmap(-1, 8 * (n_arcs + 1))
+    shared = mmap.mmap(-1, 8 * (n_arcs + 2))
     out = np.frombuffer(shared, dtype=np.float64)
     out[0] = -1.0                               # status: -1 crashed, 0 optimal, 1 infeasible, 2 other failure
     pid = os.fork()
     if pid == 0:                                # the child: solve, write, leave without any cleanup
         code = 2.0
         try:
-            out[1:] = _ortools(tails, heads, costs, units, n_nodes, path_arcs).flow
+            sol = _ortools(tails, heads, costs, units, n_nodes, path_arcs)
+            out[1], out[2:] = sol.abs_error, sol.flow
             code = 0.0
         except ModelError:
             code = 1.0
@@ -369,12 +374,14 @@ def _ortools_forked(tails, heads, costs, units, n_nodes, path_arcs, stop) -> Flo
             out[0] = code
             os._exit(0)
     try:
+        pause = 0.001
         while os.waitpid(pid, os.WNOHANG)[0] == 0:
             if stop():
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 raise FlowStopped
-            time.sleep(0.05)
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)        # quick solves are not kept waiting; long ones polled every 50 ms
     except BaseException:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -387,11 +394,8 @@ def _ortools_forked(tails, heads, costs, units, n_nodes, path_arcs, stop) -> Flo
         raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
     if code != 0.0:
         raise SolverError("OR-Tools min-cost flow failed in its child process")
-    flow = out[1:].copy()
-    unit, int_supplies, _ = units
-    _, scale = _integer_costs(costs)
-    return FlowSolution(flow, float(flow @ costs), None, "ortools",
-                        _rounding_error(flow, unit * int_supplies, scale, n_nodes, path_arcs))
+    flow = out[2:].copy()
+    return FlowSolution(flow, float(flow @ costs), None, "ortools", float(out[1]))
 
 
 def _networkx(tails, heads, costs, units, n_nodes) -> FlowSolution:
