@@ -14,7 +14,6 @@ others and exits 130.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -211,16 +210,16 @@ def _report(args, path: str, instance, result: Result, rows: list, index: int) -
     line or file is being written leaves the large arrays out of it (see
     :mod:`solvopt.io.results`). The --out file is named from the input path (``args.out_names``).
     """
-    from .io.results import encode_json, write_result
+    from .io.results import result_json, write_result
     stopped_before = stop_requested()
 
     def should_stop() -> bool:  # a Ctrl-C that arrives while writing
         return stop_requested() and not stopped_before
 
     if args.json:
-        head = dataclasses.replace(result, solution={}).to_dict()
-        record = {"instance": instance.name, "path": path, **head, "solution": result.solution}
-        print(encode_json(record, should_stop, omit_large=stopped_before), flush=True)
+        # the document --out writes (plain JSON), on one line
+        print(result_json({"instance": instance.name, "path": path}, result, instance, should_stop,
+                          omit_large=stopped_before), flush=True)
     else:
         rows.append(_summary_row(instance.name, result))
     if args.out:  # plain JSON (+ a family's own files) that reads without solvopt

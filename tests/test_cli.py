@@ -10,6 +10,7 @@ import pytest
 from scipy.optimize import linprog
 
 from solvopt.cli import main
+from solvopt.core.result import Result
 
 
 def _run(capsys, *argv):
@@ -163,8 +164,11 @@ def test_write_result_khc_is_plain_json_with_the_solution_as_lists(tmp_path, sam
     for key, value in r.solution.items():  # every array comes back as the same numbers in nested lists
         if isinstance(value, np.ndarray):
             assert np.array_equal(np.asarray(doc["solution"][key]), value), key
-    # to_dict() stays the typed round-trip form
-    assert r.to_dict()["solution"]["assignment"].get("__ndarray__") is not None
+    # to_dict() is the same plain document, and from_dict gives the arrays back
+    assert r.to_dict()["solution"]["assignment"] == doc["solution"]["assignment"]
+    back = Result.from_dict(doc)
+    assert isinstance(back.solution["assignment"], np.ndarray)
+    assert np.array_equal(back.solution["assignment"], r.solution["assignment"])
 
 
 def _read_sol(path):

@@ -156,14 +156,14 @@ def test_json_line_streams_large_arrays_to_the_same_text(tmp_path, monkeypatch, 
 
 def test_ctrl_c_while_the_json_line_is_written_prints_the_row_without_the_arrays(tmp_path, monkeypatch, capsys):
     _fake_solve(monkeypatch, lambda path: _big_result())
-    real = results._typed_flat
+    real = results._rows
 
     def ctrl_c_after_one_chunk(a, should_stop):
         for i, piece in enumerate(real(a, should_stop)):
             yield piece
             if i == 0:
                 request_stop()  # what the SIGINT handler does on a first Ctrl-C
-    monkeypatch.setattr(results, "_typed_flat", ctrl_c_after_one_chunk)
+    monkeypatch.setattr(results, "_rows", ctrl_c_after_one_chunk)
     monkeypatch.setattr(results, "CHUNK_ELEMENTS", 1000)
     code, out, err = _run(capsys, "solve", tmp_path / "p.npz", tmp_path / "q.npz", "--json")
     assert code == 130
@@ -171,7 +171,7 @@ def test_ctrl_c_while_the_json_line_is_written_prints_the_row_without_the_arrays
     assert len(lines) == 1
     record = json.loads(lines[0])
     assert record["omitted"] == ["solution.plan"] and record["objective"] == 1.5
-    assert record["solution"]["small"]["__ndarray__"] == [0, 1, 2, 3]
+    assert record["solution"]["small"] == [0, 1, 2, 3]
     assert "skipped 1 instance(s)" in err and str(tmp_path / "q.npz") in err and "Traceback" not in err
 
 

@@ -31,7 +31,7 @@ def test_sample_games_solve_to_their_reference(name, capsys):
     assert result["method"] == "extragradient" and result["termination"] == "optimal"
     with open(path) as fh:
         ref = json.load(fh)["reference"]["variational_equilibrium"]
-    actions = np.asarray(result["solution"]["actions"]["__ndarray__"])
+    actions = np.asarray(result["solution"]["actions"])
     np.testing.assert_allclose(actions, ref, atol=2e-4)
     assert result["objective"] <= 1e-12 * result["stats"]["payoff_scale"]
 
@@ -41,7 +41,7 @@ def test_sample_fisher_market(capsys):
     assert code == 0, err
     result = json.loads(out.strip().splitlines()[-1])
     assert result["method"] == "eisenberg-gale"
-    np.testing.assert_allclose(result["solution"]["prices"]["__ndarray__"], [1, 1], atol=1e-12)
+    np.testing.assert_allclose(result["solution"]["prices"], [1, 1], atol=1e-12)
 
 
 def test_sample_linear_exchange_market(capsys):
@@ -52,8 +52,8 @@ def test_sample_linear_exchange_market(capsys):
     assert result["method"] == "linear-exchange" and result["termination"] == "optimal"
     with open(path) as fh:
         ref = json.load(fh)["reference"]
-    np.testing.assert_allclose(result["solution"]["prices"]["__ndarray__"], ref["prices"], atol=1e-12)
-    np.testing.assert_allclose(np.reshape(result["solution"]["allocation"]["__ndarray__"], (2, 2)), ref["allocation"],
+    np.testing.assert_allclose(result["solution"]["prices"], ref["prices"], atol=1e-12)
+    np.testing.assert_allclose(np.reshape(result["solution"]["allocation"], (2, 2)), ref["allocation"],
                                atol=1e-12)
 
 
@@ -126,7 +126,7 @@ def test_markets_from_files(tmp_path, capsys):
           "budgets": [1, 3]}
     code, out, err = _run(capsys, "solve", _write(tmp_path, json.dumps(cd), "cd.json"), "--json")
     assert code == 0, err
-    prices = json.loads(out.strip().splitlines()[-1])["solution"]["prices"]["__ndarray__"]
+    prices = json.loads(out.strip().splitlines()[-1])["solution"]["prices"]
     np.testing.assert_allclose(prices, [0.5 + 0.75, 0.5 + 2.25])
     ad = {"kind": "arrow_debreu_market", "utility": {"kind": "ces", "values": [[1, 2], [2, 1]], "rho": 0.5},
           "endowments": [[1, 0], [0, 1]]}

@@ -170,7 +170,6 @@ def test_cli_json_matches_the_api(samples, capsys):
     assert record["solution"]["customer"] == 2 and record["solution"]["stockout_penalty"] == model.stockout_penalty
     # the declared CLI defaults: 5 plans, no per-scenario values; the model's 1000 scenarios
     plans = record["solution"]["plan_scenarios"]
-    plans = plans["__ndarray__"] if isinstance(plans, dict) else plans       # however the JSON writes arrays
     assert len(plans) == 5 and "scenario_values" not in record["solution"]
     assert record["options"]["paths"] == 5 and record["options"]["keep_values"] == 0
     assert main(["solve", path, "--seed", "4", "--json"]) == 0

@@ -306,7 +306,7 @@ def test_cli_solves_a_shipped_instance_as_json(samples, capsys):
     assert record["family"] == "khc" and record["method"] == "bnb" and record["termination"] == "optimal"
     reference = HyperplaneClustering.from_instance(read_instance(path)).solve("brute-force").objective
     assert close(record["objective"], reference)
-    assert len(record["solution"]["assignment"]["__ndarray__"]) == 10
+    assert len(record["solution"]["assignment"]) == 10
 
 
 def test_cli_rejects_flags_the_method_does_not_take(samples, capsys):
@@ -320,7 +320,7 @@ def test_cli_on_shared_instance_with_k_override(shared_instances, capsys):
     path = shared_instances / "khc" / "sr_10_2_2_1022.dat"
     assert main(["solve", str(path), "--json", "--k", "3", "--method", "heuristic"]) == 0
     record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert record["method"] == "heuristic" and max(record["solution"]["assignment"]["__ndarray__"]) <= 2
+    assert record["method"] == "heuristic" and max(record["solution"]["assignment"]) <= 2
 
 
 def test_heuristic_init_is_used_and_never_worsened():

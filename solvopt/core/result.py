@@ -90,6 +90,9 @@ class Result:
     def __post_init__(self):
         self.termination = Termination(self.termination)
         self.solution_status = SolutionStatus(self.solution_status)
+        for part in (self.solution, self.stats):  # quantile levels are floats in Python
+            if isinstance(part, dict) and isinstance(part.get("quantiles"), dict):
+                part["quantiles"] = _float_keys(part["quantiles"])
 
     @property
     def ok(self) -> bool:
@@ -97,7 +100,14 @@ class Result:
         return self.solution_status is not SolutionStatus.NONE
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: enums as strings, arrays as nested lists, sparse as COO."""
+        """Plain JSON values, the same document ``solvopt solve --out`` writes.
+
+        Enums are their values; numpy arrays are nested lists; scipy sparse matrices are
+        ``{"row", "col", "data", "shape"}`` (COO); non-finite floats are ``"inf"``, ``"-inf"``,
+        ``"nan"``; dict keys are strings (quantile levels ``0.5`` become ``"0.5"``). ``"arrays"``
+        lists where the arrays were (``{"path": ["solution", "x"], "type": "float64"}``, dtype
+        ``"sparse"`` for a sparse matrix), so :meth:`from_dict` gives them back as arrays.
+        """
         return {
             "family": self.family,
             "method": self.method,
@@ -112,6 +122,7 @@ class Result:
             "stats": _plain(self.stats),
             "options": _plain(self.options),
             "versions": _plain(self.versions),
+            "arrays": array_paths({"solution": self.solution, "stats": self.stats}),
         }
 
     def to_json(self, **kwargs) -> str:
@@ -119,7 +130,13 @@ class Result:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Result":
-        """Inverse of :meth:`to_dict` (arrays come back as numpy arrays, sparse as COO)."""
+        """Inverse of :meth:`to_dict` and of the ``--json`` / ``--out`` documents.
+
+        The values named in ``data["arrays"]`` come back as numpy arrays of their dtype (sparse
+        ones as scipy COO); without that list (an older file) nested lists stay lists. Non-finite
+        strings become floats; the keys of every ``quantiles`` dict become floats again.
+        """
+        data = _revive_arrays(data, data.get("arrays") or ())
         return cls(
             termination=Termination(data["termination"]),
             solution_status=SolutionStatus(data["solution_status"]),
@@ -127,7 +144,7 @@ class Result:
             bound=_unfloat(data.get("bound")),
             gap=_unfloat(data.get("gap")),
             solution={k: _revive(v) for k, v in (data.get("solution") or {}).items()},
-            stats=dict(data.get("stats") or {}),
+            stats={k: _revive(v) for k, v in (data.get("stats") or {}).items()},
             guarantee=data.get("guarantee"),
             family=data.get("family"),
             method=data.get("method"),
@@ -219,47 +236,89 @@ def _unfloat(x):
     return x
 
 
+def _float_keys(d: dict) -> dict:
+    """``d`` with every key that reads as a number made a float (quantile levels: ``"0.5"`` -> 0.5)."""
+    out = {}
+    for k, v in d.items():
+        try:
+            out[float(k)] = v
+        except (TypeError, ValueError):
+            out[k] = v
+    return out
+
+
 def _plain(obj):
-    """Convert numpy / scipy / enums into JSON-able Python values (non-finite floats as strings)."""
-    if obj is None or isinstance(obj, (bool, str)):
-        return obj
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return _float_out(float(obj))
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, np.ndarray):
-        if obj.dtype.kind == "f" and not np.all(np.isfinite(obj)):
-            return {"__ndarray__": [_plain(v) for v in obj.ravel().tolist()], "shape": list(obj.shape),
-                    "dtype": str(obj.dtype)}
-        return {"__ndarray__": obj.ravel().tolist(), "shape": list(obj.shape), "dtype": str(obj.dtype)}
-    if hasattr(obj, "tocoo") and hasattr(obj, "shape"):  # scipy sparse
-        coo = obj.tocoo()
-        return {"__sparse__": "coo", "shape": list(coo.shape), "row": coo.row.tolist(),
-                "col": coo.col.tolist(), "data": [_plain(v) for v in coo.data.tolist()]}
+    """numpy / scipy / enums as plain JSON values (the ``--out`` writer's :func:`solvopt.io.results.plain`)."""
+    from ..io.results import plain
+    return plain(obj)
+
+
+def array_paths(obj, path: tuple = ()) -> list[dict[str, Any]]:
+    """Where ``obj`` holds numpy arrays or sparse matrices: ``[{"path": [...keys], "type": ...}]``."""
+    if isinstance(obj, np.ndarray) and obj.dtype.kind in "biuf":
+        return [{"path": list(path), "type": str(obj.dtype)}]
+    if hasattr(obj, "tocoo") and hasattr(obj, "shape") and not isinstance(obj, np.ndarray):
+        return [{"path": list(path), "type": "sparse"}]
     if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if callable(obj):
-        return getattr(obj, "__name__", type(obj).__name__)
-    raise TypeError(f"cannot convert {type(obj).__name__} to JSON")
+        return [a for k, v in obj.items() for a in array_paths(v, path + (str(k),))]
+    return []
+
+
+def _revive_arrays(data: dict, arrays) -> dict:
+    """``data`` (a plain document) with the values at the ``arrays`` paths made numpy / COO again."""
+    import copy
+    data = dict(data)
+    for top in ("solution", "stats"):
+        if isinstance(data.get(top), dict):
+            data[top] = copy.copy(data[top])
+    for entry in arrays:
+        path, dtype = list(entry.get("path") or ()), entry.get("type")
+        if len(path) < 2 or path[0] not in ("solution", "stats"):
+            continue
+        holder = data
+        for key in path[:-1]:
+            value = holder.get(key) if isinstance(holder, dict) else None
+            if not isinstance(value, dict):
+                break
+            value = dict(value)
+            holder[key] = value
+            holder = value
+        else:
+            if path[-1] in holder:
+                holder[path[-1]] = _to_array(holder[path[-1]], dtype)
+    return data
+
+
+def _to_array(value, dtype):
+    if dtype == "sparse" and isinstance(value, dict) and {"row", "col", "data", "shape"} <= set(value):
+        import scipy.sparse as sp
+        return sp.coo_matrix((np.asarray(_unfloat_all(value["data"]), dtype=float),
+                              (np.asarray(value["row"], dtype=np.int64), np.asarray(value["col"], dtype=np.int64))),
+                             shape=tuple(value["shape"]))
+    if isinstance(value, (list, int, float, str, bool)):
+        return np.asarray(_unfloat_all(value), dtype=dtype)
+    return value
+
+
+def _unfloat_all(obj):
+    if isinstance(obj, list):
+        return [_unfloat_all(v) for v in obj]
+    return _unfloat(obj)
 
 
 def _revive(obj):
+    """A plain value back: non-finite strings as floats, ``quantiles`` keys as floats (legacy
+    ``{"__ndarray__": ...}`` wrappers still read)."""
     if isinstance(obj, dict):
         if "__ndarray__" in obj:
             flat = [_unfloat(v) for v in obj["__ndarray__"]]
             return np.asarray(flat, dtype=obj["dtype"]).reshape(obj["shape"])
         if obj.get("__sparse__") == "coo":
-            import scipy.sparse as sp
-            return sp.coo_matrix((np.asarray([_unfloat(v) for v in obj["data"]], dtype=float),
-                                  (np.asarray(obj["row"], dtype=np.int64), np.asarray(obj["col"], dtype=np.int64))),
-                                 shape=tuple(obj["shape"]))
-        return {k: _revive(v) for k, v in obj.items()}
+            return _to_array(obj, "sparse")
+        return {k: (_float_keys(_revive(v)) if k == "quantiles" and isinstance(v, dict) else _revive(v))
+                for k, v in obj.items()}
     if isinstance(obj, list):
         return [_revive(v) for v in obj]
+    if isinstance(obj, np.ndarray) or hasattr(obj, "tocoo"):
+        return obj
     return _unfloat(obj)

@@ -127,7 +127,7 @@ def stochastic_result(compiled: CompiledStochasticSplit, run: ChunkRun, keep_cos
             solution.update(quantiles=summary["quantiles"], quantile_sample=summary["quantile_sample"])
     if keep_costs:
         solution["scenario_costs"] = st.sample(0)
-    stats = dict(stats, chunks=run.chunks, scenarios_done=done)
+    stats = dict(stats, chunks=run.chunks, scenarios=done)
     notes = []
     if run.stopped is not None:
         why = "time limit" if run.stopped is Termination.TIME_LIMIT else "interrupted"

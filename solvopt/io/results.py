@@ -15,7 +15,7 @@ It holds the record's own keys (``instance``, ``path``) and every field of the
   ``vrplib.read_solution`` and CVRPLIB tools read; the ``vrplib`` package (extra ``io``) writes
   the routes when it is installed;
 - an LP/MILP/QP result of a file whose columns (and rows) have names gets
-  ``solution["columns"]`` = ``{name: value}`` (and ``solution["row_duals"]`` = ``{row name:
+  ``solution["columns"]`` = ``{name: value}`` (and ``solution["row_dual_by_name"]`` = ``{row name:
   dual}`` when duals are known), when ``instance`` (its :class:`~solvopt.io.base.Instance`) is given.
 
 The file name is never taken from what a file holds (a game's ``"name"``): the CLI gives each
@@ -28,10 +28,12 @@ Large arrays (more than :data:`LARGE_ELEMENTS` numbers) are encoded in chunks, a
 ``should_stop()`` between chunks: when it answers True (a Ctrl-C arrived while writing), or a
 second Ctrl-C interrupts the encoding, the large arrays are left out, the document names them
 in ``"omitted"`` (dotted paths such as ``"solution.plan"``) and is written without them.
-:func:`encode_json` does the same for the CLI's ``--json`` line (``Result.to_dict`` form).
+:func:`encode_json` does the same for the CLI's ``--json`` line (the same plain document).
 
-``Result.to_dict()`` / ``Result.from_dict()`` stay the round-trip form (typed arrays); this module
-only writes.
+``"arrays"`` lists where the result held numpy arrays (``{"path": ["solution", "x"], "type":
+"float64"}``; ``"sparse"`` for a sparse matrix): ``Result.from_dict`` / ``Result.from_json`` read
+a document back with those values as arrays again. ``Result.to_dict()`` and the CLI's ``--json``
+line are this same document (one JSON dialect); this module only writes.
 """
 from __future__ import annotations
 
@@ -117,7 +119,13 @@ def result_document(record: dict, result, instance=None) -> dict:
     named = _named_lp_values(result, instance)
     if named:
         doc["solution"] = dict(doc.get("solution") or {}, **named)
+    doc["arrays"] = _arrays(result)
     return doc
+
+
+def _arrays(result) -> list:
+    from ..core.result import array_paths
+    return array_paths({"solution": result.solution, "stats": result.stats})
 
 
 class Written(list):
@@ -193,20 +201,20 @@ def write_result(out_dir: str | os.PathLike, record: dict, result, instance=None
 
 
 def encode_json(record: dict, should_stop: Callable[[], bool] | None = None, omit_large: bool = False) -> str:
-    """``json.dumps(record)`` in the ``Result.to_dict`` form, for a record whose ``solution`` is raw.
+    """``json.dumps(record)`` as plain JSON (this module's form), for a record whose values are raw.
 
-    ``record``: the CLI's keys (``instance``, ``path``) and ``Result.to_dict()``'s, except that
-    ``solution`` holds the result's own values (arrays, sparse matrices). Large values are encoded
+    ``record``: the CLI's keys (``instance``, ``path``) and a result's fields, whose values may
+    be arrays and sparse matrices (encoded as :func:`plain` does). Large values are encoded
     in chunks, asking ``should_stop()`` between them; when it answers True, when a second Ctrl-C
     interrupts the encoding, or with ``omit_large``, they are left out and named in ``"omitted"``.
     """
     if not omit_large:
         try:
-            return "".join(encode_pieces(record, "result", should_stop))
+            return "".join(encode_pieces(record, "plain", should_stop))
         except (WriteAbandoned, KeyboardInterrupt):
             pass
     small, omitted = _without_large(record)
-    return "".join(encode_pieces(dict(small, omitted=omitted) if omitted else small, "result"))
+    return "".join(encode_pieces(dict(small, omitted=omitted) if omitted else small, "plain"))
 
 
 def _atomic_write(path: str, write: Callable) -> None:
@@ -243,7 +251,14 @@ def _lazy_document(record: dict, result, instance) -> dict:
     named = _named_lp_values(result, instance)
     if named:
         doc["solution"] = dict(doc.get("solution") or {}, **named)
+    doc["arrays"] = _arrays(result)
     return doc
+
+
+def result_json(record: dict, result, instance=None, should_stop: Callable[[], bool] | None = None,
+                omit_large: bool = False) -> str:
+    """The document :func:`write_result` writes, as one line of JSON (the CLI's ``--json`` line)."""
+    return encode_json(_lazy_document(record, result, instance), should_stop, omit_large)
 
 
 def _size(value) -> int:
@@ -278,10 +293,10 @@ def _without_large(doc: dict, prefix: str = "") -> tuple[dict, list[str]]:
 def encode_pieces(value, style: str, should_stop: Callable[[], bool] | None = None) -> Iterator[str]:
     """JSON text of ``value`` in pieces; large arrays in chunks with ``should_stop()`` asked between them.
 
-    ``style``: ``"plain"`` (this module's files) or ``"result"`` (``Result.to_dict``'s typed arrays).
+    ``style``: ``"plain"`` (the only form: this module's files, ``--json`` and ``Result.to_dict``).
     A second Ctrl-C (KeyboardInterrupt) while a large value is encoded becomes :class:`WriteAbandoned`.
     """
-    leaf = plain if style == "plain" else _to_dict_value
+    leaf = plain
     if _size(value) <= LARGE_ELEMENTS:
         yield json.dumps(leaf(value), allow_nan=False)
         return
@@ -301,17 +316,11 @@ def encode_pieces(value, style: str, should_stop: Callable[[], bool] | None = No
         yield "]"
     elif isinstance(value, np.ndarray) or (hasattr(value, "tocoo") and hasattr(value, "nnz")):
         try:
-            yield from (_plain_chunks if style == "plain" else _typed_chunks)(value, should_stop or (lambda: False))
+            yield from _plain_chunks(value, should_stop or (lambda: False))
         except KeyboardInterrupt:
             raise WriteAbandoned("interrupted") from None
     else:
         yield json.dumps(leaf(value), allow_nan=False)
-
-
-def _to_dict_value(value):
-    """``value`` as ``Result.to_dict`` writes a solution entry (typed arrays, "inf"/"nan" strings)."""
-    from ..core.result import Result, Termination
-    return Result(Termination.OPTIMAL, solution={"v": value}).to_dict()["solution"]["v"]
 
 
 def _rows(a: np.ndarray, should_stop) -> Iterator[str]:
@@ -338,35 +347,6 @@ def _plain_chunks(value, should_stop) -> Iterator[str]:
         yield from _rows(part, should_stop)
         yield "]"
     yield f', "shape": {json.dumps([int(s) for s in coo.shape])}}}'
-
-
-def _typed_flat(a: np.ndarray, should_stop) -> Iterator[str]:
-    """A flat list as ``Result.to_dict`` writes it (non-finite floats as strings)."""
-    flat = a.ravel()
-    for i in range(0, flat.size, CHUNK_ELEMENTS):
-        if should_stop():
-            raise WriteAbandoned("stop requested")
-        part = flat[i:i + CHUNK_ELEMENTS]
-        values = part.tolist()
-        if part.dtype.kind == "f" and not np.all(np.isfinite(part)):
-            values = [v if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
-                      for v in values]
-        yield ("" if i == 0 else ", ") + json.dumps(values, allow_nan=False)[1:-1]
-
-
-def _typed_chunks(value, should_stop) -> Iterator[str]:
-    if isinstance(value, np.ndarray):
-        yield '{"__ndarray__": ['
-        yield from _typed_flat(value, should_stop)
-        yield f'], "shape": {json.dumps(list(value.shape))}, "dtype": {json.dumps(str(value.dtype))}}}'
-        return
-    coo = value.tocoo()
-    yield f'{{"__sparse__": "coo", "shape": {json.dumps(list(coo.shape))}'
-    for key, part in (("row", coo.row), ("col", coo.col), ("data", np.asarray(coo.data))):
-        yield f', "{key}": ['
-        yield from _typed_flat(part, should_stop)
-        yield "]"
-    yield "}"
 
 
 def write_vrplib_solution(path: str, routes, cost: float | None) -> None:
@@ -399,7 +379,7 @@ def _cost_text(cost: float) -> str:
 
 
 def _named_lp_values(result, instance) -> dict:
-    """``{"columns": {name: value}, "row_duals": {name: dual}}`` for an LP file's result with names."""
+    """``{"columns": {name: value}, "row_dual_by_name": {name: dual}}`` for an LP file's result with names."""
     if instance is None or result.family != "lp":
         return {}
     sf = (getattr(instance, "data", None) or {}).get("standard_form")
@@ -412,5 +392,5 @@ def _named_lp_values(result, instance) -> dict:
     rows = getattr(sf, "row_names", None)
     duals = solution.get("row_dual")
     if rows and duals is not None and len(rows) == len(duals) and len(set(rows)) == len(rows):
-        out["row_duals"] = {str(n): plain(v) for n, v in zip(rows, np.asarray(duals).tolist())}
+        out["row_dual_by_name"] = {str(n): plain(v) for n, v in zip(rows, np.asarray(duals).tolist())}
     return out
