@@ -3,7 +3,8 @@
 Scale: distances times ``f`` multiply every route's cost, the objective (the split's cost, or
 the mean over the demand scenarios) and the bound by ``f``; demands and capacity times the same
 ``g`` leave every route's feasibility, hence the objective, unchanged (deterministic split;
-scenario demands are integers, so only the distances are scaled there). The statuses need no
+scenario demands are integers, so only the distances are scaled there); a soft capacity's
+penalty per unit of excess load is a cost and scales with the distances. The statuses need no
 tolerance: a deterministic split is exact (bound = objective), a stochastic one certifies no
 bound, so neither depends on the units.
 
@@ -46,13 +47,23 @@ def _stochastic(factor: float):
     return StochasticSplit(dist * factor, demands, cap, scenarios=scen)
 
 
+def _stochastic_penalty(factor: float):
+    from solvopt.dsl import StochasticSplit
+    dist, demands, cap = _instance(26)
+    scen = np.random.default_rng(4).poisson(demands[1:] * 1.5, (40, demands.size - 1))
+    return StochasticSplit(dist * factor, demands, cap, scenarios=scen, policy="penalty", penalty=5.0 * factor)
+
+
 def scale_cases() -> list[ScaleCase]:
     methods = _available(("split", "split-numpy", "split-cuda"))
     return [
         ScaleCase("split-distances", lambda f: _split(f, 1.0), linear, methods),
         ScaleCase("split-fleet-distances", lambda f: _split(f, 1.0, fleet=4), linear, methods),
         ScaleCase("split-demands-capacity", lambda f: _split(1.0, f), invariant, methods),
+        # a soft capacity: the penalty per unit of excess load is a cost, scaled with the distances
+        ScaleCase("split-penalty-distances", lambda f: _split(f, 1.0, penalty=3.0 * f), linear, methods),
         ScaleCase("stochastic-split-distances", _stochastic, linear, methods),
+        ScaleCase("stochastic-split-penalty-distances", _stochastic_penalty, linear, methods),
     ]
 
 
