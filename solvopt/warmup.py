@@ -1,0 +1,103 @@
+"""Compile every Numba kernel of the chosen families into the user's cache, once.
+
+A kernel is compiled the first time it is called with a new signature, in every new process,
+unless Numba's on-disk cache (``$NUMBA_CACHE_DIR``, see :mod:`solvopt`) already holds it: a
+batch of dask workers started cold would each compile the same kernels. :func:`warmup` fills
+the cache ahead of time, with no list of kernels to keep up to date: it solves, for every
+family (through its descriptor), each of the family's registered scale cases at factor 1 with
+every method the case lists: the small instances the spine's scale test already solves with
+every method, so every kernel those methods use is called with the argument types of a real
+solve. ``solvopt warmup`` on the command line does the same.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from solvopt.jit_clock import compile_timer
+
+
+def _solvopt_dispatchers() -> dict[str, object]:
+    """Every Numba dispatcher defined at the top level of an imported solvopt module, by name."""
+    import sys
+    numba = sys.modules.get("numba")
+    if numba is None:
+        return {}
+    from numba.core.dispatcher import Dispatcher
+    out = {}
+    for modname, module in list(sys.modules.items()):
+        if module is None or not (modname == "solvopt" or modname.startswith("solvopt.")):
+            continue
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, Dispatcher) and getattr(value, "__module__", modname) == modname:
+                out[f"{modname}.{attr}"] = value
+    return out
+
+
+def _cache_counts(dispatcher) -> tuple[int, int]:
+    stats = dispatcher.stats
+    return sum(stats.cache_hits.values()), sum(stats.cache_misses.values())
+
+
+def warmup(families: list[str] | None = None, progress: Callable[[str], None] | None = None) -> dict:
+    """Compile the Numba kernels of ``families`` (default: every installed family) into the cache.
+
+    Returns ``{family: {...}}`` with, per family: ``seconds`` (wall time of its warm-up solves),
+    ``compile_time`` (of which compiling; 0.0 when everything came from the cache), ``cached``
+    (True when nothing had to be compiled), ``solves`` (``"case/method"`` -> ``{"seconds",
+    "compile_time", "termination"}``, or ``{"error": message}`` for a solve that failed, which
+    does not stop the others), ``kernels`` (each jitted function of the family's modules first
+    used here -> ``{"compiled": signatures compiled now, "from_cache": signatures loaded}``) and,
+    for a family without scale cases, ``skipped`` (why). ``progress`` gets one line per family.
+    An unknown family name is a :class:`~solvopt.core.errors.ModelError` listing the known ones.
+    """
+    from solvopt.core.errors import ModelError
+    from solvopt.core.family import families as all_families, load_object
+
+    known = {f.name: f for f in all_families()}
+    names = list(known) if not families else list(families)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ModelError(f"unknown family {unknown[0]!r}; known: {', '.join(sorted(known))}")
+
+    report: dict = {}
+    for name in names:
+        family = known[name]
+        entry: dict = {"seconds": 0.0, "compile_time": 0.0, "cached": True, "solves": {}, "kernels": {}}
+        report[name] = entry
+        if family.scale_cases is None:
+            entry["skipped"] = "the family registers no scale cases"
+            if progress:
+                progress(f"{name}: skipped ({entry['skipped']})")
+            continue
+        before = {k: _cache_counts(d) for k, d in _solvopt_dispatchers().items()}
+        started = time.perf_counter()
+        with compile_timer() as family_jit:
+            for case in load_object(family.scale_cases)():
+                for method in case.methods:
+                    key = f"{case.name}/{method}"
+                    t0 = time.perf_counter()
+                    with compile_timer() as jit:
+                        try:
+                            result = case.build(1.0).solve(method=method, **case.options)
+                        except Exception as exc:  # noqa: BLE001 - one failing case must not stop the warm-up
+                            entry["solves"][key] = {"error": f"{type(exc).__name__}: {exc}"}
+                            continue
+                    entry["solves"][key] = {"seconds": time.perf_counter() - t0,
+                                            "compile_time": jit.seconds or 0.0,
+                                            "termination": result.termination.value}
+        entry["seconds"] = time.perf_counter() - started
+        entry["compile_time"] = family_jit.seconds or 0.0
+        for kname, dispatcher in _solvopt_dispatchers().items():
+            hits, misses = _cache_counts(dispatcher)
+            hits0, misses0 = before.get(kname, (0, 0))
+            if hits > hits0 or misses > misses0:
+                entry["kernels"][kname] = {"compiled": misses - misses0, "from_cache": hits - hits0}
+        entry["cached"] = entry["compile_time"] == 0.0 and not any(k["compiled"] for k in entry["kernels"].values())
+        if progress:
+            state = "already cached" if entry["cached"] else f"compiled in {entry['compile_time']:.1f} s"
+            errors = sum("error" in s for s in entry["solves"].values())
+            failed = f", {errors} solve(s) failed" if errors else ""
+            progress(f"{name}: {len(entry['kernels'])} kernel(s), {state} "
+                     f"({len(entry['solves'])} solve(s), {entry['seconds']:.1f} s{failed})")
+    return report

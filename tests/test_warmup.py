@@ -1,0 +1,89 @@
+"""solvopt.warmup: compiles a family's kernels into the user's Numba cache, so a later process does not.
+
+Each run is a fresh interpreter with its own empty NUMBA_CACHE_DIR (the test's tmp folder): the
+first warms the dp family (the cheapest to compile), a second solves a dp model of another shape
+and must compile nothing (every kernel comes from the cache), and a second warm-up says it found
+everything cached. The compile time is read both from the result's stats and from
+solvopt.jit_clock around the solve (which sees compiles in any thread, even when Numba is first
+imported inside the solve). No timing thresholds: "nothing compiled" is exactly 0.0 seconds.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from solvopt.core.errors import ModelError
+from solvopt.warmup import warmup
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_WARM = r"""
+import json, sys
+from solvopt.warmup import warmup
+lines = []
+report = warmup(json.loads(sys.argv[1]), progress=lines.append)
+print(json.dumps({"report": report, "lines": lines}))
+"""
+
+_SOLVE = r"""
+import json
+import numpy as np
+from solvopt.jit_clock import compile_timer
+from solvopt.dsl import LayeredDP
+rng = np.random.default_rng(7)
+states = [3, 4, 2, 5]                       # a shape the warm-up's cases do not use
+layers = [rng.uniform(0.0, 5.0, size=(4, a, b)) for a, b in zip(states[:-1], states[1:])]
+with compile_timer() as jit:
+    result = LayeredDP(states, layers, final="per_scenario").solve("numba")
+print(json.dumps({"compile_time": result.stats.get("compile_time"), "clock": jit.seconds,
+                  "termination": result.termination.value}))
+"""
+
+
+def _run(code: str, cache: Path, *args: str) -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    proc = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_warmup_fills_the_cache_for_a_later_process(tmp_path):
+    cache = tmp_path / "numba"
+    first = _run(_WARM, cache, '["dp"]')
+    dp = first["report"]["dp"]
+    assert not dp["cached"] and dp["compile_time"] > 0.0
+    assert dp["kernels"] and all(k["compiled"] >= 1 for k in dp["kernels"].values())
+    assert all("error" not in s for s in dp["solves"].values()), dp["solves"]
+    assert "numba" in " ".join(dp["solves"])          # every method of the scale cases ran
+    assert len(first["lines"]) == 1 and first["lines"][0].startswith("dp:")
+    assert any(cache.rglob("*.nbi")), "warmup wrote nothing into NUMBA_CACHE_DIR"
+
+    later = _run(_SOLVE, cache)
+    assert later["termination"] == "optimal"
+    assert later["clock"] == 0.0                      # every kernel came from the cache
+    assert later["compile_time"] in (None, 0.0)
+
+    again = _run(_WARM, cache, '["dp"]')["report"]["dp"]
+    assert again["cached"] and again["compile_time"] == 0.0
+    assert all(k["compiled"] == 0 and k["from_cache"] >= 1 for k in again["kernels"].values())
+
+
+def test_warmup_rejects_an_unknown_family():
+    with pytest.raises(ModelError, match="unknown family 'nope'.*known: .*khc"):
+        warmup(["nope"])
+
+
+def test_warmup_of_a_family_without_kernels_solves_its_cases():
+    lines = []
+    report = warmup(["lp"], progress=lines.append)
+    lp = report["lp"]
+    assert lp["solves"] and all("error" not in s for s in lp["solves"].values())
+    assert lp["kernels"] == {} and lp["cached"]
+    assert lines and lines[0].startswith("lp:")
