@@ -87,3 +87,25 @@ def test_warmup_of_a_family_without_kernels_solves_its_cases():
     assert lp["solves"] and all("error" not in s for s in lp["solves"].values())
     assert lp["kernels"] == {} and lp["cached"]
     assert lines and lines[0].startswith("lp:")
+
+
+def test_families_of_a_batch():
+    from solvopt.dist import families_of
+    from solvopt.dsl import LayeredDP
+    model = LayeredDP([2, 2], [[[1.0, 2.0], [3.0, 4.0]]])
+    paths = [str(ROOT / "instances" / "khc" / "sr_10_2_2_1022.dat"), "no-such-file.dat",
+             str(ROOT / "instances" / "khc" / "sr_12_3_2_1232.dat")]
+    assert families_of(paths + [model]) == ["khc", "dp"]
+
+
+def test_share_cache_points_every_worker_at_one_folder(tmp_path):
+    pytest.importorskip("distributed")
+    from solvopt.dist import local_client, share_cache, worker_cache_dirs
+    folder = tmp_path / "shared-numba"
+    with local_client(1) as client:
+        assert share_cache(client, folder) == str(folder)
+        dirs = worker_cache_dirs(client)
+        assert list(dirs.values()) == [str(folder)]
+        client.cluster.scale(2)                      # a worker that joins later gets it too
+        client.wait_for_workers(2, timeout=60)
+        assert sorted(worker_cache_dirs(client).values()) == [str(folder)] * 2

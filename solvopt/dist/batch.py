@@ -61,7 +61,7 @@ def solve_one(item: Any, method: str | None = None, options: dict | None = None,
 
 def solve_many(items: Iterable, client=None, *, workers: int | None = None, method: str | None = None,
                model_params: dict | None = None, deadline: float | None = None, progress: bool | None = None,
-               **options) -> Iterator[Result]:
+               warm: bool | list[str] = False, **options) -> Iterator[Result]:
     """Solve every input; yield one Result per input **in completion order**.
 
     ``items``: models (anything with ``.solve``), :class:`~solvopt.io.Instance` objects or
@@ -74,8 +74,20 @@ def solve_many(items: Iterable, client=None, *, workers: int | None = None, meth
     (the input's position) and ``instance`` (its name). Ctrl-C (or ``request_stop()``) while the
     batch runs: the input being solved here returns its best (INTERRUPTED), the generator ends,
     the inputs not finished are cancelled.
+
+    ``warm=True`` first compiles, in this process, the Numba kernels of the inputs' families into
+    the Numba cache (:func:`solvopt.warmup.warmup`; a list names the families) and, with a
+    ``client``, points its workers at that cache (:func:`solvopt.dist.cache.share_cache`), so
+    the workers load the kernels instead of each compiling them.
     """
     items = list(items)
+    if warm:
+        from .cache import share_cache, warm_batch
+        warm_batch(items, families=None if warm is True else list(warm))
+        from solvopt.core.tasks import current_client
+        target = client if client is not None else current_client()
+        if target is not None:
+            share_cache(target)
     task = functools.partial(solve_one, method=method, options=options, model_params=model_params)
     bar = Progress(progress)
     runs = map_tasks(task, items, client=client, workers=workers, deadline=deadline, progress=bar,
