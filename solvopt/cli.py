@@ -19,6 +19,7 @@ import math
 import os
 import shutil
 import sys
+import textwrap
 from typing import Any, Sequence
 
 from .core.errors import ModelError, SolvoptError
@@ -49,8 +50,12 @@ def family_flags() -> dict[str, list[tuple[Family, Param]]]:
 
 # --- solve ------------------------------------------------------------------------------------
 def solve_instance(instance, fam: Family, method: str | None, options: dict, given: dict[str, Any],
-                   reader_params: set[str]) -> Result:
-    """Route the flags the user gave by the family's descriptor, build the model, solve."""
+                   reader_params: set[str], solver_options: Sequence[tuple[str, str]] = ()) -> Result:
+    """Route the flags the user gave by the family's descriptor, build the model, solve.
+
+    ``solver_options``: the ``--solver-option NAME=VALUE`` pairs, typed by the chosen method's
+    option schema (:func:`typed_solver_options`).
+    """
     from .core.registry import get_solver, solvers
     model_params, solver_params = {}, {}
     for name, value in given.items():
@@ -80,13 +85,95 @@ def solve_instance(instance, fam: Family, method: str | None, options: dict, giv
             takers = [s.name for s in solvers(fam.name) if s.option(name) is not None]
             raise CliError(f"{instance.path}: --{name.replace('_', '-')} does not apply to method {solver.name!r}; "
                            f"it applies to: {', '.join(takers) or 'none'}")
+    for name, value in typed_solver_options(solver, solver_options, str(instance.path)).items():
+        if name == "params" and isinstance(solver_params.get("params"), dict):
+            value = {**solver_params["params"], **value}
+        solver_params[name] = value
     return model.solve(solver.name, **options, **solver_params)
+
+
+_TRUE, _FALSE = ("true", "on", "yes", "1"), ("false", "off", "no", "0")
+
+
+def typed_solver_options(solver, pairs: Sequence[tuple[str, str]], where: str = "") -> dict[str, Any]:
+    """``--solver-option NAME=VALUE`` pairs as the method's typed options.
+
+    A NAME the method declares (``solvopt methods --verbose``) is converted by its type: bool from
+    true/false/on/off/yes/no/1/0, int, float, str (checked against its choices), other types from
+    the text read as JSON when it parses (a list, a dict), else the text. A NAME it does not declare
+    goes, for a method with a ``params`` option (HiGHS, SCIP, Gurobi), into ``params`` as the
+    backend's own parameter (the value read as an integer, a number, true/false, else the text):
+    the backend rejects a name it does not know. Anything else is a :class:`CliError`.
+    """
+    out: dict[str, Any] = {}
+    prefix = f"{where}: " if where else ""
+    for name, text in pairs:
+        opt = solver.option(name)
+        if opt is not None and name != "params":
+            value = _typed_text(opt, name, text, prefix)
+            out[name] = opt.convert(value, f"method {solver.name!r}") if value is not None else None
+            if out[name] is None:
+                del out[name]
+        elif solver.option("params") is not None:
+            value = json.loads(text) if name == "params" and text.lstrip().startswith("{") else _literal(text)
+            if name == "params":
+                if not isinstance(value, dict):
+                    raise CliError(f"{prefix}--solver-option params=... takes a JSON object, got {text!r}")
+                out.setdefault("params", {}).update(value)
+            else:
+                out.setdefault("params", {})[name] = value
+        else:
+            known = ", ".join(o.name for o in solver.options) or "none"
+            raise CliError(f"{prefix}--solver-option {name}: method {solver.name!r} has no such option "
+                           f"(its options: {known}; see `solvopt methods --family {solver.family} --verbose`)")
+    return out
+
+
+def _typed_text(opt, name: str, text: str, prefix: str):
+    """``text`` converted by the option's type (a one-line CliError when it does not fit)."""
+    kind = opt.type
+    low = text.strip().lower()
+    try:
+        if kind is bool:
+            if low in _TRUE or low in _FALSE:
+                return low in _TRUE
+            raise ValueError("expected true/false, on/off, yes/no or 1/0")
+        if kind is int:
+            return int(text)
+        if kind is float:
+            return float(text)
+        if kind is str or opt.choices is not None and all(isinstance(c, str) for c in opt.choices):
+            if opt.choices is not None and text not in opt.choices:
+                raise ValueError(f"expected one of {', '.join(map(str, opt.choices))}")
+            return text
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    except ValueError as exc:
+        type_name = getattr(kind, "__name__", "value")
+        detail = str(exc) if "expected" in str(exc) else f"not a valid {type_name}"
+        raise CliError(f"{prefix}--solver-option {name}={text}: {detail}") from None
+
+
+def _literal(text: str):
+    """A backend parameter's value from its text: an int, a float, a bool, else the text."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def cmd_solve(args) -> int:
     flags = family_flags()
     options = {dest: getattr(args, flag) for flag, dest in OPTION_FLAGS.items() if getattr(args, flag) is not None}
     given = {name: getattr(args, name) for name in flags if getattr(args, name, None) is not None}
+    args.solver_options = _solver_option_pairs(args.solver_option or [])
     if args.out:
         from .io.results import output_names
         os.makedirs(args.out, exist_ok=True)
@@ -102,6 +189,17 @@ def cmd_solve(args) -> int:
         if rows:
             _print_table(rows)
     return status
+
+
+def _solver_option_pairs(texts: Sequence[str]) -> list[tuple[str, str]]:
+    """``NAME=VALUE`` texts as (name, value) pairs (a one-line CliError for a text without ``=``)."""
+    pairs = []
+    for text in texts:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip():
+            raise CliError(f"--solver-option takes NAME=VALUE, got {text!r}")
+        pairs.append((name.strip(), value.strip()))
+    return pairs
 
 
 def _solve_batch(args, options: dict, given: dict, rows: list) -> int:
@@ -127,7 +225,8 @@ def _solve_in_order(args, options: dict, given: dict, rows: list) -> int:
             _skipped(args.instances[position:])
             return EXIT_INTERRUPTED
         try:
-            instance, result = solve_path(path, args.format, args.family, args.method, options, given)
+            instance, result = solve_path(path, args.format, args.family, args.method, options, given,
+                                          args.solver_options)
         except SolvoptError as exc:
             _failed(args, path, str(exc), rows)
             status = EXIT_ERROR
@@ -153,7 +252,7 @@ def _solve_on_workers(client, args, options: dict, given: dict, rows: list) -> i
     from .core.progress import Progress
     from .core.tasks import TaskError, map_tasks
     task = functools.partial(_worker_task, fmt=args.format, family=args.family, method=args.method,
-                             options=options, given=given)
+                             options=options, given=given, solver_options=args.solver_options)
     runs = map_tasks(task, args.instances, client=client, progress=Progress(args.progress),
                      return_exceptions=True, what="instances")
     status, finished = EXIT_OK, set()
@@ -175,16 +274,16 @@ def _solve_on_workers(client, args, options: dict, given: dict, rows: list) -> i
     return status
 
 
-def _worker_task(path: str, fmt, family, method, options: dict, given: dict):
+def _worker_task(path: str, fmt, family, method, options: dict, given: dict, solver_options=()):
     """An instance solved on a worker: ``("ok", (instance, result))`` or ``("error", one-line message)``."""
     try:
-        return "ok", solve_path(path, fmt, family, method, dict(options), given)
+        return "ok", solve_path(path, fmt, family, method, dict(options), given, solver_options)
     except SolvoptError as exc:
         return "error", str(exc)
 
 
 def solve_path(path: str, fmt: str | None, family: str | None, method: str | None, options: dict,
-               given: dict) -> tuple:
+               given: dict, solver_options: Sequence[tuple[str, str]] = ()) -> tuple:
     """Read one instance file and solve it as the flags say: ``(instance, result)``."""
     from .core.family import get_family
     from .io import detect_format, read_instance, readers
@@ -199,7 +298,7 @@ def solve_path(path: str, fmt: str | None, family: str | None, method: str | Non
         fam = get_family(family)
     except ModelError:
         raise CliError(f"{path}: no solver for instances of family {family!r}") from None
-    return instance, solve_instance(instance, fam, method, dict(options), given, reader_params)
+    return instance, solve_instance(instance, fam, method, dict(options), given, reader_params, solver_options)
 
 
 def _report(args, path: str, instance, result: Result, rows: list, index: int) -> None:
@@ -321,21 +420,24 @@ def cmd_methods(args) -> int:
     header = ["family", "method", "default", "availability", "description"]
     widths = [max(len(r[i]) for r in [header] + table) for i in range(4)]
     room = max(20, width - sum(widths) - 2 * 4)
+    indent = " " * (sum(widths) + 2 * 4)
     for r in [header] + table:
-        if r[3] == "import failed" and len(r[4]) > room:  # the reason matters: whole, on its own line
-            desc, more = "", ["    " + r[4]]
-        else:
-            desc, more = (r[4] if len(r[4]) <= room else r[4][:room - 3] + "..."), []
+        if r[3] == "import failed" and len(r[4]) > room:  # the reason matters: whole, on its own lines
+            desc, more = "", textwrap.wrap(r[4], width, initial_indent="    ", subsequent_indent="    ")
+        else:  # a long description wraps under its column, never cut
+            lines = textwrap.wrap(r[4], room) or [""]
+            desc, more = lines[0], [indent + line for line in lines[1:]]
         print("  ".join([c.ljust(w) for c, w in zip(r[:4], widths)] + [desc]).rstrip())
         for line in more:
             print(line)
         if args.verbose and r is not header:
             row = rows[table.index(r)]
             if row["honours"]:
-                print(f"    honours: {', '.join(row['honours'])}")
+                print(textwrap.fill(f"honours: {', '.join(row['honours'])}", width, initial_indent="    ",
+                                    subsequent_indent="        "))
             for o in row["options"]:
-                line = f"    {o['name']} ({o['type']}, default {o['default']!r}): {o['help']}"
-                print(line if len(line) <= width else line[:width - 3] + "...")
+                print(textwrap.fill(f"{o['name']} ({o['type']}, default {o['default']!r}): {o['help']}", width,
+                                    initial_indent="    ", subsequent_indent="        "))
     return EXIT_OK
 
 
@@ -370,6 +472,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device", choices=("auto", "cpu", "gpu"))
     s.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress lines on stderr (default: when stderr is a terminal)")
+    s.add_argument("--solver-option", dest="solver_option", action="append", metavar="NAME=VALUE",
+                   help="an option of the method (repeatable), typed by its schema (`solvopt methods --verbose`), "
+                        "e.g. presolve=off; for HiGHS, SCIP and Gurobi any other NAME is the backend's own "
+                        "parameter (mip_rel_gap=1e-4, limits/gap=0.01, MIPFocus=1)")
     s.add_argument("--json", action="store_true", help="one JSON object per instance on stdout")
     s.add_argument("--out", metavar="DIR", help="write each result to DIR/<name>.json (plain JSON; plus <name>.sol for split routes)")
     s.add_argument("--workers", type=_positive_int, metavar="N",

@@ -1,0 +1,94 @@
+"""Backend options from the CLI (--solver-option), methods --verbose wrapping, info/convert fixes."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from solvopt.cli import CliError, main, typed_solver_options
+from solvopt.core.errors import SolvoptError
+from solvopt.core.registry import solvers
+
+
+def _lp(name):
+    return next(s for s in solvers("lp") if s.name == name)
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+KNAPSACK = "instances/lp/knapsack.mps"
+
+
+def test_presolve_off_reaches_highs(capsys, monkeypatch):
+    import highspy
+    seen = {}
+    real = highspy.Highs.setOptionValue
+
+    def spy(self, name, value):
+        seen[name] = value
+        return real(self, name, value)
+    monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
+    code, out, err = _run(capsys, "solve", KNAPSACK, "--solver-option", "presolve=off", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["objective"] == pytest.approx(25.0) and doc["options"]["presolve"] == "off"
+    assert seen["presolve"] == "off"
+
+
+def test_a_backend_parameter_goes_into_params_typed():
+    assert typed_solver_options(_lp("highs"), [("mip_rel_gap", "0.5"), ("lp_algorithm", "ipm")]) == \
+        {"params": {"mip_rel_gap": 0.5}, "lp_algorithm": "ipm"}
+    assert typed_solver_options(_lp("scip"), [("presolve", "off"), ("limits/gap", "0.01")]) == \
+        {"presolve": False, "params": {"limits/gap": 0.01}}
+    assert typed_solver_options(_lp("gurobi"), [("MIPFocus", "1"), ("Method", "2"), ("Presolve", "0")]) == \
+        {"params": {"MIPFocus": 1, "Method": 2, "Presolve": 0}}
+
+
+def test_a_loose_relative_gap_reaches_highs(capsys):
+    code, out, err = _run(capsys, "solve", KNAPSACK, "--solver-option", "mip_rel_gap=0.5", "--json")
+    assert code == 0, err
+    doc = json.loads(out)   # HiGHS stops at once at a 50% gap (the LP bound 26 against the incumbent 25 or less)
+    assert doc["options"]["params"] == {"mip_rel_gap": 0.5} and doc["bound"] >= doc["objective"]
+
+
+def test_scip_presolve_and_parameter_from_the_cli(capsys):
+    code, out, err = _run(capsys, "solve", KNAPSACK, "-m", "scip", "--solver-option", "presolve=off",
+                          "--solver-option", "limits/gap=0", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["objective"] == pytest.approx(25.0) and doc["options"]["presolve"] is False
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--solver-option", "presolve=of"], "expected one of choose, on, off"),
+    (["--solver-option", "no_such_option=1"], "HiGHS rejected its parameter no_such_option"),
+    (["-m", "scip", "--solver-option", "presolve=maybe"], "expected true/false"),
+    (["-m", "scip", "--solver-option", "limits/nogap=1"], "SCIP rejected its parameter limits/nogap"),
+    (["--solver-option", "presolve"], "takes NAME=VALUE"),
+])
+def test_bad_solver_options_are_one_line_and_exit_1(capsys, argv, words):
+    code, out, err = _run(capsys, "solve", KNAPSACK, *argv)
+    assert code == 1 and words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_an_unknown_option_of_a_method_without_params_is_one_line(capsys):
+    code, out, err = _run(capsys, "solve", "instances/khc/sr_10_2_2_1022.dat", "--solver-option", "bogus=1")
+    assert code == 1 and "has no such option" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_declared_int_option_is_typed():
+    khc = next(s for s in solvers("khc") if s.option("restarts") is not None)
+    assert typed_solver_options(khc, [("restarts", "3")]) == {"restarts": 3}
+    with pytest.raises(SolvoptError, match="restarts"):
+        typed_solver_options(khc, [("restarts", "three")])
+
+
+def test_methods_verbose_wraps_instead_of_cutting(capsys):
+    code, out, err = _run(capsys, "methods", "--family", "lp", "--verbose")
+    assert code == 0 and "..." not in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "set after solvopt's (name" in out and "value)" in out   # the whole help text, wrapped
