@@ -242,11 +242,15 @@ class Nested(_StaticSolver):
             yield it, a
 
 
+STEP_REACH = 1e6     # a trial point moves at most this many times the iterate's magnitude (plus 1)
+
+
 def _step_cap(a, grad) -> float:
-    """The largest step that moves the point by at most 10 (1 + |a|): no trial point far off in space
-    (an unbounded step would hand the projection a point of norm 1e11)."""
+    """The largest step that moves the point by at most STEP_REACH (1 + |a|): no trial point far off
+    in space (the old fallback step 1e10 handed the projection a point of norm 1e11). Generous, so
+    that Barzilai-Borwein steps keep their length (components pushing against a bound count too)."""
     gmax = float(np.abs(grad).max(initial=0.0))
-    return np.inf if gmax == 0.0 else 10.0 * (1.0 + float(np.abs(a).max(initial=0.0))) / gmax
+    return np.inf if gmax == 0.0 else STEP_REACH * (1.0 + float(np.abs(a).max(initial=0.0))) / gmax
 
 
 def _regularised(game, K, a, alpha):
