@@ -366,21 +366,34 @@ def _print_table(rows: list[list[str]], header: Sequence[str] = ("instance", "fa
 
 # --- info, methods, convert --------------------------------------------------------------------
 def cmd_info(args) -> int:
-    from .io import read_instance
     status = EXIT_OK
     for path in args.instances:
         try:
-            inst = read_instance(path, format=args.format, **({"k": args.k} if args.k is not None else {}))
+            desc = _describe(path, args.format, args.k)
         except SolvoptError as exc:
-            _error(str(exc))
+            _path_error(path, str(exc))
             status = EXIT_ERROR
             continue
-        desc = inst.describe()
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a reader's bug: one line, the other files go on
+            _path_error(path, f"could not read: {exception_message(exc)}")
+            status = EXIT_ERROR
+            continue
         if args.json:
             print(json.dumps(desc, default=str))
         else:
             print("  ".join(f"{k}={v}" for k, v in desc.items()))
     return status
+
+
+def _describe(path: str, fmt: str | None, k: int | None) -> dict:
+    """``info``'s description of a file: its reader's ``peek`` when reading needs a parameter not given."""
+    from .io import detect_format, read_instance, readers
+    reader = detect_format(path) if fmt is None else next((r for r in readers() if r.format == fmt), None)
+    if reader is not None and reader.peek is not None and k is None:
+        return reader.peek(path)
+    return read_instance(path, format=fmt, **({"k": k} if k is not None else {})).describe()
 
 
 def method_rows(family: str | None) -> list[dict[str, Any]]:
@@ -488,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="what was detected in an instance file, and its size")
     i.add_argument("instances", nargs="+", metavar="INSTANCE")
     i.add_argument("--format")
-    i.add_argument("--k", type=int, help="number of hyperplanes (needed to read a k-HC point file)")
+    i.add_argument("--k", type=int, help="number of hyperplanes of a k-HC point file (default: its '# k=K' line)")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_info)
 
@@ -502,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("instance")
     c.add_argument("output")
     c.add_argument("--format")
-    c.add_argument("--k", type=int, help="number of hyperplanes (needed to read a k-HC point file)")
+    c.add_argument("--k", type=int, help="number of hyperplanes of a k-HC point file (default: its '# k=K' line)")
     c.set_defaults(func=cmd_convert)
     return p
 

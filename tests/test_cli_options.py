@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from solvopt.cli import CliError, main, typed_solver_options
@@ -92,3 +93,48 @@ def test_methods_verbose_wraps_instead_of_cutting(capsys):
     assert code == 0 and "..." not in out
     assert max(len(line) for line in out.splitlines()) <= 100
     assert "set after solvopt's (name" in out and "value)" in out   # the whole help text, wrapped
+
+
+# --- per-file parameters: (path, params) batch items, '# k=K' in point files ---------------------
+def _points(tmp_path, name, rows, k=None):
+    path = tmp_path / name
+    head = f"# k={k}\n" if k is not None else ""
+    path.write_text(head + "x,y\n" + "".join(f"{a},{b}\n" for a, b in rows))
+    return path
+
+
+ROWS = [(0, 0), (1, 1), (2, 2.1), (0, 3), (1, 2), (2, 1.2), (3, 0)]
+
+
+def test_a_point_file_states_its_k(tmp_path):
+    from solvopt.io import read_instance
+    assert read_instance(_points(tmp_path, "a.csv", ROWS, k=3)).data["k"] == 3
+    assert read_instance(_points(tmp_path, "b.csv", ROWS, k=3), k=2).data["k"] == 2   # a given k wins
+    with pytest.raises(SolvoptError, match="no k"):
+        read_instance(_points(tmp_path, "c.csv", ROWS))
+
+
+def test_convert_writes_the_k_that_reading_back_finds(tmp_path, capsys):
+    src = _points(tmp_path, "src.csv", ROWS)
+    assert main(["convert", str(src), str(tmp_path / "out.csv"), "--k", "2"]) == 0
+    capsys.readouterr()
+    code, out, err = _run(capsys, "info", tmp_path / "out.csv", "--json")
+    assert code == 0 and json.loads(out)["k"] == 2
+
+
+def test_info_without_k_says_unset_and_exits_0(tmp_path, capsys):
+    code, out, err = _run(capsys, "info", _points(tmp_path, "p.csv", ROWS))
+    assert code == 0 and "k=unset" in out and "m=7" in out and not err
+
+
+def test_solve_list_takes_path_params_pairs_and_model_params_k(tmp_path):
+    from solvopt.dist.batch import solve_list
+    from solvopt.dsl import HyperplaneClustering
+    a, b = _points(tmp_path, "a.csv", ROWS), _points(tmp_path, "b.csv", ROWS, k=3)
+    results = solve_list([(a, {"k": 2}), b, (b, {"k": 1})], method="brute-force")
+    points = np.asarray(ROWS, dtype=float)
+    for r, k in zip(results, (2, 3, 1)):
+        ref = HyperplaneClustering(points, k).solve("brute-force").objective
+        assert r.termination.value == "optimal" and r.objective == pytest.approx(ref, abs=1e-9), k
+    (r,) = solve_list([a], method="brute-force", model_params={"k": 2})
+    assert r.objective == pytest.approx(results[0].objective)

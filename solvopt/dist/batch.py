@@ -14,7 +14,7 @@ import functools
 import os
 from typing import Any, Iterable, Iterator
 
-from solvopt.core.errors import SolvoptError
+from solvopt.core.errors import ModelError, SolvoptError
 from solvopt.core.interrupt import catching_sigint
 from solvopt.core.progress import Progress
 from solvopt.core.result import Result, SolutionStatus, Termination
@@ -23,6 +23,8 @@ from solvopt.core.tasks import TaskError, exception_message, map_tasks
 
 def input_name(item: Any, index: int) -> str:
     """How a batch input is named in its Result: an Instance's (or model's) name, a file's stem, else ``#index``."""
+    if _with_params(item):
+        item = item[0]
     if isinstance(item, (str, os.PathLike)):
         return os.path.splitext(os.path.basename(os.fspath(item)))[0]
     name = getattr(item, "name", None)
@@ -34,14 +36,39 @@ def error_result(message: str, **stats) -> Result:
     return Result(Termination.ERROR, SolutionStatus.NONE, message=message, stats=dict(stats))
 
 
+def _with_params(item: Any) -> bool:
+    return isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict)
+
+
 def model_of(item: Any, model_params: dict) -> tuple:
-    """A batch input as ``(model, name or None)``: a file path is read, an Instance built by its family."""
+    """A batch input as ``(model, name or None)``: a file path is read, an Instance built by its family.
+
+    ``(path or Instance, params)``: that input's own parameters, over ``model_params``; those its
+    file's reader takes (a point file's ``k``) go to the reader, the rest (and those the family's
+    model also takes) to the family's ``from_instance``.
+    """
+    own: dict = {}
+    if _with_params(item):
+        item, own = item
+        model_params = {**model_params, **own}
     if hasattr(item, "solve"):
+        if own:
+            raise ModelError(f"a model input takes no parameters, got {', '.join(sorted(own))}")
         return item, None
     from solvopt.core.family import get_family
-    from solvopt.io import Instance, read_instance
-    instance = item if isinstance(item, Instance) else read_instance(os.fspath(item))
-    return get_family(instance.family).build_model(instance, **model_params), instance.name
+    from solvopt.io import Instance, detect_format, read_instance
+    reader_params: set = set()
+    if isinstance(item, Instance):
+        instance = item
+    else:
+        reader_params = set(detect_format(os.fspath(item)).params)
+        instance = read_instance(os.fspath(item), **{k: v for k, v in model_params.items() if k in reader_params})
+    family = get_family(instance.family)
+
+    def to_model(name: str) -> bool:
+        param = family.param(name)
+        return name not in reader_params or (param is not None and param.target == "model")
+    return family.build_model(instance, **{k: v for k, v in model_params.items() if to_model(k)}), instance.name
 
 
 def solve_one(item: Any, method: str | None = None, options: dict | None = None,
@@ -66,7 +93,9 @@ def solve_many(items: Iterable, client=None, *, workers: int | None = None, meth
 
     ``items``: models (anything with ``.solve``), :class:`~solvopt.io.Instance` objects or
     instance file paths (read and built by their family; ``model_params`` go to the family's
-    ``from_instance``). ``client``: a ``distributed.Client`` (default: the one set by
+    ``from_instance``, and to the reader those it takes, such as a point file's ``k``), or
+    ``(path or Instance, params)`` pairs giving one input its own parameters over ``model_params``.
+    ``client``: a ``distributed.Client`` (default: the one set by
     :func:`solvopt.core.tasks.use_client`); ``workers=N``: a LocalCluster of N one-thread
     processes for this batch; neither: one after the other in this process. ``options`` go to
     every solve (``time_limit`` is per input). ``progress``: a line per finished input on

@@ -44,6 +44,8 @@ class Reader:
     sniff: Callable[[str, str], bool] | None = None  # (path, first ~4 KiB of text) -> bool
     description: str = ""
     params: tuple[str, ...] = ()  # keyword parameters ``read`` takes (e.g. ("k",) for point files)
+    # path -> what ``solvopt info`` shows when ``read`` needs a parameter the user did not give
+    peek: Callable[[str], dict] | None = None
 
 
 _READERS: dict[str, Reader] = {}

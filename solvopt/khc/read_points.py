@@ -1,9 +1,13 @@
 """k-HC point files: a numeric matrix (m points x n coordinates) as ``.csv`` or ``.npy``.
 
-Point files carry no ``k``: the caller passes it (``read_instance(path, k=3)``, CLI ``--k 3``).
+A CSV point file may state ``k`` in a comment line of its own, ``# k=3`` (``solvopt convert`` writes
+one); otherwise, and for ``.npy``, the caller passes it (``read_instance(path, k=3)``, CLI ``--k 3``),
+and a ``k`` passed overrides the file's.
 :func:`khc_instance` is the one place that validates k-HC data for every k-HC reader.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -88,19 +92,47 @@ def read_npy_points(path: str) -> np.ndarray:
     return array.astype(np.float64)
 
 
+_K_COMMENT = re.compile(r"^\s*#\s*k\s*=\s*(\S*)\s*$", re.IGNORECASE)
+
+
+def k_comment(path: str) -> int | None:
+    """The ``k`` a CSV point file states in a ``# k=3`` comment line (None when it states none)."""
+    if path.lower().endswith(".npy"):
+        return None
+    with open(path, "rb") as fh:
+        for no, raw in enumerate(fh, start=1):
+            line = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
+            match = _K_COMMENT.match(line)
+            if match:
+                text = match.group(1)
+                if not text.isdigit() or int(text) < 1:
+                    raise InstanceFormatError(path, no, f"'# k=' needs a positive integer, got {text!r}")
+                return int(text)
+    return None
+
+
 def read_points(path: str, k: int | None = None) -> Instance:
-    """Read a ``.csv`` / ``.npy`` point file as a k-HC instance with the given ``k``."""
+    """Read a ``.csv`` / ``.npy`` point file as a k-HC instance with the given ``k`` (else the file's)."""
     points = read_npy_points(path) if path.lower().endswith(".npy") else read_csv_points(path)
-    return khc_instance(path, "points", points, k)
+    stated = k_comment(path) if k is None else None
+    return khc_instance(path, "points", points, k if k is not None else stated, k_from_file=stated is not None)
+
+
+def describe_points(path: str) -> dict:
+    """``solvopt info`` of a point file: its size and ``k`` (``"unset"`` when the file states none)."""
+    points = read_npy_points(path) if path.lower().endswith(".npy") else read_csv_points(path)
+    k = k_comment(path)
+    return {"path": path, "name": instance_name(path), "family": "khc", "format": "points",
+            "m": int(points.shape[0]), "n": int(points.shape[1]), "k": "unset" if k is None else k}
 
 
 def write_csv_points(instance: Instance, path: str) -> None:
-    """``solvopt convert`` to ``.csv``: the points with a header of names (the file carries no k)."""
+    """``solvopt convert`` to ``.csv``: a ``# k=K`` comment (read back), a header of names, the points."""
     points, k = instance.data["points"], instance.data["k"]
     header = ",".join(f"x{j + 1}" for j in range(points.shape[1]))
     with open(path, "w") as fh:
-        fh.write(f"# k-HC points from {instance.name}: m={points.shape[0]} n={points.shape[1]} "
-                 f"(a point file carries no k; this instance had k={k}: pass --k {k})\n{header}\n")
+        fh.write(f"# k-HC points from {instance.name}: m={points.shape[0]} n={points.shape[1]}\n"
+                 f"# k={k}\n{header}\n")
         for row in points:
             fh.write(",".join(repr(float(v)) for v in row) + "\n")
 
@@ -113,6 +145,7 @@ def write_npy_points(instance: Instance, path: str) -> None:
 
 POINTS_READER = register_reader(Reader(
     format="points", family="khc", extensions=(".csv", ".npy"), read=read_points,
-    params=("k",), description="k-HC point matrix (m x n) as CSV or NumPy .npy; needs k (--k)"))
+    params=("k",), description="k-HC point matrix (m x n) as CSV or NumPy .npy; k from a '# k=K' line or --k",
+    peek=describe_points))
 register_writer("khc", ".csv", write_csv_points)
 register_writer("khc", ".npy", write_npy_points)
