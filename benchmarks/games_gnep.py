@@ -135,6 +135,22 @@ def markdown(meta, rows) -> str:
             _fmt(o["wall_s"] / a["wall_s"], ".2f") if ok else "-",
             _fmt(o["wall_s"] / a["solve_without_jit_s"], ".2f") if ok and a["solve_without_jit_s"] > 0 else "-",
         ]) + " |")
+    lines += ["", "Observations (computed from the rows above):", ""]
+    ours_ok = [r for r in rows if r["ours"].get("scipy_max_regret") is not None and r["ours"]["scipy_max_regret"] <= 1e-5]
+    lines.append(f"- our point is a GNE by scipy's best responses (regret <= 1e-5) on {len(ours_ok)} of {len(rows)}; "
+                 "status `optimal` on " + str(sum(r["ours"]["termination"] == "optimal" for r in rows)) + ".")
+    fast = [r["problem"] for r in rows if r["ours"].get("time_to_1e-6_s") is not None and r["ours"]["time_to_1e-6_s"] <= 1.0]
+    lines.append(f"- certified exploitability <= 1e-6 within 1 s on {len(fast)} of {len(rows)}: {', '.join(fast) or 'none'}.")
+    timed = [r for r in rows if "wall_s" in r.get("nashopt", {})]
+    faster = [r["problem"] for r in timed if r["ours"]["wall_s"] < r["nashopt"]["wall_s"]]
+    lines.append(f"- our wall time below nashopt's total (JIT included) on {len(faster)} of {len(timed)}: "
+                 f"{', '.join(faster) or 'none'}.")
+    loose = [r["problem"] for r in timed
+             if r["nashopt"]["exploitability"] > 1e3 * r["nashopt"]["scipy_max_regret"] + 1e-6]
+    if loose:
+        lines.append(f"- at nashopt's point on {', '.join(loose)}, our certified exploitability is far above the regret "
+                     "scipy finds (an upper bound, but a loose one: the certificate of library forms and callables "
+                     "at points where the gradient vanishes exactly).")
     lines += ["", "Notes from the library (`solvopt.games.gnep_library`):", ""]
     for row in rows:
         if row["notes"]:

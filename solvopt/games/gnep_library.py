@@ -356,7 +356,10 @@ def a13() -> GNEP:
     A = np.array([[3.25, 1.25, 4.125], [2.2915, 1.5625, 2.814]])
     return GNEP("A.13", "River-basin pollution game (Krawczyk and Uryasev), 3 players, 2 shared limits", [1, 1, 1],
                 np.zeros(3), np.full(3, np.inf), [Rows(A, np.full(2, -np.inf), np.full(2, 100.0))], costs, grads,
-                np.array([21.14480155732168, 16.02785326538717, 2.7259709656438]), quadratic=quad)
+                np.array([21.14480155732168, 16.02785326538717, 2.7259709656438]), quadratic=quad,
+                notes="the exact VE (KKT with the first limit active) is (21.1447960, 16.0278535, 2.7259627), "
+                      "8.3e-6 from the published point; the game is only weakly monotone (modulus 0.03), so a VE gap "
+                      "of 1e-9 still allows about 2e-4 in the actions")
 
 
 # --- A.15: an electricity market (three generating companies) ----------------------------------
@@ -387,7 +390,10 @@ def a15() -> GNEP:
     return GNEP("A.15", "Electricity market, 3 companies with 1, 2, 3 plants and capacities", sizes,
                 np.zeros(6), np.array([80.0, 80.0, 50.0, 55.0, 30.0, 40.0]), [], costs, grads,
                 np.array([46.66150692423980, 32.15293850189938, 15.00419467998705, 22.10485810522063,
-                          12.34076570922471, 12.34076570922471]), quadratic=quad, concept="NE")
+                          12.34076570922471, 12.34076570922471]), quadratic=quad, concept="NE",
+                notes="the exact equilibrium (interior: one linear system) is (46.661622, 32.154030, 15.003129, "
+                      "22.107190, 12.339587, 12.339587); the published point is 2.3e-3 from it along company 3's "
+                      "nearly flat direction (modulus 0.028), where an exploitability of 1e-7 allows about 4e-3")
 
 
 # --- A.16: the Outrata et al. oligopoly with a shared production cap --------------------------
