@@ -68,7 +68,6 @@ def scale_cases() -> list[ScaleCase]:
         ScaleCase("points-pinf", lambda f: _on_points(f, "inf"), linear, infinite),
         ScaleCase("points-p20", lambda f: _on_points(f, 20), linear, exact),
         ScaleCase("masses-p2", lambda f: _on_masses(f, 2), _root(2.0), finite),
-        ScaleCase("masses-p3", lambda f: _on_masses(f, 3), _root(3.0), finite),
         ScaleCase("masses-pinf", lambda f: _on_masses(f, "inf"), invariant, infinite),
         ScaleCase("cost-p2", lambda f: _on_cost(f, 2), linear, finite),
     ]
