@@ -138,3 +138,43 @@ def test_solve_list_takes_path_params_pairs_and_model_params_k(tmp_path):
         assert r.termination.value == "optimal" and r.objective == pytest.approx(ref, abs=1e-9), k
     (r,) = solve_list([a], method="brute-force", model_params={"k": 2})
     assert r.objective == pytest.approx(results[0].objective)
+
+
+# --- small fixes: results_frame export, Markov economies' options, info's one line ---------------
+def test_io_exports_results_frame():
+    import solvopt.io as io
+    from solvopt.io.frames import results_frame
+    assert io.results_frame is results_frame and "results_frame" in io.__all__
+
+
+@pytest.mark.parametrize("name", ["markov_paper_cd_deterministic", "markov_paper_leontief_stochastic"])
+def test_info_reads_the_paper_economies(capsys, name):
+    code, out, err = _run(capsys, "info", f"instances/games/{name}.json", "--json")
+    assert code == 0, err
+    assert json.loads(out)["kind"] == "markov_exchange_economy"
+
+
+def test_a_solve_refuses_an_unsupported_economy_option_in_one_line(capsys):
+    code, out, err = _run(capsys, "solve", "instances/games/markov_paper_cd_deterministic.json")
+    assert code == 1 and "degree 0.1" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_the_economy_schema_still_refuses_unknown_fields(tmp_path, capsys):
+    data = json.load(open("instances/games/markov_paper_cd_deterministic.json"))
+    data["horizn"] = 30
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps(data))
+    code, out, err = _run(capsys, "info", path)
+    assert code == 1 and "horizn" in err
+
+
+def test_info_reports_a_reader_bug_in_one_line(tmp_path, capsys, monkeypatch):
+    from solvopt.khc import read_points
+    path = _points(tmp_path, "p.csv", ROWS, k=2)
+
+    def broken(path):
+        raise IndexError("list index out of range")
+    monkeypatch.setattr(read_points, "read_csv_points", broken)
+    code, out, err = _run(capsys, "info", path, "--k", "2")
+    assert code == 1 and "list index out of range" in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err

@@ -24,7 +24,8 @@ from solvopt.core.errors import InstanceFormatError, ModelError
 from solvopt.dsl.markov_games import MarkovExchangeEconomy, MarkovPseudoGame
 
 GAME_KEYS = ("quadratic", "shared_matrix", "shared_rhs", "transition_slopes", "initial", "players")
-ECONOMY_KEYS = ("initial", "asset_returns", "borrowing_limit", "holding_limit", "asset_price_max", "price_sum")
+ECONOMY_KEYS = ("initial", "asset_returns", "borrowing_limit", "holding_limit", "asset_price_max", "price_sum",
+                "degree", "endowment_floor", "endowment_cap", "endowment_shocks", "shock_probabilities", "horizon")
 
 
 def _bounds_for(data: dict, name: str, default):
@@ -67,10 +68,12 @@ def _bounds(value, default, what: str):
 
 
 def _check_asset_limits(data: dict) -> None:
-    """``borrowing_limit`` / ``holding_limit``: a number, or one per asset (a column of ``asset_returns``)."""
+    """``borrowing_limit`` / ``holding_limit``: a number, or one per asset (a column of ``asset_returns``:
+    (S, A) payouts, or (S, A, M) bundles of goods)."""
     from .instance import numeric
     returns = data.get("asset_returns")
-    assets = numeric(returns, "asset_returns", 2).shape[1] if returns else 0
+    bundles = bool(returns) and isinstance(returns[0], list) and bool(returns[0]) and isinstance(returns[0][0], list)
+    assets = numeric(returns, "asset_returns", 3 if bundles else 2).shape[1] if returns else 0
     for name in ("borrowing_limit", "holding_limit"):
         value = data.get(name)
         if value is None or not isinstance(value, list):
