@@ -15,7 +15,9 @@ Timing, so that the test measures the stop and nothing else:
 
 - *the solve's start* is read from the first progress line on stderr: its ``[  t s]`` stamp is
   the time since the solver's progress clock started, so ``start = arrival - stamp``. Python's
-  start-up, imports and the instance's reading come before it and do not count. A method that
+  start-up, imports and the instance's reading come before it and do not count; nor does what a
+  method does before its progress clock starts (its compile step), which the API tests below
+  cover where it grows with the data (``test_irp_compile_of_many_given_scenarios_...``). A method that
   writes no progress line within ``WAIT_FOR_START`` seconds is a failure (the marker is what
   tells the test the stop handler is in place);
 - Numba's compilation on a cold cache would count against the stop, so each case is first run
