@@ -4,7 +4,8 @@ HiGHS parses the file; we convert its model (column-wise matrix, lower-triangula
 into :class:`solvopt.dsl.standard_form.StandardForm`, and back for writing (used by
 ``solvopt convert``). HiGHS' free-MPS parser reads a non-numeric value as 0 without a word,
 and drops entries that name an undefined row (inventing a column for an undefined bound), so
-MPS files are first scanned for non-numeric and NaN values and undefined names, which are
+MPS files are first scanned for non-numeric and NaN values, undefined names and data lines too
+short to be one (HiGHS' readModel never returns on a COLUMNS line of one or two tokens), which are
 reported with their line; an LP file with nothing but comments is refused (HiGHS reads it as an
 empty model). HiGHS is created through :func:`solvopt.dsl.highs_export.new_highs` so that its
 banner never reaches stdout (the CLI prints JSON there).
@@ -29,6 +30,11 @@ MPS_EXTENSIONS = (".mps", ".mps.gz", ".qps", ".qps.gz")
 _NUMERIC_SECTIONS = {"COLUMNS": False, "RHS": True, "RANGES": True, "BOUNDS": True,
                      "QUADOBJ": False, "QMATRIX": False, "QSECTION": False}
 _BOUND_TYPES_WITH_VALUE = {"UP", "LO", "FX", "LI", "UI", "SC"}
+# The fewest whitespace-separated tokens a data line of a section has (fixed-format names with
+# spaces only add tokens), and what the line holds.
+_FEWEST_TOKENS = {"ROWS": 2, "COLUMNS": 3, "RHS": 2, "RANGES": 2, "BOUNDS": 2}
+_SHAPES = {"ROWS": "a row type and a name", "COLUMNS": "a column, a row and a value (or a MARKER line)",
+           "RHS": "a row and a value", "RANGES": "a row and a value", "BOUNDS": "a bound type and a column"}
 
 
 def _highspy():
@@ -99,6 +105,9 @@ def check_mps_values(path: str) -> None:
                         return
                     continue
                 tokens = line.split()
+                if len(tokens) < _FEWEST_TOKENS.get(section, 0):  # HiGHS loops forever on a 1-2 token COLUMNS line
+                    raise InstanceFormatError(path, no, f"{section} line too short: expected {_SHAPES[section]}, "
+                                                        f"got {line.strip()!r}")
                 if section == "ROWS":
                     if len(tokens) == 2:
                         rows.add(tokens[1])
