@@ -8,6 +8,11 @@ family (through its descriptor), each of the family's registered scale cases at 
 every method the case lists: the small instances the spine's scale test already solves with
 every method, so every kernel those methods use is called with the argument types of a real
 solve. ``solvopt warmup`` on the command line does the same.
+
+A kernel whose compiled form depends on the data's shape class (not only on dtypes) needs one
+case per class; where a family's scale cases cover one class only, :data:`EXTRA_CASES` adds
+the others (k-HC: the search kernel is specialised for n <= 2 and n >= 3 points' dimension and
+for the static and dynamic branching orders, each a separate compile).
 """
 from __future__ import annotations
 
@@ -15,6 +20,42 @@ import time
 from typing import Callable
 
 from solvopt.jit_clock import compile_timer
+
+
+def _khc_extra_cases() -> list:
+    """k-HC bnb in every specialisation of its search kernel: dimensions 2, 3 (closed-form
+    eigenvalues) and 4 (Jacobi), every branching order, with and without the charge bound."""
+    import numpy as np
+
+    from solvopt.core.scaling import ScaleCase, invariant
+    from solvopt.khc.bnb import ORDERS
+
+    def build(n: int):
+        def make(factor: float):
+            from solvopt.dsl import HyperplaneClustering
+            return HyperplaneClustering(np.random.default_rng(n).uniform(0.0, 10.0, (12, n)) * factor, 2)
+        return make
+
+    cases = []
+    for n in (2, 3, 4):
+        for order in ORDERS:
+            cases.append(ScaleCase(f"points-12x{n}-{order}", build(n), invariant, ("bnb",), {"order": order}))
+        cases.append(ScaleCase(f"points-12x{n}-charged", build(n), invariant, ("bnb",),
+                               {"order": "farthest", "charge_bound": True}))
+    return cases
+
+
+# family -> "module:function" or callable giving more ScaleCase-like cases (build, methods, options)
+EXTRA_CASES: dict[str, Callable[[], list]] = {"khc": _khc_extra_cases}
+
+
+def _cases(family) -> list:
+    from solvopt.core.family import load_object
+    cases = list(load_object(family.scale_cases)()) if family.scale_cases else []
+    extra = EXTRA_CASES.get(family.name)
+    if extra is not None:
+        cases += list(extra())
+    return cases
 
 
 def _solvopt_dispatchers() -> dict[str, object]:
@@ -52,7 +93,7 @@ def warmup(families: list[str] | None = None, progress: Callable[[str], None] | 
     An unknown family name is a :class:`~solvopt.core.errors.ModelError` listing the known ones.
     """
     from solvopt.core.errors import ModelError
-    from solvopt.core.family import families as all_families, load_object
+    from solvopt.core.family import families as all_families
 
     known = {f.name: f for f in all_families()}
     names = list(known) if not families else list(families)
@@ -65,7 +106,8 @@ def warmup(families: list[str] | None = None, progress: Callable[[str], None] | 
         family = known[name]
         entry: dict = {"seconds": 0.0, "compile_time": 0.0, "cached": True, "solves": {}, "kernels": {}}
         report[name] = entry
-        if family.scale_cases is None:
+        cases = _cases(family)
+        if not cases:
             entry["skipped"] = "the family registers no scale cases"
             if progress:
                 progress(f"{name}: skipped ({entry['skipped']})")
@@ -73,7 +115,7 @@ def warmup(families: list[str] | None = None, progress: Callable[[str], None] | 
         before = {k: _cache_counts(d) for k, d in _solvopt_dispatchers().items()}
         started = time.perf_counter()
         with compile_timer() as family_jit:
-            for case in load_object(family.scale_cases)():
+            for case in cases:
                 for method in case.methods:
                     key = f"{case.name}/{method}"
                     t0 = time.perf_counter()
