@@ -1,4 +1,4 @@
-"""The ``solvopt`` command line: ``solve``, ``info``, ``methods``, ``convert``.
+"""The ``solvopt`` command line: ``solve``, ``info``, ``methods``, ``convert``, ``warmup``.
 
 One generic handler serves every family: the instance's reader names its family, the family's
 descriptor (:mod:`solvopt.core.family`) says which flags it takes and where each goes (the
@@ -463,6 +463,23 @@ def cmd_convert(args) -> int:
     return EXIT_OK
 
 
+def cmd_warmup(args) -> int:
+    """Compile the Numba kernels of the families into the user's cache (:func:`solvopt.warmup.warmup`)."""
+    from .warmup import warmup
+    report = warmup(args.family or None, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    if args.json:
+        print(json.dumps(report, default=str))
+        return EXIT_OK
+    rows = []
+    for name, entry in report.items():
+        errors = sum("error" in s for s in entry.get("solves", {}).values())
+        state = ("skipped" if "skipped" in entry else "cached" if entry.get("cached") else "compiled")
+        rows.append([name, state, str(len(entry.get("kernels", {}))), f"{entry.get('compile_time', 0.0):.1f}",
+                     f"{entry.get('seconds', 0.0):.1f}", str(errors)])
+    _print_table(rows, ("family", "state", "kernels", "compile_s", "time_s", "failed_solves"))
+    return EXIT_OK
+
+
 # --- parser --------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="solvopt", description="Solve optimization instances with solvopt.")
@@ -517,6 +534,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--format")
     c.add_argument("--k", type=int, help="number of hyperplanes of a k-HC point file (default: its '# k=K' line)")
     c.set_defaults(func=cmd_convert)
+
+    w = sub.add_parser("warmup", help="compile the Numba kernels into the user's cache (for cold workers)",
+                       description="Solve each family's small scale cases with every method they list, so that "
+                                   "every Numba kernel is compiled into the on-disk cache once; later processes "
+                                   "(dask workers included) load them instead of compiling.")
+    w.add_argument("--family", action="append", metavar="F", help="only this family (repeatable; default: all)")
+    w.add_argument("--json", action="store_true", help="the full report as JSON")
+    w.set_defaults(func=cmd_warmup)
     return p
 
 

@@ -178,3 +178,26 @@ def test_info_reports_a_reader_bug_in_one_line(tmp_path, capsys, monkeypatch):
     code, out, err = _run(capsys, "info", path, "--k", "2")
     assert code == 1 and "list index out of range" in err and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err
+
+
+# --- solvopt warmup ---------------------------------------------------------------------------------
+def test_warmup_command_passes_the_families_and_prints_a_table(capsys, monkeypatch):
+    import solvopt.warmup as warm
+    calls = []
+
+    def fake(families=None, progress=None):   # the real one compiles for seconds; its own tests run it
+        calls.append(families)
+        progress("dp: 2 kernel(s), compiled in 1.0 s (4 solve(s), 1.2 s)")
+        return {"dp": {"seconds": 1.2, "compile_time": 1.0, "cached": False, "kernels": {"a": {}, "b": {}},
+                       "solves": {"c/m": {"seconds": 1.2}}}}
+    monkeypatch.setattr(warm, "warmup", fake)
+    code, out, err = _run(capsys, "warmup", "--family", "dp", "--family", "khc")
+    assert code == 0 and calls == [["dp", "khc"]]
+    assert "dp: 2 kernel(s)" in err and out.splitlines()[1].split()[:3] == ["dp", "compiled", "2"]
+    code, out, err = _run(capsys, "warmup", "--json")
+    assert code == 0 and calls[-1] is None and json.loads(out)["dp"]["compile_time"] == 1.0
+
+
+def test_warmup_of_an_unknown_family_is_one_line(capsys):
+    code, out, err = _run(capsys, "warmup", "--family", "nope")
+    assert code == 1 and "unknown family 'nope'" in err and len(err.strip().splitlines()) == 1
