@@ -1,7 +1,7 @@
-"""The W_p optimal-transport family model: two weighted point sets (or a cost matrix) and p.
+"""The W_p optimal-transport family model: two weighted point sets (or a matrix) and p.
 
 W_p(a, b) = (min over plans pi of sum_ij pi_ij d(i, j)^p)^(1/p), the plans pi >= 0 having row
-sums a and column sums b; for p = inf, the smallest possible largest distance d(i, j) that a
+sums a and column sums b (with a ready cost matrix C, as POT's ``M``: (min sum pi_ij C_ij)^(1/p)); for p = inf, the smallest possible largest distance d(i, j) that a
 plan puts mass on (the bottleneck distance). The model validates its data at construction
 (:func:`validate_points`, :func:`validate_weights`, :func:`validate_p`, ...: the one validation
 the ``.npz`` reader and every method share) and gives the methods the distances they need one
@@ -77,19 +77,20 @@ def validate_points(points, name: str) -> np.ndarray:
     return arr
 
 
-def validate_cost(cost) -> np.ndarray:
-    """A finite, nonnegative (n, m) distance matrix with n, m >= 1."""
-    arr = _real_array(cost, "cost")
+def validate_cost(cost, name: str = "cost") -> np.ndarray:
+    """A finite, nonnegative (n, m) matrix with n, m >= 1 (``name``: "cost" or "distance")."""
+    arr = _real_array(cost, name)
+    what = "distances" if name == "distance" else "costs"
     if arr.ndim != 2:
-        raise ModelError(f"'cost' must be a 2-D (n, m) matrix of distances, got shape {arr.shape}")
+        raise ModelError(f"{name!r} must be a 2-D (n, m) matrix of {what}, got shape {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ModelError(f"'cost' is empty (shape {arr.shape}): a transport problem needs at least one point on each side")
+        raise ModelError(f"{name!r} is empty (shape {arr.shape}): a transport problem needs at least one point on each side")
     if np.any(arr < 0):
         where = tuple(int(i) for i in np.argwhere(arr < 0)[0])
-        raise ModelError(f"'cost' has a negative distance at {where}")
+        raise ModelError(f"{name!r} has a negative {what[:-1]} at {where}")
     if np.any(arr > MAX_DISTANCE):
         where = tuple(int(i) for i in np.argwhere(arr > MAX_DISTANCE)[0])
-        raise ModelError(f"'cost' has an entry above {MAX_DISTANCE:g} at {where}: divide the matrix by a "
+        raise ModelError(f"{name!r} has an entry above {MAX_DISTANCE:g} at {where}: divide the matrix by a "
                          "constant (W_p scales with it)")
     return arr
 
@@ -145,37 +146,56 @@ def _metric(metric):
 
 
 class Transport(FamilyModel):
-    """W_p optimal transport between weighted point sets x (n, d) and y (m, d), or over a cost matrix.
+    """W_p optimal transport between weighted point sets x (n, d) and y (m, d), or over a matrix.
 
-    Parameters: ``x``, ``y`` point arrays (a 1-D array is points on the line) or ``cost`` an
-    (n, m) matrix of distances d(i, j) (not raised to p; then x and y stay None); ``a``, ``b``
+    Parameters: ``x``, ``y`` point arrays (a 1-D array is points on the line); or ``cost`` an
+    (n, m) ready cost matrix C, exactly POT's ``M`` (W_p = (min sum pi C)^(1/p): C is not raised
+    to p; e.g. squared euclidean distances with p = 2; finite p only); or ``distance`` an (n, m)
+    matrix of distances d(i, j), raised to p (then x and y stay None); ``a``, ``b``
     nonnegative masses with equal totals (uniform by default, see :func:`balanced_weights`);
     ``p`` in [1, inf] (``float("inf")`` or ``"inf"``: the bottleneck distance); ``metric``
     "euclidean", "cityblock", "chebyshev" or a callable ``metric(X_block, Y)`` returning the
     (len(X_block), len(Y)) distances (it should be a metric for the approximation's guarantee).
 
-    Attributes: ``x``, ``y``, ``cost``, ``a``, ``b``, ``p``, ``metric`` (None for a cost
-    matrix), ``n``, ``m``, ``dimension`` (None for a cost matrix), ``mass`` (the common total).
+    Attributes: ``x``, ``y``, ``a``, ``b``, ``p``, ``metric`` (None for a matrix), ``n``, ``m``,
+    ``dimension`` (None for a matrix), ``mass`` (the common total); ``distances``: the (n, m)
+    distance matrix the methods use (``distance`` itself, or C^(1/p) for a ready cost; None for
+    points), also under its older name ``cost``; ``ready_cost``: C as given (None otherwise).
     """
 
     family = "transport"
 
-    def __init__(self, x=None, y=None, a=None, b=None, p=2, metric="euclidean", cost=None):
+    def __init__(self, x=None, y=None, a=None, b=None, p=2, metric="euclidean", cost=None, distance=None):
         self.p = validate_p(p)
-        if cost is not None:
+        self.ready_cost = None
+        if cost is not None and distance is not None:
+            raise ModelError("give either 'cost' (a ready cost, POT's M, not raised to p) or 'distance' "
+                             "(distances, raised to p), not both")
+        if cost is not None or distance is not None:
+            name = "cost" if cost is not None else "distance"
             if x is not None or y is not None:
-                raise ModelError("give either the points x and y or a cost matrix, not both")
+                raise ModelError(f"give either the points x and y or a {name} matrix, not both")
             if not (isinstance(metric, str) and metric == "euclidean"):
-                raise ModelError("metric applies to point inputs; a cost matrix already holds the distances")
-            self.cost = validate_cost(cost)
+                raise ModelError(f"metric applies to point inputs; a {name} matrix already holds the "
+                                 + ("costs" if name == "cost" else "distances"))
+            if distance is not None:
+                self.cost = validate_cost(distance, "distance")
+            else:
+                if math.isinf(self.p):
+                    raise ModelError("a ready cost matrix (cost=, POT's M) needs a finite p: W_p = (min <P, C>)^(1/p); "
+                                     "for the bottleneck W_inf give distances (distance=)")
+                self.ready_cost = validate_cost(cost, "cost")
+                with np.errstate(under="ignore"):
+                    self.cost = np.power(self.ready_cost, 1.0 / self.p) if self.p != 1.0 else self.ready_cost
             self.x = self.y = None
             self.metric = None
             self.n, self.m = self.cost.shape
             self.dimension = None
-            self.a, self.b = balanced_weights(a, b, self.n, self.m, "cost rows", "cost columns")
+            self.a, self.b = balanced_weights(a, b, self.n, self.m, f"{name} rows", f"{name} columns")
         else:
             if x is None or y is None:
-                raise ModelError("give the points x and y (arrays of shape (count, dimension)) or a cost matrix")
+                raise ModelError("give the points x and y (arrays of shape (count, dimension)), a cost matrix "
+                                 "(cost=, POT's M) or a distance matrix (distance=)")
             self.cost = None
             self.x = validate_points(x, "x")
             self.y = validate_points(y, "y")
@@ -191,6 +211,11 @@ class Transport(FamilyModel):
                 self._check_span()
         self.mass = float(self.a.sum())
         self._distance_scale = None
+
+    @property
+    def distances(self) -> np.ndarray | None:
+        """The (n, m) distance matrix the methods use (raised to p by them); None for points."""
+        return self.cost
 
     def _box_extent(self) -> np.ndarray:
         """Per axis, the extent of the bounding box of the points with positive mass."""
@@ -248,7 +273,7 @@ class Transport(FamilyModel):
         return self._distance_scale
 
     def __repr__(self) -> str:
-        what = f"cost {self.n}x{self.m}" if self.cost is not None else \
+        what = (f"{'cost' if self.ready_cost is not None else 'distance'} {self.n}x{self.m}") if self.cost is not None else \
             f"x {self.n}x{self.dimension}, y {self.m}x{self.dimension}, metric={getattr(self.metric, '__name__', self.metric)}"
         return f"Transport({what}, p={self.p:g}, mass={self.mass:g})"
 

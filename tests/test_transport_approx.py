@@ -119,7 +119,7 @@ def test_metric_cost_matrix_and_callable_metric():
 
     for p in (1, 2, math.inf):
         optimum = reference(Transport(x, y, p=p))
-        for model in (Transport(cost=cost, p=p), Transport(x, y, p=p, metric=euclid)):
+        for model in (Transport(distance=cost, p=p), Transport(x, y, p=p, metric=euclid)):
             check_against(model, model.solve(method="approx"), optimum)
 
 
@@ -127,7 +127,7 @@ def test_non_metric_cost_matrix_states_a_factor_only_when_it_holds():
     rng = np.random.default_rng(8)
     cost = rng.random((20, 20)) ** 4 * 10             # far from a metric
     for p in (1, 2, math.inf):
-        model = Transport(cost=cost, p=p)
+        model = Transport(distance=cost, p=p)
         result = model.solve(method="approx", improve=False)
         optimum = reference(model)
         if result.stats["factor"] is not None:

@@ -137,11 +137,11 @@ def test_junk_file_and_bad_flags_are_one_line_errors(tmp_path, capsys):
 def test_cost_matrix_files(tmp_path, capsys):
     rng = np.random.default_rng(0)
     cost = rng.random((5, 7))
-    path = _npz(tmp_path, "cost.npz", cost=cost)
+    path = _npz(tmp_path, "cost.npz", distance=cost)
     code, out, err = _run(capsys, "solve", path, "--p", "inf", "--json")
     assert code == 0, err
     record = _json(out)
-    assert record["objective"] == Transport(cost=cost, p=math.inf).solve("bottleneck").objective
+    assert record["objective"] == Transport(distance=cost, p=math.inf).solve("bottleneck").objective
 
 
 def test_boolean_method_flags(tmp_path, capsys):

@@ -165,7 +165,7 @@ def test_cost_matrix_and_callable_metric_inputs():
     rng = np.random.default_rng(11)
     x, y = rng.random((7, 3)), rng.random((5, 3))
     pts = Transport(x, y, p=2, metric="chebyshev")
-    cost = Transport(cost=pts.distance_block(slice(None)), p=2)
+    cost = Transport(distance=pts.distance_block(slice(None)), p=2)
     call = Transport(x, y, p=2, metric=lambda xs, ys: np.abs(xs[:, None] - ys[None]).max(-1))
     values = [m.solve("exact").objective for m in (pts, cost, call)]
     assert values == pytest.approx([values[0]] * 3, rel=1e-12)

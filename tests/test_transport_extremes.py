@@ -91,8 +91,8 @@ def test_large_finite_masses_still_solve():
 def test_cost_matrix_near_1e300_is_solved_in_its_units(method):
     rng = np.random.default_rng(5)
     cost = rng.uniform(size=(12, 9))
-    base = Transport(cost=cost, p=2).solve(method)
-    huge = Transport(cost=cost * 1e300, p=2).solve(method)
+    base = Transport(distance=cost, p=2).solve(method)
+    huge = Transport(distance=cost * 1e300, p=2).solve(method)
     assert huge.termination is base.termination
     assert huge.objective == pytest.approx(base.objective * 1e300, rel=1e-9)
     assert huge.bound == pytest.approx(base.bound * 1e300, rel=1e-6)
@@ -100,7 +100,7 @@ def test_cost_matrix_near_1e300_is_solved_in_its_units(method):
 
 def test_costs_and_points_beyond_the_safe_range_are_refused():
     with pytest.raises(ModelError, match="above 1e"):
-        Transport(cost=np.full((3, 3), 1e305))
+        Transport(distance=np.full((3, 3), 1e305))
     x, y = _points(0, 4, 4)
     with pytest.raises(ModelError, match="span more than"):
         Transport(x * 1e200, y * 1e200)

@@ -51,7 +51,7 @@ def test_line_points_and_cost_matrix_inputs():
     t = Transport([0.0, 1.0, 3.0], [2.0, 5.0])
     assert t.x.shape == (3, 1) and t.dimension == 1
     np.testing.assert_array_equal(t.distance_block(slice(None)), [[2, 5], [1, 4], [1, 2]])
-    c = Transport(cost=[[0.0, 1.0], [2.0, 0.5], [1.0, 1.0]], p="inf")
+    c = Transport(distance=[[0.0, 1.0], [2.0, 0.5], [1.0, 1.0]], p="inf")
     assert (c.n, c.m, c.x, c.metric, c.dimension) == (3, 2, None, None, None)
     np.testing.assert_array_equal(c.pair_distances([1, 2], [1, 0]), [0.5, 1.0])
     np.testing.assert_array_equal(c.distance_block([2, 0], [1]), [[1.0], [1.0]])
@@ -86,12 +86,12 @@ def _raising_metric(xs, ys):
     (dict(x=[["a", "b"]], y=Y), "'x' must be real numbers"),
     (dict(x=[[1.0], [1.0, 2.0]], y=Y), "'x' must be a numeric array"),
     (dict(x=X, y=None), "give the points x and y"),
-    (dict(x=X, y=Y, cost=np.ones((5, 4))), "not both"),
-    (dict(cost=np.ones((5, 4)), metric="cityblock"), "metric applies to point inputs"),
-    (dict(cost=np.ones(4)), "'cost' must be a 2-D"),
-    (dict(cost=np.ones((0, 3))), "'cost' is empty"),
-    (dict(cost=[[1.0, -1.0]]), "'cost' has a negative distance at (0, 1)"),
-    (dict(cost=np.ones((2, 3)), a=np.ones(3) / 3), "'a' has 3 entries but 'cost rows' has 2 points"),
+    (dict(x=X, y=Y, distance=np.ones((5, 4))), "not both"),
+    (dict(distance=np.ones((5, 4)), metric="cityblock"), "metric applies to point inputs"),
+    (dict(distance=np.ones(4)), "'distance' must be a 2-D"),
+    (dict(distance=np.ones((0, 3))), "'distance' is empty"),
+    (dict(distance=[[1.0, -1.0]]), "'distance' has a negative distance at (0, 1)"),
+    (dict(distance=np.ones((2, 3)), a=np.ones(3) / 3), "'a' has 3 entries but 'distance rows' has 2 points"),
     (dict(x=X, y=Y, p=0.5), "p must be in [1, inf]"),
     (dict(x=X, y=Y, p=float("nan")), "p must be in [1, inf]"),
     (dict(x=X, y=Y, p=True), "p must be a number"),

@@ -63,7 +63,7 @@ def test_status_scale_is_distance_scale_times_mass_to_the_one_over_p():
     assert status_scale(model) == pytest.approx(model.distance_scale() * a.sum() ** (1 / 3))
     assert status_scale(Transport(x, y, a=a, p="inf")) == pytest.approx(model.distance_scale())
     cost = np.abs(x[:, None, 0] - y[None, :, 0])
-    assert Transport(cost=cost).distance_scale() == cost.max()
+    assert Transport(distance=cost).distance_scale() == cost.max()
     # a callable metric has no data scale: the objective's own size is used
     metric = lambda u, v: np.abs(u[:, None, 0] - v[None, :, 0])   # noqa: E731
     assert status_scale(Transport(x, y, metric=metric), 0.25) == 0.25

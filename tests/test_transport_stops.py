@@ -163,7 +163,7 @@ def test_quick_plan_is_feasible_and_quick_bound_certified(seed, p, metric, dim):
 def test_quick_bound_on_a_cost_matrix_is_the_row_and_column_minima_bound():
     rng = np.random.default_rng(8)
     cost = rng.uniform(size=(9, 7))
-    model = Transport(cost=cost, p=2)
+    model = Transport(distance=cost, p=2)
     rows = np.sqrt(np.mean(cost.min(axis=1) ** 2))
     cols = np.sqrt(np.mean(cost.min(axis=0) ** 2))
     assert quick_bound(model) == pytest.approx(max(rows, cols))

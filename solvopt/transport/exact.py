@@ -475,3 +475,6 @@ class PotTransport(Solver):
                 raise
             # stopped before its plan met the marginals: nothing to return but the stop
             return transport_result(model, None, guarantee=None, stopped=stopped, stats=stats)
+
+
+from . import one_d  # noqa: E402,F401  (registers the methods '1d' and 'auto' with the family's solvers)

@@ -15,6 +15,7 @@ def model_from_instance(instance, p=None, metric: str | None = None) -> Transpor
     """
     data = instance.data
     kwargs = {"p": 2 if p is None else p, "a": data["a"], "b": data["b"]}
-    if data.get("cost") is not None:
-        return Transport(cost=data["cost"], metric="euclidean" if metric is None else metric, **kwargs)
+    for key in ("distance", "cost"):
+        if data.get(key) is not None:
+            return Transport(**{key: data[key]}, metric="euclidean" if metric is None else metric, **kwargs)
     return Transport(data["x"], data["y"], metric="euclidean" if metric is None else metric, **kwargs)

@@ -50,7 +50,7 @@ def _on_cost(factor: float, p, seed: int = 2):
     from solvopt.dsl import Transport
     x, y, _ = _points(seed, 20, 16)
     cost = np.sqrt(((x[:, None, :] - y[None, :, :]) ** 2).sum(-1))
-    return Transport(cost=cost * factor, p=p)
+    return Transport(distance=cost * factor, p=p)
 
 
 def _root(p: float):

@@ -1,0 +1,63 @@
+"""Transport in one call, the way POT users write it: :func:`wasserstein` and :func:`emd2`.
+
+- ``wasserstein(x, y, p=2)`` is W_p itself (the p-th root taken), between point sets;
+- ``emd2(a, b, M)`` is POT's ``ot.emd2(a, b, M)``: the optimal cost min <P, M> over the plans P
+  with marginals a and b, M a ready cost matrix (not raised to any power): for M = squared
+  euclidean distances it is W_2 squared.
+
+Both build a :class:`~solvopt.dsl.transport.Transport` model and solve it; ``return_result=True``
+also gives the :class:`~solvopt.core.result.Result` (its status, bound, plan and stats).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from solvopt.dsl.transport import Transport
+
+
+def _masses(w):
+    """None for a missing or empty weight vector (POT's ``[]``: uniform)."""
+    if w is None:
+        return None
+    arr = np.asarray(w)
+    return None if arr.size == 0 else w
+
+
+def wasserstein(x, y, p=2, a=None, b=None, method: str = "auto", metric="euclidean",
+                return_result: bool = False, **options):
+    """W_p between the points x (n, d) and y (m, d) with masses a, b (uniform when None).
+
+    ``p`` in [1, inf] (``"inf"``: the bottleneck distance); ``method`` "auto" (the default: the
+    exact quantile formula on the line, ``exact`` up to the measured crossover, ``approx`` beyond,
+    see ``solvopt methods --family transport``) or any transport method; ``options`` go to
+    ``solve``. Returns W_p as a float (the objective of the returned plan: the optimum when the
+    status is optimal, within the stated factor otherwise), or (W_p, Result) with
+    ``return_result=True``.
+
+    POT's ``ot.emd2(a, b, ot.dist(x, y))`` is ``wasserstein(x, y, 2, a, b) ** 2`` (for masses of
+    total 1); ``ot.wasserstein_1d(x, y, a, b, p)`` is ``wasserstein(x, y, p, a, b) ** p``.
+    """
+    result = Transport(x, y, a=_masses(a), b=_masses(b), p=p, metric=metric).solve(method, **options)
+    return (result.objective, result) if return_result else result.objective
+
+
+def emd2(a, b, M, method: str = "exact", return_result: bool = False, **options):
+    """POT's ``ot.emd2(a, b, M)``: min over plans P >= 0 with marginals a, b of <P, M>.
+
+    ``a`` (n,), ``b`` (m,): masses with equal totals (an empty list: uniform, as in POT); ``M``
+    (n, m): the ready cost (any finite real entries: a constant shift, which changes no optimal
+    plan, takes negative entries). ``method`` "exact" (the default: proven optimal) or another
+    transport method. Returns the optimal cost as a float, or (cost, Result) with
+    ``return_result=True`` (the Result's objective is W_1 over the shifted costs; its plan is
+    ``result.solution["plan"]``, POT's ``ot.emd``).
+    """
+    from solvopt.core.errors import ModelError
+    from solvopt.dsl.arrays import real_array
+    costs = real_array(M, "'M'")
+    if costs.ndim != 2:
+        raise ModelError(f"'M' must be a 2-D (n, m) cost matrix, got shape {costs.shape}")
+    shift = float(costs.min()) if costs.size and costs.min() < 0 else 0.0
+    model = Transport(cost=costs - shift if shift else costs, a=_masses(a), b=_masses(b), p=1)
+    result = model.solve(method, **options)
+    value = result.objective + shift * model.mass
+    return (value, result) if return_result else value
