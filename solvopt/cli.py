@@ -20,11 +20,12 @@ import os
 import shutil
 import sys
 import textwrap
+import threading
 from typing import Any, Sequence
 
 from .core.errors import ModelError, SolvoptError
 from .core.family import Family, Param, families
-from .core.interrupt import catching_sigint, stop_requested
+from .core.interrupt import ABANDONED_THREAD_NAME, catching_sigint, stop_requested
 from .core.result import Result, Termination, format_gap
 from .core.tasks import exception_message
 
@@ -619,6 +620,23 @@ def _error(message: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``solvopt`` command; ``argv=None`` means this process is the command itself."""
+    rc = _run(argv)
+    if argv is None and _abandoned_calls():
+        # A stopped run left a third-party call running in a daemon thread: ending the
+        # interpreter around it can abort the process (SIGABRT), so end it now, with its code.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc
+
+
+def _abandoned_calls() -> bool:
+    """True while a third-party call abandoned by a stop still runs in its thread."""
+    return any(t.name == ABANDONED_THREAD_NAME and t.is_alive() for t in threading.enumerate())
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

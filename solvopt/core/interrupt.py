@@ -17,6 +17,10 @@ import time
 
 from .result import Termination
 
+# The name of a thread that runs a third-party call a stop may abandon (it cannot be
+# interrupted); the command line ends the process at once while one still runs.
+ABANDONED_THREAD_NAME = "solvopt-abandonable"
+
 _stop = threading.Event()
 _depth = 0
 _lock = threading.Lock()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import threading
 
+from solvopt.core.interrupt import ABANDONED_THREAD_NAME
+
 POLL_SECONDS = 0.05
 
 
@@ -40,7 +42,7 @@ def run_abandonable(fn, stop):
         except BaseException as exc:          # handed to the caller
             box["error"] = exc
 
-    worker = threading.Thread(target=work, name="solvopt-abandonable", daemon=True)
+    worker = threading.Thread(target=work, name=ABANDONED_THREAD_NAME, daemon=True)
     worker.start()
     while worker.is_alive():
         worker.join(POLL_SECONDS)
