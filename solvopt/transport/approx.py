@@ -103,6 +103,8 @@ EXACT_PAIRS_PER_ARC = 4
 PAIRS_PER_HUB_NODE = 64
 # The smallest normal float64: an arc cost below it may have underflowed to 0.
 UNDERFLOW = 2.0 ** -1022
+# The dual bound's pricing rounds stop once the bound is this close to the plan's W_p (a 1% gap).
+DUAL_TARGET = 0.99
 
 
 @register
@@ -183,6 +185,9 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
     plan = _plan(model, rows, cols, flow_mass * mass)
     stopped = stop_reason(deadline)
     proven = pair_cost <= sol.cost * (1 + COST_RTOL) + error
+    # potentials for the certified dual bound: the flow's (graph costs, units of scale^p), replaced
+    # below by the re-solve's (true costs over the candidate pairs: a tighter bound)
+    duals = None if sol.potentials is None else (sol.potentials[:model.n], scale)
     if extra["improve"] and stopped is None:
         t0 = time.perf_counter()
         cand_rows, cand_cols = _candidates(graph, sol.flow, rows, cols)
@@ -199,6 +204,7 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
             better, stopped = None, stop_reason(deadline)
         stats.update(improve_time=time.perf_counter() - t0, candidate_pairs=len(cand_rows))
         if better is not None:
+            duals = (cand_rows, cand_cols, top if top > 0 else 1.0)   # priced from these pairs
             keep = better.flow > 0
             improved = _plan(model, cand_rows[keep], cand_cols[keep], better.flow[keep] * mass)
             if plan_cost(model, improved)[0] < plan_cost(model, plan)[0]:
@@ -216,6 +222,9 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
             stats["plan"] = "the p = inf threshold search's (lower W_p than the flow's)"
         cheap = quick_bound(model)
         bound = max(bound, cheap) if cheap is not None else bound
+    if duals is not None and stopped is None and p <= LARGE_P:
+        bound, stopped = _with_dual_bound(model, duals, bound, deadline, progress, stats, extra["engine"],
+                                           DUAL_TARGET * plan_cost(model, plan)[0])
     # the factor holds when the pairing (and so the plan, no dearer) costs no more than the flow
     # (Lemma 2; always for a metric)
     if lower > 0:
@@ -225,6 +234,29 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
     factor = factor if proven else None
     return transport_result(model, plan, guarantee=factor, bound=bound if proven or model.cost is not None else None,
                             stopped=stopped, stats=stats)
+
+
+def _with_dual_bound(model, duals, bound, deadline, progress, stats, engine, target):
+    """max(bound, the certified dual bound of the potentials ``duals`` = (u, unit)) and the stop
+    seen (see :mod:`solvopt.transport.dual`; a stop during it keeps ``bound``). ``duals``: (u, unit),
+    or (rows, cols, unit): pairs from which :func:`~solvopt.transport.dual.refined_bound` prices."""
+    from .dual import certified_bound, refined_bound
+    t0 = time.perf_counter()
+    try:
+        watch = lambda: stop_reason(deadline) is not None       # noqa: E731
+        if len(duals) == 3:
+            dual, rounds = refined_bound(model, *duals, engine=engine, stop=watch, target=target)
+            stats["dual_rounds"] = rounds
+        else:
+            dual = certified_bound(model, *duals, stop=watch)
+    except Stopped:
+        stats["dual_time"] = time.perf_counter() - t0
+        return bound, stop_reason(deadline)
+    stats.update(dual_bound=dual, dual_time=time.perf_counter() - t0)
+    if dual is not None:
+        progress(f"dual bound (c-transform): {dual:.6g}", force=True)
+        bound = max(bound, dual)
+    return bound, None
 
 
 def _in_units(value: float, scale: float, p: float) -> float:

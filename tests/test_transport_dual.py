@@ -1,0 +1,126 @@
+"""The certified dual bound of the approximation: c-transforms without the n x m matrix."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+from scipy.spatial.distance import cdist
+
+from solvopt.dsl import Transport
+from solvopt.transport import dual
+from solvopt.transport.stopping import Stopped
+
+
+def _dense_transform(x, y, pot, unit, p, metric):
+    c = (cdist(y, x, metric) / unit) ** p          # rows: dst, cols: src
+    return (c - pot[None, :]).min(axis=1)
+
+
+@pytest.mark.parametrize("metric,p", [("euclidean", 1.0), ("euclidean", 2.0), ("cityblock", 1.5), ("chebyshev", 3.0)])
+def test_c_transform_matches_dense_reference(metric, p):
+    rng = np.random.default_rng(1)
+    x, y = rng.random((37, 3)), rng.random((23, 3))
+    pot = rng.normal(size=37)
+    ref = _dense_transform(x, y, pot, 0.7, p, metric)
+    out, arg = dual.c_transform(x, y, pot, 0.7, p, metric, method="brute")
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose((cdist(y, x, metric)[np.arange(23), arg] / 0.7) ** p - pot[arg], ref, atol=1e-12)
+    if metric == "euclidean" and p == 2.0:
+        tree, _ = dual.c_transform(x, y, pot, 0.7, p, metric, method="tree")
+        np.testing.assert_allclose(tree, ref, rtol=0, atol=1e-12)
+
+
+def test_c_transform_sees_a_stop_between_chunks(monkeypatch):
+    monkeypatch.setattr(dual, "CHUNK_ENTRIES", 10)
+    rng = np.random.default_rng(2)
+    x, y = rng.random((20, 2)), rng.random((20, 2))
+    calls = []
+
+    def stop():
+        calls.append(1)
+        return len(calls) > 3
+    with pytest.raises(Stopped):
+        dual.c_transform(x, y, np.zeros(20), 1.0, 2.0, "euclidean", method="brute", stop=stop)
+
+
+def _lp_optimum(t):
+    """The transport LP's optimum (its dual's, equal by strong duality) by HiGHS through linprog."""
+    c = t.distance_block() ** t.p
+    n, m = c.shape
+    a_eq = np.zeros((n + m, n * m))
+    for i in range(n):
+        a_eq[i, i * m:(i + 1) * m] = 1
+    for j in range(m):
+        a_eq[n + j, j::m] = 1
+    res = linprog(c.ravel(), A_eq=a_eq, b_eq=np.concatenate([t.a, t.b]), bounds=(0, None), method="highs")
+    assert res.status == 0
+    return res.fun
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(1, 7), m=st.integers(1, 7), p=st.sampled_from([1.0, 2.0, 3.0]),
+       seed=st.integers(0, 10**6), tree=st.booleans())
+def test_any_potentials_certify_no_more_than_the_lp_optimum(n, m, p, seed, tree):
+    rng = np.random.default_rng(seed)
+    a, b = rng.random(n) + 0.1, rng.random(m) + 0.1
+    t = Transport(rng.random((n, 2)), rng.random((m, 2)), a=a, b=b * a.sum() / b.sum(), p=p)
+    opt = _lp_optimum(t)                           # sum pi d^p
+    method = "tree" if tree and p == 2.0 else "brute"
+    for u in (rng.normal(size=n), np.zeros(n), 5 * rng.random(n)):
+        bound = dual.certified_bound(t, u, 1.0, method=method)
+        assert bound is not None and bound ** p <= opt * (1 + 1e-12) + 1e-15
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(2, 25), p=st.sampled_from([1.0, 2.0]), d=st.sampled_from([1, 2, 3]), seed=st.integers(0, 10**6))
+def test_refined_bound_lies_between_nothing_and_the_exact_optimum(n, p, d, seed):
+    rng = np.random.default_rng(seed)
+    t = Transport(rng.random((n, d)), rng.random((n, d)), p=p)
+    exact = t.solve(method="exact").objective
+    bound, rounds = dual.refined_bound(t, np.arange(n), np.arange(n), 1.0)   # from the identity plan
+    assert rounds >= 1
+    assert 0 <= bound <= exact * (1 + 1e-9)
+    # priced to the end (no pair left outside), the bound is the optimum
+    assert bound == pytest.approx(exact, rel=1e-6)
+
+
+@settings(max_examples=8, deadline=None)
+@given(n=st.integers(3, 30), p=st.sampled_from([1.0, 2.0]), seed=st.integers(0, 10**6))
+def test_approx_reports_bound_below_exact_and_objective(n, p, seed):
+    rng = np.random.default_rng(seed)
+    t = Transport(rng.random((n, 2)), rng.random((n + 3, 2)), p=p)
+    r = t.solve(method="approx")
+    exact = t.solve(method="exact").objective
+    assert r.bound <= exact * (1 + 1e-9) <= r.objective * (1 + 2e-9)
+    assert r.bound >= r.objective / 3 * (1 - 1e-9)           # the factor bound stays the floor
+
+
+def test_approx_certificate_is_tight_on_uniform_points():
+    rng = np.random.default_rng(5)
+    t = Transport(rng.random((300, 2)), rng.random((300, 2)), p=2)
+    r = t.solve(method="approx")
+    assert r.stats["dual_bound"] is not None
+    assert r.bound >= 0.95 * r.objective
+
+
+def test_p_inf_and_cost_matrix():
+    rng = np.random.default_rng(3)
+    x, y = rng.random((6, 2)), rng.random((5, 2))
+    assert dual.certified_bound(Transport(x, y, p="inf"), np.zeros(6), 1.0) is None
+    t = Transport(cost=cdist(x, y), p=1)
+    bound, _ = dual.refined_bound(t, *np.nonzero(np.ones((6, 5))), 1.0)
+    assert bound == pytest.approx(_lp_optimum(t), rel=1e-7)
+
+
+def test_approx_stopped_during_the_certificate_keeps_the_factor_bound(monkeypatch):
+    from solvopt.transport import approx
+    rng = np.random.default_rng(4)
+    t = Transport(rng.random((60, 2)), rng.random((60, 2)), p=1)
+
+    def stopped(*args, **kwargs):
+        raise Stopped
+    monkeypatch.setattr(dual, "refined_bound", stopped)
+    r = t.solve(method="approx")
+    assert "dual_bound" not in r.stats
+    assert r.objective / 3 * (1 - 1e-9) <= r.bound <= t.solve(method="exact").objective * (1 + 1e-9)
+    assert approx.DUAL_TARGET < 1
