@@ -104,10 +104,10 @@ def test_non_quadratic_problems_have_no_json():
 
 
 # --- solves -----------------------------------------------------------------------------------
-def _solve_and_check(name, time_limit):
+def _solve_and_check(name, **limits):
     p = problem(name)
     kw = {} if p.start is None else {"start": p.start}
-    result = p.model().solve(time_limit=time_limit, **kw)
+    result = p.model().solve(**limits, **kw)
     assert "actions" in result.solution, f"{name}: no point returned ({result.termination.value})"
     x = np.asarray(result.solution["actions"], dtype=float)
     assert feasible(p, x)
@@ -120,7 +120,7 @@ def _solve_and_check(name, time_limit):
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n not in SLOW])
 def test_default_method_solves_to_a_verified_equilibrium(name):
-    p, result, x, regrets = _solve_and_check(name, time_limit=10.0)
+    p, result, x, regrets = _solve_and_check(name, time_limit=60.0)     # a safety net only
     assert result.termination.value == "optimal"
     assert np.all(regrets <= 1e-5)
     if p.unique and p.published is not None:
@@ -128,14 +128,16 @@ def test_default_method_solves_to_a_verified_equilibrium(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["A.1", "A.14", "A.16a", "A.16d"])     # A.16b, c differ from a, d only in P
-def test_slow_instances_certificate_is_honest_under_a_short_limit(name):
-    """A.1, A.14, A.16: a short run returns a feasible point whose certificate bounds the true regrets.
+@pytest.mark.parametrize("name", ["A.1", "A.14", "A.16a"])     # A.16b-d differ from A.16a only in the cap
+def test_slow_instances_certificate_is_honest_after_a_few_iterations(name):
+    """A.1, A.14, A.16: after five iterations the point is feasible and its certificate bounds the true regrets.
 
-    Whether the point is an equilibrium yet is recorded by the benchmark, not asserted here.
+    An iteration limit, not a time limit: today the start's certificate alone takes 1-4 s on
+    these (generic projections per check), and a time limit shorter than that returns no point,
+    so a time limit would make the test depend on the machine's load. Whether the default
+    method reaches an equilibrium is recorded by the benchmark, not asserted here.
     """
-    # the start's certificate alone takes 1-4 s today (generic projections per check): shorter
-    # limits return no point at all
-    p, result, x, regrets = _solve_and_check(name, time_limit=5.0 if name == "A.14" else 4.0)
+    p, result, x, regrets = _solve_and_check(name, iteration_limit=5, check_every=5, time_limit=120.0)
+    assert result.termination.value == "iteration_limit"
     if result.objective <= 1e-6:
         assert np.all(regrets <= 1e-5)
