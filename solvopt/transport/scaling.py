@@ -6,7 +6,8 @@ W_p^p = sum pi d^p by ``f``, so W_p by ``f^(1/p)`` (W_inf does not change). The 
 settled in units of D M^(1/p) (:func:`solvopt.transport.result.status_scale`), which moves the
 same way, so the termination is the same at every factor. Cases cover every method on the
 inputs it takes: ``approx``, ``exact`` (assignment and min-cost flow, and the large-p frame),
-``bottleneck`` (p = inf) and ``pot`` where POT is installed.
+``bottleneck`` (p = inf), ``pot`` where POT is installed, ``1d`` and ``auto`` (points on the line,
+a ready cost: W_p moves by ``f^(1/p)`` when the cost is multiplied by ``f``).
 
 Stop: uniform points far past what each method finishes in a second (``approx``: n = 20000
 points, the graph's passes and the flow; ``exact``: 3000 x 2500 points, the min-cost flow on the
@@ -53,6 +54,18 @@ def _on_cost(factor: float, p, seed: int = 2):
     return Transport(distance=cost * factor, p=p)
 
 
+def _on_line(factor: float, p, seed: int = 3):
+    from solvopt.dsl import Transport
+    x, y, a = _points(seed, 25, 19, dim=1)
+    return Transport(x * factor, y * factor, a=a, p=p)
+
+
+def _on_ready_cost(factor: float, p, seed: int = 4):
+    from solvopt.dsl import Transport
+    x, y, _ = _points(seed, 20, 16)
+    return Transport(cost=((x[:, None, :] - y[None, :, :]) ** 2).sum(-1) * factor, p=p)
+
+
 def _root(p: float):
     return lambda objective, factor: objective * factor ** (1.0 / p)
 
@@ -70,6 +83,9 @@ def scale_cases() -> list[ScaleCase]:
         ScaleCase("masses-p2", lambda f: _on_masses(f, 2), _root(2.0), finite),
         ScaleCase("masses-pinf", lambda f: _on_masses(f, "inf"), invariant, infinite),
         ScaleCase("cost-p2", lambda f: _on_cost(f, 2), linear, finite),
+        ScaleCase("ready-cost-p2", lambda f: _on_ready_cost(f, 2), _root(2.0), ("exact", "auto")),
+        ScaleCase("line-p2", lambda f: _on_line(f, 2), linear, ("1d", "auto")),
+        ScaleCase("line-pinf", lambda f: _on_line(f, "inf"), linear, ("1d",)),
     ]
 
 
