@@ -25,6 +25,9 @@ def test_c_transform_matches_dense_reference(metric, p):
     out, arg = dual.c_transform(x, y, pot, 0.7, p, metric, method="brute")
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
     np.testing.assert_allclose((cdist(y, x, metric)[np.arange(23), arg] / 0.7) ** p - pot[arg], ref, atol=1e-12)
+    grid, arg = dual.c_transform(x, y, pot, 0.7, p, metric, method="grid")
+    np.testing.assert_allclose(grid, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose((cdist(y, x, metric)[np.arange(23), arg] / 0.7) ** p - pot[arg], ref, atol=1e-12)
     if metric == "euclidean" and p == 2.0:
         tree, _ = dual.c_transform(x, y, pot, 0.7, p, metric, method="tree")
         np.testing.assert_allclose(tree, ref, rtol=0, atol=1e-12)
@@ -59,13 +62,13 @@ def _lp_optimum(t):
 
 @settings(max_examples=15, deadline=None)
 @given(n=st.integers(1, 7), m=st.integers(1, 7), p=st.sampled_from([1.0, 2.0, 3.0]),
-       seed=st.integers(0, 10**6), tree=st.booleans())
+       seed=st.integers(0, 10**6), tree=st.booleans())  # tree: a pruned search
 def test_any_potentials_certify_no_more_than_the_lp_optimum(n, m, p, seed, tree):
     rng = np.random.default_rng(seed)
     a, b = rng.random(n) + 0.1, rng.random(m) + 0.1
     t = Transport(rng.random((n, 2)), rng.random((m, 2)), a=a, b=b * a.sum() / b.sum(), p=p)
     opt = _lp_optimum(t)                           # sum pi d^p
-    method = "tree" if tree and p == 2.0 else "brute"
+    method = ("tree" if p == 2.0 else "grid") if tree else "brute"
     for u in (rng.normal(size=n), np.zeros(n), 5 * rng.random(n)):
         bound = dual.certified_bound(t, u, 1.0, method=method)
         assert bound is not None and bound ** p <= opt * (1 + 1e-12) + 1e-15
@@ -124,3 +127,14 @@ def test_approx_stopped_during_the_certificate_keeps_the_factor_bound(monkeypatc
     assert "dual_bound" not in r.stats
     assert r.objective / 3 * (1 - 1e-9) <= r.bound <= t.solve(method="exact").objective * (1 + 1e-9)
     assert approx.DUAL_TARGET < 1
+
+
+@pytest.mark.parametrize("metric,p,d", [("euclidean", 1.0, 2), ("euclidean", 2.0, 3), ("cityblock", 1.0, 3)])
+def test_pruned_searches_match_the_dense_reference_on_many_cells(metric, p, d):
+    rng = np.random.default_rng(6)
+    x, y = rng.random((1500, d)), rng.random((400, d))
+    pot = 0.3 * x[:, 0] + 0.05 * rng.random(1500)         # potentials with structure, as a flow's are
+    ref = _dense_transform(x, y, pot, 1.3, p, metric)
+    for method in ("grid", "tree") if p == 2.0 else ("grid",):
+        out, _ = dual.c_transform(x, y, pot, 1.3, p, metric, method=method)
+        np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)

@@ -37,6 +37,8 @@ from .stopping import Stopped, poll
 CHUNK_ENTRIES = 1 << 24
 # Targets per k-d tree query batch (a stop is seen between batches).
 TREE_BATCH = 1 << 15
+# Sources per cell of the grid c-transform (a cell's lower bound costs about one distance).
+GRID_POINTS_PER_CELL = 16
 # Units in the last place of the largest term, per pair, allowed for float rounding.
 MARGIN_ULPS = 64
 # From this many pairs on, p = 2 euclidean uses the k-d tree (below it the brute force is as quick).
@@ -81,6 +83,102 @@ def _brute_kernel():
     return _kernel
 
 
+_grid_kernel = None
+
+
+def _grid_kernel_fn():
+    """The Numba c-transform over a grid of source cells: a cell is skipped when its lower bound
+    (distance to its box)^p - (its largest potential) is no better than the best value found."""
+    global _grid_kernel
+    if _grid_kernel is None:
+        from numba import njit, prange
+
+        from .kernels_numba import _dist
+
+        @njit(cache=True, parallel=True, nogil=True)
+        def grid_chunk(src, pot, cell_start, lo, hi, top, dst, unit, p, metric, start, stop, out, arg):
+            n_cells = len(cell_start) - 1
+            dim = src.shape[1]
+            for kk in prange(stop - start):
+                k = start + kk
+                lower = np.empty(n_cells)
+                first, first_lower = 0, np.inf
+                for c in range(n_cells):
+                    acc = 0.0
+                    for axis in range(dim):
+                        y = dst[k, axis]
+                        gap = max(lo[c, axis] - y, 0.0, y - hi[c, axis])
+                        if metric == 0:
+                            acc += gap * gap
+                        elif metric == 1:
+                            acc += gap
+                        else:
+                            acc = max(acc, gap)
+                    d = (np.sqrt(acc) if metric == 0 else acc) / unit
+                    if p == 1.0:
+                        cost = d
+                    elif p == 2.0:
+                        cost = d * d
+                    else:
+                        cost = d ** p
+                    lower[c] = cost - top[c]
+                    if lower[c] < first_lower:
+                        first, first_lower = c, lower[c]
+                best = np.inf
+                at = 0
+                for step in range(n_cells + 1):
+                    c = first if step == 0 else step - 1
+                    if (step > 0 and c == first) or lower[c] >= best:
+                        continue
+                    for i in range(cell_start[c], cell_start[c + 1]):
+                        d = _dist(src, i, dst, k, metric) / unit
+                        if p == 1.0:
+                            cost = d
+                        elif p == 2.0:
+                            cost = d * d
+                        else:
+                            cost = d ** p
+                        val = cost - pot[i]
+                        if val < best:
+                            best = val
+                            at = i
+                out[kk] = best
+                arg[kk] = at
+        _grid_kernel = grid_chunk
+    return _grid_kernel
+
+
+def _grid(src, dst, pot, unit, p, code, stop):
+    """The c-transform with the sources binned in a grid of about len(src) / GRID_POINTS_PER_CELL cells."""
+    n, dim = src.shape
+    cells_per_axis = max(1, int(round((n / GRID_POINTS_PER_CELL) ** (1.0 / dim))))
+    low, high = src.min(axis=0), src.max(axis=0)
+    width = np.where(high > low, (high - low) / cells_per_axis, 1.0)
+    index = np.minimum(((src - low) / width).astype(np.int64), cells_per_axis - 1)
+    cell = np.zeros(n, dtype=np.int64)
+    for axis in range(dim):
+        cell = cell * cells_per_axis + index[:, axis]
+    order = np.argsort(cell, kind="stable")
+    cell = cell[order]
+    used, starts = np.unique(cell, return_index=True)
+    cell_start = np.append(starts, n).astype(np.int64)
+    s_src = np.ascontiguousarray(src[order])
+    s_pot = np.ascontiguousarray(pot[order])
+    lo = np.minimum.reduceat(s_src, starts, axis=0)
+    hi = np.maximum.reduceat(s_src, starts, axis=0)
+    top = np.maximum.reduceat(s_pot, starts)
+    kernel = _grid_kernel_fn()
+    out = np.empty(len(dst))
+    arg = np.zeros(len(dst), dtype=np.int64)
+    step = max(1, CHUNK_ENTRIES // max(1, len(used) + 4 * GRID_POINTS_PER_CELL))
+    for start in range(0, len(dst), step):
+        poll(stop)
+        end = min(len(dst), start + step)
+        kernel(s_src, s_pot, cell_start, lo, hi, top, dst, float(unit), float(p), code, start, end,
+               out[start:end], arg[start:end])
+    return out, order[arg]
+
+
 def c_transform(src, dst, pot, unit: float, p: float, metric: str, *, method: str = "auto", stop=None) -> np.ndarray:
     """out_k = min_i ((d(src_i, dst_k) / unit)^p - pot_i) for every row k of ``dst`` (points, named metric).
 
@@ -93,7 +191,9 @@ def c_transform(src, dst, pot, unit: float, p: float, metric: str, *, method: st
     pot = np.ascontiguousarray(pot, dtype=np.float64)
     tree_ok = p == 2.0 and metric == "euclidean"
     if method == "auto":
-        method = "tree" if tree_ok and len(src) * len(dst) >= TREE_FROM_PAIRS else "brute"
+        method = "brute" if len(src) * len(dst) < TREE_FROM_PAIRS else "tree" if tree_ok else "grid"
+    if method == "grid":
+        return _grid(src, dst, pot, unit, p, metric_code(metric), stop)
     if method == "tree":
         if not tree_ok:
             raise ValueError("the k-d tree c-transform needs p = 2 and the euclidean metric")
