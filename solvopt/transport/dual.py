@@ -311,7 +311,8 @@ def _bound_and_partners(model, u, unit, stop, method="auto"):
 
 
 def refined_bound(model, rows, cols, unit: float, *, rounds: int = REFINE_ROUNDS, engine: str = "auto",
-                  stop=None, method: str = "auto", target: float = math.inf) -> tuple[float | None, int]:
+                  stop=None, method: str = "auto", target: float = math.inf,
+                  budget: float = math.inf) -> tuple[float | None, int]:
     """The best certified bound over a few rounds of pricing on the pairs (rows, cols) (a set that
     carries a feasible plan, e.g. the approximation's candidate pairs).
 
@@ -321,9 +322,13 @@ def refined_bound(model, rows, cols, unit: float, *, rounds: int = REFINE_ROUNDS
     target and of every source) to the pairs. A restricted optimum splits into components with
     free potential offsets; the minimisers join them, and the bound climbs to the optimum as the
     pairs approach an optimal plan's support (no pair left to add: the bound is the optimum, to the
-    margin). Stops early once the bound reaches ``target``. Returns (bound or None, rounds done);
+    margin). Stops early once the bound reaches ``target``, and after the round that used up ``budget``
+    seconds. Returns (bound or None, rounds done);
     :class:`Stopped` when ``stop()`` turns true (between chunks, and in the flow)."""
+    import time
+
     from .flow import FlowStopped, min_cost_flow
+    start = time.perf_counter()
     n, m, p = model.n, model.m, model.p
     keys = np.unique(np.asarray(rows, dtype=np.int64) * m + np.asarray(cols, dtype=np.int64))
     supplies = np.concatenate([model.a, -model.b]) / model.mass
@@ -345,7 +350,8 @@ def refined_bound(model, rows, cols, unit: float, *, rounds: int = REFINE_ROUNDS
         bound, (new_r, new_c) = out
         best = bound if best is None else max(best, bound)
         grown = np.union1d(keys, new_r * m + new_c)
-        if len(grown) == len(keys) or best >= target:     # no pair left outside: the restricted optimum is optimal
+        # no pair left outside: the restricted optimum is optimal
+        if len(grown) == len(keys) or best >= target or time.perf_counter() - start > budget:
             break
         keys = grown
     return best, done
