@@ -138,3 +138,19 @@ def test_pruned_searches_match_the_dense_reference_on_many_cells(metric, p, d):
     for method in ("grid", "tree") if p == 2.0 else ("grid",):
         out, _ = dual.c_transform(x, y, pot, 1.3, p, metric, method=method)
         np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+
+
+def test_a_time_limit_reaches_the_certificate():
+    import time
+
+    from solvopt.core.result import Termination
+    from solvopt.transport import approx
+    rng = np.random.default_rng(7)
+    t = Transport(rng.random((40, 2)), rng.random((40, 2)), p=2)
+    pairs = (np.arange(40), np.arange(40), 1.0)
+    stats = {}
+    bound, stopped = approx._with_dual_bound(t, pairs, 0.123, time.perf_counter() - 1.0, lambda *a, **k: None,
+                                             stats, "auto", np.inf)
+    assert bound == 0.123 and stopped is Termination.TIME_LIMIT and "dual_bound" not in stats
+    bound, stopped = approx._with_dual_bound(t, pairs, 0.0, None, lambda *a, **k: None, stats, "auto", np.inf)
+    assert stopped is None and bound == stats["dual_bound"] > 0
