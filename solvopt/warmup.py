@@ -12,7 +12,8 @@ solve. ``solvopt warmup`` on the command line does the same.
 A kernel whose compiled form depends on the data's shape class (not only on dtypes) needs one
 case per class; where a family's scale cases cover one class only, :data:`EXTRA_CASES` adds
 the others (k-HC: the search kernel is specialised for n <= 2 and n >= 3 points' dimension and
-for the static and dynamic branching orders, each a separate compile).
+for the static and dynamic branching orders, each a separate compile; the dp kernels take
+float32 as well as float64 costs).
 """
 from __future__ import annotations
 
@@ -45,8 +46,27 @@ def _khc_extra_cases() -> list:
     return cases
 
 
-# family -> "module:function" or callable giving more ScaleCase-like cases (build, methods, options)
-EXTRA_CASES: dict[str, Callable[[], list]] = {"khc": _khc_extra_cases}
+def _dp_extra_cases() -> list:
+    """The min-plus kernels in float32 too (``LayeredDP(..., dtype=np.float32)``), both final rules."""
+    import numpy as np
+
+    from solvopt.core.scaling import ScaleCase, linear
+
+    def build(final: str):
+        def make(factor: float):
+            from solvopt.dsl import LayeredDP
+            rng = np.random.default_rng(5)
+            states = [3, 4, 2]
+            layers = [rng.uniform(0.0, 5.0, (4, a, b)) * factor for a, b in zip(states[:-1], states[1:])]
+            return LayeredDP(states, layers, final=final, dtype=np.float32)
+        return make
+
+    return [ScaleCase(f"layers-float32-{final}", build(final), linear, ("numba",))
+            for final in ("per_scenario", "shared")]
+
+
+# family -> a callable giving more cases (ScaleCase: build(1.0) is solved with each method and options)
+EXTRA_CASES: dict[str, Callable[[], list]] = {"khc": _khc_extra_cases, "dp": _dp_extra_cases}
 
 
 def _cases(family) -> list:

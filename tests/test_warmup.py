@@ -109,3 +109,25 @@ def test_share_cache_points_every_worker_at_one_folder(tmp_path):
         client.cluster.scale(2)                      # a worker that joins later gets it too
         client.wait_for_workers(2, timeout=60)
         assert sorted(worker_cache_dirs(client).values()) == [str(folder)] * 2
+
+
+@pytest.mark.slow
+def test_distributed_page_first_example_runs_as_a_script(tmp_path):
+    """docs/distributed.md opens with a script guarded by ``if __name__ == "__main__":`` (the page's
+    blocks run in one namespace whose ``__name__`` is not ``__main__``, so the guarded part is run
+    here as the page says: saved as batch.py and run from the repository root)."""
+    pytest.importorskip("distributed")
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from test_docs import blocks_of
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    script = next(b for b in blocks_of(ROOT / "docs" / "distributed.md") if b.kind == "python").source
+    assert 'if __name__ == "__main__":' in script and "local_client" in script
+    (tmp_path / "batch.py").write_text(script, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, str(tmp_path / "batch.py")], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = sorted(line.split()[:2] for line in proc.stdout.splitlines())
+    assert rows == [["no-such-file", "error"], ["sr_10_2_2_1022", "optimal"], ["sr_12_3_2_1232", "optimal"]]
