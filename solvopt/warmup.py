@@ -13,7 +13,8 @@ A kernel whose compiled form depends on the data's shape class (not only on dtyp
 case per class; where a family's scale cases cover one class only, :data:`EXTRA_CASES` adds
 the others (k-HC: the search kernel is specialised for n <= 2 and n >= 3 points' dimension and
 for the static and dynamic branching orders, each a separate compile; the dp kernels take
-float32 as well as float64 costs).
+float32 as well as float64 costs; the stochastic split samples its scenarios with kernels of
+its own).
 """
 from __future__ import annotations
 
@@ -65,8 +66,30 @@ def _dp_extra_cases() -> list:
             for final in ("per_scenario", "shared")]
 
 
+def _cvrp_extra_cases() -> list:
+    """The stochastic split on sampled (Poisson) scenarios, not only given ones: the sampler and
+    the fused cost kernels, with the infeasible and the penalty policy."""
+    import numpy as np
+
+    from solvopt.core.scaling import ScaleCase, linear
+
+    def build(penalty):
+        def make(factor: float):
+            from solvopt.dsl import StochasticSplit
+            rng = np.random.default_rng(9)
+            xy = rng.uniform(0.0, 100.0, (10, 2))
+            dist = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1)) * factor
+            demands = np.concatenate([[0.0], rng.integers(1, 8, 9).astype(float)])
+            return StochasticSplit(dist, demands, 12.5, scenarios=512, penalty=penalty)
+        return make
+
+    return [ScaleCase(f"sampled-{name}", build(penalty), linear, ("split",))
+            for name, penalty in (("infeasible", None), ("penalty", 5.0))]
+
+
 # family -> a callable giving more cases (ScaleCase: build(1.0) is solved with each method and options)
-EXTRA_CASES: dict[str, Callable[[], list]] = {"khc": _khc_extra_cases, "dp": _dp_extra_cases}
+EXTRA_CASES: dict[str, Callable[[], list]] = {"khc": _khc_extra_cases, "dp": _dp_extra_cases,
+                                                "cvrp": _cvrp_extra_cases}
 
 
 def _cases(family) -> list:
