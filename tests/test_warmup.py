@@ -131,3 +131,20 @@ def test_distributed_page_first_example_runs_as_a_script(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = sorted(line.split()[:2] for line in proc.stdout.splitlines())
     assert rows == [["no-such-file", "error"], ["sr_10_2_2_1022", "optimal"], ["sr_12_3_2_1232", "optimal"]]
+
+
+def test_solve_list_warm_runs_the_warmup_first(monkeypatch):
+    import numpy as np
+
+    import solvopt
+    import solvopt.warmup as warm
+    from solvopt.dsl import Model
+    seen = []
+    real = warm.warmup
+    monkeypatch.setattr(warm, "warmup", lambda families, progress=None: seen.append(families) or real(families))
+    m = Model(name="tiny")
+    x = m.add_var(shape=2, lb=0, name="x")
+    m.add(np.ones(2) @ x <= 1.0)
+    m.maximize(np.array([1.0, 2.0]) @ x)
+    (result,) = solvopt.solve_list([m], warm=True)
+    assert seen == [["lp"]] and result.termination.value == "optimal" and abs(result.objective - 2.0) < 1e-9

@@ -79,12 +79,21 @@ def worker_cache_dirs(client) -> dict[str, str]:
     return client.run(where)
 
 
+def _family_of_model(model) -> str | None:
+    """The family whose descriptor lists the model's class (or a base class) among its ``models``."""
+    from solvopt.core.family import families
+    names = {f"{cls.__module__}:{cls.__qualname__}" for cls in type(model).__mro__}
+    return next((f.name for f in families() if names & set(f.models)), None)
+
+
 def families_of(items: Iterable[Any]) -> list[str]:
-    """The families of a batch's inputs, in first-seen order: a model's (or Instance's) ``family``,
-    a file's by its detected format; an input whose family cannot be told (a missing file) is skipped."""
+    """The families of a batch's inputs, in first-seen order: a model's (or Instance's) ``family``
+    (else the family that lists the model's class), a file's by its detected format; an input whose family cannot be told (a missing file) is skipped."""
     out: list[str] = []
     for item in items:
         family = getattr(item, "family", None)
+        if not isinstance(family, str) and hasattr(item, "solve"):
+            family = _family_of_model(item)
         if not isinstance(family, str) and isinstance(item, (str, os.PathLike)):
             try:
                 from solvopt.io.base import detect_format
