@@ -148,3 +148,35 @@ def test_solve_list_warm_runs_the_warmup_first(monkeypatch):
     m.maximize(np.array([1.0, 2.0]) @ x)
     (result,) = solvopt.solve_list([m], warm=True)
     assert seen == [["lp"]] and result.termination.value == "optimal" and abs(result.objective - 2.0) < 1e-9
+
+
+_CLOCK = r"""
+import json, sys, threading, time
+from solvopt.jit_clock import compile_timer
+assert "numba" not in sys.modules
+with compile_timer() as none_used:
+    pass
+start = time.perf_counter()
+with compile_timer() as jit:                  # Numba first imported inside the block, used in a thread
+    import numba
+    imported = time.perf_counter()
+    def work():
+        f = numba.njit(lambda a: a * 2 + 1)
+        g = numba.njit(lambda a: f(a) - 1)      # compiles f nested inside g: counted once
+        g(3.0)
+    t = threading.Thread(target=work)
+    t.start(); t.join()
+compiling = time.perf_counter() - imported      # nested compiles counted once: at most this long
+with compile_timer() as again:
+    numba.njit(lambda a: a)(1)
+with compile_timer() as nothing:
+    pass
+print(json.dumps([none_used.seconds, jit.seconds, again.seconds, nothing.seconds, compiling]))
+"""
+
+
+def test_compile_clock_sees_numba_imported_mid_block_and_helper_threads(tmp_path):
+    none_used, seconds, again, nothing, compiling = _run(_CLOCK, tmp_path / "numba")
+    assert none_used is None                  # Numba never imported: no measurement, nothing imported
+    assert 0.0 < seconds <= compiling and again > 0.0
+    assert nothing == 0.0
