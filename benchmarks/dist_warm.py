@@ -80,7 +80,8 @@ def write_instances(folder: Path) -> list[str]:
     for i in range(FILES):
         m, n, k = int(rng.integers(10, 17)), int(rng.integers(2, 4)), 2
         points = np.round(rng.uniform(0.0, 10.0, size=(m, n)), 1)
-        lines = [f"set M := {' '.join(map(str, range(1, m + 1)))} ;", f"set N := {' '.join(map(str, range(1, n + 1)))} ;",
+        lines = [f"set M := {' '.join(map(str, range(1, m + 1)))} ;",
+                 f"set N := {' '.join(map(str, range(1, n + 1)))} ;",
                  f"set K := {' '.join(map(str, range(1, k + 1)))} ;", "param a : ",
                  " " + " ".join(map(str, range(1, n + 1))) + ":="]
         lines += [f"{r + 1}  " + " ".join(f"{v:g}" for v in row) for r, row in enumerate(points)]
@@ -126,7 +127,8 @@ def main() -> None:
            "| configuration | batch wall s | x warm | workers' compile s (sum) | cluster start s |",
            "|---|---:|---:|---:|---:|"]
     for name, wall, comp, start in rows:
-        out.append(f"| {name} | {wall:.2f} | {wall / warm:.1f} | {comp:.2f} | {'' if start is None else f'{start:.1f}'} |")
+        shown = "" if start is None else f"{start:.1f}"
+        out.append(f"| {name} | {wall:.2f} | {wall / warm:.1f} | {comp:.2f} | {shown} |")
     out += ["", f"`warmup(['khc'])` beforehand (not in the batch): {prewarm['seconds']:.1f} s, of which "
             f"{prewarm['compile_time']:.1f} s compiling.",
             f"Objectives identical in every configuration: {same}; terminations: "

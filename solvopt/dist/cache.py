@@ -88,7 +88,8 @@ def _family_of_model(model) -> str | None:
 
 def families_of(items: Iterable[Any]) -> list[str]:
     """The families of a batch's inputs, in first-seen order: a model's (or Instance's) ``family``
-    (else the family that lists the model's class), a file's by its detected format; an input whose family cannot be told (a missing file) is skipped."""
+    (else the family that lists the model's class), a file's by its detected format; an input
+    whose family cannot be told (a missing file) is skipped."""
     out: list[str] = []
     for item in items:
         family = getattr(item, "family", None)
