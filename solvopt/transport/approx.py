@@ -231,8 +231,14 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
         cheap = quick_bound(model)
         bound = max(bound, cheap) if cheap is not None else bound
     if duals is not None and stopped is None and p <= LARGE_P:
+        priced = []
         bound, stopped = _with_dual_bound(model, duals, bound, deadline, progress, stats, extra["engine"],
-                                           DUAL_TARGET * plan_cost(model, plan)[0])
+                                           DUAL_TARGET * plan_cost(model, plan)[0], priced)
+        if priced:          # the pricing's last restricted optimum: a plan, kept when cheaper (factor unchanged)
+            other = _plan(model, priced[0][0], priced[0][1], priced[0][2] * mass)
+            if plan_cost(model, other)[0] < plan_cost(model, plan)[0]:
+                plan = other
+                stats["plan"] = "the dual pricing's last restricted optimum"
     # the factor holds when the pairing (and so the plan, no dearer) costs no more than the flow
     # (Lemma 2; always for a metric)
     if lower > 0:
@@ -244,10 +250,11 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
                             stopped=stopped, stats=stats)
 
 
-def _with_dual_bound(model, duals, bound, deadline, progress, stats, engine, target):
+def _with_dual_bound(model, duals, bound, deadline, progress, stats, engine, target, plans=None):
     """max(bound, the certified dual bound of the potentials ``duals`` = (u, unit)) and the stop
     seen (see :mod:`solvopt.transport.dual`; a stop during it keeps ``bound``). ``duals``: (u, unit),
-    or (rows, cols, unit): pairs from which :func:`~solvopt.transport.dual.refined_bound` prices."""
+    or (rows, cols, unit): pairs from which :func:`~solvopt.transport.dual.refined_bound` prices
+    (``plans`` then receives its last restricted optimum, see there)."""
     from .dual import certified_bound, refined_bound
     t0 = time.perf_counter()
     try:
@@ -255,7 +262,7 @@ def _with_dual_bound(model, duals, bound, deadline, progress, stats, engine, tar
         if len(duals) == 3:
             spent = sum(stats.get(key, 0.0) for key in ("graph_time", "flow_time", "improve_time"))
             dual, rounds = refined_bound(model, *duals, engine=engine, stop=watch, target=target,
-                                         budget=max(DUAL_MIN_SECONDS, DUAL_TIME_RATIO * spent))
+                                         budget=max(DUAL_MIN_SECONDS, DUAL_TIME_RATIO * spent), plans=plans)
             stats["dual_rounds"] = rounds
         else:
             dual = certified_bound(model, *duals, stop=watch)

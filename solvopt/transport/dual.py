@@ -312,7 +312,7 @@ def _bound_and_partners(model, u, unit, stop, method="auto"):
 
 def refined_bound(model, rows, cols, unit: float, *, rounds: int = REFINE_ROUNDS, engine: str = "auto",
                   stop=None, method: str = "auto", target: float = math.inf,
-                  budget: float = math.inf) -> tuple[float | None, int]:
+                  budget: float = math.inf, plans: list | None = None) -> tuple[float | None, int]:
     """The best certified bound over a few rounds of pricing on the pairs (rows, cols) (a set that
     carries a feasible plan, e.g. the approximation's candidate pairs).
 
@@ -323,7 +323,8 @@ def refined_bound(model, rows, cols, unit: float, *, rounds: int = REFINE_ROUNDS
     free potential offsets; the minimisers join them, and the bound climbs to the optimum as the
     pairs approach an optimal plan's support (no pair left to add: the bound is the optimum, to the
     margin). Stops early once the bound reaches ``target``, and after the round that used up ``budget``
-    seconds. Returns (bound or None, rounds done);
+    seconds. ``plans``: a list that receives the last restricted optimum as (rows, cols, mass per
+    unit of total mass), a plan with the right marginals. Returns (bound or None, rounds done);
     :class:`Stopped` when ``stop()`` turns true (between chunks, and in the flow)."""
     import time
 
@@ -342,6 +343,9 @@ def refined_bound(model, rows, cols, unit: float, *, rounds: int = REFINE_ROUNDS
         except FlowStopped:
             raise Stopped from None
         done += 1
+        if plans is not None:
+            keep = sol.flow > 0
+            plans[:] = [(r[keep], c[keep], sol.flow[keep])]
         if sol.potentials is None:
             break
         out = _bound_and_partners(model, sol.potentials[:n], unit, stop, method)
