@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from solvopt.jit_clock import compile_timer
+from solvopt.core.jit_clock import compile_timer
 
 
 def _khc_extra_cases() -> list:

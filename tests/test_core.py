@@ -107,3 +107,16 @@ def test_device_resolution_without_gpu(monkeypatch):
     with pytest.raises(BackendUnavailable, match="solvopt\\[gpu\\]"):
         resolve_device("gpu")
     assert backend.array_module("cpu") is np
+
+
+def test_every_result_reports_its_compile_time():
+    """stats["compile_time"] is in every result, 0.0 for a method that compiles nothing."""
+    import numpy as np
+
+    from solvopt.dsl import Model
+
+    m = Model()
+    x = m.add_var(shape=2, lb=0, ub=1, name="x")
+    m.maximize(np.array([1.0, 2.0]) @ x)
+    r = m.solve()
+    assert r.stats["compile_time"] == 0.0 and r.stats["wall_time"] > 0

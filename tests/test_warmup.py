@@ -4,7 +4,7 @@ Each run is a fresh interpreter with its own empty NUMBA_CACHE_DIR (the test's t
 first warms the dp family (the cheapest to compile), a second solves a dp model of another shape
 and must compile nothing (every kernel comes from the cache), and a second warm-up says it found
 everything cached. The compile time is read both from the result's stats and from
-solvopt.jit_clock around the solve (which sees compiles in any thread, even when Numba is first
+solvopt.core.jit_clock around the solve (which sees compiles in any thread, even when Numba is first
 imported inside the solve). No timing thresholds: "nothing compiled" is exactly 0.0 seconds.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ print(json.dumps({"report": report, "lines": lines}))
 _SOLVE = r"""
 import json
 import numpy as np
-from solvopt.jit_clock import compile_timer
+from solvopt.core.jit_clock import compile_timer
 from solvopt.dsl import LayeredDP
 rng = np.random.default_rng(7)
 states = [3, 4, 2, 5]                       # a shape the warm-up's cases do not use
@@ -152,7 +152,7 @@ def test_solve_list_warm_runs_the_warmup_first(monkeypatch):
 
 _CLOCK = r"""
 import json, sys, threading, time
-from solvopt.jit_clock import compile_timer
+from solvopt.core.jit_clock import compile_timer
 assert "numba" not in sys.modules
 with compile_timer() as none_used:
     pass

@@ -12,13 +12,13 @@ from __future__ import annotations
 import enum
 import functools
 import importlib.util
-import sys
 import time
 from typing import Any, ClassVar
 
 from . import family as _family
 from .errors import BackendUnavailable, ModelError
 from .interrupt import catching_sigint
+from .jit_clock import compile_timer
 from .options import COMMON_OPTIONS, UNIVERSAL_OPTIONS, Option, SolveOptions, parse_options
 from .result import Result, SolutionStatus, Termination
 
@@ -120,7 +120,7 @@ class Solver:
         if status is not Availability.AVAILABLE:
             raise BackendUnavailable(f"method {cls.family}/{cls.name} is unavailable ({status.value}): {cls.install_hint}")
         start = time.perf_counter()
-        with catching_sigint(), _jit_timer() as jit:
+        with catching_sigint(), compile_timer() as jit:
             try:
                 result = cls().solve(compiled, options)
             except KeyboardInterrupt:
@@ -128,8 +128,8 @@ class Solver:
         result.family = result.family or cls.family
         result.method = result.method or cls.name
         result.stats.setdefault("wall_time", time.perf_counter() - start)
-        if jit.seconds is not None:  # Numba was in use: seconds spent compiling (0 when all came from its cache)
-            result.stats.setdefault("compile_time", jit.seconds)
+        # seconds spent compiling Numba kernels in this process during the solve (0: none, or all cached)
+        result.stats.setdefault("compile_time", jit.seconds or 0.0)
         result.options = options.record()
         result.versions = cls.versions()
         return result
@@ -141,49 +141,6 @@ class Solver:
         for pkg in cls.backend_packages:
             out[pkg] = package_version(pkg)
         return out
-
-
-class _jit_timer:
-    """Time spent compiling Numba functions during a solve (stats["compile_time"]).
-
-    Uses Numba's event API when Numba is already imported (a solver module that uses it has
-    imported it by now); otherwise measures nothing and imports nothing (``seconds`` stays None).
-    """
-
-    seconds: float | None = None
-
-    def __enter__(self):
-        self._ctx = None
-        if "numba" in sys.modules:
-            try:
-                from numba.core import event
-                self._ctx = event.install_recorder("numba:compile")
-                self._rec = self._ctx.__enter__()
-                self.seconds = 0.0
-            except Exception:  # noqa: BLE001 - an old Numba without the event API
-                self._ctx = None
-        return self
-
-    def __exit__(self, *exc):
-        if self._ctx is not None:
-            self._ctx.__exit__(*exc)
-            self.seconds = _outermost_compile_seconds(self._rec.buffer)
-        return False
-
-
-def _outermost_compile_seconds(buffer) -> float:
-    """Sum of the outermost numba:compile intervals (nested compiles are inside their caller's)."""
-    total, depth, started = 0.0, 0, 0.0
-    for ts, ev in buffer:
-        if ev.is_start:
-            if depth == 0:
-                started = ts
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                total += ts - started
-    return total
 
 
 _REGISTRY: dict[tuple[str, str], type[Solver]] = {}
