@@ -111,8 +111,8 @@ UNDERFLOW = 2.0 ** -1022
 # The dual bound's pricing rounds stop once the bound is this close to the plan's W_p (a 1% gap).
 DUAL_TARGET = 0.99
 # ... or once they took this many times the solve's own time (at least DUAL_MIN_SECONDS).
-DUAL_TIME_RATIO = 2.0
-DUAL_MIN_SECONDS = 2.0
+DUAL_TIME_RATIO = 4.0
+DUAL_MIN_SECONDS = 5.0
 
 
 @register
