@@ -46,9 +46,10 @@ from solvopt.cvrp.solvers import compile_split
 from solvopt.cvrp.stochastic import run_scenarios
 from solvopt.dsl.split import StochasticSplit, tour_geometry
 from solvopt.io import read_instance
+from public_instances import public_instances
 
 RESULTS = Path(__file__).resolve().parent / "results"
-CVRP = Path(__file__).resolve().parents[2] / "shared" / "instances" / "cvrp"
+CVRP = public_instances("cvrp")
 MAX_MATRIX = 2 * 10**8      # demand-matrix entries (int32) the kernel-only runs may hold
 
 

@@ -40,9 +40,10 @@ from solvopt.dsl import LayeredDP, Transitions
 from solvopt.io import read_instance
 from solvopt.irp.instance import model_from_instance
 from solvopt.irp.reinsertion import compile_inventory
+from public_instances import public_instances
 
 RESULTS = Path(__file__).resolve().parent / "results"
-IRP = Path(__file__).resolve().parents[2] / "shared" / "instances" / "irp"
+IRP = public_instances("irp")
 
 
 # --- the cases ---------------------------------------------------------------------------------------

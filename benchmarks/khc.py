@@ -1,6 +1,6 @@
 """k-HC2 exact methods side by side: our SBB (each norm set), our assignment B&B, SCIP and Gurobi.
 
-Every method solves the instances of ../shared/instances/khc (the published semi-random set,
+Every method solves the instances of the public k-HC set ($SOLVOPT_INSTANCES/khc) (the published semi-random set,
 m <= 30, n <= 3, k <= 3) in one process, one after the other, with the same time limit and
 thread count:
 
@@ -37,9 +37,10 @@ from pathlib import Path  # noqa: E402
 from solvopt.core.registry import Availability, get_solver  # noqa: E402
 from solvopt.dsl.hyperplane import HyperplaneClustering  # noqa: E402
 from solvopt.io import read_instance  # noqa: E402
+from public_instances import public_instances  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-INSTANCES = Path(__file__).resolve().parents[2] / "shared" / "instances" / "khc"
+INSTANCES = public_instances("khc")
 SOLVED_GAP = 1e-6
 
 # method label -> (registered method, options)

@@ -1,6 +1,6 @@
 """k-HC2 exact assignment branch-and-bound ("bnb") on the shared instances.
 
-For each instance of ../shared/instances/khc (m <= 30, n <= 3, k <= 3): bnb with a time
+For each instance of the public k-HC set ($SOLVOPT_INSTANCES/khc) (m <= 30, n <= 3, k <= 3): bnb with a time
 limit (median wall time of ``--repeats`` runs in one process), its termination, objective,
 bound, gap and nodes; and, side by side,
 
@@ -36,10 +36,11 @@ import numpy as np  # noqa: E402
 from solvopt.dsl import HyperplaneClustering  # noqa: E402
 from solvopt.io import read_instance  # noqa: E402
 from solvopt.khc.bnb import solve_bnb  # noqa: E402
+from public_instances import public_instances  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPEAT_BELOW = 5.0   # seconds: longer runs are not repeated
-INSTANCES = Path(__file__).resolve().parents[2] / "shared" / "instances" / "khc"
+INSTANCES = public_instances("khc")
 
 
 def fmt(x: float | None, digits: int = 10) -> str:

@@ -3,7 +3,7 @@
 What it runs, side by side in one process (each configuration on a fresh LocalCluster of N
 one-thread worker processes, warmed up first: imports and Numba caches loaded, not timed):
 
-- **k-HC batch**: the 44 shared instances (../shared/instances/khc; skipped when absent) with the
+- **k-HC batch**: the 44 public instances ($SOLVOPT_INSTANCES/khc; skipped when absent) with the
   default exact method (bnb), as one task per instance (``solvopt.solve_list``);
 - **stochastic split**: 10^7 Poisson scenarios on X-n101-k25 (instances/cvrp) in chunks of
   2^20, one task per chunk (``use_client``); the estimate is checked bit-identical to the
@@ -31,11 +31,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+from public_instances import public_instances
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RESULTS = HERE / "results"
-KHC = REPO.parent / "shared" / "instances" / "khc"
+KHC = public_instances("khc")
 CVRP = REPO / "instances" / "cvrp" / "X-n101-k25.vrp"
 SEED = 7
 

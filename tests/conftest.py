@@ -1,13 +1,15 @@
 """Shared fixtures: the shared instance folder (skip cleanly when absent) and the gpu marker."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "instances"
-SHARED_INSTANCES = REPO.parent / "shared" / "instances"
+# the public instance sets the package does not ship (as benchmarks/public_instances.py reads them)
+SHARED_INSTANCES = Path(os.environ.get("SOLVOPT_INSTANCES") or REPO.parent / "shared" / "instances")
 # how long a stopped run (time limit, Ctrl-C) may take to return: generous, since the machine
 # running the tests may be loaded; a run that does not poll its stop takes minutes. A check that
 # the stop is polled, not a speed test.
