@@ -154,3 +154,15 @@ def test_a_time_limit_reaches_the_certificate():
     assert bound == 0.123 and stopped is Termination.TIME_LIMIT and "dual_bound" not in stats
     bound, stopped = approx._with_dual_bound(t, pairs, 0.0, None, lambda *a, **k: None, stats, "auto", np.inf)
     assert stopped is None and bound == stats["dual_bound"] > 0
+
+
+def test_certificate_factor_skips_the_dual_bound():
+    """certificate="factor" reports the factor bound only; the default dual bound is at least it."""
+    from solvopt.dsl import Transport
+    rng = np.random.default_rng(7)
+    x, y = rng.random((120, 2)), rng.random((120, 2))
+    fast = Transport(x, y, p=2).solve("approx", certificate="factor")
+    full = Transport(x, y, p=2).solve("approx")
+    assert "dual_bound" not in fast.stats and "dual_bound" in full.stats
+    assert full.bound >= fast.bound * (1 - 1e-12) and full.objective <= fast.objective * (1 + 1e-12)
+    assert fast.bound <= full.objective * (1 + 1e-12)
