@@ -47,105 +47,6 @@ EPS = np.finfo(np.float64).eps
 # Pricing rounds of :func:`refined_bound` (each: a sparse exact solve and two c-transforms).
 REFINE_ROUNDS = 40
 
-_kernel = None
-
-
-def _brute_kernel():
-    """The Numba c-transform kernel (compiled and cached on first use)."""
-    global _kernel
-    if _kernel is None:
-        from numba import njit, prange
-
-        from .kernels_numba import _dist
-
-        @njit(cache=True, parallel=True, nogil=True)
-        def c_transform_chunk(src, dst, pot, unit, p, metric, start, stop, out, arg):
-            # out[k - start] = min_i ((d(src_i, dst_k) / unit)^p - pot_i) for k in [start, stop)
-            for kk in prange(stop - start):
-                k = start + kk
-                best = np.inf
-                at = 0
-                for i in range(src.shape[0]):
-                    d = _dist(src, i, dst, k, metric) / unit
-                    if p == 1.0:
-                        c = d
-                    elif p == 2.0:
-                        c = d * d
-                    else:
-                        c = d ** p
-                    val = c - pot[i]
-                    if val < best:
-                        best = val
-                        at = i
-                out[kk] = best
-                arg[kk] = at
-        _kernel = c_transform_chunk
-    return _kernel
-
-
-_grid_kernel = None
-
-
-def _grid_kernel_fn():
-    """The Numba c-transform over a grid of source cells: a cell is skipped when its lower bound
-    (distance to its box)^p - (its largest potential) is no better than the best value found."""
-    global _grid_kernel
-    if _grid_kernel is None:
-        from numba import njit, prange
-
-        from .kernels_numba import _dist
-
-        @njit(cache=True, parallel=True, nogil=True)
-        def grid_chunk(src, pot, cell_start, lo, hi, top, dst, unit, p, metric, start, stop, out, arg):
-            n_cells = len(cell_start) - 1
-            dim = src.shape[1]
-            for kk in prange(stop - start):
-                k = start + kk
-                lower = np.empty(n_cells)
-                first, first_lower = 0, np.inf
-                for c in range(n_cells):
-                    acc = 0.0
-                    for axis in range(dim):
-                        y = dst[k, axis]
-                        gap = max(lo[c, axis] - y, 0.0, y - hi[c, axis])
-                        if metric == 0:
-                            acc += gap * gap
-                        elif metric == 1:
-                            acc += gap
-                        else:
-                            acc = max(acc, gap)
-                    d = (np.sqrt(acc) if metric == 0 else acc) / unit
-                    if p == 1.0:
-                        cost = d
-                    elif p == 2.0:
-                        cost = d * d
-                    else:
-                        cost = d ** p
-                    lower[c] = cost - top[c]
-                    if lower[c] < first_lower:
-                        first, first_lower = c, lower[c]
-                best = np.inf
-                at = 0
-                for step in range(n_cells + 1):
-                    c = first if step == 0 else step - 1
-                    if (step > 0 and c == first) or lower[c] >= best:
-                        continue
-                    for i in range(cell_start[c], cell_start[c + 1]):
-                        d = _dist(src, i, dst, k, metric) / unit
-                        if p == 1.0:
-                            cost = d
-                        elif p == 2.0:
-                            cost = d * d
-                        else:
-                            cost = d ** p
-                        val = cost - pot[i]
-                        if val < best:
-                            best = val
-                            at = i
-                out[kk] = best
-                arg[kk] = at
-        _grid_kernel = grid_chunk
-    return _grid_kernel
 
 
 def _grid(src, dst, pot, unit, p, code, stop):
@@ -167,7 +68,7 @@ def _grid(src, dst, pot, unit, p, code, stop):
     lo = np.minimum.reduceat(s_src, starts, axis=0)
     hi = np.maximum.reduceat(s_src, starts, axis=0)
     top = np.maximum.reduceat(s_pot, starts)
-    kernel = _grid_kernel_fn()
+    from .kernels_numba import c_transform_grid_chunk as kernel
     out = np.empty(len(dst))
     arg = np.zeros(len(dst), dtype=np.int64)
     step = max(1, CHUNK_ENTRIES // max(1, len(used) + 4 * GRID_POINTS_PER_CELL))
@@ -200,7 +101,7 @@ def c_transform(src, dst, pot, unit: float, p: float, metric: str, *, method: st
         return _tree(src, dst, pot, unit, stop)
     if method != "brute":
         raise ValueError(f"unknown c-transform method {method!r}")
-    kernel = _brute_kernel()
+    from .kernels_numba import c_transform_chunk as kernel
     code = metric_code(metric)
     out = np.empty(len(dst))
     arg = np.zeros(len(dst), dtype=np.int64)

@@ -72,3 +72,69 @@ def bunch_fill(x, y, radius, metric, indptr, cols, dist):
                 cols[at] = j
                 dist[at] = d
                 at += 1
+
+
+# --- c-transforms of the dual certificate (solvopt.transport.dual) ----------------------------
+@njit(cache=True, inline="always")
+def _cost_p(d, p):
+    if p == 1.0:
+        return d
+    if p == 2.0:
+        return d * d
+    return d ** p
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def c_transform_chunk(src, dst, pot, unit, p, metric, start, stop, out, arg):
+    """out[k - start] = min_i ((d(src_i, dst_k) / unit)^p - pot_i) for k in [start, stop), arg the i."""
+    for kk in prange(stop - start):
+        k = start + kk
+        best = np.inf
+        at = 0
+        for i in range(src.shape[0]):
+            val = _cost_p(_dist(src, i, dst, k, metric) / unit, p) - pot[i]
+            if val < best:
+                best = val
+                at = i
+        out[kk] = best
+        arg[kk] = at
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def c_transform_grid_chunk(src, pot, cell_start, lo, hi, top, dst, unit, p, metric, start, stop, out, arg):
+    """:func:`c_transform_chunk` over a grid of source cells (sorted by cell): a cell is skipped
+    when its lower bound (distance to its box)^p - (its largest potential) cannot beat the best."""
+    n_cells = len(cell_start) - 1
+    dim = src.shape[1]
+    for kk in prange(stop - start):
+        k = start + kk
+        lower = np.empty(n_cells)
+        first, first_lower = 0, np.inf
+        for c in range(n_cells):
+            acc = 0.0
+            for axis in range(dim):
+                y = dst[k, axis]
+                gap = max(lo[c, axis] - y, 0.0, y - hi[c, axis])
+                if metric == 0:
+                    acc += gap * gap
+                elif metric == 1:
+                    acc += gap
+                else:
+                    acc = max(acc, gap)
+            d = (np.sqrt(acc) if metric == 0 else acc) / unit
+            lower[c] = _cost_p(d, p) - top[c]
+            if lower[c] < first_lower:
+                first, first_lower = c, lower[c]
+        best = np.inf
+        at = 0
+        for step in range(n_cells + 1):
+            c = first if step == 0 else step - 1
+            if (step > 0 and c == first) or lower[c] >= best:
+                continue
+            for i in range(cell_start[c], cell_start[c + 1]):
+                val = _cost_p(_dist(src, i, dst, k, metric) / unit, p) - pot[i]
+                if val < best:
+                    best = val
+                    at = i
+        out[kk] = best
+        arg[kk] = at
