@@ -353,7 +353,7 @@ def _skipped(paths: list[str], why: str = "not started") -> None:
 def _summary_row(name: str, r: Result) -> list[str]:
     def num(x):
         return "-" if x is None else (f"{x:.10g}" if math.isfinite(x) else str(x))
-    return [name, r.family or "-", r.method or "-", r.termination.value, num(r.objective), num(r.bound),
+    return [name, r.family or "-", r.method or "-", r.termination_label, num(r.objective), num(r.bound),
             format_gap(r.gap), f"{r.stats.get('wall_time', float('nan')):.3f}"]
 
 

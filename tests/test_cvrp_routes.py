@@ -221,3 +221,15 @@ def test_a_stochastic_split_brings_its_own_scenarios():
     assert table.scenarios == 20 and table[0]["diff"] == 0 and table[0]["diff_std_error"] == 0
     with pytest.raises(ModelError, match="come from the StochasticSplit"):
         compare_tours(model, [None], scenarios=10)
+
+
+def test_the_table_says_a_split_is_optimal_for_the_given_tour(samples):
+    """An optimal split is the optimal split of the tour, not a CVRP optimum: the summary says so."""
+    from solvopt.cli import main
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["solve", str(samples / "cvrp/X-n101-k25.vrp")]) == 0
+    assert "optimal (split of the given tour)" in out.getvalue()

@@ -180,9 +180,18 @@ class Result:
         """A one-row ``pandas.DataFrame`` of :meth:`to_record` (needs pandas: the ``pandas`` extra)."""
         return require_pandas("Result.to_frame").DataFrame([self.to_record()])
 
+    @property
+    def termination_label(self) -> str:
+        """The termination as a table shows it, with what was optimised where a solver says it
+        solved a restricted problem (``solution["optimised"]``, e.g. "split of the given tour")."""
+        scope = self.solution.get("optimised") if isinstance(self.solution, dict) else None
+        if isinstance(scope, str) and self.termination is Termination.OPTIMAL:
+            return f"{self.termination.value} ({scope})"
+        return self.termination.value
+
     def summary(self) -> str:
         """One line: termination, objective, bound, gap, time."""
-        parts = [self.termination.value]
+        parts = [self.termination_label]
         if self.objective is not None:
             parts.append(f"obj={self.objective:.10g}")
         if self.bound is not None:
