@@ -286,44 +286,18 @@ def write(static, markets, meta, polish=(), exchange=()):
         for r in exchange:
             lines.append(f"| {r['market']} | {r['termination']} | {fmt(r['relative_exploitability'])} | "
                          f"{r['iterations']} | {fmt(r['wall_s'])} |")
-    lines += ["", "![exploitability against time](games.png)", ""]
+    lines += ["", "![exploitability against time](games.png)", "", "![markets](games_markets.png)", "",
+              "![exchange markets](games_exchange.png)", ""]
     (RESULTS / "games.md").write_text("\n".join(lines))
     plot(static, markets + list(polish) + list(exchange))
 
 
 def plot(static, markets):
-    from plots import pyplot_or_none
-    plt = pyplot_or_none()
-    if plt is None:
-        return
-    games_ = sorted({r["game"] for r in static})
-    panels = [("Fisher markets", [r for r in markets if not r["market"].startswith("exchange")]),
-              ("exchange markets", [r for r in markets if r["market"].startswith("exchange")])]
-    panels = [(title, rows) for title, rows in panels if rows]
-    fig, axes = plt.subplots(1, len(games_) + len(panels), figsize=(5 * (len(games_) + len(panels)), 4), squeeze=False)
-    axes = axes[0]
-    for ax, g in zip(axes, games_):
-        for r in static:
-            if r["game"] == g and r["history"]:
-                h = np.asarray([[row[1], max(max(row[2:]), 1e-16)] for row in r["history"]])
-                ax.semilogy(h[:, 0], h[:, 1], label=r["method"])
-            elif r["game"] == g:
-                ax.semilogy([r["wall_s"]], [max(r["exploitability"], r["ve_gap"], 1e-16)], "k*", label="nashopt")
-        ax.set_title(g)
-        ax.set_xlabel("seconds")
-        ax.set_ylabel("max(exploitability, VE gap)")
-        ax.legend()
-    for ax, (title, rows) in zip(axes[len(games_):], panels):
-        for r in rows:
-            h = np.asarray([[max(row[1], 1e-2), max(row[2], 1e-16)] for row in r["history"]])
-            if len(h):
-                ax.loglog(h[:, 0], h[:, 1], label=f"{r['market']} {r.get('polish', r['method'])}")
-        ax.set_title(title)
-        ax.set_xlabel("seconds (log)")
-        ax.set_ylabel("relative exploitability")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(RESULTS / "games.png", dpi=110)
+    """The figures, drawn by plots.py from games.json (written just before)."""
+    from plots import figure, games_exchange, games_markets, games_static
+    for fn, png in ((games_static, "games.png"), (games_markets, "games_markets.png"),
+                    (games_exchange, "games_exchange.png")):
+        figure(fn, RESULTS / "games.json", RESULTS / png)
 
 
 def main(argv=None):

@@ -325,7 +325,7 @@ def markdown(rows, meta):
     worst = max((r["emd_vs_lsa"] for r in rows if "emd_vs_lsa" in r), default=None)
     lines += ["", f"ot.emd result codes: {codes} (1 = optimal). Largest relative difference between the "
                   f"emd and lsa optima: {_fmt(worst, 12) if worst is not None else '-'}.", "",
-              "![time and ratio against n](transport.png)", ""]
+              "![time against n](transport.png)", "", "![W_p ratio against n](transport_ratio.png)", ""]
     return "\n".join(lines)
 
 
@@ -360,39 +360,11 @@ def goal_lines(rows):
 
 
 def plot(rows, path):
-    from plots import pyplot_or_none
-    plt = pyplot_or_none()
-    if plt is None:
-        return
-    ps = sorted({str(r["p"]) for r in rows}, key=lambda s: math.inf if s == "inf" else float(s))
-    fig, axes = plt.subplots(2, len(ps), figsize=(4.2 * len(ps), 7), squeeze=False)
-    styles = {"uniform2": "-", "uniform3": "--", "pixels": ":"}
-    colours = {"ours": "C0", "emd": "C1", "lsa": "C2", "bottleneck": "C3", "floor": "0.5"}
-    for col, ps_ in enumerate(ps):
-        sel = [r for r in rows if str(r["p"]) == ps_]
-        top, bottom = axes[0][col], axes[1][col]
-        for case in CASES:
-            rs = sorted((r for r in sel if r["case"] == case), key=lambda r: r["n"])
-            for m in METHODS:
-                pts = [(r["n"], r[m]["seconds"]) for r in rs if m in r]
-                if pts:
-                    top.plot(*zip(*pts), styles[case], color=colours[m], marker="o", ms=3,
-                             label=f"{m} {case}")
-            pts = [(r["n"], r["ratio"]) for r in rs if "ratio" in r]
-            if pts:
-                bottom.plot(*zip(*pts), styles[case], color="C0", marker="o", ms=3, label=f"ratio {case}")
-            pts = [(r["n"], r["ours_gap"]) for r in rs if r.get("ours_gap")]
-            if pts:
-                bottom.plot(*zip(*pts), styles[case], color="C4", marker="x", ms=3, label=f"obj/bound {case}")
-        top.set(xscale="log", yscale="log", title=f"p = {ps_}", xlabel="n", ylabel="seconds")
-        bottom.set(xscale="log", xlabel="n", ylabel="W_p(ours) / W_p(exact); obj / bound")
-        bottom.axhline(1.0, color="0.7", lw=0.8)
-        for ax in (top, bottom):
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    """The figures, drawn by plots.py from the JSON just written beside ``path``."""
+    from plots import figure, transport_ratio, transport_time
+    json_path = Path(path).with_suffix(".json")
+    figure(transport_time, json_path, path)
+    figure(transport_ratio, json_path, Path(path).with_name(Path(path).stem + "_ratio.png"))
 
 
 def code_version():
