@@ -306,7 +306,7 @@ def test_aggregates():
     s = r.solution
     assert s["mean"] == 5.5 and s["variance"] == pytest.approx(np.var(values, ddof=1))
     assert s["std_error"] == pytest.approx(np.std(values, ddof=1) / np.sqrt(10))
-    assert s["ci95"][0] < 5.5 < s["ci95"][1] and s["quantiles"] == {"0.5": 5.5}
+    assert s["ci95"][0] < 5.5 < s["ci95"][1] and s["quantiles"] == {0.5: 5.5}
 
 
 def test_chunk_stats_merge_to_the_core_statistics_of_one_pass():

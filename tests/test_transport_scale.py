@@ -25,25 +25,34 @@ def _points(seed=0, n=30, m=24):
 
 @pytest.mark.parametrize("factor", [1e-20, 1e-12, 1e12])
 def test_approx_on_tiny_or_huge_points_keeps_its_status(factor):
+    # the factor bound alone (certificate="factor") is where a status in user units lied
     x, y = _points()
-    base = Transport(x, y, p=2).solve("approx")
-    scaled = Transport(x * factor, y * factor, p=2).solve("approx")
+    base = Transport(x, y, p=2).solve("approx", certificate="factor")
+    scaled = Transport(x * factor, y * factor, p=2).solve("approx", certificate="factor")
     assert base.termination is Termination.FEASIBLE_WITHIN_GAP
     assert scaled.termination is base.termination, scaled.summary()
     assert scaled.objective == pytest.approx(base.objective * factor, rel=1e-9)
     assert scaled.bound == pytest.approx(base.bound * factor, rel=1e-9)
     assert scaled.gap == pytest.approx(base.gap, rel=1e-6)
+    # with the default dual certificate too: the same status at every scale
+    base = Transport(x, y, p=2).solve("approx")
+    scaled = Transport(x * factor, y * factor, p=2).solve("approx")
+    assert scaled.termination is base.termination, (base.summary(), scaled.summary())
+    assert scaled.objective == pytest.approx(base.objective * factor, rel=1e-9)
 
 
 @pytest.mark.parametrize("p", [1, 2, 3])
 def test_approx_on_masses_of_1e_minus_300_keeps_its_status(p):
     x, y = _points(1)
-    base = Transport(x, y, p=p).solve("approx")
     tiny = Transport(x, y, a=np.full(len(x), 1e-300), b=np.full(len(y), 1e-300 * len(x) / len(y)), p=p)
-    scaled = tiny.solve("approx")
-    assert scaled.termination is base.termination is Termination.FEASIBLE_WITHIN_GAP, scaled.summary()
-    # W_p^p = sum pi d^p is linear in the masses: W_p moves by (total mass)^(1/p)
-    assert scaled.objective == pytest.approx(base.objective * (1e-300 * len(x)) ** (1.0 / p), rel=1e-9)
+    for certificate in ("factor", "dual"):
+        base = Transport(x, y, p=p).solve("approx", certificate=certificate)
+        scaled = tiny.solve("approx", certificate=certificate)
+        assert scaled.termination is base.termination, (base.summary(), scaled.summary())
+        if certificate == "factor":
+            assert base.termination is Termination.FEASIBLE_WITHIN_GAP
+        # W_p^p = sum pi d^p is linear in the masses: W_p moves by (total mass)^(1/p)
+        assert scaled.objective == pytest.approx(base.objective * (1e-300 * len(x)) ** (1.0 / p), rel=1e-9)
 
 
 def test_exact_methods_stay_optimal_in_any_units():

@@ -106,7 +106,7 @@ def stop_cases() -> list[StopCase]:
     return [
         StopCase("approx-20000", _with_p(_writer("approx", 20000, 20000, 0), "2"), ("approx",)),
         StopCase("exact-flow-3000x2500", _with_p(_writer("flow", 3000, 2500, 1), "2"), ("exact",)),
-        StopCase("assignment-2500", _with_p(_writer("assignment", 2500, 2500, 2), "2"),
+        StopCase("assignment-5000", _with_p(_writer("assignment", 5000, 5000, 2), "2"),
                  ("exact",) + _available(("pot",))),
         StopCase("bottleneck-4000", _with_p(_writer("bottleneck", 4000, 4000, 3), "inf"), ("bottleneck",)),
     ]
