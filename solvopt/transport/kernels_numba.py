@@ -84,20 +84,22 @@ def _cost_p(d, p):
     return d ** p
 
 
+@njit(cache=True, inline="always")
+def _best_source(src, pot, dst, k, unit, p, metric, first, last, best, at):
+    """(min, argmin) of (d(src_i, dst_k) / unit)^p - pot_i over i in [first, last), from (best, at)."""
+    for i in range(first, last):
+        val = _cost_p(_dist(src, i, dst, k, metric) / unit, p) - pot[i]
+        if val < best:
+            best = val
+            at = i
+    return best, at
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def c_transform_chunk(src, dst, pot, unit, p, metric, start, stop, out, arg):
     """out[k - start] = min_i ((d(src_i, dst_k) / unit)^p - pot_i) for k in [start, stop), arg the i."""
     for kk in prange(stop - start):
-        k = start + kk
-        best = np.inf
-        at = 0
-        for i in range(src.shape[0]):
-            val = _cost_p(_dist(src, i, dst, k, metric) / unit, p) - pot[i]
-            if val < best:
-                best = val
-                at = i
-        out[kk] = best
-        arg[kk] = at
+        out[kk], arg[kk] = _best_source(src, pot, dst, start + kk, unit, p, metric, 0, src.shape[0], np.inf, 0)
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -131,10 +133,6 @@ def c_transform_grid_chunk(src, pot, cell_start, lo, hi, top, dst, unit, p, metr
             c = first if step == 0 else step - 1
             if (step > 0 and c == first) or lower[c] >= best:
                 continue
-            for i in range(cell_start[c], cell_start[c + 1]):
-                val = _cost_p(_dist(src, i, dst, k, metric) / unit, p) - pot[i]
-                if val < best:
-                    best = val
-                    at = i
+            best, at = _best_source(src, pot, dst, k, unit, p, metric, cell_start[c], cell_start[c + 1], best, at)
         out[kk] = best
         arg[kk] = at
