@@ -1,0 +1,209 @@
+"""Exact W_inf for point clouds without the n x m matrix: the ``bottleneck`` method's path for
+named metrics (euclidean, cityblock, chebyshev: Minkowski p = 2, 1, inf of ``scipy.spatial.cKDTree``).
+
+1. **Floor.** Every source and target with mass ships along one of its own pairs, so
+   W_inf >= max(max_i min_j d_ij, max_j min_i d_ij) (nearest-neighbour queries both ways).
+2. **Upper bound U.** The candidate graph of the k nearest targets of each source and the k
+   nearest sources of each target (k = 8, doubled until it holds a feasible transport: at
+   k >= max(n, m) it is complete, hence feasible); U is the smallest threshold feasible on it
+   (a search over its distinct distances). Any threshold feasible on a subgraph is feasible on
+   the full graph, so W_inf <= U.
+3. **Exact search.** Every pair with d <= U (``cKDTree.sparse_distance_matrix``, distances then
+   recomputed by the model so the plan's W_inf is measured the same way) and a search over their
+   distinct distances in [floor, U]: first the largest one below U (U is usually the answer, and
+   one infeasible test proves it), then galloping up from the floor and bisection. Since the
+   graph holds every pair with d <= U, the smallest feasible threshold on it is W_inf itself.
+
+Feasibility tests are :func:`solvopt.transport.flow.feasible_flow` (OR-Tools max flow where
+installed, else SciPy's ``maximum_flow``), the package's engine: it turns the masses into integer
+units only when that is exact (all masses integer multiples of one unit, total below 2^31 for
+SciPy) and otherwise solves a zero-cost flow LP with HiGHS, so general real masses are handled
+exactly, not rounded. Engine ``hopcroft-karp`` (n = m uniform masses) uses SciPy's
+``maximum_bipartite_matching`` instead.
+
+Stops (time limit, Ctrl-C) are checked between steps; each step (tree query, flow test) runs in
+a watched thread (:func:`solvopt.transport.stopping.run_abandonable`). A stopped search returns
+its best feasible plan (the north-west corner plan before any test succeeded) and, as bound, the
+smallest distinct distance above the largest threshold proven infeasible (the floor before that).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from solvopt.core.interrupt import stop_reason
+from solvopt.core.progress import Progress
+
+from .flow import feasible_flow
+from .quick import stopped_result
+from .result import transport_result
+from .stopping import Stopped, run_abandonable
+
+# Minkowski order of cKDTree for each named metric.
+MINKOWSKI = {"euclidean": 2.0, "cityblock": 1.0, "chebyshev": np.inf}
+# First k of the candidate graph (doubled until it is feasible).
+FIRST_K = 8
+# Relative slack of tree queries by radius: the tree's distances may differ from the model's by
+# rounding; pairs are recomputed by the model and filtered exactly afterwards.
+RADIUS_SLACK = 1e-9
+# Relative precision of the upper bound's search on the candidate graph: U within 1 % of the
+# candidate graph's own optimum is enough (the exact search then bisects between floor and U).
+UPPER_TOLERANCE = 0.01
+
+
+def tree_path(model) -> bool:
+    """Whether the tree path applies: point inputs with a named metric."""
+    return model.x is not None and isinstance(model.metric, str) and model.metric in MINKOWSKI
+
+
+def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
+    """Exact W_inf on point inputs (see the module docstring). ``raw`` as for
+    :func:`solvopt.transport.exact.bottleneck_search`: (plan or None, lower bound, stop reason)."""
+    from .exact import northwest_corner, permutation_plan, uniform_square
+    from solvopt.core.errors import ModelError
+    start = time.perf_counter()
+    deadline = None if options.time_limit is None else start + options.time_limit
+    progress = Progress(options.progress, log=options.log)
+    Progress(options.progress, log=options.log)(f"bottleneck: {model.n} x {model.m} points: spatial trees",
+                                                force=True)
+    matching = engine == "hopcroft-karp"
+    if matching and not uniform_square(model):
+        raise ModelError("engine 'hopcroft-karp' tests perfect matchings: it needs n = m and uniform weights")
+    rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
+    nr, nc = len(rows), len(cols)
+    order = MINKOWSKI[model.metric]
+    supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
+    stop = (lambda: stop_reason(deadline) is not None)
+    state = {"plan": None, "bound": None, "tests": 0, "pairs": 0, "k": 0}
+
+    def test(r, c):
+        """A plan on the pairs (r[k], c[k]) (local indices), or None when none exists."""
+        state["tests"] += 1
+        if matching:
+            import scipy.sparse as sp
+            from scipy.sparse.csgraph import maximum_bipartite_matching
+            graph = sp.csr_matrix((np.ones(len(r), dtype=np.int8), (r, c)), shape=(nr, nc))
+            match = run_abandonable(lambda: maximum_bipartite_matching(graph, perm_type="column"), stop)
+            return None if np.any(match < 0) else permutation_plan(model, cols[match])
+        flow = run_abandonable(lambda: feasible_flow(r, nr + c, supplies, engine=engine), stop)
+        if flow is None:
+            return None
+        import scipy.sparse as sp
+        used = flow > 0
+        return sp.csr_matrix((flow[used] * model.mass, (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
+
+    def search(r, c, d, lo_value, hi_known, first_below_hi, rel=0.0):
+        """Smallest distinct value t of d with t >= lo_value whose pairs admit a plan.
+
+        ``hi_known``: a value of d known feasible (its plan already in state), or None (the
+        largest value is tested). Returns the index into the distinct values and the values."""
+        keys = np.argsort(d, kind="stable")
+        r, c, ds = r[keys], c[keys], d[keys]
+        starts = np.flatnonzero(np.concatenate(([True], ds[1:] != ds[:-1])))
+        values, prefix = ds[starts], np.append(starts[1:], len(ds))
+        lo = int(np.searchsorted(values, lo_value))
+        if hi_known is None:
+            hi = len(values) - 1
+            plan = test(r, c)
+            if plan is None:
+                return None, values
+            state["plan"] = plan
+        else:
+            hi = int(np.searchsorted(values, hi_known))
+        lo = min(lo, hi)
+        if first_below_hi and lo < hi:          # the upper bound is usually the answer: one test proves it
+            poll_stop()
+            k = prefix[hi - 1]
+            plan = test(r[:k], c[:k])
+            if plan is None:
+                lo = hi
+                state["bound"] = float(values[hi])
+            else:
+                hi, state["plan"] = hi - 1, plan
+        gap = 1 if rel > 0 else len(values)     # galloping only on the candidate graph
+        while lo < hi and values[hi] > values[lo] * (1 + rel):
+            poll_stop()
+            mid = min(lo + gap - 1, (lo + hi) // 2)
+            k = prefix[mid]
+            plan = test(r[:k], c[:k])
+            if plan is None:
+                lo, gap = mid + 1, 2 * gap
+                if first_below_hi:
+                    state["bound"] = float(values[lo])
+            else:
+                hi, state["plan"] = mid, plan
+            progress(f"bottleneck: W_inf in [{values[lo]:.6g}, {values[hi]:.6g}], {state['tests']} tests")
+        return hi, values
+
+    def poll_stop():
+        if stop():
+            raise Stopped
+
+    try:
+        tx = run_abandonable(lambda: _tree(model.x[rows]), stop)
+        ty = run_abandonable(lambda: _tree(model.y[cols]), stop)
+        # 1. the floor, from the nearest neighbours both ways (distances recomputed by the model)
+        _, near_c = run_abandonable(lambda: ty.query(model.x[rows], k=1, p=order), stop)
+        _, near_r = run_abandonable(lambda: tx.query(model.y[cols], k=1, p=order), stop)
+        floor = max(float(model.pair_distances(rows, cols[near_c]).max()),
+                    float(model.pair_distances(rows[near_r], cols).max()))
+        floor *= 1 - 1e-12                                           # safe side of rounding
+        state["bound"] = floor
+        # 2. the upper bound: the smallest feasible threshold on a k-nearest candidate graph
+        k = FIRST_K
+        while True:
+            poll_stop()
+            kc, kr = min(k, nc), min(k, nr)
+            state["k"] = k
+            _, jc = run_abandonable(lambda: ty.query(model.x[rows], k=kc, p=order), stop)
+            _, ir = run_abandonable(lambda: tx.query(model.y[cols], k=kr, p=order), stop)
+            jc, ir = jc.reshape(nr, kc), ir.reshape(nc, kr)
+            r = np.concatenate([np.repeat(np.arange(nr), kc), ir.ravel()])
+            c = np.concatenate([jc.ravel(), np.repeat(np.arange(nc), kr)])
+            flat = np.unique(r.astype(np.int64) * nc + c)                # distinct pairs
+            r, c = np.divmod(flat, nc)
+            d = model.pair_distances(rows[r], cols[c])
+            progress(f"bottleneck: {k} nearest each way: {len(flat)} candidate pairs", force=True)
+            index, values = search(r, c, d, floor, None, False, UPPER_TOLERANCE)
+            if index is not None:
+                upper = float(values[index])
+                break
+            if kc >= nc and kr >= nr:           # cannot happen: the complete graph is feasible
+                raise RuntimeError("bottleneck: the complete bipartite graph tested infeasible")
+            k *= 2
+        # 3. every pair with d <= U, and the exact search on them
+        poll_stop()
+        radius = upper * (1 + RADIUS_SLACK) + 1e-300
+        found = run_abandonable(lambda: tx.sparse_distance_matrix(ty, radius, p=order, output_type="ndarray"), stop)
+        r, c = found["i"].astype(np.int64), found["j"].astype(np.int64)
+        d = model.pair_distances(rows[r], cols[c])
+        keep = d <= upper
+        r, c, d = r[keep], c[keep], d[keep]
+        state["pairs"] = int(len(d))
+        progress(f"bottleneck: {len(d)} pairs within U = {upper:.6g}", force=True)
+        index, values = search(r, c, d, floor, upper, True)
+        w_inf = float(values[index])
+        stopped = None
+    except Stopped:
+        stopped = stop_reason(deadline)
+    except KeyboardInterrupt:
+        from solvopt.core.result import Termination
+        stopped = Termination.INTERRUPTED
+    stats = {"engine": "hopcroft-karp" if matching else f"max-flow ({engine})", "iterations": state["tests"],
+             "candidate_k": state["k"], "pairs": state["pairs"], "path": "spatial tree"}
+    plan = state["plan"]
+    if stopped is None:
+        state["bound"] = w_inf
+    if raw:
+        return (plan if plan is not None else northwest_corner(model)), state["bound"], stopped
+    if stopped is not None:
+        if plan is None:
+            return stopped_result(model, stopped, stats, bound=state["bound"])
+        return transport_result(model, plan, guarantee=None, bound=state["bound"], stopped=stopped, stats=stats)
+    return transport_result(model, plan, guarantee=1.0, bound=w_inf, proven_optimal=True, stats=stats)
+
+
+def _tree(points):
+    from scipy.spatial import cKDTree
+    return cKDTree(points)
