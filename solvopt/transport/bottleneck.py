@@ -65,8 +65,9 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
     start = time.perf_counter()
     deadline = None if options.time_limit is None else start + options.time_limit
     progress = Progress(options.progress, log=options.log)
-    Progress(options.progress, log=options.log)(f"bottleneck: {model.n} x {model.m} points: spatial trees",
-                                                force=True)
+    # stage lines from their own Progress: the first test line is not throttled away
+    stage = Progress(options.progress, log=options.log)
+    stage(f"bottleneck: {model.n} x {model.m} points: spatial trees", force=True)
     matching = engine == "hopcroft-karp"
     if matching and not uniform_square(model):
         raise ModelError("engine 'hopcroft-karp' tests perfect matchings: it needs n = m and uniform weights")
@@ -79,7 +80,13 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
 
     def test(r, c):
         """A plan on the pairs (r[k], c[k]) (local indices), or None when none exists."""
+        plan = feasible(r, c)
         state["tests"] += 1
+        progress(f"bottleneck: {len(r)} pairs {'feasible' if plan is not None else 'infeasible'}, "
+                 f"{state['tests']} tests")
+        return plan
+
+    def feasible(r, c):
         if matching:
             import scipy.sparse as sp
             from scipy.sparse.csgraph import maximum_bipartite_matching
@@ -164,7 +171,7 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
             flat = np.unique(r.astype(np.int64) * nc + c)                # distinct pairs
             r, c = np.divmod(flat, nc)
             d = model.pair_distances(rows[r], cols[c])
-            progress(f"bottleneck: {k} nearest each way: {len(flat)} candidate pairs", force=True)
+            stage(f"bottleneck: {k} nearest each way: {len(flat)} candidate pairs", force=True)
             index, values = search(r, c, d, floor, None, False, UPPER_TOLERANCE)
             if index is not None:
                 upper = float(values[index])
@@ -181,7 +188,7 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         keep = d <= upper
         r, c, d = r[keep], c[keep], d[keep]
         state["pairs"] = int(len(d))
-        progress(f"bottleneck: {len(d)} pairs within U = {upper:.6g}", force=True)
+        stage(f"bottleneck: {len(d)} pairs within U = {upper:.6g}", force=True)
         index, values = search(r, c, d, floor, upper, True)
         w_inf = float(values[index])
         stopped = None

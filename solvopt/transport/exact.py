@@ -307,6 +307,9 @@ class BottleneckTransport(Solver):
         if not math.isinf(model.p):
             raise ModelError(f"method 'bottleneck' computes W_inf; the model has p = {model.p:g} "
                              "(use p = inf, or method 'exact' for finite p)")
+        from .bottleneck import point_bottleneck, tree_path
+        if tree_path(model):       # point inputs, named metric: spatial trees, never the full matrix
+            return point_bottleneck(model, options, engine=options.extra["engine"])
         return bottleneck_search(model, options, engine=options.extra["engine"])
 
 
@@ -333,12 +336,7 @@ def bottleneck_search(model, options, engine: str = "auto", raw: bool = False):
     """Exact W_inf by a search over the candidate distances (see the module docstring).
 
     ``raw``: return (plan or None, certified lower bound on W_inf, stop reason or None) instead
-    of the Result (for the large-p frame of the exact methods, whose model has a finite p).
-    Point inputs with a named metric take the spatial-tree path, which never forms the matrix
-    (:func:`solvopt.transport.bottleneck.point_bottleneck`)."""
-    from .bottleneck import point_bottleneck, tree_path
-    if tree_path(model):
-        return point_bottleneck(model, options, engine=engine, raw=raw)
+    of the Result (for the large-p frame of the exact methods, whose model has a finite p)."""
     start = time.perf_counter()
     deadline = None if options.time_limit is None else start + options.time_limit
     progress = Progress(options.progress, log=options.log)
