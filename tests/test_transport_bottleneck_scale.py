@@ -76,3 +76,18 @@ def test_stopped_search_keeps_a_plan_and_a_valid_bound():
     assert stopped.objective >= exact * (1 - 1e-12)
     if stopped.bound is not None:
         assert stopped.bound <= exact * (1 + 1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 40), metric=st.sampled_from(METRICS), grid=st.booleans())
+def test_warm_started_matching_matches_dense(seed, n, metric, grid):
+    """n = m uniform masses: the warm-started Hopcroft-Karp tests (ties from integer points)."""
+    rng = np.random.default_rng(seed)
+    if grid:
+        x, y = rng.integers(0, 5, (n, 2)).astype(float), rng.integers(0, 5, (n, 2)).astype(float)
+    else:
+        x, y = rng.random((n, 2)), rng.random((n, 2))
+    result = Transport(x, y, p="inf", metric=metric).solve("bottleneck")
+    assert result.stats["engine"].startswith("warm-started")
+    assert result.termination.name == "OPTIMAL"
+    assert math.isclose(result.objective, dense_reference(x, y, None, None, metric), rel_tol=1e-12, abs_tol=1e-15)

@@ -100,7 +100,39 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         used = flow > 0
         return sp.csr_matrix((flow[used] * model.mass, (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
 
-    def search(r, c, d, lo_value, hi_known, first_below_hi, rel=0.0):
+    warm = engine == "auto" and uniform_square(model) and nr == nc
+
+    def matcher(r, c):
+        """Tests on the prefixes r[:k], c[:k] by a warm-started Hopcroft-Karp (n = m uniform):
+        the maximum matching of the largest prefix proven infeasible is valid on every longer
+        prefix, so each test only adds the few augmenting paths it lacks."""
+        augment = _augment()
+        by_row = np.argsort(r, kind="stable")          # rows grouped, each by increasing distance
+        indices = c[by_row].astype(np.int64)
+        indptr = np.zeros(nr + 1, np.int64)
+        np.cumsum(np.bincount(r, minlength=nr), out=indptr[1:])
+        base = [np.full(nr, -1, np.int64), np.full(nc, -1, np.int64)]
+        # a matching on a smaller candidate graph (fewer nearest neighbours) is valid on this whole
+        # graph, but not on its prefixes (it may use longer pairs)
+        whole = state.pop("kbase", None) or base
+
+        def run(k):
+            limit = indptr[:-1] + np.bincount(r[:k], minlength=nr)
+            start = whole if k == len(r) else base
+            mr, mc = start[0].copy(), start[1].copy()
+            matched = run_abandonable(lambda: augment(indptr, indices, limit, mr, mc), stop)
+            state["tests"] += 1
+            progress(f"bottleneck: {k} pairs {'feasible' if matched == nr else 'infeasible'}, "
+                     f"{state['tests']} tests")
+            if matched < nr:
+                base[0], base[1] = mr, mc
+                if k == len(r):
+                    state["kbase"] = [mr, mc]
+                return None
+            return permutation_plan(model, cols[mr])
+        return run
+
+    def search(r, c, d, lo_value, hi_known, certify, rel=0.0):
         """Smallest distinct value t of d with t >= lo_value whose pairs admit a plan.
 
         ``hi_known``: a value of d known feasible (its plan already in state), or None (the
@@ -110,33 +142,28 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         starts = np.flatnonzero(np.concatenate(([True], ds[1:] != ds[:-1])))
         values, prefix = ds[starts], np.append(starts[1:], len(ds))
         lo = int(np.searchsorted(values, lo_value))
+        if warm:
+            tester = matcher(r, c)
+        else:
+            def tester(k):
+                return test(r[:k], c[:k])
         if hi_known is None:
             hi = len(values) - 1
-            plan = test(r, c)
+            plan = tester(len(r))
             if plan is None:
                 return None, values
             state["plan"] = plan
         else:
             hi = int(np.searchsorted(values, hi_known))
         lo = min(lo, hi)
-        if first_below_hi and lo < hi:          # the upper bound is usually the answer: one test proves it
-            poll_stop()
-            k = prefix[hi - 1]
-            plan = test(r[:k], c[:k])
-            if plan is None:
-                lo = hi
-                state["bound"] = float(values[hi])
-            else:
-                hi, state["plan"] = hi - 1, plan
         gap = 1 if rel > 0 else len(values)     # galloping only on the candidate graph
         while lo < hi and values[hi] > values[lo] * (1 + rel):
             poll_stop()
             mid = min(lo + gap - 1, (lo + hi) // 2)
-            k = prefix[mid]
-            plan = test(r[:k], c[:k])
+            plan = tester(prefix[mid])
             if plan is None:
                 lo, gap = mid + 1, 2 * gap
-                if first_below_hi:
+                if certify:
                     state["bound"] = float(values[lo])
             else:
                 hi, state["plan"] = mid, plan
@@ -179,6 +206,7 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
             if kc >= nc and kr >= nr:           # cannot happen: the complete graph is feasible
                 raise RuntimeError("bottleneck: the complete bipartite graph tested infeasible")
             k *= 2
+        state.pop("kbase", None)
         # 3. every pair with d <= U, and the exact search on them
         poll_stop()
         radius = upper * (1 + RADIUS_SLACK) + 1e-300
@@ -197,7 +225,8 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
     except KeyboardInterrupt:
         from solvopt.core.result import Termination
         stopped = Termination.INTERRUPTED
-    stats = {"engine": "hopcroft-karp" if matching else f"max-flow ({engine})", "iterations": state["tests"],
+    stats = {"engine": "hopcroft-karp" if matching else "warm-started hopcroft-karp (numba)" if warm
+             else f"max-flow ({engine})", "iterations": state["tests"],
              "candidate_k": state["k"], "pairs": state["pairs"], "path": "spatial tree"}
     plan = state["plan"]
     if stopped is None:
@@ -214,3 +243,88 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
 def _tree(points):
     from scipy.spatial import cKDTree
     return cKDTree(points)
+
+
+_KERNEL = []
+
+
+def _augment():
+    if not _KERNEL:
+        _KERNEL.append(_hopcroft_karp_kernel())
+    return _KERNEL[0]
+
+
+def _hopcroft_karp_kernel():
+    """Numba Hopcroft-Karp on a row-CSR graph whose row i keeps its arcs indptr[i]:limit[i],
+    warm-started from a matching (mr: row -> column, mc: column -> row, -1 free), updated in place."""
+    import numba
+
+    @numba.njit(cache=True)
+    def augment(indptr, indices, limit, mr, mc):
+        n = len(mr)
+        inf = 1 << 60
+        dist = np.empty(n, np.int64)
+        queue = np.empty(n, np.int64)
+        ptr = np.empty(n, np.int64)
+        rows = np.empty(n + 1, np.int64)
+        cols = np.empty(n + 1, np.int64)
+        while True:
+            head = tail = 0
+            for i in range(n):
+                if mr[i] < 0:
+                    dist[i] = 0
+                    queue[tail] = i
+                    tail += 1
+                else:
+                    dist[i] = inf
+            found = inf
+            while head < tail:
+                i = queue[head]
+                head += 1
+                if dist[i] + 1 > found:
+                    continue
+                for e in range(indptr[i], limit[i]):
+                    k = mc[indices[e]]
+                    if k < 0:
+                        if found == inf:
+                            found = dist[i] + 1
+                    elif dist[k] == inf:
+                        dist[k] = dist[i] + 1
+                        queue[tail] = k
+                        tail += 1
+            if found == inf:
+                break
+            for i in range(n):
+                ptr[i] = indptr[i]
+            for s in range(n):
+                if mr[s] >= 0 or dist[s] != 0:
+                    continue
+                depth = 0
+                rows[0] = s
+                while depth >= 0:
+                    i = rows[depth]
+                    if ptr[i] >= limit[i]:
+                        dist[i] = inf
+                        depth -= 1
+                        continue
+                    j = indices[ptr[i]]
+                    ptr[i] += 1
+                    k = mc[j]
+                    if k < 0:
+                        if dist[i] + 1 == found:
+                            cols[depth] = j
+                            for t in range(depth, -1, -1):
+                                mr[rows[t]] = cols[t]
+                                mc[cols[t]] = rows[t]
+                            break
+                    elif dist[k] == dist[i] + 1:
+                        cols[depth] = j
+                        depth += 1
+                        rows[depth] = k
+        matched = 0
+        for i in range(n):
+            if mr[i] >= 0:
+                matched += 1
+        return matched
+
+    return augment
