@@ -111,7 +111,8 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         indices = c[by_row].astype(np.int64)
         indptr = np.zeros(nr + 1, np.int64)
         np.cumsum(np.bincount(r, minlength=nr), out=indptr[1:])
-        base = [np.full(nr, -1, np.int64), np.full(nc, -1, np.int64)]
+        # "carry": a matching of a threshold below every one tested here (the radius rounds)
+        base = state.pop("carry", None) or [np.full(nr, -1, np.int64), np.full(nc, -1, np.int64)]
         # a matching on a smaller candidate graph (fewer nearest neighbours) is valid on this whole
         # graph, but not on its prefixes (it may use longer pairs)
         whole = state.pop("kbase", None) or base
@@ -174,6 +175,38 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         if stop():
             raise Stopped
 
+    def radius_rounds(tx, ty, floor):
+        """n = m uniform: all pairs within a radius R growing from the floor (x 1.1, then faster),
+        each round's maximum matching carried to the next; the first feasible round is searched
+        exactly (it holds every pair of length <= R)."""
+        radius, below, rounds = floor, None, 0
+        while True:
+            poll_stop()
+            reach = radius * (1 + RADIUS_SLACK) + 1e-300
+            found = run_abandonable(lambda: tx.sparse_distance_matrix(ty, reach, p=order, output_type="ndarray"),
+                                    stop)
+            r, c = found["i"].astype(np.int64), found["j"].astype(np.int64)
+            d = model.pair_distances(rows[r], cols[c])
+            keep = d <= radius
+            r, c, d = r[keep], c[keep], d[keep]
+            state["pairs"] = int(len(d))
+            stage(f"bottleneck: {len(d)} pairs within R = {radius:.6g}", force=True)
+            if len(d) == 0:                        # no pair yet: nothing to match
+                rounds += 1
+                radius *= 1.1
+                continue
+            state["rounds"] = rounds + 1
+            if below is not None:
+                state["carry"] = below
+            lo_value = floor if rounds == 0 else np.nextafter(state["bound"], np.inf)
+            index, values = search(r, c, d, lo_value, None, True)
+            if index is not None:
+                return float(values[index])
+            below = state.pop("kbase")             # the maximum matching at R: valid beyond R
+            state["bound"] = radius                # R is infeasible: W_inf > R
+            rounds += 1
+            radius *= 1.1 if rounds < 8 else 1.5
+
     try:
         tx = run_abandonable(lambda: _tree(model.x[rows]), stop)
         ty = run_abandonable(lambda: _tree(model.y[cols]), stop)
@@ -184,6 +217,9 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
                     float(model.pair_distances(rows[near_r], cols).max()))
         floor *= 1 - 1e-12                                           # safe side of rounding
         state["bound"] = floor
+        if warm and floor > 0:
+            w_inf = radius_rounds(tx, ty, floor)
+            raise _Done
         # 2. the upper bound: the smallest feasible threshold on a k-nearest candidate graph
         k = FIRST_K
         while True:
@@ -220,6 +256,8 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         index, values = search(r, c, d, floor, upper, True)
         w_inf = float(values[index])
         stopped = None
+    except _Done:
+        stopped = None
     except Stopped:
         stopped = stop_reason(deadline)
     except KeyboardInterrupt:
@@ -227,7 +265,8 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         stopped = Termination.INTERRUPTED
     stats = {"engine": "hopcroft-karp" if matching else "warm-started hopcroft-karp (numba)" if warm
              else f"max-flow ({engine})", "iterations": state["tests"],
-             "candidate_k": state["k"], "pairs": state["pairs"], "path": "spatial tree"}
+             "candidate_k": state["k"], "radius_rounds": state.get("rounds", 0), "pairs": state["pairs"],
+             "path": "spatial tree"}
     plan = state["plan"]
     if stopped is None:
         state["bound"] = w_inf
@@ -246,6 +285,10 @@ def _tree(points):
 
 
 _KERNEL = []
+
+
+class _Done(Exception):
+    """The radius rounds settled W_inf."""
 
 
 def _augment():
