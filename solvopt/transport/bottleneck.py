@@ -14,11 +14,18 @@ named metrics (euclidean, cityblock, chebyshev: Minkowski p = 2, 1, inf of ``sci
    one infeasible test proves it), then galloping up from the floor and bisection. Since the
    graph holds every pair with d <= U, the smallest feasible threshold on it is W_inf itself.
 
+For n = m uniform masses with a positive floor, steps 2 and 3 are radius rounds instead: all
+pairs within R = floor, R growing by 1.1 per round (1.5 after 8), each round warm-started from the
+previous round's maximum matching, until a round is feasible; that round holds every pair of
+length <= R, so its exact search gives W_inf (an infeasible round proves W_inf > R).
+
 Feasibility tests are :func:`solvopt.transport.flow.feasible_flow` (OR-Tools max flow where
 installed, else SciPy's ``maximum_flow``), the package's engine: it turns the masses into integer
 units only when that is exact (all masses integer multiples of one unit, total below 2^31 for
 SciPy) and otherwise solves a zero-cost flow LP with HiGHS, so general real masses are handled
-exactly, not rounded. Engine ``hopcroft-karp`` (n = m uniform masses) uses SciPy's
+exactly, not rounded. For n = m uniform masses (engine ``auto``) the tests are a Numba
+Hopcroft-Karp warm-started from the maximum matching of the largest threshold proven infeasible.
+Engine ``hopcroft-karp`` (n = m uniform masses) uses SciPy's
 ``maximum_bipartite_matching`` instead.
 
 Stops (time limit, Ctrl-C) are checked between steps; each step (tree query, flow test) runs in
