@@ -275,7 +275,24 @@ def test_full_matrix_methods_refuse_what_cannot_fit(monkeypatch, method, p):
         pytest.importorskip("ot")
     import solvopt.transport.exact as exact
     monkeypatch.setattr(exact, "memory_budget", lambda fraction=0.5: 1000)
-    t = Transport(np.zeros((10, 2)), np.ones((12, 2)), p=p)
+    # the bottleneck method works from a spatial tree on points with a named metric; a callable
+    # metric still needs the full matrix
+    metric = (lambda X, Y: np.sqrt(((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1))) if method == "bottleneck" \
+        else "euclidean"
+    t = Transport(np.zeros((10, 2)), np.ones((12, 2)), p=p, metric=metric)
     with pytest.raises(ModelError, match=f"method '{'bottleneck' if math.isinf(p) else method}' holds the full "
                                          r"10 x 12 distance matrix.*use method 'approx'"):
         t.solve(method)
+
+
+def test_bottleneck_on_points_needs_no_full_matrix(monkeypatch):
+    """Point clouds with a named metric go through the spatial tree: a budget far below the full
+    matrix still solves them exactly."""
+    import solvopt.transport.exact as exact
+    rng = np.random.default_rng(4)
+    x, y = rng.random((10, 2)), rng.random((10, 2))
+    dense = Transport(distance=np.sqrt(((x[:, None] - y[None]) ** 2).sum(-1)), p=math.inf).solve("bottleneck")
+    monkeypatch.setattr(exact, "memory_budget", lambda fraction=0.5: 1000)
+    r = Transport(x, y, p=math.inf).solve("bottleneck")
+    assert r.termination.value == "optimal"
+    assert r.objective == pytest.approx(dense.objective, rel=1e-12)
