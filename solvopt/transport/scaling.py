@@ -108,5 +108,5 @@ def stop_cases() -> list[StopCase]:
         StopCase("exact-flow-3000x2500", _with_p(_writer("flow", 3000, 2500, 1), "2"), ("exact",)),
         StopCase("assignment-5000", _with_p(_writer("assignment", 5000, 5000, 2), "2"),
                  ("exact",) + _available(("pot",))),
-        StopCase("bottleneck-4000", _with_p(_writer("bottleneck", 4000, 4000, 3), "inf"), ("bottleneck",)),
+        StopCase("bottleneck-100000", _with_p(_writer("bottleneck", 100000, 100000, 3), "inf"), ("bottleneck",)),
     ]
