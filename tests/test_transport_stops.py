@@ -138,8 +138,10 @@ def test_pot_stopped_returns_a_plan_and_a_bound(monkeypatch):
 
 
 def test_bottleneck_stopped_before_its_sort_returns_a_plan_and_a_bound(monkeypatch):
+    # a distance matrix takes the dense search over the sorted distances (points with a named
+    # metric take the spatial trees, whose stops tests/test_transport_bottleneck_scale.py checks)
     x, y = _points(6, 40, 40)
-    model = Transport(x, y, p="inf")
+    model = Transport(distance=np.sqrt(((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)), p="inf")
     optimum = model.solve("bottleneck").objective
     _stop_after(exact_module, monkeypatch, 1)
     _check_stopped(model.solve("bottleneck", time_limit=100.0), model, optimum)
