@@ -4,8 +4,8 @@ Scale: every payoff multiplied by ``factor`` (pseudo-games: the utilities' coeff
 markets: the budgets, and separately the utilities' values; Arrow-Debreu: the values; Markov and
 linear-quadratic Markov games: every reward). The equilibria do not move, the exploitability is
 linear in the payoffs (for markets: in the budgets, invariant in the values, since a buyer's
-regret is measured in money) and the status must not change. The Markov exchange economies
-register their own cases.
+regret is measured in money) and the status must not change. The Markov exchange economies'
+methods are not registered yet: their iterates still depend on the units of the utilities.
 
 Stop: a nearly bilinear pseudo-game (barely strongly monotone, one shared budget row, so every
 projection is a HiGHS QP) and a large linear Fisher market, each minutes of work to 1e-15.
