@@ -182,22 +182,27 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         if stop():
             raise Stopped
 
+    def pairs_within(tx, ty, radius, name):
+        """Every pair (row, column, distance) with distance <= ``radius`` (the tree's search reaches
+        a hair beyond it; the model's own distances decide)."""
+        poll_stop()
+        reach = radius * (1 + RADIUS_SLACK) + 1e-300
+        found = run_abandonable(lambda: tx.sparse_distance_matrix(ty, reach, p=order, output_type="ndarray"), stop)
+        r, c = found["i"].astype(np.int64), found["j"].astype(np.int64)
+        d = model.pair_distances(rows[r], cols[c])
+        keep = d <= radius
+        r, c, d = r[keep], c[keep], d[keep]
+        state["pairs"] = int(len(d))
+        stage(f"bottleneck: {len(d)} pairs within {name} = {radius:.6g}", force=True)
+        return r, c, d
+
     def radius_rounds(tx, ty, floor):
         """n = m uniform: all pairs within a radius R growing from the floor (x 1.1, then faster),
         each round's maximum matching carried to the next; the first feasible round is searched
         exactly (it holds every pair of length <= R)."""
         radius, below, rounds = floor, None, 0
         while True:
-            poll_stop()
-            reach = radius * (1 + RADIUS_SLACK) + 1e-300
-            found = run_abandonable(lambda: tx.sparse_distance_matrix(ty, reach, p=order, output_type="ndarray"),
-                                    stop)
-            r, c = found["i"].astype(np.int64), found["j"].astype(np.int64)
-            d = model.pair_distances(rows[r], cols[c])
-            keep = d <= radius
-            r, c, d = r[keep], c[keep], d[keep]
-            state["pairs"] = int(len(d))
-            stage(f"bottleneck: {len(d)} pairs within R = {radius:.6g}", force=True)
+            r, c, d = pairs_within(tx, ty, radius, "R")
             if len(d) == 0:                        # no pair yet: nothing to match
                 rounds += 1
                 radius *= 1.1
@@ -251,15 +256,7 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
             k *= 2
         state.pop("kbase", None)
         # 3. every pair with d <= U, and the exact search on them
-        poll_stop()
-        radius = upper * (1 + RADIUS_SLACK) + 1e-300
-        found = run_abandonable(lambda: tx.sparse_distance_matrix(ty, radius, p=order, output_type="ndarray"), stop)
-        r, c = found["i"].astype(np.int64), found["j"].astype(np.int64)
-        d = model.pair_distances(rows[r], cols[c])
-        keep = d <= upper
-        r, c, d = r[keep], c[keep], d[keep]
-        state["pairs"] = int(len(d))
-        stage(f"bottleneck: {len(d)} pairs within U = {upper:.6g}", force=True)
+        r, c, d = pairs_within(tx, ty, upper, "U")
         index, values = search(r, c, d, floor, upper, True)
         w_inf = float(values[index])
         stopped = None
