@@ -262,6 +262,16 @@ TRANSPORT_METHODS = {  # key in a row -> (legend label, colour, marker, line sty
 }
 
 
+def _save(plt, fig, png_path, title: str, meta: dict, *, y: float, rect: tuple) -> None:
+    """The figures' common ending: title, machine subtitle, layout, PNG at 100 dpi, close, say so."""
+    fig.suptitle(title, y=y)
+    _subtitle(fig, meta)
+    fig.tight_layout(rect=rect)
+    fig.savefig(png_path, dpi=100)
+    plt.close(fig)
+    print(f"wrote {png_path}", file=sys.stderr)
+
+
 def _p_key(p) -> float:
     return math.inf if str(p) == "inf" else float(p)
 
@@ -297,19 +307,15 @@ def transport_time(json_path, png_path) -> bool:
                     ax.set_ylabel(f"{TRANSPORT_CASES[case]}\nseconds")
                 if i == len(cases) - 1:
                     ax.set_xlabel("n (points per side)")
-        handles, labels = {}, []
+        handles = {}
         for ax in axes.flat:
             for h, lab in zip(*ax.get_legend_handles_labels()):
                 handles.setdefault(lab, h)
         order = [TRANSPORT_METHODS[k][0] for k in TRANSPORT_METHODS if TRANSPORT_METHODS[k][0] in handles]
-        fig.suptitle("W_p transport: the approximation against exact solvers (time, log-log)", y=0.995)
         fig.legend([handles[lab] for lab in order], order, loc="upper center", ncol=3, frameon=False,
                    bbox_to_anchor=(0.5, 0.965))
-        _subtitle(fig, data.get("meta", {}))
-        fig.tight_layout(rect=(0, 0.02, 1, 0.90))
-        fig.savefig(png_path, dpi=100)
-        plt.close(fig)
-    print(f"wrote {png_path}", file=sys.stderr)
+        _save(plt, fig, png_path, "W_p transport: the approximation against exact solvers (time, log-log)",
+              data.get("meta", {}), y=0.995, rect=(0, 0.02, 1, 0.90))
     return True
 
 
@@ -342,13 +348,9 @@ def transport_ratio(json_path, png_path) -> bool:
                 if lab not in labels:
                     handles.append(h)
                     labels.append(lab)
-        fig.suptitle("W_p transport: measured ratio to the exact optimum (where an exact solver ran)", y=0.99)
         fig.legend(handles, labels, loc="upper center", ncol=3, frameon=False, bbox_to_anchor=(0.5, 0.92))
-        _subtitle(fig, data.get("meta", {}))
-        fig.tight_layout(rect=(0, 0.03, 1, 0.83))
-        fig.savefig(png_path, dpi=100)
-        plt.close(fig)
-    print(f"wrote {png_path}", file=sys.stderr)
+        _save(plt, fig, png_path, "W_p transport: measured ratio to the exact optimum (where an exact solver ran)",
+              data.get("meta", {}), y=0.99, rect=(0, 0.03, 1, 0.83))
     return True
 
 
@@ -385,12 +387,8 @@ def games_static(json_path, png_path) -> bool:
             ax.grid(True, which="major", color="0.9")
             ax.legend(loc="upper right")
         axes[0][0].set_ylabel("certified max(exploitability, VE gap)")
-        fig.suptitle("Static pseudo-games: both methods certify 1e-10 within about a second", y=0.99)
-        _subtitle(fig, data.get("meta", {}))
-        fig.tight_layout(rect=(0, 0.03, 1, 0.95))
-        fig.savefig(png_path, dpi=100)
-        plt.close(fig)
-    print(f"wrote {png_path}", file=sys.stderr)
+        _save(plt, fig, png_path, "Static pseudo-games: both methods certify 1e-10 within about a second",
+              data.get("meta", {}), y=0.99, rect=(0, 0.03, 1, 0.95))
     return True
 
 
@@ -420,12 +418,8 @@ def games_markets(json_path, png_path) -> bool:
                title="Linear Fisher market, 1000 buyers x 1000 goods")
         ax.grid(True, which="major", color="0.9")
         ax.legend(loc="lower left")
-        fig.suptitle("The exact active-set polish reaches the equilibrium; the others stop at 1e-6 or above", y=0.99)
-        _subtitle(fig, data.get("meta", {}))
-        fig.tight_layout(rect=(0, 0.03, 1, 0.95))
-        fig.savefig(png_path, dpi=100)
-        plt.close(fig)
-    print(f"wrote {png_path}", file=sys.stderr)
+        _save(plt, fig, png_path, "The exact active-set polish reaches the equilibrium; the others stop at 1e-6 or above",
+              data.get("meta", {}), y=0.99, rect=(0, 0.03, 1, 0.95))
     return True
 
 
@@ -447,12 +441,8 @@ def games_exchange(json_path, png_path) -> bool:
                title="Linear exchange (Arrow-Debreu) markets, consumers x goods")
         ax.grid(True, which="major", color="0.9")
         ax.legend(loc="lower left")
-        fig.suptitle("Exact equilibria of linear exchange markets in seconds", y=0.99)
-        _subtitle(fig, data.get("meta", {}))
-        fig.tight_layout(rect=(0, 0.03, 1, 0.95))
-        fig.savefig(png_path, dpi=100)
-        plt.close(fig)
-    print(f"wrote {png_path}", file=sys.stderr)
+        _save(plt, fig, png_path, "Exact equilibria of linear exchange markets in seconds",
+              data.get("meta", {}), y=0.99, rect=(0, 0.03, 1, 0.95))
     return True
 
 
