@@ -33,7 +33,7 @@ import numpy as np
 from solvopt.core.errors import ModelError
 
 from .family import FamilyModel
-from .layered_dp import real_array
+from .arrays import float_array
 
 DEFAULT_SCENARIOS = 1000      # Poisson scenarios when ``scenarios`` is not given
 MAX_DEMAND = 2 ** 53          # demands (and Poisson means) beyond this are not exact integers in float64
@@ -86,7 +86,7 @@ class InventoryReinsertion(FamilyModel):
         if (demand is None) == (mean_demand is None):
             raise ModelError("give either a demand matrix (W, T) or mean_demand with scenarios (Poisson)")
         if demand is not None:
-            d = real_array(demand, "demand")
+            d = float_array(demand, "demand")
             if d.ndim == 1 and self.horizon == d.size:
                 d = d[None, :]
             if d.ndim != 2 or d.shape[1] != self.horizon:
@@ -98,7 +98,7 @@ class InventoryReinsertion(FamilyModel):
             if scenarios is not None and scenarios != d.shape[0]:
                 raise ModelError(f"scenarios={scenarios} but the demand matrix has {d.shape[0]} rows")
             return d.astype(np.int64), None
-        mean = real_array(mean_demand, "mean_demand")
+        mean = float_array(mean_demand, "mean_demand")
         mean = np.broadcast_to(mean, (self.horizon,)).copy() if mean.ndim in (0, 1) and mean.size in (1, self.horizon) \
             else None
         if mean is None or not np.all(np.isfinite(mean)) or np.any(mean < 0):
@@ -146,7 +146,7 @@ def _per_day(values, horizon: int, what: str, allow_inf: bool = False,
         raise ModelError(f"{what} needs one array per day ({horizon}), got {len(values)}")
     out = []
     for t, v in enumerate(values):
-        a = np.atleast_1d(real_array(v, f"{what}[{t}]"))
+        a = np.atleast_1d(float_array(v, f"{what}[{t}]"))
         bad = a.ndim != 1 or np.isnan(a).any() or np.isneginf(a).any() or (not allow_inf and np.isinf(a).any()) \
             or (not allow_negative and np.any(a < 0))
         if bad:

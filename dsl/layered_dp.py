@@ -48,6 +48,7 @@ import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError
 
+from .arrays import float_array
 from .family import FamilyModel
 
 # The kernels' masking sentinel: forbidden slots hold it instead of +inf; values >= SENTINEL / 2
@@ -149,7 +150,7 @@ class Transitions:
     def variants(cls, ptr, src, costs, choice=None, n_sources: int | None = None) -> "Transitions":
         """D versions of a slot layer: ``src`` (K,) or (D, K), ``costs`` (D, K); scenario w uses
         version ``choice[w]`` (``choice`` may be left to the sampler)."""
-        costs = real_array(costs, "variants: costs")
+        costs = float_array(costs, "variants: costs")
         if costs.ndim != 2:
             raise ModelError(f"variants: costs must be a (D, K) table, got shape {costs.shape}")
         src = _as_int_array(src, "variants: src")
@@ -177,7 +178,7 @@ class Transitions:
     def _from_pairs(self, costs, mask, shape) -> None:
         if mask is None and costs is None:
             raise ModelError("Transitions needs costs, a mask, or both")
-        dense_costs = None if costs is None else _check_finite_or_inf(real_array(costs, "costs"), "costs")
+        dense_costs = None if costs is None else _check_finite_or_inf(float_array(costs, "costs"), "costs")
         if shape is not None and not (isinstance(shape, (tuple, list)) and len(shape) == 2
                                       and all(_is_int(x) for x in shape)):
             raise ModelError(f"shape must be a pair of integers (S_l, S_l+1), got {shape!r}")
@@ -262,7 +263,7 @@ class Transitions:
                 raise ModelError(f"{where}: sampled src must have shape {(count, self.n_slots)}, got {src.shape}")
             if src.size and (src.min() < 0 or src.max() >= self.n_sources):
                 raise ModelError(f"{where}: sampled src outside 0..{self.n_sources - 1}")
-        drawn = real_array(drawn, f"{where} costs")
+        drawn = float_array(drawn, f"{where} costs")
         if self.dense_index is not None and drawn.shape == (count, self.n_sources, self.n_targets):
             drawn = drawn.reshape(count, -1)[:, self.dense_index]
         if drawn.shape != (count, self.n_slots):
@@ -400,18 +401,6 @@ def _array(value, what: str) -> np.ndarray:
         raise ModelError(f"{what} must be a (rectangular) array, got {type(value).__name__}") from None
 
 
-def real_array(value, what: str) -> np.ndarray:
-    """``value`` as a float64 array: integers and floats only (inf allowed; the caller checks NaN/-inf).
-
-    Complex, boolean, text and object data are a ModelError naming ``what`` (complex values are
-    never truncated to their real part)."""
-    arr = _array(value, what)
-    if arr.dtype.kind not in "iuf":
-        kind = {"c": "complex numbers", "b": "booleans", "U": "text", "S": "bytes", "O": "Python objects"}
-        raise ModelError(f"{what} must hold real numbers, got {kind.get(arr.dtype.kind, f'dtype {arr.dtype}')}")
-    return arr.astype(np.float64, copy=False)
-
-
 def _as_int_array(a, what: str) -> np.ndarray:
     a = _array(a, what)
     if a.ndim == 0:
@@ -435,7 +424,7 @@ def _check_finite_or_inf(costs: np.ndarray, what: str) -> np.ndarray:
 
 
 def _check_costs(costs, tail: tuple[int, ...], what: str) -> np.ndarray:
-    costs = real_array(costs, what)
+    costs = float_array(costs, what)
     if costs.shape[-len(tail):] != tail or costs.ndim not in (len(tail), len(tail) + 1):
         raise ModelError(f"{what} must have shape {tail} or (W, {', '.join(map(str, tail))}), got {costs.shape}")
     return _check_finite_or_inf(costs, what)
@@ -448,7 +437,7 @@ def distinct_entries(a: np.ndarray) -> np.ndarray:
 
 
 def _check_initial(initial, n0: int) -> np.ndarray:
-    v = real_array(initial, "initial values")
+    v = float_array(initial, "initial values")
     if v.ndim == 0:
         v = np.full(n0, float(v))
     if v.shape[-1] != n0 or v.ndim > 2:

@@ -29,6 +29,7 @@ import numpy as np
 
 from solvopt.core.errors import ModelError
 
+from .arrays import real_array
 from .family import FamilyModel
 
 DEFAULT_SCENARIOS = 10_000
@@ -83,17 +84,6 @@ def tour_geometry(distances: np.ndarray, tour: np.ndarray) -> TourGeometry:
 
 
 # --- data checks ---------------------------------------------------------------------------------------
-def _real_array(values, what: str) -> np.ndarray:
-    """``values`` as a float64 array; ModelError for text, objects, complex numbers or ragged data."""
-    try:
-        arr = np.asarray(values)
-    except (TypeError, ValueError) as exc:
-        raise ModelError(f"{what} must be an array of numbers ({exc})") from None
-    if arr.dtype.kind not in "biuf":
-        raise ModelError(f"{what} must hold real numbers, got dtype {arr.dtype}")
-    return arr.astype(np.float64, copy=False)
-
-
 def validate_tour(tour, n_nodes: int) -> np.ndarray:
     """The tour as int64 ids; ModelError unless it is a permutation of the customers 1..n_nodes-1."""
     try:
@@ -149,11 +139,9 @@ def validate_demand_matrix(demands, n_customers: int) -> np.ndarray:
 
 
 def _distances(distances) -> np.ndarray:
-    d = _real_array(distances, "distances")
+    d = real_array(distances, "distances")
     if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] < 2:
         raise ModelError(f"distances must be a square (N, N) matrix with N >= 2 (depot + customers), got {d.shape}")
-    if not np.all(np.isfinite(d)):
-        raise ModelError("distances contain NaN or inf")
     if np.any(d < 0):
         raise ModelError("distances must be >= 0")
     if float(d.max()) * 2 * d.shape[0] > MAX_TOTAL_DISTANCE:
@@ -163,11 +151,9 @@ def _distances(distances) -> np.ndarray:
 
 
 def _demands(demands, n_nodes: int, integer: bool = False) -> np.ndarray:
-    q = _real_array(demands, "demands")
+    q = real_array(demands, "demands")
     if q.shape != (n_nodes,):
         raise ModelError(f"demands must have one entry per node (depot first), shape ({n_nodes},), got {q.shape}")
-    if not np.all(np.isfinite(q)):
-        raise ModelError("demands contain NaN or inf")
     if np.any(q < 0):
         bad = int(np.nonzero(q < 0)[0][0])
         raise ModelError(f"demands must be >= 0 (node {bad} has {q[bad]:g})")

@@ -80,13 +80,15 @@ def test_bad_flag_values_name_the_instance(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("distances, demands, capacity, match", [
-    (np.full((3, 3), "a"), [0, 1, 1], 3, "distances must hold real numbers"),
-    (np.zeros((3, 3)) * (1 + 1j), [0, 1, 1], 3, "distances must hold real numbers"),
-    (np.array([[0, 1, None], [1, 0, 1], [1, 1, 0]]), [0, 1, 1], 3, "distances must hold real numbers"),
-    ([[0, 1], [1, 0, 2]], [0, 1], 3, "distances must be an array of numbers"),
+    (np.full((3, 3), "a"), [0, 1, 1], 3, "distances must be real numbers"),
+    (np.zeros((3, 3)) * (1 + 1j), [0, 1, 1], 3, "distances must be real numbers"),
+    (np.array([[0, 1, None], [1, 0, 1], [1, 1, 0]]), [0, 1, 1], 3, "distances must be real numbers"),
+    ([[0, 1], [1, 0, 2]], [0, 1], 3, "distances must be a numeric array"),
+    (np.eye(3, dtype=bool), [0, 1, 1], 3, "distances must be real numbers, got booleans"),
     (np.ones((3, 3)) * 1e300, [0, 1, 1], 3, "too large"),
-    (np.ones((3, 3)), ["0", "a", "1"], 3, "demands must hold real numbers"),
-    (np.ones((3, 3)), [0, 1j, 1], 3, "demands must hold real numbers"),
+    (np.ones((3, 3)), ["0", "a", "1"], 3, "demands must be real numbers"),
+    (np.ones((3, 3)), [0, 1j, 1], 3, "demands must be real numbers"),
+    (np.ones((3, 3)), [False, True, True], 3, "demands must be real numbers, got booleans"),
     (np.ones((3, 3)), [0, 1, 1], "3", "capacity must be a number"),
     (np.ones((3, 3)), [0, 1, 1], 3 + 0j, "capacity must be a number"),
 ])

@@ -500,6 +500,8 @@ def test_registry_and_cuda_availability():
 @pytest.mark.parametrize("build, match", [
     (lambda: LayeredDP([2, 2], [np.array([[1.0, np.nan], [0, 0]])]), "NaN"),
     (lambda: LayeredDP([2, 2], [np.array([[1.0, -np.inf], [0, 0]])]), "-inf"),
+    (lambda: LayeredDP([2, 2], [np.ones((2, 2), bool)]), "costs must be real numbers, got booleans"),
+    (lambda: LayeredDP([2, 2], [np.ones((2, 2))], initial=[True, False]), "initial values must be real numbers"),
     (lambda: LayeredDP([2, -1], [np.ones((2, 1))]), "at least one state"),
     (lambda: LayeredDP([2], []), "at least two layers"),
     (lambda: LayeredDP([2, 3], [np.ones((2, 2))]), "layers have 2 x 3"),

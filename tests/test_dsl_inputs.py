@@ -95,3 +95,25 @@ def test_bad_names_and_objects_are_model_errors():
     _refused(lambda: m.add("x <= 1"), "takes a constraint")
     con = m.add(x.sum() <= 1, name="once")
     _refused(lambda: m.add(con), "already in this model")
+
+
+# --- the shared array checks (dsl/arrays.py) ---------------------------------------------------------
+@pytest.mark.parametrize("value, match", [
+    ([True, False], "data must be real numbers, got booleans"), ([1j, 2], "real numbers, got complex numbers"),
+    (["a"], "real numbers, got text"), ([[1.0], [1.0, 2.0]], "data must be a numeric array"),
+    (np.array([None, 1.0]), "real numbers, got Python objects"),
+])
+def test_float_array_and_real_array_refuse_what_is_not_real(value, match):
+    from solvopt.dsl.arrays import float_array, real_array
+    for convert in (float_array, real_array):
+        _refused(lambda: convert(value, "data"), match)
+
+
+def test_float_array_keeps_views_and_values_real_array_checks_them():
+    from solvopt.dsl.arrays import float_array, real_array
+    view = np.broadcast_to(np.array([1.0, np.inf, np.nan]), (1000, 3))
+    assert np.shares_memory(float_array(view, "v"), view)           # no copy of a broadcast view
+    assert float_array(np.arange(3), "v").dtype == np.float64
+    _refused(lambda: real_array(view, "v"), r"non-finite entry at \(0, 1\): inf")
+    _refused(lambda: real_array(view, "v", allow_inf=True), r"NaN entry at \(0, 2\)")
+    assert real_array([1, 2], "v", (2,)).tolist() == [1.0, 2.0]

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvopt.core.errors import ModelError
-from solvopt.dsl.layered_dp import (MAX_ABS_COST, SENTINEL, check_path_sums, finite_max, real_array,
-                                    sums_can_reach_sentinel)
+from solvopt.dsl.arrays import float_array
+from solvopt.dsl.layered_dp import MAX_ABS_COST, SENTINEL, check_path_sums, finite_max, sums_can_reach_sentinel
 
 NO_CHOICE = np.zeros((0, 0), np.int32)
 
@@ -235,7 +235,7 @@ class CompiledDP:
 
     def _sampled_initial(self, initial, n: int) -> np.ndarray:
         """The sampler's initial values, (n,) (one per scenario, every start state) or (n, S_0)."""
-        initial = real_array(initial, "the sampler's initial values")
+        initial = float_array(initial, "the sampler's initial values")
         low = initial.min(initial=0.0)                      # one pass: NaN propagates, -inf shows
         shape_ok = initial.shape == (n,) or initial.shape == (n, self.n_states[0])
         if not shape_ok or np.isnan(low) or np.isneginf(low):

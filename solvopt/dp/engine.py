@@ -41,7 +41,7 @@ from solvopt.core.result import Result, Termination
 from solvopt.core.tasks import current_client
 from solvopt.core.status import settle
 
-from solvopt.dsl.layered_dp import real_array
+from solvopt.dsl.arrays import float_array
 
 from .aggregate import chunk_stats
 from .compiled import ChunkTensors, CompiledDP
@@ -70,7 +70,7 @@ def path_request(value):
 
 def quantile_levels(value) -> tuple[float, ...]:
     try:
-        levels = tuple(float(x) for x in np.atleast_1d(real_array(value, "quantile levels")))
+        levels = tuple(float(x) for x in np.atleast_1d(float_array(value, "quantile levels")))
     except ModelError as exc:
         raise ValueError(str(exc)) from None
     if not all(0 <= x <= 1 for x in levels):
