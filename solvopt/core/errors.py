@@ -5,6 +5,8 @@ exits non-zero. Anything else escaping a solver is a bug and keeps its traceback
 """
 from __future__ import annotations
 
+import os
+
 
 class SolvoptError(Exception):
     """Base class of every error solvopt raises on purpose."""
@@ -17,7 +19,7 @@ class ModelError(SolvoptError, ValueError):
 class InstanceFormatError(SolvoptError, ValueError):
     """A malformed instance file. Names the file, the line (1-based) and what was expected."""
 
-    def __init__(self, path, line: int | None, message: str):
+    def __init__(self, path: str | os.PathLike[str], line: int | None, message: str):
         self.path = str(path)
         self.line = line
         self.detail = message

@@ -14,6 +14,8 @@ import contextlib
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from types import FrameType
 
 from .result import Termination
 
@@ -31,7 +33,7 @@ def stop_requested() -> bool:
     return _stop.is_set()
 
 
-def stop_reason(deadline: float | None = None):
+def stop_reason(deadline: float | None = None) -> Termination | None:
     """Why a search loop should stop now: INTERRUPTED (a stop request), TIME_LIMIT (``deadline``,
     a ``time.perf_counter()`` value, has passed) or None."""
     if _stop.is_set():
@@ -50,14 +52,14 @@ def clear_stop() -> None:
     _stop.clear()
 
 
-def _handler(signum, frame):
+def _handler(signum: int, frame: FrameType | None) -> None:
     if _stop.is_set():  # second Ctrl-C: stop hard
         raise KeyboardInterrupt
     _stop.set()
 
 
 @contextlib.contextmanager
-def catching_sigint():
+def catching_sigint() -> Iterator[None]:
     """Install the stop-request handler for SIGINT for the outermost solve (or CLI batch); nests.
 
     Only the main thread can install signal handlers; the outermost entry that installed the

@@ -24,6 +24,10 @@ import importlib.abc
 import sys
 import threading
 import time
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+from typing import Any, Literal
 
 _EVENT_MODULE = "numba.core.event"
 _lock = threading.Lock()
@@ -48,16 +52,16 @@ def _on_end() -> None:
             _total[0] += elapsed
 
 
-def _register(event_module) -> None:
+def _register(event_module: Any) -> None:
     global _installed
     if _installed:
         return
 
-    class _Listener(event_module.Listener):
-        def on_start(self, event):
+    class _Listener(event_module.Listener):  # type: ignore[misc]  # numba's class, known at run time
+        def on_start(self, event: object) -> None:
             _on_start()
 
-        def on_end(self, event):
+        def on_end(self, event: object) -> None:
             _on_end()
 
     event_module.register("numba:compile", _Listener())
@@ -67,7 +71,8 @@ def _register(event_module) -> None:
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Finds nothing itself: wraps the loader of ``numba.core.event`` to register the listener."""
 
-    def find_spec(self, fullname, path, target=None):
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
         if fullname != _EVENT_MODULE or _installed:
             return None
         for finder in sys.meta_path:
@@ -78,15 +83,16 @@ class _AfterImport(importlib.abc.MetaPathFinder):
                 break
         else:
             return None
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module"):
+        inner = spec.loader
+        if inner is None or not hasattr(inner, "exec_module"):
             return spec
+        loader = inner
 
         class _Loader(importlib.abc.Loader):
-            def create_module(self, spec):
+            def create_module(self, spec: ModuleSpec) -> ModuleType | None:
                 return loader.create_module(spec)
 
-            def exec_module(self, module):
+            def exec_module(self, module: ModuleType) -> None:
                 loader.exec_module(module)
                 try:
                     _register(module)
@@ -136,12 +142,12 @@ class compile_timer:
 
     seconds: float | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> compile_timer:
         install()
         self._start = total()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         end = total()
         if end is not None:
             self.seconds = end - (self._start or 0.0)

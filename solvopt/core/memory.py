@@ -111,7 +111,7 @@ def cgroup_memory(proc_cgroup: str = PROC_CGROUP, root: str = CGROUP_ROOT) -> tu
     v2, v1 = _own_groups(proc_cgroup)
     limit = free = None
 
-    def take(lim, used):
+    def take(lim: int | None, used: int | None) -> None:
         nonlocal limit, free
         if lim is None:
             return

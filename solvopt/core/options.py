@@ -38,7 +38,7 @@ class SolveOptions:
     iteration_limit: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # solver-specific, declared by the solver
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.time_limit is not None:
             if not (_is_real(self.time_limit) and self.time_limit > 0 and not math.isnan(self.time_limit)):
                 raise ModelError(f"time_limit must be a positive number of seconds, got {self.time_limit!r}")
@@ -85,17 +85,17 @@ COMMON_OPTIONS = tuple(f.name for f in fields(SolveOptions) if f.name != "extra"
 UNIVERSAL_OPTIONS = ("time_limit", "seed", "progress", "log")
 
 
-def _is_int(v) -> bool:
+def _is_int(v: object) -> bool:
     import numbers
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
-def _is_real(v) -> bool:
+def _is_real(v: object) -> bool:
     import numbers
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
-def _finite_number(value, accept: Callable[[float], bool], wording: str) -> float:
+def _finite_number(value: Any, accept: Callable[[float], bool], wording: str) -> float:
     if isinstance(value, bool):
         raise ValueError(f"must be {wording}, got {value!r}")
     number = float(value)
@@ -104,12 +104,12 @@ def _finite_number(value, accept: Callable[[float], bool], wording: str) -> floa
     return number
 
 
-def positive_number(value) -> float:
+def positive_number(value: Any) -> float:
     """Option type of tolerances, steps and seconds: a finite number > 0 (one rule for every method)."""
     return _finite_number(value, lambda v: v > 0, "a positive number")
 
 
-def non_negative_number(value) -> float:
+def non_negative_number(value: Any) -> float:
     """Option type of weights that may be 0 (e.g. a step decay): a finite number >= 0."""
     return _finite_number(value, lambda v: v >= 0, "a finite number >= 0")
 
@@ -120,7 +120,7 @@ non_negative_number.__name__ = "float>=0"
 
 def integer_at_least(minimum: int) -> Callable[[Any], int]:
     """Option type of counts: an integer >= ``minimum`` (not a bool, not a float)."""
-    def convert(value) -> int:
+    def convert(value: Any) -> int:
         if not _is_int(value) or value < minimum:
             raise ValueError(f"expected an integer >= {minimum}, got {value!r}")
         return int(value)
@@ -140,7 +140,7 @@ class Option:
     type: Any = None
     default: Any = None
     help: str = ""
-    choices: tuple | None = None
+    choices: tuple[Any, ...] | None = None
 
     def convert(self, value: Any, where: str) -> Any:
         if value is None and self.default is None:

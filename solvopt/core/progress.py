@@ -24,6 +24,8 @@ import logging
 import math
 import sys
 import time
+from collections.abc import Callable
+from typing import TextIO
 
 LOGGER = logging.getLogger("solvopt.progress")
 
@@ -34,7 +36,8 @@ class Progress:
     Enabled when ``enabled`` is True, or when it is None and stderr is a terminal.
     """
 
-    def __init__(self, enabled: bool | None = None, interval: float = 1.0, stream=None, log=None):
+    def __init__(self, enabled: bool | None = None, interval: float = 1.0, stream: TextIO | None = None,
+                 log: Callable[[str], None] | None = None):
         self.stream = stream or sys.stderr
         if enabled is None:
             enabled = bool(getattr(self.stream, "isatty", lambda: False)())

@@ -9,7 +9,8 @@ import enum
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, overload
 
 import numpy as np
 
@@ -38,6 +39,10 @@ class SolutionStatus(str, enum.Enum):
         return self.value
 
 
+@overload
+def relative_gap(objective: float, bound: float, sense: int = 1) -> float: ...
+@overload
+def relative_gap(objective: float | None, bound: float | None, sense: int = 1) -> float | None: ...
 def relative_gap(objective: float | None, bound: float | None, sense: int = 1) -> float | None:
     """Relative gap |obj - bound| / max(|obj|, 1e-10); 0 when both are equal (incl. both 0).
 
@@ -87,7 +92,7 @@ class Result:
     options: dict[str, Any] = field(default_factory=dict)    # the options it ran with
     versions: dict[str, Any] = field(default_factory=dict)   # solvopt's and the backend's versions
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.termination = Termination(self.termination)
         self.solution_status = SolutionStatus(self.solution_status)
         for part in (self.solution, self.stats):  # quantile levels are floats in Python
@@ -125,7 +130,7 @@ class Result:
             "arrays": array_paths({"solution": self.solution, "stats": self.stats}),
         }
 
-    def to_json(self, **kwargs) -> str:
+    def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
     @classmethod
@@ -176,7 +181,7 @@ class Result:
                 row[key] = _scalar(value)
         return row
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """A one-row ``pandas.DataFrame`` of :meth:`to_record` (needs pandas: the ``pandas`` extra)."""
         return require_pandas("Result.to_frame").DataFrame([self.to_record()])
 
@@ -206,7 +211,7 @@ class Result:
 PANDAS_EXTRA = "pip install 'solvopt[pandas]'"
 
 
-def require_pandas(what: str):
+def require_pandas(what: str) -> Any:
     """The ``pandas`` module, or a BackendUnavailable saying ``what`` needs it and which extra to install."""
     try:
         import pandas
@@ -216,11 +221,11 @@ def require_pandas(what: str):
     return pandas
 
 
-def _is_scalar(value) -> bool:
+def _is_scalar(value: object) -> bool:
     return value is None or isinstance(value, (bool, str, int, float, np.generic, enum.Enum))
 
 
-def _scalar(value):
+def _scalar(value: Any) -> Any:
     """A plain Python scalar (numpy scalars unwrapped, enums as their values)."""
     if isinstance(value, enum.Enum):
         return value.value
@@ -233,21 +238,21 @@ def _scalar(value):
 _NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
-def _float_out(x: float):
+def _float_out(x: float) -> float | str:
     if math.isfinite(x):
         return x
     return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
 
 
-def _unfloat(x):
+def _unfloat(x: Any) -> Any:
     if isinstance(x, str) and x in _NONFINITE:
         return _NONFINITE[x]
     return x
 
 
-def _float_keys(d: dict) -> dict:
+def _float_keys(d: dict[Any, Any]) -> dict[Any, Any]:
     """``d`` with every key that reads as a number made a float (quantile levels: ``"0.5"`` -> 0.5)."""
-    out = {}
+    out: dict[Any, Any] = {}
     for k, v in d.items():
         try:
             out[float(k)] = v
@@ -256,13 +261,13 @@ def _float_keys(d: dict) -> dict:
     return out
 
 
-def _plain(obj):
+def _plain(obj: Any) -> Any:
     """numpy / scipy / enums as plain JSON values (the ``--out`` writer's :func:`solvopt.io.results.plain`)."""
     from ..io.results import plain
     return plain(obj)
 
 
-def array_paths(obj, path: tuple = ()) -> list[dict[str, Any]]:
+def array_paths(obj: Any, path: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Where ``obj`` holds numpy arrays or sparse matrices: ``[{"path": [...keys], "type": ...}]``."""
     if isinstance(obj, np.ndarray) and obj.dtype.kind in "biuf":
         return [{"path": list(path), "type": str(obj.dtype)}]
@@ -273,7 +278,7 @@ def array_paths(obj, path: tuple = ()) -> list[dict[str, Any]]:
     return []
 
 
-def _revive_arrays(data: dict, arrays) -> dict:
+def _revive_arrays(data: dict[str, Any], arrays: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """``data`` (a plain document) with the values at the ``arrays`` paths made numpy / COO again."""
     import copy
     data = dict(data)
@@ -298,7 +303,7 @@ def _revive_arrays(data: dict, arrays) -> dict:
     return data
 
 
-def _to_array(value, dtype):
+def _to_array(value: Any, dtype: str | None) -> Any:
     if dtype == "sparse" and isinstance(value, dict) and {"row", "col", "data", "shape"} <= set(value):
         import scipy.sparse as sp
         return sp.coo_matrix((np.asarray(_unfloat_all(value["data"]), dtype=float),
@@ -309,13 +314,13 @@ def _to_array(value, dtype):
     return value
 
 
-def _unfloat_all(obj):
+def _unfloat_all(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_unfloat_all(v) for v in obj]
     return _unfloat(obj)
 
 
-def _revive(obj):
+def _revive(obj: Any) -> Any:
     """A plain value back: non-finite strings as floats, ``quantiles`` keys as floats (legacy
     ``{"__ndarray__": ...}`` wrappers still read)."""
     if isinstance(obj, dict):

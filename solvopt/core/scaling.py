@@ -37,7 +37,7 @@ class ScaleCase:
     build: Callable[[float], Any]
     objective_law: Callable[[float, float], float]
     methods: tuple[str, ...]
-    options: dict = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
     rtol: float = 1e-6                 # relative tolerance of the objective law
 
 

@@ -23,6 +23,7 @@ times the distance scale to the p; games: the payoff scale), and the rule is app
 from __future__ import annotations
 
 import math
+from typing import overload
 
 from .options import DEFAULT_ABS_GAP, DEFAULT_REL_GAP
 from .result import SolutionStatus, Termination, relative_gap
@@ -30,6 +31,10 @@ from .result import SolutionStatus, Termination, relative_gap
 STOP_REASONS = (Termination.TIME_LIMIT, Termination.ITERATION_LIMIT, Termination.INTERRUPTED)
 
 
+@overload
+def normalise(value: float, scale: float) -> float: ...
+@overload
+def normalise(value: float | None, scale: float) -> float | None: ...
 def normalise(value: float | None, scale: float) -> float | None:
     """``value / scale`` (None stays None); the frame in which a status is settled."""
     check_scale(scale)
@@ -51,11 +56,11 @@ def within_default_tolerance(objective: float | None, bound: float | None, sense
     """
     if objective is None or bound is None or not (math.isfinite(objective) and math.isfinite(bound)):
         return False
-    objective, bound = normalise(objective, scale), normalise(bound, scale)
-    if not (math.isfinite(objective) and math.isfinite(bound)):
+    obj, bnd = normalise(objective, scale), normalise(bound, scale)
+    if not (math.isfinite(obj) and math.isfinite(bnd)):
         return False
-    diff = max(0.0, sense * (objective - bound))
-    return diff <= DEFAULT_ABS_GAP or relative_gap(objective, bound, sense) <= DEFAULT_REL_GAP
+    diff = max(0.0, sense * (obj - bnd))
+    return diff <= DEFAULT_ABS_GAP or relative_gap(obj, bnd, sense) <= DEFAULT_REL_GAP
 
 
 def settle(objective: float | None, bound: float | None, *, has_solution: bool, stopped: Termination | None = None,

@@ -28,13 +28,21 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import BackendUnavailable, ModelError, SolvoptError
 from .interrupt import stop_reason
+from .result import Termination
+
+if TYPE_CHECKING:
+    from .progress import Progress
+
+# one finished task: (index, its result or the failure's message, whether it failed)
+_Run = Generator[tuple[int, Any, bool], None, None]
 
 POLL_SECONDS = 0.05      # how often a cluster run checks Ctrl-C and the deadline while it waits
-_current_client: list = []  # the stack of clients set by use_client (innermost last)
+_current_client: list[Any] = []  # the stack of clients set by use_client (innermost last)
 
 
 class TaskError(SolvoptError):
@@ -44,7 +52,7 @@ class TaskError(SolvoptError):
         self.index, self.message = int(index), message
         super().__init__(f"task {index}: {message}")
 
-    def __reduce__(self):  # survives pickling (a task result travelling between processes)
+    def __reduce__(self) -> tuple[type[TaskError], tuple[int, str]]:  # survives pickling (a task result travelling between processes)
         return (TaskError, (self.index, self.message))
 
 
@@ -55,7 +63,7 @@ def exception_message(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def use_client(client):
+def use_client(client: Any) -> Iterator[Any]:
     """Within the block, task maps and chunk runs given no client use ``client`` (None: this process)."""
     _current_client.append(client)
     try:
@@ -64,12 +72,12 @@ def use_client(client):
         _current_client.pop()
 
 
-def current_client():
+def current_client() -> Any:
     """The client set by the innermost :func:`use_client`, or None."""
     return _current_client[-1] if _current_client else None
 
 
-def require_distributed():
+def require_distributed() -> Any:
     """Import ``distributed`` or raise BackendUnavailable naming the ``dist`` extra."""
     try:
         import distributed
@@ -79,7 +87,7 @@ def require_distributed():
     return distributed
 
 
-def local_client(workers: int, **cluster_options):
+def local_client(workers: int, **cluster_options: Any) -> Any:
     """A ``Client`` on a new ``LocalCluster`` of ``workers`` processes, one thread each.
 
     One thread each includes Numba's parallel kernels (``NUMBA_NUM_THREADS=1`` in the workers).
@@ -104,9 +112,10 @@ class TaskMap:
     ``stopped`` = why it ended early (Termination.INTERRUPTED / TIME_LIMIT) or None.
     """
 
-    def __init__(self, fn: Callable, items: list, client, workers, deadline, progress, return_exceptions: bool,
-                 what: str):
-        self.total, self.done, self.stopped = len(items), 0, None
+    def __init__(self, fn: Callable[[Any], Any], items: Sequence[Any], client: Any, workers: int | None,
+                 deadline: float | None, progress: Progress | None, return_exceptions: bool, what: str):
+        self.total, self.done = len(items), 0
+        self.stopped: Termination | None = None
         self.wall_time = 0.0
         self._args = (fn, items, client, workers, deadline, progress, return_exceptions, what)
         self._gen = self._run()
@@ -121,14 +130,15 @@ class TaskMap:
         """Stop early: cancel what has not finished (and close a cluster started for this map)."""
         self._gen.close()
 
-    def _run(self):
+    def _run(self) -> Generator[tuple[int, Any], None, None]:
         fn, items, client, workers, deadline, progress, return_exceptions, what = self._args
-        start, runs = time.perf_counter(), None
+        start = time.perf_counter()
+        runs: _Run | None = None
         try:
-            if client is None and (workers is None or workers <= 1):
-                runs = self._here(fn, items, deadline)
-            elif client is not None:
+            if client is not None:
                 runs = self._cluster(client, fn, items, deadline)
+            elif workers is None or workers <= 1:
+                runs = self._here(fn, items, deadline)
             else:
                 runs = self._own_cluster(int(workers), fn, items, deadline)
             for index, value, failed in runs:
@@ -146,11 +156,11 @@ class TaskMap:
                 runs.close()  # cancels what has not finished (a raise or an early close lands here too)
             self.wall_time = time.perf_counter() - start
 
-    def _stop_now(self, deadline) -> bool:
+    def _stop_now(self, deadline: float | None) -> bool:
         self.stopped = stop_reason(deadline)
         return self.stopped is not None
 
-    def _here(self, fn, items, deadline):
+    def _here(self, fn: Callable[[Any], Any], items: Sequence[Any], deadline: float | None) -> _Run:
         for index, item in enumerate(items):
             if index > 0 and self._stop_now(deadline):
                 return
@@ -161,11 +171,13 @@ class TaskMap:
                 continue
             yield index, value, False
 
-    def _own_cluster(self, workers, fn, items, deadline):
+    def _own_cluster(self, workers: int, fn: Callable[[Any], Any], items: Sequence[Any],
+                     deadline: float | None) -> _Run:
         with local_client(workers) as client:
             yield from self._cluster(client, fn, items, deadline)
 
-    def _cluster(self, client, fn, items, deadline):
+    def _cluster(self, client: Any, fn: Callable[[Any], Any], items: Sequence[Any],
+                 deadline: float | None) -> _Run:
         distributed = require_distributed()
         futures = client.map(fn, items, pure=False)
         index_of = {f.key: i for i, f in enumerate(futures)}
@@ -197,8 +209,8 @@ class TaskMap:
                 client.cancel(list(pending))
 
 
-def map_tasks(fn: Callable[[Any], Any], items: Iterable, *, client=None, workers: int | None = None,
-              deadline: float | None = None, progress=None, return_exceptions: bool = False,
+def map_tasks(fn: Callable[[Any], Any], items: Iterable[Any], *, client: Any = None, workers: int | None = None,
+              deadline: float | None = None, progress: Progress | None = None, return_exceptions: bool = False,
               what: str = "tasks") -> TaskMap:
     """Run ``fn(item)`` for every item; iterate over ``(index, result)`` in completion order.
 
