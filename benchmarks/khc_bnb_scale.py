@@ -102,7 +102,7 @@ def lp_at_assignment_nodes(m: int = 40, n: int = 3, k: int = 3, seed: int = 3) -
     ``depth`` points fixed to their optimal clusters, the normal boxes sbb's root ones. Printed
     and returned; ``--part lp`` runs it."""
     from solvopt.core.options import SolveOptions
-    from solvopt.dsl.hyperplane import parse_norms
+    from solvopt.dsl.hyperplane_data import parse_norms
     from solvopt.khc.bnb import branching_order
     from solvopt.khc.geometry import assignment_cost
     from solvopt.khc.sbb import SpatialBranchAndBound

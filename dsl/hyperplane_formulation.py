@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from .hyperplane import data_big_m, parse_norms, validate_big_m, validate_k, validate_points
+from .hyperplane_data import data_big_m, parse_norms, validate_big_m, validate_k, validate_points
 from .model import Model
 
 

@@ -19,7 +19,7 @@ from solvopt.core.options import SolveOptions
 from solvopt.core.registry import Availability, get_solver
 from solvopt.core.result import Termination
 from solvopt.khc import relaxation as rx
-from solvopt.dsl.hyperplane import parse_norms
+from solvopt.dsl.hyperplane_data import parse_norms
 from solvopt.dsl.hyperplane_formulation import khc_minlp
 from solvopt.khc.sbb import SpatialBranchAndBound
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numbers
 
 from solvopt.core.options import Option, integer_at_least
-from solvopt.dsl.hyperplane import DEFAULT_NORMS, norm_names, parse_norms
+from solvopt.dsl.hyperplane_data import DEFAULT_NORMS, norm_names, parse_norms
 
 
 def norm_set(value) -> str:

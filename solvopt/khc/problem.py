@@ -2,7 +2,7 @@
 
 k-HC2 is similarity-equivariant: translating the points changes no cost, scaling them by s
 scales every cost by s^2 and keeps every assignment's rank. So every method solves the points
-moved into [-1, 1]^n (:func:`solvopt.dsl.hyperplane.unit_points`) and :class:`KhcProblem`
+moved into [-1, 1]^n (:func:`solvopt.dsl.hyperplane_data.unit_points`) and :class:`KhcProblem`
 reports the answer in the user's units: objective, bound, distances and cluster costs times
 s^2, offsets moved back, normals unchanged. This makes coordinates of 1e-300 or 1e300 and
 spreads of 1e7 as easy as coordinates of 1; a result is refused (ModelError) only when a cost
@@ -31,7 +31,7 @@ from solvopt.core.options import DEFAULT_ABS_GAP, SolveOptions
 from solvopt.core.registry import Solver
 from solvopt.core.result import Result, Termination
 from solvopt.core.status import settle
-from solvopt.dsl.hyperplane import parse_norms, unit_points, validate_big_m, validate_k, validate_points
+from solvopt.dsl.hyperplane_data import parse_norms, unit_points, validate_big_m, validate_k, validate_points
 
 from .geometry import khc_solution
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvopt.dsl.hyperplane import data_big_m  # noqa: F401  (the diameter big-M, re-exported for the node LP)
+from solvopt.dsl.hyperplane_data import data_big_m  # noqa: F401  (the diameter big-M, re-exported for the node LP)
 
 from .geometry import cluster_plane
 
