@@ -12,8 +12,9 @@ import numpy as np
 
 from solvopt.core.errors import InstanceFormatError, ModelError
 from solvopt.dsl.games import ArrowDebreuMarket, FisherMarket, PseudoGame
-from solvopt.dsl.utilities import utility_from_params
 
+from .json_values import form_from_json, numeric
+from .markov_instance import model_from_json
 from .reader import MARKOV_KINDS
 
 
@@ -22,7 +23,6 @@ def model_from_instance(instance, **params):
     data, path = instance.data, instance.path
     kind = data["kind"]
     if kind in MARKOV_KINDS:
-        from .markov_instance import model_from_json
         return model_from_json(data, path, **params)
     if params:
         raise ModelError(f"{kind} instances take no parameters (got {', '.join(params)})")
@@ -39,46 +39,6 @@ def model_from_instance(instance, **params):
                                  name=data.get("name", "arrow_debreu"))
     except ModelError as exc:
         raise InstanceFormatError(path, None, str(exc)) from None
-
-
-FORM_PARAMS = {"ces": ("values", "rho")}  # the forms that take more than their one parameter array
-_SHAPE_WORDS = {0: "a number", 1: "a list of numbers", 2: "a matrix (rows of equal length)",
-                3: "an array of matrices (rows of equal length)"}
-
-
-def numeric(value, what: str, ndim: int | None = None) -> np.ndarray:
-    """``value`` (parsed JSON) as a float array, or one ModelError naming ``what`` and what was expected.
-
-    Ragged rows (``[[1, 2], [3]]``), non-numbers and the wrong number of dimensions are refused
-    here, before any model code sees them.
-    """
-    expected = _SHAPE_WORDS.get(ndim, "a numeric array with rows of equal length")
-    if isinstance(value, bool) or value is None:
-        raise ModelError(f"{what} must be {expected}, got {value!r}")
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (ValueError, TypeError, OverflowError):
-        raise ModelError(f"{what} must be {expected}; got rows of different lengths or non-numbers") from None
-    if ndim is not None and arr.ndim != ndim:
-        raise ModelError(f"{what} must be {expected}, got an array of shape {arr.shape}")
-    return arr
-
-
-def form_from_json(spec: dict, what: str = "utility"):
-    """A utility form from its JSON: ``kind`` and its parameter rows (one per consumer)."""
-    kind = spec["kind"]
-    params = {k: v for k, v in spec.items() if k != "kind"}
-    needed = FORM_PARAMS.get(kind)
-    if needed is not None:
-        missing = [k for k in needed if k not in params]
-        if missing:
-            raise ModelError(f"{what}: a {kind} utility needs {' and '.join(repr(k) for k in needed)}; "
-                             f"missing {', '.join(repr(k) for k in missing)}")
-        params = {k: numeric(params[k], f"{what}.{k}", 0 if k == "rho" else None) for k in params}
-        params["rho"] = float(params["rho"])
-    else:
-        params = {k: numeric(v, f"{what}.{k}") for k, v in params.items()}
-    return utility_from_params(kind, params)
 
 
 def _fits(count: int, what: str) -> None:

@@ -23,6 +23,8 @@ import numpy as np
 from solvopt.core.errors import InstanceFormatError, ModelError
 from solvopt.dsl.markov_games import MarkovExchangeEconomy, MarkovPseudoGame
 
+from .json_values import form_from_json, numeric
+
 GAME_KEYS = ("quadratic", "shared_matrix", "shared_rhs", "transition_slopes", "initial", "players")
 ECONOMY_KEYS = ("initial", "asset_returns", "borrowing_limit", "holding_limit", "asset_price_max", "price_sum",
                 "degree", "endowment_floor", "endowment_cap", "endowment_shocks", "shock_probabilities", "horizon")
@@ -70,7 +72,6 @@ def _bounds(value, default, what: str):
 def _check_asset_limits(data: dict) -> None:
     """``borrowing_limit`` / ``holding_limit``: a number, or one per asset (a column of ``asset_returns``:
     (S, A) payouts, or (S, A, M) bundles of goods)."""
-    from .instance import numeric
     returns = data.get("asset_returns")
     bundles = bool(returns) and isinstance(returns[0], list) and bool(returns[0]) and isinstance(returns[0][0], list)
     assets = numeric(returns, "asset_returns", 3 if bundles else 2).shape[1] if returns else 0
@@ -94,7 +95,6 @@ def model_from_json(data: dict, path: str, **params):
             return MarkovPseudoGame(data["action_sizes"], data["linear"], data["transitions"], data["discount"],
                                     lower=_bounds_for(data, "lower", 0.0), upper=_bounds_for(data, "upper", np.inf),
                                     **extra)
-        from .instance import form_from_json
         extra = {k: data[k] for k in ECONOMY_KEYS if data.get(k) is not None}
         _check_asset_limits(data)
         return MarkovExchangeEconomy(form_from_json(data["utility"]), data["endowments"], data["transitions"],
