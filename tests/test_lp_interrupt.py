@@ -65,8 +65,7 @@ def test_watch_interrupt_stops_a_plain_highs_lp():
     """The helper the k-HC node LPs use: a stop request interrupts the simplex of any Highs."""
     import scipy.sparse as sp
 
-    from solvopt.dsl.highs_export import load_standard_form
-    from solvopt.lp.highs_session import new_highs, was_interrupted, watch_interrupt
+    from solvopt.dsl.highs_export import load_standard_form, new_highs, was_interrupted, watch_interrupt
     rng = np.random.default_rng(1)
     m = Model()
     y = m.add_var(shape=80, lb=0, ub=10, name="y")

@@ -2,8 +2,9 @@
 
 - :mod:`solvopt.lp.highs`, :mod:`solvopt.lp.scip`, :mod:`solvopt.lp.gurobi`: the methods;
 - :mod:`solvopt.lp.common`: their base class and the Result through the one gap rule;
-- :mod:`solvopt.lp.highs_session`: a quiet ``highspy.Highs``, its Ctrl-C watch and log forwarding
-  (also used by the MPS reader and the k-HC node LPs);
+- :mod:`solvopt.lp.highs_session`: HiGHS' log lines forwarded to the progress log (a quiet
+  ``highspy.Highs`` and its Ctrl-C watch, shared with the MPS reader and the k-HC node LPs, are in
+  :mod:`solvopt.dsl.highs_export`);
 - :func:`solve_standard_form`: solve a compiled model (``Model.compile()``, an MPS file's form).
 """
 from __future__ import annotations

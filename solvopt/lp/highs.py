@@ -2,7 +2,7 @@
 
 LPs return row duals and reduced costs; MILPs return the incumbent and HiGHS' dual bound, also
 when a limit or Ctrl-C stops the search. Its log goes to the progress lines on stderr (never to
-stdout), Ctrl-C stops it through highspy's interrupt callbacks (:mod:`solvopt.lp.highs_session`).
+stdout), Ctrl-C stops it through highspy's interrupt callbacks (:mod:`solvopt.dsl.highs_export`).
 """
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from solvopt.core.interrupt import stop_requested
 from solvopt.core.options import Option, SolveOptions
 from solvopt.core.registry import register
 from solvopt.core.result import Result, Termination
-from solvopt.dsl.highs_export import load_standard_form
+from solvopt.dsl.highs_export import highspy_module, load_standard_form, new_highs, was_interrupted, watch_interrupt
 from solvopt.dsl.standard_form import StandardForm
 
 from .common import LpSolver, backend_log, lp_result, params_option
-from .highs_session import forward_log, highspy_module, new_highs, was_interrupted, watch_interrupt
+from .highs_session import forward_log
 
-__all__ = ["HighsSolver", "apply_options", "new_highs", "solve_with_highs", "watch_interrupt"]
+__all__ = ["HighsSolver", "apply_options", "solve_with_highs"]
 
 
 def apply_options(h, options: SolveOptions, is_mip: bool) -> None:
