@@ -337,8 +337,10 @@ def paper_metrics(econ, result) -> dict:
     fov = np.mean((grad - (u / W)[..., None] * p[:, None, :]) ** 2, axis=(1, 2))
     # the consumers' regret over stationary deviations only (holdings that depend on the current world
     # state: the methods' own policy class), beside the certified one over every deviation
-    up, _, _ = ec.consumer_best_value(econ, chain, p, prof.asset_prices, ec.bang_per_buck(econ, p))
-    stationary = float(np.maximum(up - chain.occupancy @ u, 0.0).sum())
+    # (in money, as the certificate: utilities divided by ec.money_rates)
+    rate = ec.money_rates(econ)
+    up, _, _ = ec.consumer_best_value(econ, chain, p, prof.asset_prices, ec.bang_per_buck(econ, p) / rate)
+    stationary = float(np.maximum(up - chain.occupancy @ (u / rate), 0.0).sum())
     return {"stationary_consumer_regret": stationary, "cumulative_regret": result.objective, "relative_exploitability": m["relative_exploitability"],
             "excess_demand_start": float(msq[start]), "excess_demand_avg": float(chain.occupancy @ msq / chain.occupancy.sum()),
             "consumer_foc_start": float(fov[start]), "portfolio_foc": m["portfolio_foc"], "bellman_error": m["bellman_error"],

@@ -477,14 +477,3 @@ def _quad_rows(con: Constraint, n: int) -> list[QuadConstraint]:
         out.append(QuadConstraint(P=P, q=np.asarray(lin[e].todense()).ravel(), lower=lo, upper=hi,
                                   name=f"{con.name}[{e}]"))
     return out
-
-
-def variable_names(vars_: list[Var]) -> list[str]:
-    """Scalar names ``x[i,j]`` of every column, in column order (for exports; a Python loop)."""
-    names = []
-    for v in vars_:
-        if v.shape == ():
-            names.append(v.name)
-        else:
-            names.extend(f"{v.name}[{','.join(map(str, idx))}]" for idx in np.ndindex(*v.shape))
-    return names

@@ -74,11 +74,11 @@ def small(utility, seed=0, stochastic=True):
 def brute_force_portfolio_regret(econ, result):
     """max over consumers of (best value over a grid of holdings - value of its holdings), with the
     consumption valued at beta W (what the exact demand attains): the portfolio part of the
-    exploitability, from a grid, not from the LP."""
+    exploitability, from a grid, not from the LP (in money, as the certificate: ec.money_rates)."""
     chain = ec.pair_chain(econ)
     sol = result.solution
     p, q, y = sol["prices"], sol["asset_prices"], sol["portfolio"]
-    beta = ec.bang_per_buck(econ, p)
+    beta = ec.bang_per_buck(econ, p) / ec.money_rates(econ)
     W = econ.n_world
     grid = np.linspace(-econ.borrowing_limit[0], econ.holding_limit[0], 21)
     ys = np.stack([g.ravel() for g in np.meshgrid(*[grid] * W, indexing="ij")], axis=1)       # (n, W)
@@ -127,7 +127,7 @@ def test_small_economies_certified_over_every_deviation(make):
     chain = ec.pair_chain(econ)
     values = chain.occupancy @ econ.utility.value(sol["consumption"])
     brute = brute_force_values(econ, sol["prices"], sol["asset_prices"], points=21, sweeps=250)
-    assert np.all(brute - values <= result.stats["per_player_exploitability"][:-1] + 1e-9)
+    assert np.all((brute - values) / ec.money_rates(econ) <= result.stats["per_player_exploitability"][:-1] + 1e-9)
 
 
 def test_reproducible_for_a_fixed_seed():
@@ -163,3 +163,22 @@ def test_linear_utilities_are_smoothed_and_certified_with_the_linear_utility():
 def test_bad_inputs():
     with pytest.raises(ModelError, match="tau_factor"):
         small("cobb_douglas").solve(method=NEWTON, tau_factor=2.0)
+
+
+@pytest.mark.parametrize("method", ["markov-tatonnement", NEWTON])
+def test_utility_units_do_not_move_the_run(method):
+    # Each consumer's utility multiplied by its own factor (1e-12 .. 1e12) is the same economy: the
+    # iterates, the termination and the certified exploitability (in money) must not move. The
+    # certificate used to add consumer regrets in utility units to the auctioneer's in money, so
+    # the objective and the best iterate kept depended on the units.
+    base = ec.random_economy(3, 3, 1, 2, "linear", seed=0)
+    runs = []
+    for factors in ([1.0, 1.0, 1.0], [1e-12, 1e-12, 1e-12], [1e12, 1e12, 1e12], [1e-12, 1.0, 1e12]):
+        econ = MarkovExchangeEconomy(("linear", base.utility.weights * np.array(factors)[:, None]), base.endowments,
+                                     base.transitions, 0.9, asset_returns=base.asset_returns)
+        runs.append(econ.solve(method=method, iteration_limit=3))
+    for r in runs[1:]:
+        assert r.termination == runs[0].termination
+        assert r.objective == pytest.approx(runs[0].objective, rel=1e-9)
+        assert np.allclose(r.solution["prices"], runs[0].solution["prices"], rtol=1e-9)
+        assert np.allclose(r.solution["portfolio"], runs[0].solution["portfolio"], rtol=1e-9, atol=1e-12)

@@ -126,11 +126,6 @@ def philox4x32_numpy(counter: np.ndarray, key: tuple[int, int], rounds: int = 10
     return np.stack(c, axis=1).astype(np.uint32)
 
 
-def uniforms_numpy(seed: int, first: int, count: int, n_customers: int) -> np.ndarray:
-    """(count, n_customers) uniforms of scenarios first..first+count-1 (the documented stream)."""
-    return _uniforms(philox_key(seed), first, count, n_customers)
-
-
 def _uniforms(key, first: int, count: int, n_customers: int) -> np.ndarray:
     pairs = (n_customers + 1) // 2
     w = np.repeat(np.arange(first, first + count, dtype=np.uint64), pairs)

@@ -20,7 +20,9 @@ world-state history and on its own past holdings) is an MDP over (s, own holding
 :mod:`solvopt.games.economy_deviation` (closed form, Lagrangian bound, or a dynamic program with
 one asset); :func:`consumer_best_value` is the LP over stationary holdings y(w) only. The auctioneer's
 best response is closed form per state: price_sum * max_j z_j + asset_price_max * sum_k Y_k^+.
-Exploitability = sum over consumers and the auctioneer of (best-response value - value), from mu.
+Exploitability = sum over consumers and the auctioneer of (best-response value - value), from mu,
+in money: a consumer's utility is divided by :func:`money_rates` (its utility of one unit of money
+at uniform prices), so the certificate does not depend on the utilities' units.
 
 **Solvers.** :func:`tatonnement` (method ``markov-tatonnement``): price tatonnement / proportional
 response with periodic asset clearing. :func:`newton` (method ``markov-newton``): Newton's method
@@ -88,6 +90,15 @@ def wealth(econ, chain: PairChain, prices, asset_prices, portfolio) -> np.ndarra
 def bang_per_buck(econ, prices) -> np.ndarray:
     """(S, N): beta_i(s) = the most utility one unit of money buys at prices p(s)."""
     return econ.utility.indirect(prices[:, None, :], 1.0)
+
+
+def money_rates(econ) -> np.ndarray:
+    """(N,): the utility one unit of money buys consumer i when every good costs price_sum / M.
+    The certificate divides each consumer's utility by it, so regrets (and the exploitability)
+    are in money: invariant when a consumer's utility is multiplied by any factor."""
+    uniform = np.full((1, 1, econ.n_goods), econ.price_sum / econ.n_goods)
+    rate = np.asarray(econ.utility.indirect(uniform, 1.0), dtype=float).reshape(-1)
+    return np.where(np.isfinite(rate) & (rate > 0), rate, 1.0)
 
 
 def portfolio_matrix(econ, chain: PairChain, asset_prices, prices=None) -> np.ndarray:
@@ -175,13 +186,14 @@ def metrics(econ, chain: PairChain, profile: Profile) -> dict:
     from .economy_deviation import deviation_bounds
     p, q, x, y = profile.prices, profile.asset_prices, profile.consumption, profile.portfolio
     d = chain.occupancy
-    beta = bang_per_buck(econ, p)
+    rate = money_rates(econ)                     # utility in money: the certificate is unit-free
+    beta = bang_per_buck(econ, p) / rate
     Wlth = wealth(econ, chain, p, q, y)
     spend = np.einsum("sm,snm->sn", p, x)
     # overspending relative to what the endowment is worth (not to the wealth, which can be 0)
     scale = np.maximum(1.0, endowment_values(econ, chain, p))
     budget_violation = float(np.max(np.maximum(spend - Wlth, 0.0) / scale))
-    u = econ.utility.value(x)                                                # (S, N)
+    u = econ.utility.value(x) / rate                                         # (S, N), in money
     values = d @ u
     feasible = budget_violation <= 1e-9 and np.all(Wlth >= -1e-9 * scale)
     bounds = deviation_bounds(econ, chain, p, q, beta, values if feasible else None)

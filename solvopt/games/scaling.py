@@ -4,8 +4,9 @@ Scale: every payoff multiplied by ``factor`` (pseudo-games: the utilities' coeff
 markets: the budgets, and separately the utilities' values; Arrow-Debreu: the values; Markov and
 linear-quadratic Markov games: every reward). The equilibria do not move, the exploitability is
 linear in the payoffs (for markets: in the budgets, invariant in the values, since a buyer's
-regret is measured in money) and the status must not change. The Markov exchange economies'
-methods are not registered yet: their iterates still depend on the units of the utilities.
+regret is measured in money) and the status must not change. Markov exchange economies: every
+consumer's utility values (the exploitability is in money: invariant), and separately the money
+unit (goods price sum, asset returns and asset price cap: linear).
 
 Stop: a nearly bilinear pseudo-game (barely strongly monotone, one shared budget row, so every
 projection is a HiGHS QP) and a large linear Fisher market, each minutes of work to 1e-15.
@@ -19,6 +20,7 @@ import numpy as np
 from solvopt.core.scaling import ScaleCase, StopCase, invariant, linear
 
 STATIC_METHODS = ("extragradient", "nested")
+ECONOMY_METHODS = ("markov-tatonnement", "markov-newton", "auto")
 
 
 def harker(factor: float):
@@ -112,6 +114,31 @@ def lq_game(factor: float):
                                      initial_state=[1.0], initial_cov=[[0.5]])
 
 
+def _economy(values_factor: float = 1.0, money_factor: float = 1.0):
+    """A random 3 consumers x 3 goods x 1 asset x 2 world states linear economy (seed 0)."""
+    from solvopt.dsl.markov_games import MarkovExchangeEconomy
+    rng = np.random.default_rng(0)
+    values = rng.uniform(0.1, 1.0, size=(3, 3))
+    endowments = rng.uniform(0.1, 1.0, size=(2, 3, 3))
+    T = rng.uniform(0.0, 1.0, size=(2, 2))
+    T /= T.sum(axis=1, keepdims=True)
+    returns = rng.uniform(0.5, 1.5, size=(2, 1))
+    return MarkovExchangeEconomy(("linear", values * values_factor), endowments, T, 0.9,
+                                 asset_returns=returns * money_factor, asset_price_max=10.0 * money_factor,
+                                 price_sum=10.0 * money_factor)
+
+
+def economy_values(factor: float):
+    """The economy with every consumer's utility values times ``factor``."""
+    return _economy(values_factor=factor)
+
+
+def economy_money(factor: float):
+    """The economy with the money unit changed: goods price sum, asset returns and asset price cap
+    times ``factor``."""
+    return _economy(money_factor=factor)
+
+
 def scale_cases() -> list[ScaleCase]:
     """Each case stops at a small iteration limit, certified at every iteration: the exploitability
     there is far above rounding, so its law is testable (a converged run's is rounding, whose
@@ -135,6 +162,8 @@ def scale_cases() -> list[ScaleCase]:
                   rtol=1e-5),
         ScaleCase("linear-quadratic-markov", lq_game, linear, ("affine-gda",), {"iteration_limit": 3, "check_every": 1},
                   rtol=1e-5),
+        ScaleCase("economy-values", economy_values, invariant, ECONOMY_METHODS, {"iteration_limit": 3}, rtol=1e-6),
+        ScaleCase("economy-money", economy_money, linear, ECONOMY_METHODS, {"iteration_limit": 3}, rtol=1e-6),
     ]
 
 
