@@ -150,6 +150,28 @@ def test_solve_help_has_one_group_per_family(capsys):
         assert title in out
 
 
+def test_every_family_model_is_listed_by_its_family():
+    """Each FamilyModel class in solvopt.dsl is in its family's ``models``, and each listed class
+    loads and (where it says) belongs to that family: what a batch reads to place a model."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import solvopt.dsl
+    from solvopt.dsl.family import FamilyModel
+    listed = {f.name: set(f.models) for f in fam_mod.families()}
+    for info in pkgutil.iter_modules(solvopt.dsl.__path__, "solvopt.dsl."):
+        module = importlib.import_module(info.name)
+        for name, cls in vars(module).items():
+            if (inspect.isclass(cls) and issubclass(cls, FamilyModel) and cls.__module__ == info.name
+                    and not name.startswith("_") and cls is not FamilyModel):
+                assert f"{info.name}:{name}" in listed[cls.family], f"{name} missing from {cls.family}'s models"
+    for family, targets in listed.items():
+        for target in targets:
+            cls = fam_mod.load_object(target)
+            assert getattr(cls, "family", family) == family, target
+
+
 # --- the gap rule ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("objective, bound, stopped, expect", [
     (10.0, 10.0, None, Termination.OPTIMAL),

@@ -61,7 +61,8 @@ class Family:
 
     - ``solver_modules``: modules that call :func:`solvopt.core.registry.register` on import;
     - ``reader_modules``: modules that register instance readers (``solvopt.io.register_reader``);
-    - ``models``: ``"module:Class"`` of the family's DSL model classes (documentation and lookup);
+    - ``models``: ``"module:Class"`` of every model class of the family (a test holds it complete);
+      how a batch tells the family of a model that has no ``family`` attribute (the DSL's ``Model``);
     - ``params``: its CLI parameters;
     - ``from_instance``: ``"module:function"``, ``f(instance, **model_params) -> model``;
       None for a family without instance files;

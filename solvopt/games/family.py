@@ -1,7 +1,7 @@
 """The ``games`` family's descriptor (see :mod:`solvopt.core.family`).
 
-Static pseudo-games (generalized Nash equilibria), Fisher and Arrow-Debreu markets; the Markov
-pseudo-games and exchange economies add their solver modules here.
+Static pseudo-games (generalized Nash equilibria), Fisher and Arrow-Debreu markets, Markov
+pseudo-games, Markov exchange economies and linear-quadratic Markov games.
 """
 from solvopt.core.family import Family, Param
 
@@ -12,7 +12,9 @@ FAMILY = Family(
                     "solvopt.games.markov_solvers", "solvopt.games.parametric_solvers",
                     "solvopt.games.exchange"),
     reader_modules=("solvopt.games.reader",),
-    models=("solvopt.dsl.games:PseudoGame", "solvopt.dsl.games:FisherMarket", "solvopt.dsl.games:ArrowDebreuMarket"),
+    models=("solvopt.dsl.games:PseudoGame", "solvopt.dsl.games:FisherMarket", "solvopt.dsl.games:ArrowDebreuMarket",
+            "solvopt.dsl.markov_games:MarkovPseudoGame", "solvopt.dsl.markov_games:MarkovExchangeEconomy",
+            "solvopt.dsl.markov_games:LinearQuadraticMarkovGame"),
     params=(
         Param("tolerance", float, "stop when the certified exploitability / payoff scale is at most this", target="solver"),
     ),
