@@ -1,15 +1,19 @@
 """Checked conversion of user data to float64 arrays: one rule and one wording for every model."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from solvopt.core.errors import ModelError
 
+FloatArray = npt.NDArray[np.float64]  # what the models hold their data as
 
 _KINDS = {"b": "booleans", "c": "complex numbers", "U": "text", "S": "bytes", "O": "Python objects"}
 
 
-def float_array(value, name: str) -> np.ndarray:
+def float_array(value: Any, name: str) -> npt.NDArray[np.float64]:
     """``value`` as a float64 array, its values unchecked; a ModelError naming ``name`` unless it holds
     real numbers.
 
@@ -26,7 +30,8 @@ def float_array(value, name: str) -> np.ndarray:
     return raw.astype(np.float64, copy=False)
 
 
-def real_array(value, name: str, shape: tuple | None = None, *, allow_inf: bool = False) -> np.ndarray:
+def real_array(value: Any, name: str, shape: tuple[int | None, ...] | None = None, *,
+               allow_inf: bool = False) -> npt.NDArray[np.float64]:
     """``value`` as a new float64 array (the rule of :func:`float_array`), or a ModelError naming
     ``name`` and what is wrong.
 
@@ -49,7 +54,7 @@ def real_array(value, name: str, shape: tuple | None = None, *, allow_inf: bool 
 
 
 
-def require_pandas(what: str):
+def require_pandas(what: str) -> Any:
     """The ``pandas`` module, or a BackendUnavailable naming ``what`` and the extra to install."""
     from solvopt.core.result import require_pandas as _require
     return _require(what)

@@ -18,14 +18,18 @@ Gradients are exact; finite differences serve only as a test oracle.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from solvopt.core.errors import ModelError
 
-from .arrays import real_array
+from .arrays import FloatArray, real_array
 
 
-def _params(value, what: str, *, positive: bool = False, some: str | None = None) -> np.ndarray:
+def _params(value: Any, what: str, *, positive: bool = False, some: str | None = None) -> FloatArray:
     """A finite float array of parameters, >= 0 (or > 0), at least 1-D; ``some``: each row needs a positive one."""
     arr = np.atleast_1d(real_array(value, what, allow_inf=True))
     if arr.size == 0:
@@ -44,9 +48,10 @@ class UtilityForm:
 
     kind: str = ""
     homogeneous: bool = True
+    weights: FloatArray
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, ...]:
         """(..., m): leading consumer axes and the number of goods."""
         return self.weights.shape
 
@@ -54,35 +59,35 @@ class UtilityForm:
     def goods(self) -> int:
         return self.shape[-1]
 
-    def value(self, x):  # pragma: no cover - abstract
+    def value(self, x: npt.ArrayLike) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def gradient(self, x):  # pragma: no cover - abstract
+    def gradient(self, x: npt.ArrayLike) -> FloatArray:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def demand(self, p, budget):  # pragma: no cover - abstract
+    def demand(self, p: npt.ArrayLike, budget: npt.ArrayLike) -> FloatArray:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def indirect(self, p, budget):
+    def indirect(self, p: npt.ArrayLike, budget: npt.ArrayLike) -> Any:
         """max u(x) over {x >= 0, p.x <= budget} (closed form unless overridden)."""
         return self.value(self.demand(p, budget))
 
-    def params(self) -> dict:
+    def params(self) -> dict[str, Any]:
         """The parameters as plain arrays (instance files, results)."""
         return {"weights": self.weights}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}(shape={self.shape})"
 
 
-def _prices(p) -> np.ndarray:
-    p = np.asarray(p, dtype=float)
+def _prices(prices: npt.ArrayLike) -> FloatArray:
+    p = np.asarray(prices, dtype=float)
     if np.any(p <= 0):
         raise ModelError("prices must be > 0 for a demand to exist (a free good valued by someone has none)")
     return p
 
 
-def _budget(budget) -> np.ndarray:
+def _budget(budget: npt.ArrayLike) -> FloatArray:
     return np.asarray(budget, dtype=float)[..., None]
 
 
@@ -91,27 +96,28 @@ class Linear(UtilityForm):
 
     kind = "linear"
 
-    def __init__(self, values):
+    def __init__(self, values: npt.ArrayLike):
         self.weights = _params(values, "linear utility values", some="linear utility")
 
-    def value(self, x):
-        return np.sum(self.weights * x, axis=-1)
+    def value(self, x: npt.ArrayLike) -> Any:
+        return np.sum(self.weights * np.asarray(x, dtype=float), axis=-1)
 
-    def gradient(self, x):
-        return np.broadcast_to(self.weights, np.broadcast_shapes(self.weights.shape, np.shape(x))).copy()
+    def gradient(self, x: npt.ArrayLike) -> FloatArray:
+        g: FloatArray = np.broadcast_to(self.weights, np.broadcast_shapes(self.weights.shape, np.shape(x))).copy()
+        return g
 
-    def demand(self, p, budget):
+    def demand(self, p: npt.ArrayLike, budget: npt.ArrayLike) -> FloatArray:
         """Spend the whole budget on the first good of maximal bang per buck v_j / p_j."""
         p = _prices(p)
         ratio = self.weights / p
         best = np.argmax(ratio, axis=-1)
         x = np.zeros(np.broadcast_shapes(ratio.shape, np.shape(budget) + (self.goods,)))
-        idx = np.indices(best.shape)
-        price = np.broadcast_to(p, ratio.shape)[(*idx, best)]
-        x[(*idx, best)] = np.asarray(budget, dtype=float) / price
+        at = (*np.indices(best.shape), best)
+        price = np.broadcast_to(p, ratio.shape)[at]
+        x[at] = np.asarray(budget, dtype=float) / price
         return x
 
-    def indirect(self, p, budget):
+    def indirect(self, p: npt.ArrayLike, budget: npt.ArrayLike) -> Any:
         return np.asarray(budget, dtype=float) * np.max(self.weights / _prices(p), axis=-1)
 
 
@@ -120,7 +126,7 @@ class CobbDouglas(UtilityForm):
 
     kind = "cobb_douglas"
 
-    def __init__(self, exponents):
+    def __init__(self, exponents: npt.ArrayLike):
         self.weights = _params(exponents, "Cobb-Douglas exponents")
         total = self.weights.sum(axis=-1)
         if np.any(total <= 0):
@@ -130,13 +136,13 @@ class CobbDouglas(UtilityForm):
                              "scale them to sum to at most 1")
         self.homogeneous = bool(np.all(np.abs(total - 1) <= 1e-12))
 
-    def value(self, x):
+    def value(self, x: npt.ArrayLike) -> Any:
         x = np.asarray(x, dtype=float)
         with np.errstate(divide="ignore"):
             logs = np.where(self.weights > 0, self.weights * np.log(np.maximum(x, 0.0)), 0.0)
         return np.exp(np.sum(logs, axis=-1))
 
-    def gradient(self, x):
+    def gradient(self, x: npt.ArrayLike) -> FloatArray:
         """a_j u / x_j; on the boundary (some x_j = 0 with a_j > 0) u = 0 and 0 is a supergradient
         only where it is one: there the partials of the positive-exponent goods are +inf."""
         x = np.asarray(x, dtype=float)
@@ -145,12 +151,13 @@ class CobbDouglas(UtilityForm):
             g = np.where(self.weights > 0, self.weights * u / x, 0.0)
         return np.where(np.isnan(g), np.inf, g)
 
-    def demand(self, p, budget):
+    def demand(self, p: npt.ArrayLike, budget: npt.ArrayLike) -> FloatArray:
         p = _prices(p)
         share = self.weights / self.weights.sum(axis=-1, keepdims=True)
-        return share * _budget(budget) / p
+        x: FloatArray = share * _budget(budget) / p
+        return x
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         return {"exponents": self.weights}
 
 
@@ -162,39 +169,40 @@ class CES(UtilityForm):
 
     kind = "ces"
 
-    def __init__(self, values, rho: float):
+    def __init__(self, values: npt.ArrayLike, rho: float):
         self.weights = _params(values, "CES values", some="CES utility")
         rho = float(real_array(rho, "CES rho", (), allow_inf=True)) if not isinstance(rho, bool) else rho
         if isinstance(rho, bool) or not np.isfinite(rho) or rho >= 1 or rho == 0:
             raise ModelError(f"CES needs rho < 1 and rho != 0 (rho >= 1 is not concave or is linear), got {rho}")
         self.rho = rho
 
-    def _inner(self, x):
-        x = np.maximum(np.asarray(x, dtype=float), 0.0)
+    def _inner(self, x: npt.ArrayLike) -> Any:
+        xs = np.maximum(np.asarray(x, dtype=float), 0.0)
         with np.errstate(divide="ignore"):
-            powered = np.where(self.weights > 0, self.weights * x ** self.rho, 0.0)
+            powered = np.where(self.weights > 0, self.weights * xs ** self.rho, 0.0)
         return np.sum(powered, axis=-1)
 
-    def value(self, x):
+    def value(self, x: npt.ArrayLike) -> Any:
         s = self._inner(x)
         with np.errstate(divide="ignore"):
             return np.where(np.isinf(s), 0.0, s ** (1.0 / self.rho)) if self.rho < 0 else s ** (1.0 / self.rho)
 
-    def gradient(self, x):
-        x = np.maximum(np.asarray(x, dtype=float), 0.0)
-        s = self._inner(x)[..., None]
+    def gradient(self, x: npt.ArrayLike) -> FloatArray:
+        xs = np.maximum(np.asarray(x, dtype=float), 0.0)
+        s = self._inner(xs)[..., None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            g = self.weights * x ** (self.rho - 1) * s ** (1.0 / self.rho - 1)
+            g = self.weights * xs ** (self.rho - 1) * s ** (1.0 / self.rho - 1)
         return np.where(np.isnan(g), np.inf, g)
 
-    def demand(self, p, budget):
+    def demand(self, p: npt.ArrayLike, budget: npt.ArrayLike) -> FloatArray:
         p = _prices(p)
         sigma = 1.0 / (1.0 - self.rho)
         num = self.weights ** sigma * p ** (-sigma)
         spend = self.weights ** sigma * p ** (1 - sigma)
-        return num * _budget(budget) / spend.sum(axis=-1, keepdims=True)
+        x: FloatArray = num * _budget(budget) / spend.sum(axis=-1, keepdims=True)
+        return x
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         return {"values": self.weights, "rho": self.rho}
 
 
@@ -203,29 +211,30 @@ class Leontief(UtilityForm):
 
     kind = "leontief"
 
-    def __init__(self, requirements):
+    def __init__(self, requirements: npt.ArrayLike):
         self.weights = _params(requirements, "Leontief requirements", some="Leontief utility")
 
-    def _ratios(self, x):
+    def _ratios(self, x: npt.ArrayLike) -> FloatArray:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(self.weights > 0, np.asarray(x, dtype=float) / self.weights, np.inf)
 
-    def value(self, x):
+    def value(self, x: npt.ArrayLike) -> Any:
         return np.min(self._ratios(x), axis=-1)
 
-    def gradient(self, x):
+    def gradient(self, x: npt.ArrayLike) -> FloatArray:
         r = self._ratios(x)
         k = np.argmin(r, axis=-1)
         g = np.zeros(r.shape)
-        idx = np.indices(k.shape)
-        g[(*idx, k)] = 1.0 / np.broadcast_to(self.weights, r.shape)[(*idx, k)]
+        at = (*np.indices(k.shape), k)
+        g[at] = 1.0 / np.broadcast_to(self.weights, r.shape)[at]
         return g
 
-    def demand(self, p, budget):
+    def demand(self, p: npt.ArrayLike, budget: npt.ArrayLike) -> FloatArray:
         p = _prices(p)
-        return self.weights * (_budget(budget) / np.sum(self.weights * p, axis=-1, keepdims=True))
+        x: FloatArray = self.weights * (_budget(budget) / np.sum(self.weights * p, axis=-1, keepdims=True))
+        return x
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         return {"requirements": self.weights}
 
 
@@ -235,16 +244,17 @@ class Logarithmic(UtilityForm):
     kind = "log"
     homogeneous = False
 
-    def __init__(self, values):
+    def __init__(self, values: npt.ArrayLike):
         self.weights = _params(values, "log utility values")
 
-    def value(self, x):
+    def value(self, x: npt.ArrayLike) -> Any:
         return np.sum(self.weights * np.log1p(np.maximum(np.asarray(x, dtype=float), 0.0)), axis=-1)
 
-    def gradient(self, x):
-        return self.weights / (1.0 + np.maximum(np.asarray(x, dtype=float), 0.0))
+    def gradient(self, x: npt.ArrayLike) -> FloatArray:
+        g: FloatArray = self.weights / (1.0 + np.maximum(np.asarray(x, dtype=float), 0.0))
+        return g
 
-    def demand(self, p, budget):
+    def demand(self, p: npt.ArrayLike, budget: npt.ArrayLike) -> FloatArray:
         """Water filling: x_j = max(0, v_j / (lam p_j) - 1) with lam fixing p.x = budget (exact, by sorting)."""
         p = np.broadcast_to(_prices(p), np.broadcast_shapes(np.shape(p), self.weights.shape))
         v = np.broadcast_to(self.weights, p.shape)
@@ -262,20 +272,23 @@ class Logarithmic(UtilityForm):
         x = np.maximum(0.0, v * lam_inv / p - 1.0)
         return np.where(b[..., None] > 0, x, 0.0)
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         return {"values": self.weights}
 
 
-FORMS = {"linear": Linear, "cobb_douglas": CobbDouglas, "ces": CES, "leontief": Leontief, "log": Logarithmic}
+FORMS: dict[str, Callable[..., UtilityForm]] = {
+    "linear": Linear, "cobb_douglas": CobbDouglas, "ces": CES, "leontief": Leontief, "log": Logarithmic}
 
 
-def utility_from_params(kind: str, params: dict) -> UtilityForm:
+def utility_from_params(kind: str, params: dict[str, Any]) -> UtilityForm:
     """A form from its kind name and parameters (what instance files hold)."""
     cls = FORMS.get(kind)
     if cls is None:
         raise ModelError(f"unknown utility kind {kind!r}; known: {', '.join(FORMS)}")
     if kind == "ces":
-        return CES(params.get("values"), params.get("rho"))
+        values: Any = params.get("values")
+        rho: Any = params.get("rho")
+        return CES(values, rho)
     if len(params) != 1:
         raise ModelError(f"a {kind} utility takes one parameter array, got {sorted(params)}")
     return cls(next(iter(params.values())))
