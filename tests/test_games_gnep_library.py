@@ -19,12 +19,6 @@ from solvopt.games.gnep_library import NAMES, problem, problems
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "instances" / "games" / "gnep"
 
-# instances whose default solve does not converge within a few seconds today (17 s to minutes on
-# this machine, see benchmarks/games_gnep.py): solved under a short limit, where only the
-# certificate's honesty is checked; marked slow
-SLOW = {"A.1", "A.14", "A.16a", "A.16b", "A.16c", "A.16d"}
-
-
 def best_response_regrets(p, x) -> np.ndarray:
     return p.scipy_regrets(x)
 
@@ -118,7 +112,7 @@ def _solve_and_check(name, **limits):
     return p, result, x, regrets
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n not in SLOW])
+@pytest.mark.parametrize("name", NAMES)
 def test_default_method_solves_to_a_verified_equilibrium(name):
     p, result, x, regrets = _solve_and_check(name, time_limit=60.0)     # a safety net only
     assert result.termination.value == "optimal"
@@ -127,17 +121,11 @@ def test_default_method_solves_to_a_verified_equilibrium(name):
         assert np.abs(x - p.published).max() <= 5e-3 * max(1.0, np.abs(p.published).max())
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["A.1", "A.14", "A.16a"])     # A.16b-d differ from A.16a only in the cap
-def test_slow_instances_certificate_is_honest_after_a_few_iterations(name):
-    """A.1, A.14, A.16: after five iterations the point is feasible and its certificate bounds the true regrets.
-
-    An iteration limit, not a time limit: today the start's certificate alone takes 1-4 s on
-    these (generic projections per check), and a time limit shorter than that returns no point,
-    so a time limit would make the test depend on the machine's load. Whether the default
-    method reaches an equilibrium is recorded by the benchmark, not asserted here.
-    """
-    p, result, x, regrets = _solve_and_check(name, iteration_limit=5, check_every=5, time_limit=120.0)
-    assert result.termination.value == "iteration_limit"
+@pytest.mark.parametrize("name", ["A.1", "A.14", "A.16a", "A.15"])
+def test_certificate_is_honest_after_a_few_iterations_without_the_polish(name):
+    """Without the face-Newton polish, after five iterations: the point is feasible and its certificate
+    bounds the true regrets (the extragradient iterates alone, far from the equilibrium)."""
+    p, result, x, regrets = _solve_and_check(name, iteration_limit=5, check_every=5, polish=False, time_limit=120.0)
+    assert result.termination.value in ("iteration_limit", "optimal")
     if result.objective <= 1e-6:
         assert np.all(regrets <= 1e-5)

@@ -1,7 +1,7 @@
 """Euclidean projections onto the feasible sets of games, and concave QPs / LPs over polyhedra.
 
 Closed forms (exact, vectorised over leading axes): boxes, scaled simplices, budget sets
-{x >= 0, p.x <= w}. Polyhedra {lb <= x <= ub, lo <= A x <= hi}: a projection is a convex QP;
+{x >= 0, p.x <= w}; a box with one row {lb <= x <= ub, lo <= r.x <= hi} by its breakpoints. Polyhedra {lb <= x <= ub, lo <= A x <= hi}: a projection is a convex QP;
 :class:`Polyhedron` hands it (and any convex QP, and the LPs behind Frank-Wolfe gaps) to HiGHS,
 then *polishes* the answer: it takes the active set HiGHS found, solves the KKT equations of that
 face exactly, and keeps the polished point when it is feasible with multipliers of the right sign
@@ -100,6 +100,51 @@ def project_budget(z, prices, budget):
     return np.where(within[..., None], free, out)
 
 
+def project_box_row(z, lb, ub, row, lo, hi):
+    """The nearest point of {lb <= x <= ub, lo <= row . x <= hi} (one row; exact, by its breakpoints).
+
+    x(lam) = clip(z - lam row, lb, ub) and row . x(lam) is nonincreasing and piecewise linear in
+    lam, with breakpoints where a coordinate reaches a bound: lam = 0 when x(0) satisfies the row,
+    else the root of row . x(lam) = hi (or lo), found on the sorted breakpoints and then exactly on
+    the linear piece that holds it. Empty set: ModelError.
+    """
+    z, lb, ub, row = (np.asarray(v, dtype=float) for v in (z, lb, ub, row))
+    x0 = project_box(z, lb, ub)
+    r0 = float(row @ x0)
+    if lo <= r0 <= hi:
+        return x0
+    sign, c = (1.0, hi) if r0 > hi else (-1.0, lo)
+
+    def g(t):                                # sign (row . x(sign t) - c): nonincreasing in t >= 0
+        return sign * (float(row @ project_box(z - sign * t * row, lb, ub)) - c)
+
+    nz = row != 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bp = np.concatenate([sign * (z[nz] - lb[nz]) / row[nz], sign * (z[nz] - ub[nz]) / row[nz]])
+    bp = np.unique(bp[np.isfinite(bp) & (bp > 0)])
+    cand = np.concatenate([[0.0], bp])
+    lo_k, hi_k = 0, len(cand) - 1            # g(cand[lo_k]) > 0; find the last candidate with g >= 0
+    if g(cand[hi_k]) >= 0.0:
+        lo_k = hi_k
+    else:
+        while hi_k - lo_k > 1:
+            mid = (lo_k + hi_k) // 2
+            if g(cand[mid]) >= 0.0:
+                lo_k = mid
+            else:
+                hi_k = mid
+    t0 = cand[lo_k]
+    g0 = g(t0)
+    t1 = cand[lo_k + 1] if lo_k + 1 < len(cand) else t0 + 1.0     # past the last breakpoint: linear
+    g1 = g(t1)
+    if g0 - g1 <= 0.0:
+        if g0 <= FEAS_TOL * (1.0 + abs(c)):
+            return project_box(z - sign * t0 * row, lb, ub)
+        raise ModelError("the feasible set is empty (the constraints cannot all hold)")
+    t = t0 + (t1 - t0) * g0 / (g0 - g1)
+    return project_box(z - sign * t * row, lb, ub)
+
+
 class Polyhedron:
     """P = {x : lb <= x <= ub, lo <= A x <= hi} (A sparse, rows may be one-sided with +-inf)."""
 
@@ -135,6 +180,8 @@ class Polyhedron:
         z = np.asarray(z, dtype=float)
         if self.is_box:
             return project_box(z, self.lb, self.ub)
+        if self.A.shape[0] == 1:
+            return project_box_row(z, self.lb, self.ub, self.A.toarray().ravel(), self.lo[0], self.hi[0])
         if self._eye is None:
             self._eye = sp.identity(self.n, format="csc")
         return self.minimize_qp(self._eye, -z)

@@ -33,6 +33,7 @@ from solvopt.core.options import Option, positive_number
 from solvopt.core.registry import Solver, register
 
 from .exploitability import Exploitability, check_concave, joint_polyhedron, joint_response, static_exploitability, ve_gap
+from .face_newton import face_newton, pseudo_gradient
 from .projection import check_stop, stopping_at
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
@@ -42,14 +43,7 @@ DEFAULT_TOLERANCE = 1e-9
 TOLERANCE = Option("tolerance", positive_number, DEFAULT_TOLERANCE, "stop when the certified exploitability is at most this")
 CHECK_EVERY = Option("check_every", int, 10, "certify the exploitability every this many iterations")
 START = Option("start", None, None, "starting joint action (default: 0 clipped to the bounds)")
-
-
-def pseudo_gradient(game, a) -> np.ndarray:
-    """F(a) = -(grad_{a_i} u_i(a))_i."""
-    F = np.empty(game.n)
-    for cols, u in zip(game.blocks, game.utilities):
-        F[cols] = -u.gradient(a)[cols]
-    return F
+POLISH = Option("polish", bool, True, "at each check, also certify Newton's point on the iterate's active face")
 
 
 def _start(game, K, options):
@@ -161,8 +155,17 @@ class _StaticSolver(Solver):
         run = EquilibriumRun(options, options.extra["tolerance"], scale=scale)
         every = max(1, options.extra["check_every"])
 
-        def certify(it, a):
+        polish = options.extra.get("polish", True)
+
+        def certify_point(it, a):
             return run.record(it, a, _times(static_exploitability(game, a), scale), also=ve_gap(game, a, K).value * scale)
+
+        def certify(it, a):
+            if polish:                               # Newton on the iterate's face: certified like any point
+                b = face_newton(game, K, a)
+                if b is not None and not np.array_equal(b, a) and certify_point(it, b):
+                    return True
+            return certify_point(it, a)
 
         with run.guard():
             with stopping_at(run.first_deadline()):      # the start's certificate: a returned point
@@ -187,7 +190,7 @@ class _StaticSolver(Solver):
 class Extragradient(_StaticSolver):
     name = "extragradient"
     description = "extragradient on the pseudo-gradient VI over the shared set (variational equilibrium)"
-    options = (TOLERANCE, CHECK_EVERY, START, Option("step", positive_number, 1.0, "initial step size (adapted)"))
+    options = (TOLERANCE, CHECK_EVERY, START, POLISH, Option("step", positive_number, 1.0, "initial step size (adapted)"))
 
     def iterate(self, game, K, a, options):
         eta, it = options.extra["step"], 0
@@ -212,7 +215,7 @@ class Extragradient(_StaticSolver):
 class Nested(_StaticSolver):
     name = "nested"
     description = "spectral projected gradient on the regularised exploitability (inner maximisation exact)"
-    options = (TOLERANCE, CHECK_EVERY, START, Option("alpha", positive_number, 1.0, "regularisation weight alpha"))
+    options = (TOLERANCE, CHECK_EVERY, START, POLISH, Option("alpha", positive_number, 1.0, "regularisation weight alpha"))
 
     def iterate(self, game, K, a, options):
         """Spectral projected gradient (Birgin-Martinez-Raydan): Barzilai-Borwein steps, nonmonotone Armijo."""
