@@ -23,7 +23,7 @@ A ``QuadExpr`` adds, per element, quadratic terms (element, var_i, var_j, coeffi
 
 pandas Series and DataFrames are operands too (pandas defers to ``__pandas_priority__``): they
 are lined up with the expression's labels (``coords``, from a labelled variable; positions
-0, 1, ... without) and then used as arrays (:func:`_align_pandas`). pandas is never imported here.
+0, 1, ... without) and then used as arrays (:func:`align_pandas`). pandas is never imported here.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ class ExpressionUseError(ModelError, TypeError):
     A ModelError that is also a TypeError (what Python raises there for other objects)."""
 
 
-def _as_const(value, where: str) -> np.ndarray:
+def as_const(value, where: str) -> np.ndarray:
     """A finite float array from a number / array-like (a Param is an ndarray already).
 
     Anything that is not plain real numbers (complex, text, objects, dates) is a ModelError
@@ -112,7 +112,7 @@ def _short(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _widen(matrix: sp.csr_matrix, ncols: int) -> sp.csr_matrix:
+def widen(matrix: sp.csr_matrix, ncols: int) -> sp.csr_matrix:
     """The same CSR matrix with ``ncols`` columns (variables added to the model since it was built)."""
     if matrix.shape[1] == ncols:
         return matrix
@@ -206,7 +206,7 @@ class _Operand:
 
     ``coords`` (None, or one ``pandas.Index`` per dimension) are the labels of a labelled
     variable, carried through elementwise arithmetic, sums and transposes; pandas operands are
-    aligned to them (see :func:`_align_pandas`).
+    aligned to them (see :func:`align_pandas`).
     """
 
     __array_ufunc__ = None  # numpy: `array OP expr` calls expr.__rOP__
@@ -266,10 +266,10 @@ class _Operand:
         return self * -1.0
 
     def __sub__(self, other):
-        if _pandas_kind(other):
+        if pandas_kind(other):
             return self._with_pandas(other, "subtraction", lambda arr: self - arr)
         if not isinstance(other, _Operand):
-            other = _as_const(other, "subtraction")
+            other = as_const(other, "subtraction")
         return self + (-1.0) * other
 
     def __rsub__(self, other):
@@ -284,9 +284,9 @@ class _Operand:
     def __truediv__(self, other):
         if isinstance(other, _Operand):
             raise ModelError("division by an expression is not linear or quadratic")
-        if _pandas_kind(other):
+        if pandas_kind(other):
             return self._with_pandas(other, "division", lambda arr: self / arr)
-        den = _as_const(other, "division")
+        den = as_const(other, "division")
         if np.any(den == 0):
             raise ModelError("division by zero in an expression")
         return self * (1.0 / den)
@@ -308,7 +308,7 @@ class _Operand:
     # --- labels and pandas ---------------------------------------------------------------------
     def _with_pandas(self, value, what: str, op):
         """``op`` applied to the pandas operand ``value`` aligned to this expression's labels."""
-        arr, coords = _align_pandas(self.shape, self.coords, value, what)
+        arr, coords = align_pandas(self.shape, self.coords, value, what)
         return _labelled(op(arr), coords)
 
     def to_pandas(self):
@@ -339,7 +339,7 @@ class LinExpr(_Operand):
     # --- construction helpers ------------------------------------------------------------
     @classmethod
     def constant(cls, value, ncols: int = 0, model=None) -> "LinExpr":
-        arr = _as_const(value, "constant")
+        arr = as_const(value, "constant")
         n = arr.size
         return cls(sp.csr_matrix((n, ncols)), arr.ravel(), arr.shape, model)
 
@@ -463,7 +463,7 @@ class LinExpr(_Operand):
     def __add__(self, other):
         if isinstance(other, QuadExpr):
             return other + self
-        if _pandas_kind(other):
+        if pandas_kind(other):
             return self._with_pandas(other, "addition", lambda arr: self + arr)
         other = self._coerce(other)
         if other.coords is not None and self.coords is not None:
@@ -472,11 +472,11 @@ class LinExpr(_Operand):
         a, b = self.broadcast_to(shape), other.broadcast_to(shape)
         n = max(a._ncols(), b._ncols())
         if b.coef.nnz == 0:      # adding a constant: the terms stay as they are
-            coef = _widen(a.coef, n)
+            coef = widen(a.coef, n)
         elif a.coef.nnz == 0:
-            coef = _widen(b.coef, n)
+            coef = widen(b.coef, n)
         else:
-            coef = _widen(a.coef, n) + _widen(b.coef, n)
+            coef = widen(a.coef, n) + widen(b.coef, n)
         out = LinExpr(coef, a.const + b.const, shape, self.model or other.model)
         if self.coords is not None or other.coords is not None:
             out.coords = _result_coords(shape, self, other)
@@ -487,9 +487,9 @@ class LinExpr(_Operand):
             return QuadExpr.product(self, other)
         if isinstance(other, QuadExpr):
             raise ModelError("products of degree higher than 2 are not supported")
-        if _pandas_kind(other):
+        if pandas_kind(other):
             return self._with_pandas(other, "multiplication", lambda arr: self * arr)
-        factor = _as_const(other, "multiplication")
+        factor = as_const(other, "multiplication")
         shape = _broadcast_shape(self.shape, factor.shape)
         a = self.broadcast_to(shape)
         f = np.broadcast_to(factor, shape).ravel()
@@ -509,9 +509,9 @@ class LinExpr(_Operand):
         """``expr @ other`` with NumPy's matmul rules for 1-D and 2-D operands."""
         if isinstance(other, _Operand):
             raise ModelError("the product of two expressions with @ is not supported; use (x * y).sum()")
-        if _pandas_kind(other):
+        if pandas_kind(other):
             return self._matmul_pandas(other)
-        mat = other if sp.issparse(other) else _as_const(other, "matmul")
+        mat = other if sp.issparse(other) else as_const(other, "matmul")
         if self.ndim == 0 or mat.ndim == 0:
             raise ModelError("matmul needs operands of at least one dimension; use * for scalars")
         if mat.ndim == 1:            # (..., k) @ (k,): sum over the last axis
@@ -529,12 +529,12 @@ class LinExpr(_Operand):
 
     def __rmatmul__(self, other):
         """``other @ expr`` with NumPy's matmul rules for 1-D and 2-D operands."""
-        kind = _pandas_kind(other)
+        kind = pandas_kind(other)
         if kind == "series":          # s @ x == x @ s;  s @ X == X.T @ s
             return (self if self.ndim == 1 else self.T)._matmul_pandas(other)
         if kind == "frame":           # F @ x == x @ F.T;  F @ X == (X.T @ F.T).T
             return self._matmul_pandas(other.T) if self.ndim == 1 else self.T._matmul_pandas(other.T).T
-        mat = other if sp.issparse(other) else _as_const(other, "matmul")
+        mat = other if sp.issparse(other) else as_const(other, "matmul")
         if self.ndim == 0 or mat.ndim == 0:
             raise ModelError("matmul needs operands of at least one dimension; use * for scalars")
         if mat.ndim == 1:            # (k,) @ (..., k, p): sum over the second-to-last axis
@@ -558,7 +558,7 @@ class LinExpr(_Operand):
         pd = sys.modules["pandas"]
         labels = _labels(self.shape, self.coords, self.ndim - 1)
         what = f"matmul with a {type(other).__name__}"
-        vals = _as_const(other.to_numpy(), what)
+        vals = as_const(other.to_numpy(), what)
         rows = _indexer(other.index, labels, what, _dim_text(self.coords, self.ndim - 1))
         if rows is not None:
             vals = vals[rows]
@@ -571,7 +571,7 @@ class LinExpr(_Operand):
     # --- values ----------------------------------------------------------------------------
     def evaluate(self, x: np.ndarray) -> np.ndarray:
         """The expression's values at the full variable vector ``x``."""
-        return (_widen(self.coef, len(x)) @ x + self.const).reshape(self.shape)
+        return (widen(self.coef, len(x)) @ x + self.const).reshape(self.shape)
 
     @property
     def value(self) -> np.ndarray | None:
@@ -664,7 +664,7 @@ class QuadExpr(_Operand):
         shape = _broadcast_shape(a.shape, b.shape)
         a, b = a.broadcast_to(shape), b.broadcast_to(shape)
         n = max(a._ncols(), b._ncols())
-        A, B = _widen(a.coef, n).tocsr(), _widen(b.coef, n).tocsr()
+        A, B = widen(a.coef, n).tocsr(), widen(b.coef, n).tocsr()
         # all pairs (term of a, term of b) within each row
         na, nb = np.diff(A.indptr), np.diff(B.indptr)
         pairs = na * nb
@@ -685,7 +685,7 @@ class QuadExpr(_Operand):
         return QuadExpr(target[self.elem], self.vi, self.vj, self.q, self.lin.sum(axis))
 
     def __add__(self, other):
-        if _pandas_kind(other):
+        if pandas_kind(other):
             return self._with_pandas(other, "addition", lambda arr: self + arr)
         if isinstance(other, QuadExpr):
             _same_model(self, other)
@@ -702,9 +702,9 @@ class QuadExpr(_Operand):
     def __mul__(self, other):
         if isinstance(other, _Operand):
             raise ModelError("products of degree higher than 2 are not supported")
-        if _pandas_kind(other):
+        if pandas_kind(other):
             return self._with_pandas(other, "multiplication", lambda arr: self * arr)
-        factor = _as_const(other, "multiplication")
+        factor = as_const(other, "multiplication")
         if factor.ndim == 0:
             return QuadExpr(self.elem, self.vi, self.vj, self.q * float(factor), self.lin * factor)
         shape = _broadcast_shape(self.shape, factor.shape)
@@ -764,8 +764,8 @@ class Constraint:
 
     @classmethod
     def build(cls, lhs, rhs, sense: str) -> "Constraint":
-        if not isinstance(rhs, _Operand) and not _pandas_kind(rhs):
-            rhs = _as_const(rhs, f"right-hand side of {sense}")
+        if not isinstance(rhs, _Operand) and not pandas_kind(rhs):
+            rhs = as_const(rhs, f"right-hand side of {sense}")
         body = lhs - rhs
         if not isinstance(body, (LinExpr, QuadExpr)):
             raise ModelError("a constraint needs at least one expression side")
@@ -800,7 +800,7 @@ class Constraint:
 
 
 # --- labels and pandas operands -------------------------------------------------------------------
-def _pandas_kind(value) -> str | None:
+def pandas_kind(value) -> str | None:
     """"series" / "frame" for a pandas Series / DataFrame, else None (never imports pandas)."""
     pd = sys.modules.get("pandas")
     if pd is None:
@@ -916,7 +916,7 @@ def _series_axis(index, shape: tuple, coords) -> int:
     return nd - 1
 
 
-def _align_pandas(shape: tuple, coords, value, what: str, allow_inf: bool = False):
+def align_pandas(shape: tuple, coords, value, what: str, allow_inf: bool = False):
     """A pandas Series / DataFrame as a float array lined up with an expression of ``shape`` and
     labels ``coords`` (None: positions 0, 1, ...), and the labels of the result.
 
@@ -934,9 +934,9 @@ def _align_pandas(shape: tuple, coords, value, what: str, allow_inf: bool = Fals
     if allow_inf:
         raw = value.to_numpy()
         finite = np.isfinite(raw) if raw.dtype.kind == "f" else True
-        vals = np.where(finite, _as_const(np.where(finite, raw, 0.0) if raw.dtype.kind == "f" else raw, what), raw)
+        vals = np.where(finite, as_const(np.where(finite, raw, 0.0) if raw.dtype.kind == "f" else raw, what), raw)
     else:
-        vals = _as_const(value.to_numpy(), what)
+        vals = as_const(value.to_numpy(), what)
     if isinstance(value, pd.DataFrame):
         if nd == 0:
             return vals, (value.index, value.columns)

@@ -23,7 +23,7 @@ from solvopt.core.registry import compile_and_run, get_solver
 from solvopt.core.result import Result
 
 from .arrays import require_pandas
-from .expr import SMALL_BYTES, Constraint, LinExpr, QuadExpr, _align_pandas, _as_const, _pandas_kind, _widen
+from .expr import SMALL_BYTES, Constraint, LinExpr, QuadExpr, align_pandas, as_const, pandas_kind, widen
 from .highs_export import load_standard_form, new_highs
 from .standard_form import QuadConstraint, StandardForm
 
@@ -133,7 +133,7 @@ class Param(np.ndarray):
     """A named constant array: behaves like a NumPy array inside expressions."""
 
     def __new__(cls, value, name: str | None = None):
-        obj = np.asarray(_as_const(value, f"Param {name or ''}".strip())).view(cls)
+        obj = np.asarray(as_const(value, f"Param {name or ''}".strip())).view(cls)
         obj.name = name
         return obj
 
@@ -252,8 +252,8 @@ class Model:
     @staticmethod
     def _bound(value, shape, name, which, labels=None) -> np.ndarray:
         """A bound broadcast to ``shape`` as a flat float array (inf allowed, NaN checked by the caller)."""
-        if _pandas_kind(value):   # lined up with the labels (inf allowed: open bounds)
-            value, _ = _align_pandas(shape, labels, value, f"{which} bound of {name!r}", allow_inf=True)
+        if pandas_kind(value):   # lined up with the labels (inf allowed: open bounds)
+            value, _ = align_pandas(shape, labels, value, f"{which} bound of {name!r}", allow_inf=True)
         try:
             arr = np.asarray(value)
         except (TypeError, ValueError) as exc:
@@ -333,7 +333,7 @@ class Model:
             rhs = -body.const
             lo = rhs if con.sense in (">=", "==") else np.full(body.size, -np.inf)
             hi = rhs if con.sense in ("<=", "==") else np.full(body.size, np.inf)
-            blocks.append(_widen(body.coef, n))
+            blocks.append(widen(body.coef, n))
             lower.append(lo)
             upper.append(hi)
             con.rows = np.arange(row, row + body.size)
@@ -467,7 +467,7 @@ def _quad_rows(con: Constraint, n: int) -> list[QuadConstraint]:
     out = []
     order = np.argsort(body.elem, kind="stable")
     bounds = np.searchsorted(body.elem[order], np.arange(body.size + 1))
-    lin = _widen(body.lin.coef, n)
+    lin = widen(body.lin.coef, n)
     for e in range(body.size):
         sel = order[bounds[e]:bounds[e + 1]]
         P = sp.coo_matrix((body.q[sel], (body.vi[sel], body.vj[sel])), shape=(n, n)).tocsr()

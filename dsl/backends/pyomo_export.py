@@ -17,7 +17,7 @@ import numpy as np
 
 from solvopt.core.errors import BackendUnavailable, ModelError
 
-from ..expr import QuadExpr, _widen
+from ..expr import QuadExpr, widen
 
 
 def _index(shape: tuple) -> list:
@@ -61,7 +61,7 @@ def to_pyomo(model):
     def rows_of(expr):
         """Pyomo expressions for every element of a LinExpr or QuadExpr (floats where no variable is left)."""
         lin = expr.lin if isinstance(expr, QuadExpr) else expr
-        coef = _widen(lin.coef, n).tocsr()
+        coef = widen(lin.coef, n).tocsr()
         out = []
         for e in range(lin.size):
             lo, hi = coef.indptr[e], coef.indptr[e + 1]

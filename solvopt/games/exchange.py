@@ -34,7 +34,7 @@ from solvopt.core.errors import ModelError
 from solvopt.core.registry import register
 from solvopt.core.result import Termination
 
-from .markets import MARKET_TOLERANCE, _MarketSolver, out_of_time
+from .markets import MARKET_TOLERANCE, MarketSolver, out_of_time
 from .static import CHECK_EVERY
 
 POLISH_FROM = 100        # first polish; then at doubling intervals
@@ -106,7 +106,7 @@ def exchange_proportional_response(v, e, s):
 
 
 @register
-class LinearExchange(_MarketSolver):
+class LinearExchange(MarketSolver):
     name = "linear-exchange"
     description = ("linear Arrow-Debreu markets: exchange proportional response + exact polish "
                    "(support forest, component scales by LP); proves non-existence in Gale's obstruction")

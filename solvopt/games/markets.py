@@ -64,7 +64,7 @@ def _normalised(model, p):
     return p * (float(model.budgets.sum()) / float(p @ model.supplies))
 
 
-class _MarketSolver(Solver):
+class MarketSolver(Solver):
     family = "games"
     honours = COMMON_HONOURS
     kinds: tuple[str, ...] = ()
@@ -144,7 +144,7 @@ def _rho(utility) -> float:
 
 
 @register
-class ProportionalResponse(_MarketSolver):
+class ProportionalResponse(MarketSolver):
     name = "proportional-response"
     description = "proportional response dynamics (Fisher; linear, CES with 0 < rho < 1, Cobb-Douglas)"
     kinds = ("linear", "ces", "cobb_douglas")
@@ -162,7 +162,7 @@ class ProportionalResponse(_MarketSolver):
 
 
 @register
-class Tatonnement(_MarketSolver):
+class Tatonnement(MarketSolver):
     name = "tatonnement"
     description = "multiplicative tatonnement on exact demands (Fisher and Arrow-Debreu; not linear utilities)"
     kinds = ("cobb_douglas", "ces", "leontief", "log")
@@ -186,7 +186,7 @@ def tatonnement(model, p, eta: float, first: int = 0):
 
 
 @register
-class EisenbergGale(_MarketSolver):
+class EisenbergGale(MarketSolver):
     name = "eisenberg-gale"
     description = "Eisenberg-Gale program (Fisher; homogeneous utilities): closed form, convex dual, or PR + exact polish"
     kinds = ("linear", "cobb_douglas", "ces", "leontief")
