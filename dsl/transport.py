@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from solvopt.core.errors import ModelError
 
-from .arrays import real_array
+from .arrays import FloatArray, real_array
 from .family import FamilyModel
 
 METRICS = ("euclidean", "cityblock", "chebyshev")
@@ -36,8 +39,13 @@ MAX_DISTANCE = 1e300
 # which must neither overflow nor fall below the normal float64 range.
 EUCLIDEAN_SPAN = (1e-150, 1e150)
 
+# a named metric, or a callable (X_block, Y) -> distances
+Metric: TypeAlias = str | Callable[[FloatArray, FloatArray], Any]
+# rows or columns of a block: a slice or an integer index array
+Index: TypeAlias = slice | npt.NDArray[np.integer[Any]]
 
-def validate_p(p) -> float:
+
+def validate_p(p: Any) -> float:
     """p as a float in [1, inf]; ``"inf"`` (any case, also "infinity") is accepted."""
     if isinstance(p, str):
         text = p.strip().lower()
@@ -49,18 +57,18 @@ def validate_p(p) -> float:
             raise ModelError(f"p must be a number in [1, inf] or 'inf', got {p!r}") from None
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise ModelError(f"p must be a number in [1, inf] or 'inf', got {p!r}")
-    p = float(p)
-    if math.isnan(p) or p < 1:
-        raise ModelError(f"p must be in [1, inf] (W_p is a distance only for p >= 1), got {p!r}")
-    return p
+    value = float(p)
+    if math.isnan(value) or value < 1:
+        raise ModelError(f"p must be in [1, inf] (W_p is a distance only for p >= 1), got {value!r}")
+    return value
 
 
-def _real_array(value, name: str) -> np.ndarray:
+def _real_array(value: Any, name: str) -> FloatArray:
     """A finite real float64 array (C-contiguous); ModelError for strings, objects, complex, NaN or inf."""
     return real_array(value, repr(name))
 
 
-def validate_points(points, name: str) -> np.ndarray:
+def validate_points(points: Any, name: str) -> FloatArray:
     """Points as a finite (count, dimension) float64 array with count, dimension >= 1.
 
     A 1-D array is read as points on the line (count, 1).
@@ -77,7 +85,7 @@ def validate_points(points, name: str) -> np.ndarray:
     return arr
 
 
-def validate_cost(cost, name: str = "cost") -> np.ndarray:
+def validate_cost(cost: Any, name: str = "cost") -> FloatArray:
     """A finite, nonnegative (n, m) matrix with n, m >= 1 (``name``: "cost" or "distance")."""
     arr = _real_array(cost, name)
     what = "distances" if name == "distance" else "costs"
@@ -95,7 +103,7 @@ def validate_cost(cost, name: str = "cost") -> np.ndarray:
     return arr
 
 
-def validate_weights(weights, name: str, count: int, owner: str) -> np.ndarray:
+def validate_weights(weights: Any, name: str, count: int, owner: str) -> FloatArray:
     """Nonnegative finite masses, one per point of ``owner``, with a positive total."""
     w = _real_array(weights, name)
     if w.ndim != 1:
@@ -114,7 +122,8 @@ def validate_weights(weights, name: str, count: int, owner: str) -> np.ndarray:
     return w
 
 
-def balanced_weights(a, b, n: int, m: int, a_owner: str = "x", b_owner: str = "y") -> tuple[np.ndarray, np.ndarray]:
+def balanced_weights(a: Any, b: Any, n: int, m: int, a_owner: str = "x",
+                     b_owner: str = "y") -> tuple[FloatArray, FloatArray]:
     """(a, b) validated, with equal totals.
 
     A missing side gets uniform weights carrying the other side's total (1 when both are
@@ -136,9 +145,10 @@ def balanced_weights(a, b, n: int, m: int, a_owner: str = "x", b_owner: str = "y
     return a, b
 
 
-def _metric(metric):
+def _metric(metric: Any) -> Metric:
     if callable(metric):
-        return metric
+        named: Metric = metric
+        return named
     if isinstance(metric, str) and metric.lower() in METRICS:
         return metric.lower()
     raise ModelError(f"metric must be one of {', '.join(METRICS)} or a callable (X_block, Y) -> distances, "
@@ -165,9 +175,16 @@ class Transport(FamilyModel):
 
     family = "transport"
 
-    def __init__(self, x=None, y=None, a=None, b=None, p=2, metric="euclidean", cost=None, distance=None):
+    x: FloatArray | None
+    y: FloatArray | None
+    cost: FloatArray | None
+    metric: Metric | None
+    dimension: int | None
+
+    def __init__(self, x: Any = None, y: Any = None, a: Any = None, b: Any = None, p: Any = 2,
+                 metric: Any = "euclidean", cost: Any = None, distance: Any = None):
         self.p = validate_p(p)
-        self.ready_cost = None
+        self.ready_cost: FloatArray | None = None
         if cost is not None and distance is not None:
             raise ModelError("give either 'cost' (a ready cost, POT's M, not raised to p) or 'distance' "
                              "(distances, raised to p), not both")
@@ -210,20 +227,28 @@ class Transport(FamilyModel):
             else:
                 self._check_span()
         self.mass = float(self.a.sum())
-        self._distance_scale = None
+        self._distance_scale: float | None = None
 
     @property
-    def distances(self) -> np.ndarray | None:
+    def distances(self) -> FloatArray | None:
         """The (n, m) distance matrix the methods use (raised to p by them); None for points."""
         return self.cost
 
-    def _box_extent(self) -> np.ndarray:
+    def _points(self) -> tuple[FloatArray, FloatArray]:
+        """(x, y) of a point input (a matrix input has none)."""
+        if self.x is None or self.y is None:
+            raise ModelError("this transport problem is given by a matrix: it has no points")
+        return self.x, self.y
+
+    def _box_extent(self) -> FloatArray:
         """Per axis, the extent of the bounding box of the points with positive mass."""
-        xs, ys = self.x[self.a > 0], self.y[self.b > 0]
+        x, y = self._points()
+        xs, ys = x[self.a > 0], y[self.b > 0]
         low = np.minimum(xs.min(axis=0), ys.min(axis=0))
         high = np.maximum(xs.max(axis=0), ys.max(axis=0))
         with np.errstate(over="ignore"):
-            return high - low
+            extent: FloatArray = high - low
+        return extent
 
     def _check_span(self) -> None:
         """ModelError when the distances of a named metric would leave float64's safe range."""
@@ -277,7 +302,7 @@ class Transport(FamilyModel):
             f"x {self.n}x{self.dimension}, y {self.m}x{self.dimension}, metric={getattr(self.metric, '__name__', self.metric)}"
         return f"Transport({what}, p={self.p:g}, mass={self.mass:g})"
 
-    def distance_block(self, rows=slice(None), cols=None) -> np.ndarray:
+    def distance_block(self, rows: Index = slice(None), cols: Index | None = None) -> FloatArray:
         """d(i, j) (not raised to p) for i in ``rows`` and j in ``cols`` (all targets when None).
 
         ``rows`` / ``cols``: a slice or an integer index array. Returns a float64 (rows x cols)
@@ -286,17 +311,22 @@ class Transport(FamilyModel):
         if self.cost is not None:
             block = self.cost[rows]
             return block if cols is None else block[:, cols]
-        xs = np.atleast_2d(self.x[rows])
-        ys = self.y if cols is None else np.atleast_2d(self.y[cols])
+        x, y = self._points()
+        xs = np.atleast_2d(x[rows])
+        ys = y if cols is None else np.atleast_2d(y[cols])
         if callable(self.metric):
             return self._callable_block(xs, ys)
         from scipy.spatial.distance import cdist  # exact differences (no |x|^2 + |y|^2 - 2xy cancellation)
-        return cdist(xs, ys, self.metric)
+        dist: FloatArray = cdist(xs, ys, self.metric)
+        return dist
 
-    def _callable_block(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-        name = getattr(self.metric, "__name__", type(self.metric).__name__)
+    def _callable_block(self, xs: FloatArray, ys: FloatArray) -> FloatArray:
+        metric = self.metric
+        name = getattr(metric, "__name__", type(metric).__name__)
+        if not callable(metric):
+            raise ModelError(f"metric {name} is not a callable")
         try:
-            out = np.asarray(self.metric(xs, ys), dtype=np.float64)
+            out = np.asarray(metric(xs, ys), dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise ModelError(f"metric {name} failed on a ({len(xs)}, {len(ys)}) block: {exc}") from None
         if out.shape != (len(xs), len(ys)):
@@ -306,29 +336,34 @@ class Transport(FamilyModel):
             raise ModelError(f"metric {name} returned a negative or non-finite distance")
         return out
 
-    def pair_distances(self, i, j) -> np.ndarray:
+    def pair_distances(self, i: npt.ArrayLike, j: npt.ArrayLike) -> FloatArray:
         """d(i[k], j[k]) for each k (the distances a plan's support uses), float64."""
-        i = np.asarray(i, dtype=np.int64)
-        j = np.asarray(j, dtype=np.int64)
-        if i.shape != j.shape:
-            raise ModelError(f"pair_distances needs index arrays of one shape, got {i.shape} and {j.shape}")
+        ii = np.asarray(i, dtype=np.int64)
+        jj = np.asarray(j, dtype=np.int64)
+        if ii.shape != jj.shape:
+            raise ModelError(f"pair_distances needs index arrays of one shape, got {ii.shape} and {jj.shape}")
         if self.cost is not None:
-            return self.cost[i, j]
+            return self.cost[ii, jj]
         if not callable(self.metric):
-            diff = self.x[i] - self.y[j]
+            x, y = self._points()
+            diff = x[ii] - y[jj]
+            out: FloatArray
             if self.metric == "euclidean":
-                return np.sqrt(np.einsum("...k,...k->...", diff, diff))
+                out = np.sqrt(np.einsum("...k,...k->...", diff, diff))
+                return out
             np.abs(diff, out=diff)
-            return diff.sum(axis=-1) if self.metric == "cityblock" else diff.max(axis=-1)
-        return self._callable_pairs(i.ravel(), j.ravel()).reshape(i.shape)
+            out = diff.sum(axis=-1) if self.metric == "cityblock" else diff.max(axis=-1)
+            return out
+        return self._callable_pairs(ii.ravel(), jj.ravel()).reshape(ii.shape)
 
-    def _callable_pairs(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    def _callable_pairs(self, i: npt.NDArray[np.int64], j: npt.NDArray[np.int64]) -> FloatArray:
         """Pairs for a callable metric: blocks of sources against the targets they use."""
+        x, y = self._points()
         out = np.empty(len(i))
         order = np.argsort(i, kind="stable")
         for start in range(0, len(order), PAIR_CHUNK):
             ks = order[start:start + PAIR_CHUNK]
             rows, row_at = np.unique(i[ks], return_inverse=True)
             cols, col_at = np.unique(j[ks], return_inverse=True)
-            out[ks] = self._callable_block(self.x[rows], self.y[cols])[row_at, col_at]
+            out[ks] = self._callable_block(x[rows], y[cols])[row_at, col_at]
         return out
