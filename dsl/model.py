@@ -22,7 +22,7 @@ from solvopt.core.memory import format_bytes, machine_memory
 from solvopt.core.registry import compile_and_run, get_solver
 from solvopt.core.result import Result
 
-from .arrays import require_pandas
+from .arrays import float_array, require_pandas
 from .expr import SMALL_BYTES, Constraint, LinExpr, QuadExpr, align_pandas, as_const, pandas_kind, widen
 from .highs_export import load_standard_form, new_highs
 from .standard_form import QuadConstraint, StandardForm
@@ -254,15 +254,9 @@ class Model:
         """A bound broadcast to ``shape`` as a flat float array (inf allowed, NaN checked by the caller)."""
         if pandas_kind(value):   # lined up with the labels (inf allowed: open bounds)
             value, _ = align_pandas(shape, labels, value, f"{which} bound of {name!r}", allow_inf=True)
+        arr = float_array(value, f"{which} bound of {name!r}")
         try:
-            arr = np.asarray(value)
-        except (TypeError, ValueError) as exc:
-            raise ModelError(f"{which} bound of {name!r} is not an array of numbers ({exc})") from None
-        if arr.dtype.kind not in "biuf":
-            what = "complex" if arr.dtype.kind == "c" else f"dtype {arr.dtype}"
-            raise ModelError(f"{which} bound of {name!r} must be real numbers, got {what}")
-        try:
-            return np.broadcast_to(arr.astype(float, copy=False), shape).ravel().copy()
+            return np.broadcast_to(arr, shape).ravel().copy()
         except ValueError:
             raise ModelError(f"{which} bound of {name!r} does not broadcast to its shape {shape}") from None
 

@@ -117,3 +117,10 @@ def test_float_array_keeps_views_and_values_real_array_checks_them():
     _refused(lambda: real_array(view, "v"), r"non-finite entry at \(0, 1\): inf")
     _refused(lambda: real_array(view, "v", allow_inf=True), r"NaN entry at \(0, 2\)")
     assert real_array([1, 2], "v", (2,)).tolist() == [1.0, 2.0]
+
+
+def test_variable_bounds_follow_the_same_rule():
+    m = Model()
+    _refused(lambda: m.add_var(shape=2, ub=[True, False], name="x"), "bound of 'x' must be real numbers, got booleans")
+    _refused(lambda: m.add_var(shape=2, lb=[0, 1j], name="y"), "bound of 'y' must be real numbers, got complex")
+    assert m.add_var(shape=2, lb=-np.inf, ub=[1, 2], name="z").ub.tolist() == [1.0, 2.0]
