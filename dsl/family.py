@@ -16,7 +16,12 @@ from solvopt.core.result import Result
 
 class FamilyModel:
     family: ClassVar[str]
-    default_method: ClassVar[str | None] = None   # this model's own default, when the family's does not fit it
+
+    @property
+    def default_method(self) -> str | None:
+        """This model's own default method, when the family's does not fit it (a class attribute or a
+        property in a subclass); None: the family's."""
+        return None
 
     def solver(self, method: str | None = None, device: str | None = None) -> type[Solver]:
         """The solver class for ``method``: the model's own default, else the family's, when None."""
@@ -26,6 +31,6 @@ class FamilyModel:
         """The compiled form for ``method`` (the model's or family's default when None)."""
         return self.solver(method).compile(self)
 
-    def solve(self, method: str | None = None, **options) -> Result:
+    def solve(self, method: str | None = None, **options: Any) -> Result:
         """Compile for ``method`` and solve; ``options`` are SolveOptions names or the method's extras."""
         return compile_and_run(self.solver(method, options.get("device")), self, **options)

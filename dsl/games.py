@@ -20,9 +20,11 @@ endowments) hold one utility form per market with one row of parameters per cons
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError
@@ -30,8 +32,14 @@ from solvopt.core.errors import ModelError
 from .expr import Constraint, LinExpr, QuadExpr
 from .family import FamilyModel
 from .model import Model, Var
-from .arrays import real_array
+from .arrays import FloatArray, real_array
 from .utilities import UtilityForm
+
+IntArray: TypeAlias = npt.NDArray[np.int64]
+# a utility function or its gradient over the joint action
+JointFn: TypeAlias = Callable[[FloatArray], Any]
+# what a player's utility was stated as: an expression, a library form or (value, gradient)
+UtilitySpec: TypeAlias = LinExpr | QuadExpr | UtilityForm | tuple[JointFn, JointFn]
 
 
 # --- utilities of the joint action --------------------------------------------------------
@@ -40,10 +48,10 @@ class JointUtility:
 
     quadratic = False
 
-    def value(self, a) -> float:  # pragma: no cover - abstract
+    def value(self, a: FloatArray) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def gradient(self, a) -> np.ndarray:  # pragma: no cover - abstract
+    def gradient(self, a: FloatArray) -> FloatArray:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
@@ -52,14 +60,14 @@ class QuadraticUtility(JointUtility):
     """u(a) = 0.5 a'Qa + c'a + k with Q symmetric (sparse)."""
 
     Q: sp.csr_matrix
-    c: np.ndarray
+    c: FloatArray
     k: float = 0.0
     quadratic = True
 
-    def value(self, a):
+    def value(self, a: FloatArray) -> float:
         return float(0.5 * a @ (self.Q @ a) + self.c @ a + self.k)
 
-    def gradient(self, a):
+    def gradient(self, a: FloatArray) -> FloatArray:
         return np.asarray(self.Q @ a).ravel() + self.c
 
 
@@ -68,13 +76,13 @@ class FormUtility(JointUtility):
     """A library form applied to the player's own columns."""
 
     form: UtilityForm
-    columns: np.ndarray
+    columns: IntArray
     n: int
 
-    def value(self, a):
+    def value(self, a: FloatArray) -> float:
         return float(self.form.value(a[self.columns]))
 
-    def gradient(self, a):
+    def gradient(self, a: FloatArray) -> FloatArray:
         g = np.zeros(self.n)
         g[self.columns] = self.form.gradient(a[self.columns])
         return g
@@ -89,24 +97,24 @@ class CallableUtility(JointUtility):
     infinite or a complex value, something that is not a number) is a one-line ModelError.
     """
 
-    fn: Callable
-    grad: Callable
+    fn: JointFn
+    grad: JointFn
     n: int
     name: str = ""
 
     def _who(self) -> str:
         return f" of player {self.name!r}" if self.name else ""
 
-    def value(self, a):
-        v = real_array(self.fn(a), f"the utility{self._who()}", allow_inf=True)
-        if v.size != 1:
-            raise ModelError(f"the utility{self._who()} must return one number, got shape {v.shape}")
-        v = float(v.reshape(()))
+    def value(self, a: FloatArray) -> float:
+        arr = real_array(self.fn(a), f"the utility{self._who()}", allow_inf=True)
+        if arr.size != 1:
+            raise ModelError(f"the utility{self._who()} must return one number, got shape {arr.shape}")
+        v = float(arr.reshape(()))
         if not np.isfinite(v):
             raise ModelError(f"the utility{self._who()} returned NaN or an infinite value")
         return v
 
-    def gradient(self, a):
+    def gradient(self, a: FloatArray) -> FloatArray:
         g = real_array(self.grad(a), f"the utility gradient{self._who()}", allow_inf=True)
         if g.size != self.n or g.ndim > 1 and g.squeeze().ndim > 1:
             raise ModelError(f"the utility gradient{self._who()} must return {self.n} numbers (the joint action's size), "
@@ -122,15 +130,15 @@ class GameData:
     """A pseudo-game as flat arrays over the joint action vector (what the solvers read)."""
 
     names: list[str]
-    blocks: list[np.ndarray]            # columns of each player's action in a
+    blocks: list[IntArray]              # columns of each player's action in a
     utilities: list[JointUtility]
-    lb: np.ndarray
-    ub: np.ndarray
+    lb: FloatArray
+    ub: FloatArray
     A: sp.csr_matrix                    # linear rows lo <= A a <= hi
-    lo: np.ndarray
-    hi: np.ndarray
-    owner: np.ndarray                   # per row: the player it belongs to, -1 for shared
-    shapes: list[tuple] = field(default_factory=list)
+    lo: FloatArray
+    hi: FloatArray
+    owner: npt.NDArray[np.int_]         # per row: the player it belongs to, -1 for shared
+    shapes: list[tuple[int, ...]] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -151,26 +159,26 @@ class PseudoGame(FamilyModel):
         self.name = name
         self.model = Model(name)
         self._players: list[Var] = []
-        self._utilities: dict[str, object] = {}
+        self._utilities: dict[str, tuple[float, UtilitySpec]] = {}
         self._own: list[tuple[int, Constraint]] = []
         self._shared: list[Constraint] = []
         self._data: GameData | None = None
 
     # --- building ---------------------------------------------------------------------------
-    def player(self, name: str, shape=(), lb=-np.inf, ub=np.inf) -> Var:
+    def player(self, name: str, shape: int | tuple[int, ...] = (), lb: Any = -np.inf, ub: Any = np.inf) -> Var:
         """Add a player whose action is a variable array of ``shape`` within [lb, ub]."""
         var = self.model.add_var(shape, lb=lb, ub=ub, name=name)
         self._players.append(var)
         self._data = None
         return var
 
-    def _index(self, var) -> int:
+    def _index(self, var: object) -> int:
         for i, v in enumerate(self._players):
             if v is var:
                 return i
         raise ModelError("utilities and constraints are attached to a player's action (the Var from game.player)")
 
-    def maximize(self, player: Var, utility) -> None:
+    def maximize(self, player: Var, utility: LinExpr | QuadExpr | UtilityForm) -> None:
         """Player ``player`` maximises ``utility``: a linear/quadratic expression or a library form."""
         i = self._index(player)
         if not isinstance(utility, (LinExpr, QuadExpr, UtilityForm)):
@@ -181,7 +189,7 @@ class PseudoGame(FamilyModel):
         self._utilities[player.name] = (1.0, utility)
         self._data = None
 
-    def minimize(self, player: Var, cost) -> None:
+    def minimize(self, player: Var, cost: LinExpr | QuadExpr) -> None:
         """Player ``player`` minimises ``cost`` (a linear or quadratic expression): utility = -cost."""
         if not isinstance(cost, (LinExpr, QuadExpr)):
             raise ModelError("a cost is a linear or quadratic DSL expression")
@@ -189,7 +197,7 @@ class PseudoGame(FamilyModel):
         self._utilities[player.name] = (-1.0, cost)
         self._data = None
 
-    def utility(self, player: Var, value: Callable, gradient: Callable) -> None:
+    def utility(self, player: Var, value: JointFn, gradient: JointFn) -> None:
         """A user utility u(a) of the joint action a (a flat array) with its exact gradient (same size).
 
         It must be concave in the player's own action (the solvers' convergence and the
@@ -212,7 +220,7 @@ class PseudoGame(FamilyModel):
         self._data = None
 
     @staticmethod
-    def _linear(constraint) -> Constraint:
+    def _linear(constraint: object) -> Constraint:
         if not isinstance(constraint, Constraint):
             raise ModelError("a game constraint is built with <=, >= or == on DSL expressions")
         if constraint.is_quadratic:
@@ -240,6 +248,7 @@ class PseudoGame(FamilyModel):
         rows, lo, hi, owner = [], [], [], []
         for who, con in [(i, c) for i, c in self._own] + [(-1, c) for c in self._shared]:
             body = con.body
+            assert isinstance(body, LinExpr)  # _linear refused quadratic constraints
             coef = sp.csr_matrix(body.coef, shape=(body.coef.shape[0], n)) if body.coef.shape[1] < n else body.coef
             if who >= 0:
                 others = np.setdiff1d(np.unique(coef.indices), blocks[who])
@@ -282,14 +291,14 @@ class PseudoGame(FamilyModel):
                              "(its Hessian block has a positive eigenvalue); equilibria methods need concavity")
         return QuadraticUtility(Q, c, k)
 
-    def action_dict(self, a) -> dict[str, np.ndarray]:
+    def action_dict(self, a: npt.ArrayLike) -> dict[str, FloatArray]:
         """The joint action split per player, shaped like each player's variable."""
         d = self.data()
         return {name: np.asarray(a)[cols].reshape(shape) for name, cols, shape in zip(d.names, d.blocks, d.shapes)}
 
 
 # --- markets ----------------------------------------------------------------------------
-def _real(value, what: str) -> np.ndarray:
+def _real(value: Any, what: str) -> FloatArray:
     """``value`` as a float array; complex, text and objects refused in one line (never cut to a real part)."""
     try:
         raw = np.asarray(value)
@@ -300,7 +309,7 @@ def _real(value, what: str) -> np.ndarray:
     return raw.astype(float)
 
 
-def _positive_vector(value, what: str, size: int | None = None, allow_zero: bool = False) -> np.ndarray:
+def _positive_vector(value: Any, what: str, size: int | None = None, allow_zero: bool = False) -> FloatArray:
     arr = _real(value, what)
     if arr.ndim != 1 or (size is not None and arr.size != size):
         raise ModelError(f"{what} must be a vector of length {size if size is not None else '>= 1'}, got shape {arr.shape}")
@@ -317,7 +326,7 @@ class FisherMarket(FamilyModel):
     family = "games"
     default_method = "eisenberg-gale"
 
-    def __init__(self, utility: UtilityForm, budgets, supplies=None, name: str = "fisher"):
+    def __init__(self, utility: UtilityForm, budgets: Any, supplies: Any = None, name: str = "fisher"):
         if not isinstance(utility, UtilityForm):
             raise ModelError("a market's utility is a library form (solvopt.dsl.utilities) with one row per buyer")
         if len(utility.shape) != 2:
@@ -329,7 +338,8 @@ class FisherMarket(FamilyModel):
         self.name = name
 
     @property
-    def shape(self) -> tuple[int, int]:
+    def shape(self) -> tuple[int, ...]:
+        """(consumers, goods)."""
         return self.utility.shape
 
 
@@ -343,7 +353,7 @@ class ArrowDebreuMarket(FamilyModel):
         """linear-exchange for linear utilities (whose demand is a set: tatonnement does not converge), else tatonnement."""
         return "linear-exchange" if self.utility.kind == "linear" else "tatonnement"
 
-    def __init__(self, utility: UtilityForm, endowments, name: str = "arrow_debreu"):
+    def __init__(self, utility: UtilityForm, endowments: Any, name: str = "arrow_debreu"):
         if not isinstance(utility, UtilityForm) or len(utility.shape) != 2:
             raise ModelError("a market's utility is a library form with parameters of shape (consumers, goods)")
         e = _real(endowments, "endowments")
@@ -356,9 +366,11 @@ class ArrowDebreuMarket(FamilyModel):
         self.utility, self.endowments, self.name = utility, e, name
 
     @property
-    def shape(self) -> tuple[int, int]:
+    def shape(self) -> tuple[int, ...]:
+        """(consumers, goods)."""
         return self.utility.shape
 
     @property
-    def supplies(self) -> np.ndarray:
-        return self.endowments.sum(axis=0)
+    def supplies(self) -> FloatArray:
+        total: FloatArray = self.endowments.sum(axis=0)
+        return total
