@@ -16,6 +16,7 @@ import time
 from typing import Any, ClassVar
 
 from . import family as _family
+from .backend import cuda_missing
 from .errors import BackendUnavailable, ModelError
 from .interrupt import catching_sigint
 from .jit_clock import compile_timer
@@ -70,10 +71,12 @@ class Solver:
 
     @classmethod
     def available(cls) -> Availability:
-        """NOT_INSTALLED when a module in ``requires_modules`` is missing (override for devices)."""
-        if all(module_installed(m) for m in cls.requires_modules):
-            return Availability.AVAILABLE
-        return Availability.NOT_INSTALLED
+        """NOT_INSTALLED when a module in ``requires_modules`` is missing; for a method that
+        ``uses_cuda``, also NOT_INSTALLED without CuPy and NO_DEVICE when CuPy sees no device."""
+        if not all(module_installed(m) for m in cls.requires_modules):
+            return Availability.NOT_INSTALLED
+        missing = cuda_missing() if cls.uses_cuda else None
+        return Availability.AVAILABLE if missing is None else Availability(missing)
 
     @classmethod
     def option(cls, name: str) -> Option | None:
