@@ -171,9 +171,9 @@ def with_threads(k: int, fn):
 def cuda_fns(case: Case):
     if not gpu_available():
         return None
-    from solvopt.gpu import split as gpu_split
-    return (lambda d: case.costs(gpu_split.scenario_costs, d.shape[0], d),
-            lambda S: case.costs(gpu_split.scenario_costs, S))
+    from solvopt.gpu import cvrp as gpu_cvrp
+    return (lambda d: case.costs(gpu_cvrp.scenario_costs, d.shape[0], d),
+            lambda S: case.costs(gpu_cvrp.scenario_costs, S))
 
 
 # --- the runs ---------------------------------------------------------------------------------------------

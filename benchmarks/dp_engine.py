@@ -95,13 +95,13 @@ def kernel_runners(compiled: CompiledDP, count: int) -> dict:
     if gpu_available():
         import cupy as cp
 
-        from solvopt.gpu import minplus
+        from solvopt.gpu import dp as gpu_dp
         dev = [cp.asarray(a) for a in args[:6]]
         out_d = cp.empty((compiled.max_states, count), compiled.dtype)
         slots_d = cp.empty((0, 0, 0), compiled.slot_index_dtype)
 
         def gpu():
-            minplus.forward(*dev, compiled.sentinel, out_d, slots_d)
+            gpu_dp.forward(*dev, compiled.sentinel, out_d, slots_d)
             cp.cuda.Device().synchronize()
         runners["cuda"] = gpu
     return runners

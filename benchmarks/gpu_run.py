@@ -450,7 +450,7 @@ def split_kernel_call(compiled, count: int, seed: int, on_gpu: bool):
     if on_gpu:
         import cupy as cp
 
-        from solvopt.gpu.split import scenario_costs
+        from solvopt.gpu.cvrp import scenario_costs
         dev = cp.asarray
         out = cp.empty(count, dtype=cp.float64)
         args = (0, dev(NO_MATRIX), key, *(dev(a) for a in tables), dev(tour0), dev(entry), dev(exit_), cap, lam, pen,
@@ -497,7 +497,7 @@ def item_split_101(args, sink, budget, gpu, pk, inst):
     case = "split X-n101-k25"
     if gpu:
         from solvopt.gpu.harness import load_module
-        t, _ = wall(lambda: [load_module("split.cu").get_function(k) for k in ("split_fused", "split_matrix")], True)
+        t, _ = wall(lambda: [load_module("cvrp.cu").get_function(k) for k in ("split_fused", "split_matrix")], True)
         _row(sink, case, S, "gpu", "load", t, note="one-time module load (NVRTC compile or CuPy's disk cache), "
              "reported apart from every other GPU time")
         t, _ = wall(lambda: model.solve(method="split-cuda", seed=0), True)
@@ -690,11 +690,11 @@ def irp_kernels(sink, pk, gpu, case, compiled, count):
         return
     import cupy as cp
 
-    from solvopt.gpu import minplus
+    from solvopt.gpu import dp as gpu_dp
     dev = [cp.asarray(a) for a in args[:6]]
     out_d = cp.empty((compiled.max_states, count), compiled.dtype)
     slots_d = cp.empty((0, 0, 0), compiled.slot_index_dtype)
-    call = lambda: minplus.forward(*dev, compiled.sentinel, out_d, slots_d)   # noqa: E731
+    call = lambda: gpu_dp.forward(*dev, compiled.sentinel, out_d, slots_d)   # noqa: E731
     call()
     dev_t = statistics.median(event_time(call) for _ in range(3))
     _row(sink, case, count, "gpu", "kernel", dev_t, group="irp", note="minplus forward device time (CUDA events)")

@@ -1,7 +1,7 @@
 // Stochastic CVRP split on the GPU: one thread per demand scenario (grid-stride over a chunk).
 //
 // The kernels have the signature of solvopt/cvrp/kernels_numpy.py (scenario_costs; launched by
-// gpu/split.py) and evaluate its recursion, operation for operation:
+// gpu/cvrp.py) and evaluate its recursion, operation for operation:
 //   value[0] = entry[0];  best = min over p < i with load(p+1..i) <= Q of value[p]
 //   (the one-customer route p = i-1 by the policy: penalty lam * (q - Q) extra, or the
 //   scenario is infeasible);  value[i] = best + (entry[i] + exit[i]);  J(n) = best + exit[n].

@@ -1,4 +1,4 @@
-"""CuPy launcher of ``split.cu``: the stochastic split on a GPU, one thread per scenario.
+"""CuPy launcher of ``cvrp.cu``: the stochastic split (family cvrp) on a GPU, one thread per scenario.
 
 :func:`scenario_costs` has the signature of the CPU kernels (documented in
 :mod:`solvopt.cvrp.kernels_numpy`): plain arrays and numbers in, per-scenario costs out. Its
@@ -15,7 +15,7 @@ from solvopt.core.chunks import ScenarioStats
 
 from .harness import load_module
 
-BLOCK = 128                      # threads per block (SPLIT_BLOCK in split.cu)
+BLOCK = 128                      # threads per block (SPLIT_BLOCK in cvrp.cu)
 SCRATCH_BYTES = 2 << 30          # per-thread value/prefix scratch across the grid stays under this
 SHARED_LIMIT = 48 * 1024         # dynamic shared memory per block (the default limit)
 
@@ -44,7 +44,7 @@ def scenario_costs(first, demands, key, cdf, cdf_start, guide, guide_start, tour
     prefix = cp.empty((n + 1) * threads, dtype=cp.int32)
     shared = (2 * n + 1) * 8 + n * 8
     use_shared = shared <= SHARED_LIMIT
-    module = load_module("split.cu")
+    module = load_module("cvrp.cu")
     tail = (tour0, np.int32(n), entry, exit_, np.int32(capacity), np.float64(penalty), np.int32(bool(penalise)),
             value, prefix, dev_out, np.int32(use_shared))
     if demands.size:

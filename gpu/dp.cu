@@ -1,4 +1,4 @@
-// Min-plus layer step of the layered-DAG DP engine (one launch per layer).
+// Min-plus layer step of the layered-DAG DP engine (one launch per layer; launched by gpu/dp.py).
 //
 //   next[t, w] = min over slots k of target t:  values[src[k, w], w] + cost[k, w]
 //

@@ -1,4 +1,6 @@
-"""CuPy launcher of ``minplus.cu``: the GPU kernel of the DP engine, same signature as the CPU ones.
+"""CuPy launcher of ``dp.cu``: the DP engine's min-plus kernel (families dp and irp) on a GPU.
+
+Same signature as the CPU kernels (:mod:`solvopt.dp.kernels_numpy`).
 
 This module knows only CuPy and the kernel source; the engine (``solvopt.dp``) builds its
 backend from :func:`forward` (dependencies point dp -> gpu -> core).
@@ -38,7 +40,7 @@ def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, sch
     has_choice = choice.size > 0
     n_states = to_numpy(n_states)
     track = slots.shape[0] > 0
-    module = load_module("minplus.cu")
+    module = load_module("dp.cu")
     suffix = _suffix(initial.dtype, slots.dtype)
     if schedule == "auto":
         schedule = "warp" if n < WARP_BELOW or n_max > MAX_GRID_Y else "scenarios"

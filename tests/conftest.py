@@ -1,4 +1,5 @@
-"""Shared fixtures: the shared instance folder (skip cleanly when absent) and the gpu marker."""
+"""Shared fixtures: the kernel backends, the shared instance folder (skip cleanly when absent) and
+the gpu marker."""
 from __future__ import annotations
 
 import os
@@ -24,6 +25,25 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+# Every kernel exists up to three times with one signature (solvopt.core.backend.Kernels). The cuda
+# case carries the gpu marker: skipped where CuPy sees no device, deselected by -m "not gpu".
+CUDA = pytest.param("cuda", marks=pytest.mark.gpu)
+
+
+@pytest.fixture(scope="session", params=["numpy", "numba", CUDA])
+def backend(request) -> str:
+    """The kernel backend a test runs on: numpy (the reference), numba, cuda.
+
+    A family's ``KERNELS.load(backend)`` is its kernel module on that backend."""
+    return request.param
+
+
+@pytest.fixture(scope="session", params=["numba", CUDA])
+def twin(request) -> str:
+    """A backend checked against the NumPy reference on the same inputs: numba, cuda."""
+    return request.param
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 The three kernels share one signature (:mod:`solvopt.cvrp.kernels_numpy`); each property is
 checked against an independent oracle (brute force over every set of cuts, the deterministic
 split, the NumPy reference stream) or against the NumPy reference itself, bit for bit. The
-cuda case is skipped unless CuPy sees a device (tests/conftest.py).
+backend fixture is tests/conftest.py's (the cuda case is skipped unless CuPy sees a device).
 """
 from __future__ import annotations
 
@@ -18,24 +18,18 @@ from solvopt.cvrp.deterministic import bellman_split
 from solvopt.cvrp.kernels_numba import LANES
 from solvopt.cvrp.kernels_numpy import scenario_costs as numpy_costs
 from solvopt.cvrp.sampling import philox_key, poisson_tables, sample_demands_numpy
+from solvopt.cvrp.stochastic import KERNELS
 from solvopt.dsl.split import tour_geometry
 
-BACKENDS = ["numpy", "numba", pytest.param("cuda", marks=pytest.mark.gpu)]
 NO_TABLES = (np.zeros(0), np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(1, np.int64))
 NO_MATRIX = np.zeros((0, 0), np.int32)
 FIXTURE_OK = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-@pytest.fixture(params=BACKENDS)
-def kernel(request):
+@pytest.fixture
+def kernel(backend):
     """``scenario_costs`` of one backend (the CUDA launcher copies NumPy arrays to the device and back)."""
-    if request.param == "numpy":
-        return numpy_costs
-    if request.param == "numba":
-        from solvopt.cvrp.kernels_numba import scenario_costs
-        return scenario_costs
-    from solvopt.gpu.split import scenario_costs
-    return scenario_costs
+    return KERNELS.load(backend).scenario_costs
 
 
 def costs(kernel, geom, capacity, *, demands=None, tables=None, seed=0, first=0, count=None, penalty=None):

@@ -23,13 +23,6 @@ from solvopt.cvrp.solvers import SplitCuda, SplitNumba, SplitNumpy, compile_spli
 from solvopt.cvrp.stochastic import chunk_stats, run_scenarios
 from solvopt.dsl import Split, StochasticSplit
 
-BACKENDS = ["numpy", "numba", pytest.param("cuda", marks=pytest.mark.gpu)]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request) -> str:
-    return request.param
-
 
 def model(seed=9, n_nodes=25, scenarios=3000, **kwargs):
     rng = np.random.default_rng(seed)

@@ -20,8 +20,8 @@ from solvopt.core.errors import ModelError
 from solvopt.core.interrupt import request_stop
 from solvopt.core.registry import Availability, get_solver
 from solvopt.core.result import Result, SolutionStatus, Termination
-from solvopt.dp import kernels_numba, kernels_numpy
 from solvopt.dp.aggregate import chunk_stats
+from solvopt.dp.backends import KERNELS
 from solvopt.dp.compiled import CompiledDP
 from solvopt.dsl import LayeredDP, Transitions
 
@@ -44,27 +44,23 @@ class KernelBackend:
         shape = (compiled.n_layers, compiled.max_states, t.count) if track else (0, 0, 0)
         args = (t.initial, compiled.ptr, t.src, t.cost, t.choice, compiled.n_states, compiled.sentinel)
         kw = {} if schedule is None else {"schedule": schedule}
+        forward = KERNELS.load(self.name).forward
         if self.name == "cuda":
             import cupy as cp
-
-            from solvopt.gpu import minplus
             out = cp.empty((compiled.max_states, t.count), compiled.dtype)
             slots = cp.empty(shape, compiled.slot_index_dtype)
-            minplus.forward(*args, out, slots, **kw)
+            forward(*args, out, slots, **kw)
             return cp.asnumpy(out), cp.asnumpy(slots)
-        forward = kernels_numpy.forward if self.name == "numpy" else kernels_numba.forward
         out = np.empty((compiled.max_states, t.count), compiled.dtype)
         slots = np.empty(shape, compiled.slot_index_dtype)
         forward(*args, out, slots, **kw)
         return out, slots
 
 
-BACKENDS = ["numpy", "numba", pytest.param("cuda", marks=pytest.mark.gpu)]
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def backend(request) -> KernelBackend:
-    return KernelBackend(request.param)
+@pytest.fixture(scope="module")
+def kernels(backend) -> KernelBackend:
+    """The backend fixture of tests/conftest.py as this file's tests use it."""
+    return KernelBackend(backend)
 
 
 # --- random layered DAGs -----------------------------------------------------------------------
@@ -163,18 +159,18 @@ def test_numpy_reference_matches_brute_force(seed):
 # --- every kernel against the reference (one backend fixture) --------------------------------------------
 @SETTINGS
 @given(st.integers(0, 2**31 - 1), st.sampled_from([np.float64, np.float32]))
-def test_kernel_equals_numpy_reference(backend, seed, dtype):
-    compiled = CompiledDP(random_model(seed, max_w=300 if backend.name == "cuda" else 6, dtype=dtype))
+def test_kernel_equals_numpy_reference(kernels, seed, dtype):
+    compiled = CompiledDP(random_model(seed, max_w=300 if kernels.name == "cuda" else 6, dtype=dtype))
     ref_out, ref_slots = KernelBackend("numpy").run(compiled)
-    for schedule in backend.schedules:
-        out, slots = backend.run(compiled, schedule=schedule)
+    for schedule in kernels.schedules:
+        out, slots = kernels.run(compiled, schedule=schedule)
         np.testing.assert_array_equal(out, ref_out)            # same additions, same min: bit-identical
         np.testing.assert_array_equal(slots, ref_slots)        # ties go to the lowest slot everywhere
-        out, _ = backend.run(compiled, track=False, schedule=schedule)
+        out, _ = kernels.run(compiled, track=False, schedule=schedule)
         np.testing.assert_array_equal(out, ref_out)            # tracking does not change the values
 
 
-def test_many_scenarios_several_blocks_and_unreached_targets(backend):
+def test_many_scenarios_several_blocks_and_unreached_targets(kernels):
     rng = np.random.default_rng(3)
     W, states = 700, [4, 6, 5, 3]                           # 700: not a multiple of any block size
     layers = [rng.normal(size=(W, a, b)) for a, b in zip(states, states[1:])]
@@ -182,30 +178,30 @@ def test_many_scenarios_several_blocks_and_unreached_targets(backend):
     compiled = CompiledDP(LayeredDP(states, layers))
     ref_out, ref_slots = KernelBackend("numpy").run(compiled)
     assert np.all(ref_out[:3] < compiled.sentinel)          # every final state reachable around it
-    for schedule in backend.schedules:
-        out, slots = backend.run(compiled, schedule=schedule)
+    for schedule in kernels.schedules:
+        out, slots = kernels.run(compiled, schedule=schedule)
         np.testing.assert_array_equal(out, ref_out)
         np.testing.assert_array_equal(slots, ref_slots)
 
 
-def test_float32_solves_agree_with_float64(backend):
+def test_float32_solves_agree_with_float64(kernels):
     m64 = random_model(11, max_w=40)
     m32 = LayeredDP(m64.states, m64.layers, initial=m64.initial, scenarios=m64.scenarios, dtype=np.float32)
     c32 = CompiledDP(m32)
     assert c32.sentinel == 1e30 and c32.dtype == np.float32
-    r64, r32 = m64.solve("numpy"), m32.solve(backend.method)
+    r64, r32 = m64.solve("numpy"), m32.solve(kernels.method)
     np.testing.assert_allclose(r32.solution["scenario_values"], r64.solution["scenario_values"], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("sampled", [False, True])
-def test_results_independent_of_chunk_size_and_equal_across_backends(backend, sampled):
+def test_results_independent_of_chunk_size_and_equal_across_backends(kernels, sampled):
     """Scenario values, paths and decisions are bit-identical for every chunk size and backend;
     merged means agree to rounding (the merge order of floating sums changes with the chunking)."""
     model = _sampled_model(W=300, block=16) if sampled else random_model(21, max_w=30)
     reference = model.solve("numpy", seed=3, paths=7)
     sizes = (16, 48, 112) if sampled else (1, 4, 7)
     for chunk in sizes + (None,):
-        r = model.solve(backend.method, seed=3, chunk=chunk, paths=7)
+        r = model.solve(kernels.method, seed=3, chunk=chunk, paths=7)
         np.testing.assert_array_equal(r.solution["scenario_values"], reference.solution["scenario_values"])
         np.testing.assert_array_equal(r.solution["paths"], reference.solution["paths"])
         np.testing.assert_array_equal(r.solution["path_slots"], reference.solution["path_slots"])
@@ -236,9 +232,9 @@ def path_cost(model: LayeredDP, compiled: CompiledDP, scenario: int, states, slo
 
 @SETTINGS
 @given(st.integers(0, 2**31 - 1))
-def test_backtracked_paths_have_the_reported_cost(backend, seed):
+def test_backtracked_paths_have_the_reported_cost(kernels, seed):
     model = random_model(seed)
-    result = model.solve(backend.method, paths=list(range(model.scenarios)))
+    result = model.solve(kernels.method, paths=list(range(model.scenarios)))
     compiled = CompiledDP(model)
     values = result.solution["scenario_values"]
     np.testing.assert_allclose(values, brute_force(model).min(axis=0), rtol=1e-12, atol=1e-12)

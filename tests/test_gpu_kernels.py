@@ -1,5 +1,5 @@
-"""Edge cases of every CUDA kernel, on one backend fixture (numpy / numba / cuda; the cuda case is
-skipped unless CuPy sees a device, tests/conftest.py), each against the NumPy reference on the same
+"""Edge cases of every CUDA kernel, on the backend fixture of tests/conftest.py (numpy / numba / cuda;
+the cuda case is skipped unless CuPy sees a device), each against the NumPy reference on the same
 inputs (bit for bit where the arithmetic is the same, which it is for every kernel here):
 
 - min-plus engine: a fully masked layer, unreachable states, the sentinel over 400 layers, in
@@ -21,22 +21,16 @@ import pytest
 from solvopt.core.result import Termination
 from solvopt.cvrp.kernels_numpy import scenario_costs as numpy_costs
 from solvopt.cvrp.sampling import philox_key, poisson_tables, sample_demands_numpy
-from solvopt.dp import kernels_numba, kernels_numpy
+from solvopt.cvrp.stochastic import KERNELS as CVRP_KERNELS
+from solvopt.dp.backends import KERNELS as DP_KERNELS
 from solvopt.dp.compiled import CompiledDP
 from solvopt.dsl import LayeredDP, StochasticSplit, Transitions
 from solvopt.dsl.split import tour_geometry
 from solvopt.transport import kernels_numpy as transport_numpy
-from solvopt.transport.graph import kernel_module
+from solvopt.transport.graph import KERNELS as TRANSPORT_KERNELS
 
-BACKENDS = ["numpy", "numba", pytest.param("cuda", marks=pytest.mark.gpu)]
-TWINS = ["numba", pytest.param("cuda", marks=pytest.mark.gpu)]
 DTYPES = [np.float64, np.float32]
 NO_MATRIX = np.zeros((0, 0), np.int32)
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request) -> str:
-    return request.param
 
 
 # --- min-plus engine ------------------------------------------------------------------------------------
@@ -46,17 +40,16 @@ def forward(backend: str, compiled: CompiledDP, schedule=None):
     args = (t.initial, compiled.ptr, t.src, t.cost, t.choice, compiled.n_states, compiled.sentinel)
     shape = (compiled.n_layers, compiled.max_states, t.count)
     kw = {} if schedule is None else {"schedule": schedule}
+    forward = DP_KERNELS.load(backend).forward
     if backend == "cuda":
         import cupy as cp
-
-        from solvopt.gpu import minplus
         out = cp.empty((compiled.max_states, t.count), compiled.dtype)
         slots = cp.empty(shape, compiled.slot_index_dtype)
-        minplus.forward(*args, out, slots, **kw)
+        forward(*args, out, slots, **kw)
         return cp.asnumpy(out), cp.asnumpy(slots)
     out = np.empty((compiled.max_states, t.count), compiled.dtype)
     slots = np.empty(shape, compiled.slot_index_dtype)
-    (kernels_numpy if backend == "numpy" else kernels_numba).forward(*args, out, slots, **kw)
+    forward(*args, out, slots, **kw)
     return out, slots
 
 
@@ -127,9 +120,9 @@ def test_scenario_counts_around_the_warp_and_the_block(backend, W):
 @pytest.mark.gpu
 def test_a_layer_wider_than_the_grid_runs_on_the_warp_schedule():
     from solvopt.core.errors import ModelError
-    from solvopt.gpu import minplus
+    gpu_dp = DP_KERNELS.load("cuda")
     rng = np.random.default_rng(5)
-    wide = minplus.MAX_GRID_Y + 10
+    wide = gpu_dp.MAX_GRID_Y + 10
     compiled = CompiledDP(LayeredDP([2, wide, 1], [rng.normal(size=(2, wide)), rng.normal(size=(wide, 1))],
                                     initial=rng.normal(size=(2, 2)), scenarios=2))
     ref_out, ref_slots = forward("numpy", compiled)
@@ -142,13 +135,7 @@ def test_a_layer_wider_than_the_grid_runs_on_the_warp_schedule():
 
 # --- stochastic split -------------------------------------------------------------------------------------------
 def split_kernel(backend):
-    if backend == "numpy":
-        return numpy_costs
-    if backend == "numba":
-        from solvopt.cvrp.kernels_numba import scenario_costs
-        return scenario_costs
-    from solvopt.gpu.split import scenario_costs
-    return scenario_costs
+    return CVRP_KERNELS.load(backend).scenario_costs
 
 
 def random_tour(seed: int, n_nodes: int, capacity: int, mean_demand: float):
@@ -189,18 +176,18 @@ def test_sampled_counts_around_the_block_and_the_counter_word(backend, count, fi
 def test_a_long_tour_with_more_scenarios_than_threads_equals_the_cpu_kernel():
     """2100 customers: entry/exit/tour no longer fit the 48 KiB of shared memory, and 100003 scenarios
     exceed the threads the scratch bound allows, so every thread loops (grid-stride)."""
-    from solvopt.cvrp.kernels_numba import scenario_costs as numba_costs
-    from solvopt.gpu import split as gpu_split
+    numba_costs = CVRP_KERNELS.load("numba").scenario_costs
+    gpu_cvrp = CVRP_KERNELS.load("cuda")
     n, count = 2100, 100_003
     geom, tables, cap = random_tour(3, n + 1, capacity=20, mean_demand=4.0)
-    assert (2 * n + 1) * 8 + n * 8 > gpu_split.SHARED_LIMIT
-    assert gpu_split._grid(n, count) * gpu_split.BLOCK < count
-    got = sampled_costs(gpu_split.scenario_costs, geom, tables, cap, 4, 10**6, count)
+    assert (2 * n + 1) * 8 + n * 8 > gpu_cvrp.SHARED_LIMIT
+    assert gpu_cvrp._grid(n, count) * gpu_cvrp.BLOCK < count
+    got = sampled_costs(gpu_cvrp.scenario_costs, geom, tables, cap, 4, 10**6, count)
     np.testing.assert_array_equal(got, sampled_costs(numba_costs, geom, tables, cap, 4, 10**6, count))
 
 
-@pytest.mark.parametrize("method", ["split-numpy", "split", pytest.param("split-cuda", marks=pytest.mark.gpu)])
-def test_a_run_where_every_scenario_is_infeasible(method):
+def test_a_run_where_every_scenario_is_infeasible(backend):
+    method = {"numpy": "split-numpy", "numba": "split", "cuda": "split-cuda"}[backend]
     rng = np.random.default_rng(2)
     xy = rng.uniform(0, 100, (12, 2))
     dist = np.round(np.hypot(xy[:, None, 0] - xy[None, :, 0], xy[:, None, 1] - xy[None, :, 1]))
@@ -214,7 +201,7 @@ def test_a_run_where_every_scenario_is_infeasible(method):
 
 # --- transport kernels -----------------------------------------------------------------------------------------------
 def run_transport(name, x, y, radius, metric):
-    k = transport_numpy if name == "numpy" else kernel_module(name)
+    k = TRANSPORT_KERNELS.load(name)
     n, m = len(x), len(y)
     index, dist, counts = np.empty(n, np.int64), np.empty(n), np.empty(n, np.int64)
     k.nearest(x, y[: max(1, m // 3)], metric, index, dist)
@@ -227,7 +214,6 @@ def run_transport(name, x, y, radius, metric):
     return {"index": index, "dist": dist, "counts": counts, "cols": cols, "bdist": bdist, "pairs": pairs}
 
 
-@pytest.mark.parametrize("twin", TWINS)
 @pytest.mark.parametrize("n, m, d, radius", [(257, 3, 1, "nearest"), (513, 700, 3, "nearest"), (300, 40, 2, "zero")])
 @pytest.mark.parametrize("metric", [0, 1, 2])
 def test_transport_rows_off_the_block_and_empty_bunches(twin, n, m, d, radius, metric):
@@ -244,7 +230,7 @@ def test_transport_rows_off_the_block_and_empty_bunches(twin, n, m, d, radius, m
 @pytest.mark.gpu
 def test_a_distance_matrix_larger_than_the_grid():
     """4100 x 4100 = 16.81M entries > 65535 blocks x 256 threads: the grid-stride loop covers the rest."""
-    from solvopt.gpu import transport as gpu_transport
+    gpu_transport = TRANSPORT_KERNELS.load("cuda")
     assert 4100 * 4100 > gpu_transport.MAX_BLOCKS * gpu_transport.BLOCK
     rng = np.random.default_rng(1)
     x, y = rng.random((4100, 2)), rng.random((4100, 2))

@@ -19,7 +19,6 @@ from solvopt.dsl.inventory import DEFAULT_SCENARIOS, InventoryReinsertion
 from solvopt.io import read_instance
 from solvopt.irp.instance import model_from_instance, nearest_neighbour_tour, order_up_to_routes, route_options
 from solvopt.irp.reinsertion import compile_bytes, compile_inventory
-from test_dp_engine import backend  # noqa: F401  (the one backend fixture: numpy, numba, cuda)
 
 
 def random_reinsertion(seed: int, max_t=4, max_u=6, max_w=4) -> InventoryReinsertion:
@@ -72,7 +71,7 @@ def enumerate_best(model: InventoryReinsertion) -> tuple[float, np.ndarray]:
 def test_engine_equals_exhaustive_enumeration(backend, seed):
     model = random_reinsertion(seed)
     expected, option_means, _ = enumerate_best(model)
-    result = model.solve(backend.method, paths=list(range(model.scenarios)))
+    result = model.solve(backend, paths=list(range(model.scenarios)))
     assert result.termination is Termination.OPTIMAL and result.bound == result.objective   # given scenarios: exact
     assert result.objective == pytest.approx(expected, abs=1e-9)
     np.testing.assert_allclose(result.solution["option_means"], option_means, atol=1e-9)
@@ -95,8 +94,8 @@ def test_backends_agree_on_poisson_scenarios_chunked_and_seeded(backend):
                                  insertion_costs=[[40.0, 15.0]] * 5, route_slack=[[100.0, 5.0]] * 5,
                                  supplier_holding_cost=0.1, mean_demand=9.0, scenarios=3000)
     ref = model.solve("numpy", seed=7, paths=4)
-    whole = model.solve(backend.method, seed=7, paths=4)
-    chunked = model.solve(backend.method, seed=7, chunk=1024, paths=4)
+    whole = model.solve(backend, seed=7, paths=4)
+    chunked = model.solve(backend, seed=7, chunk=1024, paths=4)
     for r in (whole, chunked):
         np.testing.assert_array_equal(r.solution["scenario_values"], ref.solution["scenario_values"])
         np.testing.assert_array_equal(r.solution["inventory"], ref.solution["inventory"])
@@ -104,7 +103,7 @@ def test_backends_agree_on_poisson_scenarios_chunked_and_seeded(backend):
         assert r.solution["decision"] == ref.solution["decision"]
         assert r.objective == pytest.approx(ref.objective, rel=1e-12)
     assert chunked.stats["chunks"] == 3
-    other = model.solve(backend.method, seed=8)
+    other = model.solve(backend, seed=8)
     assert other.objective != whole.objective
     assert ref.solution["feasible_scenarios"] == 3000
     # sampled (Poisson) scenarios: an estimate with its interval, no bound

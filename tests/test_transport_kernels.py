@@ -1,5 +1,6 @@
-"""Transport distance kernels: the Numba and CUDA twins against the NumPy reference on the same
-inputs (bit-identical distances), and the reference against SciPy's cdist."""
+"""Transport distance kernels: the Numba and CUDA twins (the ``twin`` fixture of tests/conftest.py)
+against the NumPy reference on the same inputs (bit-identical distances), and the reference against
+SciPy's cdist."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,7 +11,6 @@ from solvopt.transport import kernels_numpy
 from solvopt.transport.graph import kernel_module
 
 METRICS = list(kernels_numpy.METRICS)
-BACKENDS = ["numba", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
 def points(seed, n, m, d, duplicates=False):
@@ -39,19 +39,18 @@ def run_all(k, x, y, centres, radius, metric):
     return out
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("duplicates", [False, True])
-def test_twins_match_the_reference_bit_for_bit(backend, metric, duplicates):
+def test_twins_match_the_reference_bit_for_bit(twin, metric, duplicates):
     x, y = points(0, 37, 53, 3, duplicates)
     centres = np.array([0, 5, 30, 52])
     code = kernels_numpy.METRICS[metric]
     ref = run_all(kernels_numpy, x, y, centres, np.zeros(37), code)
     radius = ref["dist"]                      # the construction's radii: distance to the nearest centre
     ref = run_all(kernels_numpy, x, y, centres, radius, code)
-    twin = run_all(kernel_module(backend), x, y, centres, radius, code)
+    got = run_all(kernel_module(twin), x, y, centres, radius, code)
     for key in ref:
-        np.testing.assert_array_equal(twin[key], ref[key], err_msg=key)
+        np.testing.assert_array_equal(got[key], ref[key], err_msg=key)
 
 
 @pytest.mark.parametrize("metric", METRICS)

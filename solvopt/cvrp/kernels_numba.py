@@ -2,7 +2,7 @@
 
 :func:`scenario_costs` has the signature shared with the NumPy reference
 (:func:`solvopt.cvrp.kernels_numpy.scenario_costs`, where it is documented) and the CUDA
-launcher (``solvopt.gpu.split.scenario_costs``). Inside:
+launcher (``solvopt.gpu.cvrp.scenario_costs``). Inside:
 
 - scenarios run in blocks of ``LANES`` in structure-of-arrays layout (``[tour position][lane]``),
   so the inner loop over predecessors works on LANES scenarios at once; the predecessor loop

@@ -1,7 +1,7 @@
 """The NumPy reference of the stochastic split: the oracle the Numba and CUDA kernels are tested against.
 
 Signature shared by the three kernels (NumPy here, Numba in :mod:`solvopt.cvrp.kernels_numba`,
-CUDA in ``solvopt.gpu.split``)::
+CUDA in ``solvopt.gpu.cvrp``)::
 
     scenario_costs(first, demands, key, cdf, cdf_start, guide, guide_start,
                    tour0, entry, exit_, capacity, penalty, penalise, out) -> None

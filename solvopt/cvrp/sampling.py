@@ -2,12 +2,12 @@
 
 This module is the pure-NumPy half: the Poisson tables, the Philox key of a seed, and the
 reference implementation of the stream (the oracle of the Numba sampler in
-:mod:`solvopt.cvrp.kernels_numba` and of the CUDA sampler in ``gpu/split.cu``). The kernels
+:mod:`solvopt.cvrp.kernels_numba` and of the CUDA sampler in ``gpu/cvrp.cu``). The kernels
 receive the tables and the key as plain arrays and integers.
 
 Every random demand is a pure function of (seed, scenario index w, customer): no generator
 state is carried between scenarios, so any chunking, thread count or device (Numba or CUDA,
-``gpu/split.cu`` implements the same stream) gives the same demands.
+``gpu/cvrp.cu`` implements the same stream) gives the same demands.
 
 The stream, exactly:
 

@@ -4,7 +4,7 @@
   soft capacity); stochastic split by the Numba kernels (SIMD blocks of scenarios, sampling
   fused into the kernel). The default on a machine without a GPU.
 - ``split-numpy``: the NumPy references (Bellman split; stochastic oracle, NumPy sampler).
-- ``split-cuda``: the stochastic split on a GPU (``gpu/split.cu``); the deterministic split, a
+- ``split-cuda``: the stochastic split on a GPU (``gpu/cvrp.cu``); the deterministic split, a
   single O(n) pass, stays on the CPU. Chosen by ``device="auto"`` when CuPy sees a device.
 
 What the statuses mean:
@@ -33,17 +33,16 @@ import numpy as np
 from solvopt.core.chunks import Z95, ChunkRun
 from solvopt.core.errors import ModelError
 from solvopt.core.options import Option, SolveOptions
-from solvopt.core.backend import gpu_available
+from solvopt.core.backend import CUDA_INSTALL_HINT
 from solvopt.core.progress import Progress
-from solvopt.core.registry import Availability, Solver, module_installed, register
+from solvopt.core.registry import Solver, register
 from solvopt.core.result import Result, Termination
 from solvopt.core.status import settle
 from solvopt.dsl.split import MAX_LOAD, Split, StochasticSplit, TourGeometry
-from solvopt.gpu import split as gpu_split
 
 from .deterministic import bellman_split, vidal_split
 from .sampling import poisson_tables
-from .stochastic import DEFAULT_CHUNK, CompiledStochasticSplit, run_scenarios
+from .stochastic import DEFAULT_CHUNK, KERNELS, CompiledStochasticSplit, run_scenarios
 
 OPTIMISED_DET = "split of the given tour"                      # what `optimal` is about: not the CVRP
 OPTIMISED_SAA = "expected split cost of the given tour"
@@ -239,16 +238,9 @@ class SplitCuda(_SplitSolver):
     kernel = "cuda"
     uses_cuda = True
     honours = frozenset({"device"})
-    requires_modules = ("cupy",)
     backend_packages = ("cupy-cuda12x",)
-    description = "stochastic CVRP split on a GPU (gpu/split.cu, fused Philox sampling); needs CuPy + a device"
-    install_hint = "pip install 'solvopt[gpu]' on a machine with an NVIDIA GPU"
-
-    @classmethod
-    def available(cls) -> Availability:
-        if not module_installed("cupy"):
-            return Availability.NOT_INSTALLED
-        return Availability.AVAILABLE if gpu_available() else Availability.NO_DEVICE
+    description = "stochastic CVRP split on a GPU (gpu/cvrp.cu, fused Philox sampling); needs CuPy + a device"
+    install_hint = CUDA_INSTALL_HINT
 
     def check_device(self, options: SolveOptions) -> None:
         if options.device == "cpu":
@@ -256,4 +248,4 @@ class SplitCuda(_SplitSolver):
 
     def run_scenarios(self, compiled, options: SolveOptions, keep: bool, deadline):
         run, stats = super().run_scenarios(compiled, options, keep, deadline)
-        return run, dict(stats, device=gpu_split.device_name())
+        return run, dict(stats, device=KERNELS.load("cuda").device_name())

@@ -37,11 +37,10 @@ from typing import Callable
 
 import numpy as np
 
+from solvopt.core.backend import Kernels
 from solvopt.core.chunks import ChunkPlan, ChunkRun, ScenarioStats, run_chunks
-from solvopt.core.errors import ModelError
 from solvopt.core.interrupt import stop_reason
 from solvopt.dsl.split import TourGeometry
-from solvopt.gpu import split as gpu_split
 
 from .sampling import PoissonTables, philox_key
 
@@ -49,6 +48,8 @@ DEFAULT_CHUNK = 1 << 20          # scenarios per chunk when the solve option ``c
 FIRST_PIECE = 1 << 10            # a CPU chunk runs its kernel in pieces from this size ...
 PIECE_SECONDS = 0.1              # ... doubled while a piece takes less than this, so a stop is seen between pieces
 NO_MATRIX = np.zeros((0, 0), dtype=np.int32)
+# the scenario kernel scenario_costs, three times with one signature (see solvopt.cvrp.kernels_numpy)
+KERNELS = Kernels(numpy="solvopt.cvrp.kernels_numpy", numba="solvopt.cvrp.kernels_numba", cuda="solvopt.gpu.cvrp")
 
 
 @dataclass(frozen=True)
@@ -101,18 +102,15 @@ class KernelBackend:
 
 
 def kernel_backend(name: str) -> KernelBackend:
-    """The backend called ``name``: "numpy" (the reference), "numba" or "cuda"."""
-    if name == "numpy":
-        from .kernels_numpy import scenario_costs
-        return KernelBackend("numpy", "cpu", scenario_costs)
-    if name == "numba":
-        from .kernels_numba import scenario_costs
-        return KernelBackend("numba", "cpu", scenario_costs)
-    if name == "cuda":
-        import cupy as cp   # optional: only the cuda backend needs it
-        return KernelBackend("cuda", "gpu", gpu_split.scenario_costs, to_device=cp.asarray,
-                             empty=lambda count: cp.empty(count, dtype=cp.float64), stats=gpu_split.chunk_stats)
-    raise ModelError(f"unknown scenario kernel backend {name!r} (numpy | numba | cuda)")
+    """The backend called ``name``: "numpy" (the reference), "numba", "cuda", or "auto" (CUDA when
+    CuPy sees a device here, else Numba: :func:`solvopt.core.backend.select_kernels`)."""
+    name = KERNELS.select(name)
+    module = KERNELS.load(name)
+    if name != "cuda":
+        return KernelBackend(name, "cpu", module.scenario_costs)
+    import cupy as cp   # optional: only the cuda backend needs it
+    return KernelBackend("cuda", "gpu", module.scenario_costs, to_device=cp.asarray,
+                         empty=lambda count: cp.empty(count, dtype=cp.float64), stats=module.chunk_stats)
 
 
 class ScenarioChunks:
@@ -128,9 +126,6 @@ class ScenarioChunks:
 
     def __init__(self, compiled: CompiledStochasticSplit, seed: int, backend: str, size: int, stride: int):
         self._args = (compiled, seed, backend, size, stride)
-        if backend == "auto":
-            from solvopt.core.backend import gpu_available
-            backend = "cuda" if gpu_available() else "numba"
         self.compiled, self.backend, self.stride, self.size = compiled, kernel_backend(backend), stride, size
         dev = self.backend.to_device
         tour0, entry, exit_, cap, lam, penalise = compiled.problem_arrays

@@ -6,7 +6,8 @@ plus how to move arrays to and from its device. The method mixins (:class:`Numpy
 common options it honours and how it builds its backend; family ``dp`` and family ``irp``
 combine them with their own solver base class, so both families offer the same methods with
 the same options without repeating them. ``device="auto"`` picks ``cuda`` when CuPy sees a
-device (``uses_cuda``), else the family default ``numba`` (the registry's choice).
+device (``uses_cuda``), else the family default ``numba`` (the registry's choice). The kernel
+modules are named once, in :data:`KERNELS`.
 """
 from __future__ import annotations
 
@@ -15,18 +16,17 @@ from typing import Callable
 
 import numpy as np
 
-from solvopt.core.backend import gpu_available
+from solvopt.core.backend import CUDA_INSTALL_HINT, Kernels
 from solvopt.core.errors import ModelError
 from solvopt.core.options import Option, SolveOptions
-from solvopt.core.registry import Availability, module_installed
-from solvopt.gpu import minplus                   # CuPy itself is imported only by a cuda run
 
-from . import kernels_numba, kernels_numpy   # Numba imported here, so Solver.run times its JIT compiles
 from .engine import ENGINE_OPTIONS
 
+# the min-plus forward pass, three times with one signature (see solvopt.dp.kernels_numpy)
+KERNELS = Kernels(numpy="solvopt.dp.kernels_numpy", numba="solvopt.dp.kernels_numba", cuda="solvopt.gpu.dp")
+kernels_numba = KERNELS.load("numba")      # Numba imported here, so Solver.run times only its JIT compiles
 CPU_SCHEDULES = kernels_numba.SCHEDULES
-GPU_SCHEDULES = minplus.SCHEDULES
-CUDA_INSTALL_HINT = "pip install 'solvopt[gpu]' on a machine with an NVIDIA GPU"
+GPU_SCHEDULES = KERNELS.load("cuda").SCHEDULES   # the launcher; CuPy itself is imported only by a cuda run
 
 
 @dataclass
@@ -56,7 +56,7 @@ def _check_cpu(method: str, options: SolveOptions) -> None:
 
 def numpy_backend(options: SolveOptions) -> Backend:
     _check_cpu("numpy", options)
-    return Backend("numpy", "cpu", kernels_numpy.forward)
+    return Backend("numpy", "cpu", KERNELS.load("numpy").forward)
 
 
 def numba_backend(options: SolveOptions) -> Backend:
@@ -80,15 +80,9 @@ def cuda_backend(options: SolveOptions) -> Backend:
     if options.device == "cpu":
         raise ModelError("method 'cuda' runs on the GPU; use 'numba' (or no method) with device='cpu'")
     import cupy as cp
-    return Backend("cuda", "gpu", minplus.forward, to_device=cp.asarray, to_host=cp.asnumpy, empty=cp.empty,
-                   synchronize=lambda: cp.cuda.Device().synchronize(),
+    return Backend("cuda", "gpu", KERNELS.load("cuda").forward, to_device=cp.asarray, to_host=cp.asnumpy,
+                   empty=cp.empty, synchronize=lambda: cp.cuda.Device().synchronize(),
                    options={"schedule": options.extra["schedule"]})
-
-
-def cuda_availability() -> Availability:
-    if not module_installed("cupy"):
-        return Availability.NOT_INSTALLED
-    return Availability.AVAILABLE if gpu_available() else Availability.NO_DEVICE
 
 
 class NumpyMethod:
@@ -126,7 +120,3 @@ class CudaMethod:
     install_hint = CUDA_INSTALL_HINT
     backend_packages = ("cupy-cuda12x",)
     make_backend = staticmethod(cuda_backend)
-
-    @classmethod
-    def available(cls) -> Availability:
-        return cuda_availability()

@@ -1,7 +1,7 @@
 """The NumPy reference of the min-plus forward recursion: the oracle the fast kernels are tested against.
 
 Signature shared by the three kernels (NumPy here, Numba in ``kernels_numba``, CUDA in
-``solvopt.gpu.minplus``); tensors as documented in :mod:`solvopt.dp.compiled`:
+``solvopt.gpu.dp``); tensors as documented in :mod:`solvopt.dp.compiled`:
 
     forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots) -> None
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvopt.core.backend import Kernels
 from solvopt.core.errors import ModelError
 from solvopt.core.memory import format_bytes, memory_budget
 
@@ -39,17 +40,14 @@ PASS_BLOCK_ENTRIES = 1 << 25
 # 1.84 GB resident; arcs, costs, integer costs, flow and the graph's distances)
 BYTES_PER_ARC = 90
 
+# the distance kernels, three times with one signature (see solvopt.transport.kernels_numpy)
+KERNELS = Kernels(numpy="solvopt.transport.kernels_numpy", numba="solvopt.transport.kernels_numba",
+                  cuda="solvopt.gpu.transport")
+
+
 def kernel_module(name: str):
     """The kernel set ``numpy`` (reference), ``numba`` or ``cuda`` (the CuPy twin)."""
-    if name == "numpy":
-        return kernels_numpy
-    if name == "numba":
-        from . import kernels_numba
-        return kernels_numba
-    if name == "cuda":
-        from solvopt.gpu import transport as kernels_cuda
-        return kernels_cuda
-    raise ValueError(f"unknown kernel set {name!r}")
+    return KERNELS.load(name)
 
 
 class Distances:
