@@ -20,23 +20,25 @@ construction, but its value is no longer quadratic in z, so it is estimated:
   with the standard error of the mean gain. It is relative to the policy class; fitting the
   deviation to the batch makes it err high, while the responses being local optima of L-BFGS-B
   makes it err low; no bound is claimed.
+
+The method that drives GDA over three such batches and builds the Result is
+:func:`solvopt.games.parametric_solvers.solve_sampled`; this module knows nothing of it.
 """
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from solvopt.core.backend import select_kernels
 from solvopt.core.errors import ModelError
-from solvopt.core.result import Result, SolutionStatus, Termination
 
-from .tracking import EquilibriumRun
+from .parametric import best_response, evaluate, lq_data, own_curvature
 
 TAIL = 1e-8                 # default horizon: gamma^horizon below this
 MAX_HORIZON = 5000
-STALL = 1e-10              # relative move of the gains between two checks below which GDA has stopped
+ENGINE_KERNELS = ("numpy", "numba")   # the engine's own methods (reference), solvopt.games.parametric_kernels
 BR_ITERATIONS = 60          # L-BFGS-B iterations per best response of the estimate
 
 
@@ -101,15 +103,15 @@ class SampledEngine:
     """What :func:`solvopt.games.parametric.gda` needs, from rollouts on one fixed batch."""
 
     def __init__(self, game, batch: Batch, kernel: str = "auto"):
-        from . import parametric_kernels
         self.game, self.batch = game, batch
-        if kernel == "auto":
-            kernel = "numba" if parametric_kernels.available() else "numpy"
-        self.kernel = kernel
+        self.kernel = select_kernels(kernel, ENGINE_KERNELS)     # auto: numba when installed
+        self.numba = None
+        if self.kernel == "numba":
+            from . import parametric_kernels
+            self.numba = parametric_kernels
         self.slices = list(game.slices)
         self.disc = game.discount ** np.arange(batch.noise.shape[0])
         self.onehot = np.eye(game.n_states)[batch.states[:-1]]         # (T, B, S)
-        from .parametric import lq_data
         self.lq = lq_data(game)
         self.curvature = [self._reward_curvature(i) for i in range(game.n_players)]
         # the range k(s) is kept in: the constant bounds, open where a bound moves with z
@@ -125,11 +127,10 @@ class SampledEngine:
 
     def evaluate(self, G, what="policy") -> Rollout:
         G = np.ascontiguousarray(G, dtype=float)
-        if self.kernel == "numba":
-            from .parametric_kernels import rollout
+        if self.numba is not None:
             g, b = self.game, self.batch
             with np.errstate(over="ignore", invalid="ignore"):
-                z, acts, inside, above, returns, Y, crossed = rollout(
+                z, acts, inside, above, returns, Y, crossed = self.numba.rollout(
                     G, b.states, b.z0, b.noise, g.lower, g.upper, g.lower_slope, g.upper_slope, g.state_matrix,
                     g.input_matrix, g.state_offset, g.linear, g.quadratic, g.state_linear, g.state_quadratic, g.cross,
                     self.disc)
@@ -181,11 +182,11 @@ class SampledEngine:
 
     def raw_gradient(self, ro: Rollout, weights) -> np.ndarray:
         """(S, D, n): the exact gradient of the batch mean of sum_i weights_i (discounted return of i)."""
-        if self.kernel == "numba":
-            from .parametric_kernels import reverse
+        if self.numba is not None:
             g, b = self.game, self.batch
-            return reverse(ro.G, b.states, ro.z, ro.actions, ro.inside, ro.above, g.state_matrix, g.input_matrix,
-                           g.lower_slope, g.upper_slope, *self._weighted(np.asarray(weights, dtype=float)), self.disc)
+            return self.numba.reverse(ro.G, b.states, ro.z, ro.actions, ro.inside, ro.above, g.state_matrix,
+                                      g.input_matrix, g.lower_slope, g.upper_slope,
+                                      *self._weighted(np.asarray(weights, dtype=float)), self.disc)
         return self.raw_gradient_numpy(ro, weights)
 
     def raw_gradient_numpy(self, ro: Rollout, weights) -> np.ndarray:
@@ -226,7 +227,6 @@ class SampledEngine:
         """-H(s)^{-1} E with H player i's own-action curvature from the exact engine of the same game
         without bounds at the unclipped gains (the clip only removes curvature), the last such H
         when those gains are unstable without the clip, -Q_ii(s) before any."""
-        from .parametric import evaluate, own_curvature
         try:
             ev = evaluate(self.lq, ro.G)
             H = own_curvature(self.lq, ev, i)
@@ -272,7 +272,6 @@ def sampled_best_response(engine: SampledEngine, G, i: int) -> np.ndarray:
 
     starts = [base[:, sl].ravel()]
     try:                                                             # the best response without the bounds
-        from .parametric import best_response
         starts.append(best_response(engine.lq, base, i).gains.ravel())
     except ModelError:
         pass
@@ -314,45 +313,3 @@ def estimate(engine: SampledEngine, G) -> Estimate:
         per_player.append(float(gain.mean()))
         devs.append(rows)
     return Estimate(float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(diff.size)), np.array(per_player), devs)
-
-
-def solve_sampled(game, options, G0, *, samples, horizon, tolerance, step, adversary_step, adversary_steps,
-                  check_every, decay) -> Result:
-    """GDA on the training batch; the iterate of smallest estimate on a second batch is re-estimated on
-    a third (so the reported figure carries no selection bias)."""
-    from .parametric import gda
-    from .parametric_solvers import POLICY_CLASS, solution_of
-    T = default_horizon(game) if horizon is None else horizon
-    seed = 0 if options.seed is None else int(options.seed)
-    train, select, report = (SampledEngine(game, draw_batch(game, samples, T, seed + k)) for k in range(3))
-    run = EquilibriumRun(options, tolerance)            # its limits and stop requests; no certified record
-    best = {"G": None, "value": np.inf, "last": None, "stalled": False}
-    history = []
-
-    def record(it, G):
-        est = estimate(select, G)
-        history.append([it, time.perf_counter() - run.start, est.value, est.stderr])
-        options.emit(f"iteration {it}: exploitability estimate {est.value:.3e} +- {est.stderr:.1e}")
-        if est.value < best["value"]:
-            best.update(G=G.copy(), value=est.value)
-        last, best["last"] = best["last"], G.copy()
-        # the iterate no longer moves: an equilibrium of the training batch; going on cannot lower the estimate
-        best["stalled"] = last is not None and np.max(np.abs(G - last)) <= STALL * max(1.0, np.max(np.abs(G)))
-        return est.value + 2 * est.stderr <= tolerance or best["stalled"], est.value
-
-    gda(train, run, G0, step=step, adversary_step=adversary_step, adversary_steps=adversary_steps,
-        check_every=check_every, decay=decay, record=record)
-    G = best["G"]
-    final = estimate(report, G)
-    done = final.value + 2 * final.stderr <= tolerance
-    term = Termination.FEASIBLE_WITHIN_GAP if done or best["stalled"] else (run.stopped or Termination.ITERATION_LIMIT)
-    message = ("stationary on the training batch: the estimate is mostly its sampling error (more samples lower it)"
-               if best["stalled"] and not done else "")
-    stats = {"exploitability_kind": "estimate", "exploitability_estimate": final.value,
-             "exploitability_stderr": final.stderr, "per_player_exploitability_estimate": final.per_player,
-             "policy_class": "clipped " + POLICY_CLASS, "samples": samples, "horizon": T, "history": history,
-             "iterations": history[-1][0] if history else 0, "tolerance": tolerance}
-    return Result(term, SolutionStatus.FEASIBLE, objective=None, bound=None, gap=None, solution=solution_of(game, G),
-                  message=message,
-                  stats=stats, guarantee="no certificate: the exploitability is an estimate over rollouts, relative to "
-                                         "clipped affine policies (stats['exploitability_estimate'] +- stderr)")

@@ -11,6 +11,7 @@ and the status never OPTIMAL.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -18,12 +19,14 @@ import numpy as np
 from solvopt.core.errors import ModelError
 from solvopt.core.options import Option, integer_at_least, non_negative_number, positive_number
 from solvopt.core.registry import Solver, register
+from solvopt.core.result import Result, SolutionStatus, Termination
 
 from . import parametric as pm
 from . import parametric_sampled as ps
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
 POLICY_CLASS = "affine: a = k(s) + K(s) z per finite state s"
+STALL = 1e-10              # relative move of the gains between two checks below which sampled GDA has stopped
 
 
 def start_gains(game, start) -> np.ndarray:
@@ -91,7 +94,7 @@ class AffineGDA(Solver):
                      check_every=x["check_every"])
         if sampled:
             # the tolerance is relative to the reward scale there too (the estimate is in reward units)
-            return ps.solve_sampled(game, options, G0, samples=x["samples"], horizon=x["horizon"],
+            return solve_sampled(game, options, G0, samples=x["samples"], horizon=x["horizon"],
                                     tolerance=x["tolerance"] * reward_scale(game), **steps)
         # the game divided by its reward scale: values of about 1 in any units (statuses settle on value / scale)
         scale = reward_scale(game)
@@ -145,3 +148,44 @@ def solution_of(game, G) -> dict:
     if G is None:
         return {}
     return {"gains": G, "players": {name: G[:, sl] for name, sl in zip(game.players, game.slices)}}
+
+
+def solve_sampled(game, options, G0, *, samples, horizon, tolerance, step, adversary_step, adversary_steps,
+                  check_every, decay) -> Result:
+    """The bounded-action solve (:mod:`solvopt.games.parametric_sampled`): GDA on the training batch;
+    the iterate of smallest estimate on a second batch is re-estimated on a third (so the reported
+    figure carries no selection bias)."""
+    T = ps.default_horizon(game) if horizon is None else horizon
+    seed = 0 if options.seed is None else int(options.seed)
+    train, select, report = (ps.SampledEngine(game, ps.draw_batch(game, samples, T, seed + k)) for k in range(3))
+    run = EquilibriumRun(options, tolerance)            # its limits and stop requests; no certified record
+    best = {"G": None, "value": np.inf, "last": None, "stalled": False}
+    history = []
+
+    def record(it, G):
+        est = ps.estimate(select, G)
+        history.append([it, time.perf_counter() - run.start, est.value, est.stderr])
+        options.emit(f"iteration {it}: exploitability estimate {est.value:.3e} +- {est.stderr:.1e}")
+        if est.value < best["value"]:
+            best.update(G=G.copy(), value=est.value)
+        last, best["last"] = best["last"], G.copy()
+        # the iterate no longer moves: an equilibrium of the training batch; going on cannot lower the estimate
+        best["stalled"] = last is not None and np.max(np.abs(G - last)) <= STALL * max(1.0, np.max(np.abs(G)))
+        return est.value + 2 * est.stderr <= tolerance or best["stalled"], est.value
+
+    pm.gda(train, run, G0, step=step, adversary_step=adversary_step, adversary_steps=adversary_steps,
+           check_every=check_every, decay=decay, record=record)
+    G = best["G"]
+    final = ps.estimate(report, G)
+    done = final.value + 2 * final.stderr <= tolerance
+    term = Termination.FEASIBLE_WITHIN_GAP if done or best["stalled"] else (run.stopped or Termination.ITERATION_LIMIT)
+    message = ("stationary on the training batch: the estimate is mostly its sampling error (more samples lower it)"
+               if best["stalled"] and not done else "")
+    stats = {"exploitability_kind": "estimate", "exploitability_estimate": final.value,
+             "exploitability_stderr": final.stderr, "per_player_exploitability_estimate": final.per_player,
+             "policy_class": "clipped " + POLICY_CLASS, "samples": samples, "horizon": T, "history": history,
+             "iterations": history[-1][0] if history else 0, "tolerance": tolerance}
+    return Result(term, SolutionStatus.FEASIBLE, objective=None, bound=None, gap=None, solution=solution_of(game, G),
+                  message=message,
+                  stats=stats, guarantee="no certificate: the exploitability is an estimate over rollouts, relative to "
+                                         "clipped affine policies (stats['exploitability_estimate'] +- stderr)")
