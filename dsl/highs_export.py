@@ -20,8 +20,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 
 from solvopt.core.errors import BackendUnavailable, ModelError
@@ -29,13 +33,16 @@ from solvopt.core.interrupt import stop_requested
 
 from .standard_form import StandardForm
 
+if TYPE_CHECKING:
+    from highspy import Highs
+
 HIGHS_INT_MAX = 2**31 - 1   # HighsInt is 32-bit in the highspy wheels
 
 _banner_shown = False
 
 
 @contextlib.contextmanager
-def _quiet_stdout():
+def _quiet_stdout() -> Iterator[None]:
     """Silence the C-level stdout (HiGHS prints its banner from C++ on the first Highs())."""
     try:
         fd = sys.stdout.fileno()
@@ -53,7 +60,7 @@ def _quiet_stdout():
         os.close(saved)
 
 
-def highspy_module(needed_by: str | None = None):
+def highspy_module(needed_by: str | None = None) -> ModuleType:
     """The ``highspy`` module, or BackendUnavailable naming what needs it (e.g. "method 'sbb'")."""
     try:
         import highspy
@@ -63,7 +70,7 @@ def highspy_module(needed_by: str | None = None):
     return highspy
 
 
-def new_highs():
+def new_highs() -> Highs:
     """A silent ``highspy.Highs`` (no banner on stdout, ``output_flag`` off: JSON output stays clean)."""
     global _banner_shown
     highspy = highspy_module()
@@ -74,10 +81,11 @@ def new_highs():
             h = highspy.Highs()
         _banner_shown = True
     h.setOptionValue("output_flag", False)
-    return h
+    highs: Highs = h
+    return highs
 
 
-def _interrupt_callbacks(h):
+def _interrupt_callbacks(h: Highs) -> list[Any]:
     from highspy import cb
     kinds = [cb.HighsCallbackType.kCallbackSimplexInterrupt, cb.HighsCallbackType.kCallbackIpmInterrupt,
              cb.HighsCallbackType.kCallbackMipInterrupt]
@@ -87,13 +95,13 @@ def _interrupt_callbacks(h):
     return [h.callbacks[int(k)] for k in kinds]
 
 
-def _stop_check(event) -> None:
+def _stop_check(event: Any) -> None:
     # set both ways: HiGHS keeps the flag from an earlier interrupted run of the same Highs
     event.interrupt(stop_requested())
 
 
 @contextlib.contextmanager
-def watch_interrupt(h):
+def watch_interrupt(h: Highs) -> Iterator[None]:
     """While inside, runs of ``h`` stop (model status ``kInterrupt``) once a stop is requested.
 
     A stop request is Ctrl-C or :func:`solvopt.core.interrupt.request_stop`. HiGHS checks it at
@@ -113,21 +121,21 @@ def watch_interrupt(h):
             event.unsubscribe(_stop_check)
 
 
-def was_interrupted(h) -> bool:
+def was_interrupted(h: Highs) -> bool:
     """True when the last run of ``h`` stopped because of a user interrupt."""
     highspy = highspy_module()
     return h.getModelStatus() in (highspy.HighsModelStatus.kInterrupt, highspy.HighsModelStatus.kHighsInterrupt)
 
 
-def _int32(values: np.ndarray) -> np.ndarray:
-    return values if values.dtype == np.int32 else values.astype(np.int32)
+def _int32(values: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int32]:
+    return values.astype(np.int32, copy=False)  # no copy when already int32
 
 
-def _float64(values) -> np.ndarray:
+def _float64(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return np.ascontiguousarray(values, dtype=np.float64)
 
 
-def colwise_matrix(A) -> sp.csc_matrix:
+def colwise_matrix(A: Any) -> sp.csc_matrix:
     """``A`` column-wise with each entry once (the caller's matrix is never modified)."""
     if A.format != "csc":
         A = A.tocsc()             # a fresh matrix: free to sum duplicates in place
@@ -137,7 +145,7 @@ def colwise_matrix(A) -> sp.csc_matrix:
     return A
 
 
-def load_standard_form(h, sf: StandardForm, keep_names: bool = False) -> None:
+def load_standard_form(h: Highs, sf: StandardForm, keep_names: bool = False) -> None:
     """Pass the whole model to HiGHS: one column-wise ``passModel`` on arrays, then the Hessian.
 
     ``keep_names`` also passes variable and row names (for writing MPS/LP files). MIQPs load

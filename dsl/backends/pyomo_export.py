@@ -13,21 +13,27 @@ from __future__ import annotations
 
 import math
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+import numpy.typing as npt
 
 from solvopt.core.errors import BackendUnavailable, ModelError
 
-from ..expr import QuadExpr, widen
+from ..expr import LinExpr, QuadExpr, widen
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 
-def _index(shape: tuple) -> list:
+def _index(shape: tuple[int, ...]) -> list[Any]:
     """Pyomo indices of an array of ``shape`` in C order: ints for 1-D, tuples beyond."""
     if len(shape) == 1:
         return list(range(shape[0]))
     return list(np.ndindex(*shape))
 
 
-def _component_name(pm, name: str) -> str:
+def _component_name(pm: Any, name: str) -> str:
     """``name``, or ``name_``, ``name__``, ... when Pyomo reserves it or the model already holds it."""
     out = name
     while hasattr(pm, out):
@@ -35,7 +41,7 @@ def _component_name(pm, name: str) -> str:
     return out
 
 
-def to_pyomo(model):
+def to_pyomo(model: Model) -> Any:
     try:
         import pyomo.environ as pyo
     except ImportError:
@@ -43,7 +49,7 @@ def to_pyomo(model):
                                  "pip install 'solvopt[pyomo]'") from None
     pm = pyo.ConcreteModel(name=model.name)
     names: dict[tuple[str, str], str] = {}
-    columns: list = [None] * model.num_vars
+    columns: list[Any] = [None] * model.num_vars
     for v in model.vars:
         domain = {"continuous": pyo.Reals, "binary": pyo.Binary, "integer": pyo.Integers}[v.vtype]
         index = _index(v.shape) if v.shape else [None]
@@ -58,7 +64,7 @@ def to_pyomo(model):
             columns[v.start + k] = comp
     n = model.num_vars
 
-    def rows_of(expr):
+    def rows_of(expr: LinExpr | QuadExpr) -> list[Any]:
         """Pyomo expressions for every element of a LinExpr or QuadExpr (floats where no variable is left)."""
         lin = expr.lin if isinstance(expr, QuadExpr) else expr
         coef = widen(lin.coef, n).tocsr()
@@ -92,7 +98,7 @@ def to_pyomo(model):
     return pm
 
 
-def _relation(pyo, body, sense: str, where: str):
+def _relation(pyo: Any, body: Any, sense: str, where: str) -> Any:
     """``body sense 0`` as a Pyomo relation; a row without variables is skipped when it holds."""
     if isinstance(body, float):
         holds = body <= 1e-9 if sense == "<=" else body >= -1e-9 if sense == ">=" else abs(body) <= 1e-9
@@ -106,7 +112,7 @@ def _relation(pyo, body, sense: str, where: str):
     return body == 0
 
 
-def _component(model, pm, kind: str, name: str):
+def _component(model: Model, pm: Any, kind: str, name: str) -> Any:
     names = getattr(pm, "solvopt_names", None)
     if names is None:
         raise ModelError("this Pyomo model was not made by Model.to_pyomo() (it has no solvopt_names)")
@@ -115,7 +121,7 @@ def _component(model, pm, kind: str, name: str):
     return getattr(pm, names[(kind, name)])
 
 
-def read_pyomo_values(model, pm) -> np.ndarray:
+def read_pyomo_values(model: Model, pm: Any) -> npt.NDArray[np.float64]:
     """The full variable vector from a solved Pyomo export (None values become NaN)."""
     x = np.full(model.num_vars, np.nan)
     for v in model.vars:
@@ -128,7 +134,7 @@ def read_pyomo_values(model, pm) -> np.ndarray:
     return x
 
 
-def read_pyomo_duals(model, pm) -> dict[str, np.ndarray] | None:
+def read_pyomo_duals(model: Model, pm: Any) -> dict[str, npt.NDArray[np.float64]] | None:
     """Per linear constraint name, its flat duals from the export's ``dual`` Suffix (None without one).
 
     Rows Pyomo skipped (no variables) and rows without a dual read NaN.
