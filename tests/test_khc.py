@@ -20,7 +20,8 @@ from solvopt.core.result import SolutionStatus, Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.io import read_instance
 from solvopt.khc import bnb as bnb_module
-from solvopt.khc.bnb import _smallest_eigenvalue, solve_bnb
+from solvopt.khc.bnb import solve_bnb
+from solvopt.khc.bnb_kernel import _smallest_eigenvalue
 from solvopt.khc.geometry import assignment_cost, cluster_plane, fit_planes, khc_solution, point_distances
 from solvopt.khc.heuristics import ClusterStats, kplane, local_search
 

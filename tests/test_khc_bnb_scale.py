@@ -24,10 +24,10 @@ from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc import bnb
-from solvopt.khc.bnb import (LOOKAHEAD, SPLIT_FROM, SPLIT_SHARE, _joint_increase, _joint_increase_pairs, _pair_shares,
-                             _pick_point, _placement_row, _smallest_from_below, _spectrum_from_smallest, solve_bnb,
-                             split_starts)
-from solvopt.khc.bounds import MU_STEPS, _spectrum, charge_bound
+from solvopt.khc.bnb import SPLIT_FROM, SPLIT_SHARE, solve_bnb, split_starts
+from solvopt.khc.bnb_kernel import (LOOKAHEAD, _joint_increase, _joint_increase_pairs, _pair_shares, _pick_point,
+                                    _placement_row, _smallest_from_below, _spectrum_from_smallest)
+from solvopt.khc.bounds import MU_STEPS, charge_bound, spectrum
 
 from conftest import PROMPT
 from khc_planted import planted
@@ -58,7 +58,7 @@ def test_spectrum_matches_numpy(n):
         S = centred.T @ centred
         values, vectors = np.linalg.eigh(S)
         scale = max(1.0, float(np.abs(S).max()))
-        lam1, gap = _spectrum(S, n, q, jac)
+        lam1, gap = spectrum(S, n, q, jac)
         assert abs(lam1 - values[0]) <= 1e-12 * scale
         assert abs(gap - (values[1] - values[0])) <= 1e-12 * scale
         assert abs(np.linalg.norm(q) - 1.0) <= 1e-12
@@ -73,7 +73,7 @@ def _scatter(rng, n=3):
 
 
 def test_smallest_eigenvalue_by_newton_from_below_matches_numpy():
-    """The children's smallest eigenvalue (bnb._smallest_from_below): Newton's method from any
+    """The children's smallest eigenvalue (bnb_kernel._smallest_from_below): Newton's method from any
     lower bound reaches numpy's value to 1e-12 of the scale, or says it did not converge."""
     rng = np.random.default_rng(5)
     converged = 0
@@ -98,7 +98,7 @@ def test_smallest_eigenvalue_by_newton_from_below_matches_numpy():
 
 
 def test_spectrum_from_the_smallest_eigenvalue_matches_numpy():
-    """bnb._spectrum_from_smallest: the gap and the smallest eigenvector from lambda_1 alone, to
+    """bnb_kernel._spectrum_from_smallest: the gap and the smallest eigenvector from lambda_1 alone, to
     1e-12 of the scale (the margin of bounds.py covers that), or -1 near a double eigenvalue."""
     rng = np.random.default_rng(6)
     q = np.zeros(3)
@@ -114,7 +114,7 @@ def test_spectrum_from_the_smallest_eigenvalue_matches_numpy():
         assert abs(gap - (values[1] - values[0])) <= 1e-12 * scale
         assert abs(np.linalg.norm(q) - 1.0) <= 1e-12
         assert np.linalg.norm(S @ q - values[0] * q) <= 1e-12 * scale
-    assert resolved >= 350  # the rest have gap <= 1e-4 s (axes scaled by up to 10^6 apart): _spectrum then
+    assert resolved >= 350  # the rest have gap <= 1e-4 s (axes scaled by up to 10^6 apart): spectrum then
     S = np.diag([1.0, 1.0, 5.0])  # a double smallest eigenvalue: the vector is not determined
     assert _spectrum_from_smallest(S, 1.0, q) == -1.0
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from solvopt.dsl import HyperplaneClustering
-from solvopt.khc.bnb import _smallest_eigenvalue, _smallest_eigenvalue_work
+from solvopt.khc.bnb_kernel import _smallest_eigenvalue, _smallest_eigenvalue_work
 
 ROOT = Path(__file__).resolve().parents[1]
 SR10 = ROOT / "instances" / "khc" / "sr_10_2_2_1022.dat"
@@ -33,7 +33,7 @@ from numba.core.registry import CPUDispatcher
 import solvopt
 from solvopt.dsl import HyperplaneClustering
 from solvopt.io import read_instance
-import solvopt.khc.bnb, solvopt.khc.brute_force, solvopt.khc.geometry, solvopt.khc.heuristics
+import solvopt.khc.bnb_kernel, solvopt.khc.brute_force, solvopt.khc.geometry, solvopt.khc.heuristics
 
 spec = json.loads(sys.argv[1])
 if "path" in spec:
@@ -43,7 +43,7 @@ else:
     model = HyperplaneClustering(points, spec["k"])
 result = model.solve("bnb", **spec.get("options", {}))
 dispatchers = {}
-for module in (solvopt.khc.bnb, solvopt.khc.brute_force, solvopt.khc.geometry, solvopt.khc.heuristics):
+for module in (solvopt.khc.bnb_kernel, solvopt.khc.brute_force, solvopt.khc.geometry, solvopt.khc.heuristics):
     for name, obj in vars(module).items():
         if isinstance(obj, CPUDispatcher):
             dispatchers[f"{module.__name__}.{name}"] = [str(sig) for sig in obj.signatures]
@@ -78,12 +78,12 @@ def test_readme_solve_compiles_each_kernel_once_and_reports_compile_time(tmp_pat
     out = _cold_solve(tmp_path, {"path": str(SR10)})
     compiled = _assert_one_signature_each(out)
     _assert_compile_time_reported(out["stats"])
-    assert "solvopt.khc.bnb._search" in compiled
+    assert "solvopt.khc.bnb_kernel._search" in compiled
     # lazy compilation: the static order never compiles the dynamic order's point picker (inlined
     # into the kernel; its joint bound is the one function of its own it calls)
-    assert "solvopt.khc.bnb._joint_increase" not in compiled
+    assert "solvopt.khc.bnb_kernel._joint_increase" not in compiled
     # n = 2: the eigenvalue kernel is the closed-form specialisation (no Jacobi scratch)
-    assert compiled["solvopt.khc.bnb._smallest_eigenvalue_work"][0].endswith("none)")
+    assert compiled["solvopt.khc.bnb_kernel._smallest_eigenvalue_work"][0].endswith("none)")
     assert out["termination"] == "OPTIMAL"
     assert out["objective"] == pytest.approx(0.267985283, rel=1e-8)
 
@@ -92,8 +92,8 @@ def test_dynamic_order_n3_run_compiles_each_kernel_once(tmp_path):
     out = _cold_solve(tmp_path, {"m": 11, "n": 3, "k": 2, "seed": 3, "options": {"order": "dynamic"}})
     compiled = _assert_one_signature_each(out)
     _assert_compile_time_reported(out["stats"])
-    assert "solvopt.khc.bnb._joint_increase" in compiled
-    assert not compiled["solvopt.khc.bnb._smallest_eigenvalue_work"][0].endswith("none)")
+    assert "solvopt.khc.bnb_kernel._joint_increase" in compiled
+    assert not compiled["solvopt.khc.bnb_kernel._smallest_eigenvalue_work"][0].endswith("none)")
 
 
 # --- the Jacobi eigenvalue solver that replaced LAPACK in the kernels -----------------------------

@@ -24,7 +24,8 @@ from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc import parallel
-from solvopt.khc.bnb import DollSearch, branching_order, solve_bnb
+from solvopt.khc.bnb import branching_order, solve_bnb
+from solvopt.khc.bnb_kernel import DollSearch
 from solvopt.khc.brute_force import solve_brute_force
 from solvopt.khc.geometry import assignment_cost
 from solvopt.khc.parallel import ParallelSearch, default_threads

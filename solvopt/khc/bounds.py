@@ -27,7 +27,7 @@ most lambda_1 + g (test vector (z2, -z1)), so
     tr = g + beta |v|^2
 
 (exact for n = 2). One dot product per point and cluster, no eigenproblem. The spectrum of S_j
-(:func:`_spectrum`: closed form for n = 2, Jacobi with accumulated rotations above) is computed
+(:func:`spectrum`: closed form for n = 2, Jacobi with accumulated rotations above) is computed
 once per node and cluster. Rounding: with computed eigenpairs the residual S q - lambda_1 q is a
 few eps ||S||, and T built from them differs from a true minorant of S by at most that
 (in the Loewner order: an eigenvector off by an angle a moves T by g sin a, and sin a is at most
@@ -181,7 +181,7 @@ def smallest_vector_3(S, lam1, q):
 
 
 @njit(cache=True)
-def _spectrum(S, n, q, jac):
+def spectrum(S, n, q, jac):
     """(lambda_1, lambda_2 - lambda_1) of the symmetric n x n S and a unit eigenvector q of lambda_1.
 
     n <= 2 in closed form. n = 3 by the trigonometric formula (eigenvalues q + 2 p cos(phi + 2 pi i / 3),
@@ -261,7 +261,7 @@ def charge_bound(X, e, k, cnt, mean, S, base, R, target, spec, psi, jac):
         if cnt[j] < n:  # a plane passes through A_j and any point: every charge is 0
             return plain, False
     for j in range(k):
-        lam1, gap = _spectrum(S[j], n, spec[j], jac)
+        lam1, gap = spectrum(S[j], n, spec[j], jac)
         spec[j, n] = gap
         trace = 0.0
         for a in range(n):

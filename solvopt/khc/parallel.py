@@ -1,6 +1,6 @@
 """bnb on several cores: one search tree shared out between threads running the nogil kernel.
 
-:class:`ParallelSearch` is a drop-in for :class:`~solvopt.khc.bnb.DollSearch` (the same ``run``,
+:class:`ParallelSearch` is a drop-in for :class:`~solvopt.khc.bnb_kernel.DollSearch` (the same ``run``,
 ``open_nodes``, ``bound``, ``nodes``, ``incumbent`` and ``incumbent_assignment``) that searches
 one problem with ``threads`` workers:
 
@@ -16,7 +16,7 @@ one problem with ``threads`` workers:
    count and the incumbent read then are exact, and the caller checks its limits there.
 3. **Work sharing.** When fewer subtrees are queued than threads, paused searches (the largest
    first) hand the open children of their shallowest open level to the queue
-   (:meth:`~solvopt.khc.bnb.DollSearch.split_open`), so no thread idles behind a long subtree
+   (:meth:`~solvopt.khc.bnb_kernel.DollSearch.split_open`), so no thread idles behind a long subtree
    for more than a window.
 
 **The shared incumbent.** Every search prunes against min(its own incumbent, ``shared[0]``),
@@ -50,7 +50,7 @@ import time
 import numpy as np
 
 from ..core.interrupt import stop_requested
-from .bnb import DollSearch, own_cache_lines
+from .bnb_kernel import DollSearch, own_cache_lines
 
 FRONTIER_PER_THREAD = 16   # subtrees in the first queue per thread (more: better balance, more replays)
 WINDOW_SECONDS = 0.25      # a run call returns after at most about this (the caller checks its limits)
