@@ -2,8 +2,8 @@
 
 The NumPy methods of the engine are the reference (the tests compare both on the same inputs);
 these loops do the same arithmetic one rollout at a time, without the per-step array overhead
-that dominates NumPy at small c and D. Numba is optional: :func:`available` says whether it
-imports, and the engine falls back to NumPy otherwise.
+that dominates NumPy at small c and D. Numba is optional: without it the engine runs its NumPy
+methods (``kernel="auto"`` resolves through :func:`solvopt.core.backend.select_kernels`).
 """
 from __future__ import annotations
 
@@ -13,10 +13,6 @@ try:
     import numba
 except ImportError:          # pragma: no cover - numba is optional
     numba = None
-
-
-def available() -> bool:
-    return numba is not None
 
 
 def _jit(fn):
