@@ -10,7 +10,10 @@ constraints: its total time (problem built, JAX compilation, solve), its time wi
 compilation (its own ``stats.elapsed_time - stats.jax_jit_time``), and its point certified by
 *our* exploitability and by scipy's regrets. Ratios: ours / nashopt's total and / nashopt without JIT.
 
-    python benchmarks/games_gnep.py [--time-limit 60] [--only A.13 A.16a]
+    python benchmarks/games_gnep.py [--time-limit 60] [--only A.13 A.16a] [--no-nashopt]
+
+For one core, pin the process (both solvers then run on it):
+``OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/games_gnep.py``.
 
 Writes ``benchmarks/results/games_gnep.json`` and ``.md``. Single runs on whatever machine runs it
 (the date, the load and the CPU count are in the files): times are indicative.
@@ -110,14 +113,17 @@ def _fmt(v, spec=".2e"):
 
 def markdown(meta, rows) -> str:
     lines = ["# Facchinei-Kanzow GNEP library: solvopt (default method) and nashopt", "",
-             f"Run {meta['date']} on {meta['machine']} ({meta['cpus']} CPUs, load average {meta['load']}), "
+             f"Run {meta['date']} on {meta['machine']} ({meta['cpus']} CPUs, {meta.get('usable_cpus', '?')} usable by "
+             f"the run, load average {meta['load']}), "
              f"our time limit {meta['time_limit']} s per instance. Command: `{meta['command']}`.", "",
              "Ours: wall time, status, certified exploitability (an upper bound; absolute, in the problem's payoff "
              "units), VE gap, first time the certified exploitability was <= 1e-6, the largest regret scipy's "
              "best responses (SLSQP over the original constraints) find at our point, and the max-norm distance "
              "to the appendix's published point. nashopt: total time of one call (problem built, JAX compiled, "
              "solved), time without the JIT compilation, its point's exploitability by our certificate, scipy's "
-             "regret there and its distance to the published point. ratio = our wall time / nashopt's.", "",
+             "regret there and its distance to the published point. ratio = our wall time / nashopt's. scipy's points are "
+             "accepted within 1e-9 of the constraints, so where a constraint binds its regret may exceed our certified "
+             "bound by up to the utility's slope times 1e-9 (A.16: slope about 28).", "",
              "| problem | n | ours: time (s) | status | exploitability | VE gap | to 1e-6 (s) | scipy regret | "
              "dist. published | nashopt total (s) | w/o JIT (s) | nashopt exploit. | nashopt regret | "
              "nashopt dist. | ratio total | ratio w/o JIT |",
@@ -158,6 +164,14 @@ def markdown(meta, rows) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _command(args) -> str:
+    pin = len(os.sched_getaffinity(0)) == 1
+    threads = os.environ.get("OMP_NUM_THREADS")
+    return ((f"OMP_NUM_THREADS={threads} " if threads else "") + ("taskset -c 0 " if pin else "")
+            + "python benchmarks/games_gnep.py" + (f" --time-limit {args.time_limit:g}" if args.time_limit != 60.0 else "")
+            + (" --no-nashopt" if args.no_nashopt else ""))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=60.0)
@@ -185,10 +199,9 @@ def main(argv=None):
                 print(f"{name:6s} nashopt {anchor}", flush=True)
         rows.append(row)
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "load": " ".join(f"{v:.1f}" for v in os.getloadavg()),
+            "cpus": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0)), "load": " ".join(f"{v:.1f}" for v in os.getloadavg()),
             "time_limit": args.time_limit, "python": sys.version.split()[0],
-            "command": "python benchmarks/games_gnep.py" + (f" --time-limit {args.time_limit:g}"
-                                                           if args.time_limit != 60.0 else "")}
+            "command": _command(args)}
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
