@@ -26,14 +26,16 @@ Bad data (wrong types, shapes, NaN, complex or non-numeric values) raises ``Mode
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from solvopt.core.errors import ModelError
 
 from .family import FamilyModel
-from .arrays import float_array
+from .arrays import FloatArray, float_array
 
 DEFAULT_SCENARIOS = 1000      # Poisson scenarios when ``scenarios`` is not given
 MAX_DEMAND = 2 ** 53          # demands (and Poisson means) beyond this are not exact integers in float64
@@ -45,9 +47,9 @@ class InventoryReinsertion(FamilyModel):
     family = "irp"
 
     def __init__(self, horizon: int, max_level: int, start_level: int, holding_cost: float,
-                 insertion_costs: Sequence, route_slack: Sequence | None = None,
+                 insertion_costs: Sequence[Any], route_slack: Sequence[Any] | None = None,
                  supplier_holding_cost: float = 0.0, stockout_penalty: float | None = None,
-                 capacity_penalty: float | None = None, demand=None, mean_demand=None,
+                 capacity_penalty: float | None = None, demand: Any = None, mean_demand: Any = None,
                  scenarios: int | None = None, name: str = "customer", customer: int | None = None):
         self.horizon = _positive_int(horizon, "horizon")
         self.max_level = _positive_int(max_level, "max_level")
@@ -72,9 +74,9 @@ class InventoryReinsertion(FamilyModel):
         self.customer = customer
         if demand is None and scenarios is None:
             scenarios = DEFAULT_SCENARIOS
-        self.demand, self.mean_demand = self._demand(demand, mean_demand, scenarios)
-        self.scenarios = self.demand.shape[0] if self.demand is not None else int(scenarios)
+        self.demand, self.mean_demand, self.scenarios = self._demand(demand, mean_demand, scenarios)
         mean = self.mean_demand if self.demand is None else self.demand.mean(axis=0)
+        assert mean is not None  # _demand gives the matrix or the means
         if stockout_penalty is None:
             dearest = max(float(c.max()) for c in self.insertion_costs)
             stockout_penalty = max(10 * self.holding_cost, 2 * dearest / max(1.0, float(np.mean(mean))))
@@ -82,7 +84,9 @@ class InventoryReinsertion(FamilyModel):
         self.capacity_penalty = _nonnegative(self.stockout_penalty if capacity_penalty is None else capacity_penalty,
                                              "capacity_penalty")
 
-    def _demand(self, demand, mean_demand, scenarios):
+    def _demand(self, demand: Any, mean_demand: Any, scenarios: int | None
+                ) -> tuple[npt.NDArray[np.int64] | None, FloatArray | None, int]:
+        """(demand matrix, None, its rows) or (None, Poisson means per day, scenarios), validated."""
         if (demand is None) == (mean_demand is None):
             raise ModelError("give either a demand matrix (W, T) or mean_demand with scenarios (Poisson)")
         if demand is not None:
@@ -97,10 +101,10 @@ class InventoryReinsertion(FamilyModel):
                 raise ModelError(f"demand values must be at most 2**53 (exact integers), got {d.max():.6g}")
             if scenarios is not None and scenarios != d.shape[0]:
                 raise ModelError(f"scenarios={scenarios} but the demand matrix has {d.shape[0]} rows")
-            return d.astype(np.int64), None
-        mean = float_array(mean_demand, "mean_demand")
-        mean = np.broadcast_to(mean, (self.horizon,)).copy() if mean.ndim in (0, 1) and mean.size in (1, self.horizon) \
-            else None
+            return d.astype(np.int64), None, d.shape[0]
+        given = float_array(mean_demand, "mean_demand")
+        mean = np.broadcast_to(given, (self.horizon,)).copy() \
+            if given.ndim in (0, 1) and given.size in (1, self.horizon) else None
         if mean is None or not np.all(np.isfinite(mean)) or np.any(mean < 0):
             raise ModelError(f"mean_demand must be a number >= 0 or {self.horizon} of them, got {mean_demand!r}")
         if np.any(mean > MAX_DEMAND):
@@ -108,10 +112,10 @@ class InventoryReinsertion(FamilyModel):
                              f"got {mean.max():.6g}")
         if not (isinstance(scenarios, (int, np.integer)) and scenarios >= 1):
             raise ModelError(f"Poisson demand needs scenarios >= 1, got {scenarios!r}")
-        return None, mean
+        return None, mean, int(scenarios)
 
 
-def _int(value, what: str) -> int:
+def _int(value: Any, what: str) -> int:
     try:
         ok = not isinstance(value, (bool, np.bool_)) and float(value).is_integer()
     except (TypeError, ValueError, OverflowError):
@@ -121,14 +125,14 @@ def _int(value, what: str) -> int:
     return int(value)
 
 
-def _positive_int(value, what: str) -> int:
+def _positive_int(value: Any, what: str) -> int:
     v = _int(value, what)
     if v < 1:
         raise ModelError(f"{what} must be >= 1, got {value!r}")
     return v
 
 
-def _nonnegative(value, what: str) -> float:
+def _nonnegative(value: Any, what: str) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -138,8 +142,8 @@ def _nonnegative(value, what: str) -> float:
     return v
 
 
-def _per_day(values, horizon: int, what: str, allow_inf: bool = False,
-             allow_negative: bool = False) -> list[np.ndarray]:
+def _per_day(values: Any, horizon: int, what: str, allow_inf: bool = False,
+             allow_negative: bool = False) -> list[FloatArray]:
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
         raise ModelError(f"{what} needs one array per day ({horizon}), got {type(values).__name__} {values!r}")
     if len(values) != horizon:

@@ -94,7 +94,7 @@ class Solver:
         raise NotImplementedError
 
     @classmethod
-    def check_honoured(cls, kwargs: dict) -> None:
+    def check_honoured(cls, kwargs: dict[str, Any]) -> None:
         """An option the method does not act on is an error naming the methods that do."""
         for key, value in kwargs.items():
             if value is None:  # None is every option's "not set"
@@ -107,12 +107,12 @@ class Solver:
                 raise ModelError(f"option {key!r} does not apply to method {cls.family}/{cls.name}{where}")
 
     @classmethod
-    def parse(cls, kwargs: dict) -> SolveOptions:
+    def parse(cls, kwargs: dict[str, Any]) -> SolveOptions:
         cls.check_honoured(kwargs)
         return parse_options(kwargs, cls.options, where=f"{cls.family}/{cls.name}")
 
     @classmethod
-    def run(cls, compiled: Any, **kwargs) -> Result:
+    def run(cls, compiled: Any, **kwargs: Any) -> Result:
         """Parse options, solve under the Ctrl-C guard, and stamp family, method, time, options, versions.
 
         A Ctrl-C stops the solve (solvers poll :func:`~solvopt.core.interrupt.stop_requested`)
@@ -140,7 +140,7 @@ class Solver:
     @classmethod
     def versions(cls) -> dict[str, str | None]:
         from solvopt import __version__
-        out = {"solvopt": __version__}
+        out: dict[str, str | None] = {"solvopt": __version__}
         for pkg in cls.backend_packages:
             out[pkg] = package_version(pkg)
         return out
@@ -205,7 +205,7 @@ def get_solver(family: str, method: str | None = None, device: str | None = None
     return pick[0]
 
 
-def compile_and_run(solver: type[Solver], model: Any, **options) -> Result:
+def compile_and_run(solver: type[Solver], model: Any, **options: Any) -> Result:
     """Compile ``model`` for ``solver`` and run it, all under the Ctrl-C guard.
 
     The compile time is part of the result's wall time and reported as ``stats["build_time"]``;
@@ -230,6 +230,6 @@ def interrupted_before_solving(family: str, method: str) -> Result:
                   message="interrupted before the solver held a solution")
 
 
-def solve(family: str, compiled: Any, method: str | None = None, **kwargs) -> Result:
+def solve(family: str, compiled: Any, method: str | None = None, **kwargs: Any) -> Result:
     """Solve a family's compiled form with the chosen (or default) method."""
     return get_solver(family, method, kwargs.get("device")).run(compiled, **kwargs)
