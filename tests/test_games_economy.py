@@ -182,3 +182,20 @@ def test_utility_units_do_not_move_the_run(method):
         assert r.objective == pytest.approx(runs[0].objective, rel=1e-9)
         assert np.allclose(r.solution["prices"], runs[0].solution["prices"], rtol=1e-9)
         assert np.allclose(r.solution["portfolio"], runs[0].solution["portfolio"], rtol=1e-9, atol=1e-12)
+
+
+def test_states_that_never_occur_do_not_cap_the_holdings():
+    # The chain starts in world state 0 only and then stays in world state 1. The start state of
+    # world state 1 never occurs; it used to be part of the pair chain, and its budget (no holdings
+    # carried) capped what the stationary best response may hold in world state 1 at
+    # endowment value / asset price, 0.1 here, instead of what is affordable after the start.
+    e = np.array([[[1.0, 1.0], [1.2, 1.2]], [[0.05, 0.05], [0.06, 0.06]]])
+    econ = MarkovExchangeEconomy(("cobb_douglas", [[0.5, 0.5], [0.5, 0.5]]), e,
+                                 [[0.0, 1.0], [0.0, 1.0]], 0.9, initial=[1.0, 0.0], asset_returns=[[0.0], [3.0]],
+                                 holding_limit=10.0, borrowing_limit=10.0, asset_price_max=1.0, price_sum=2.0)
+    chain = ec.pair_chain(econ)
+    assert [(int(v), int(w)) for v, w in zip(chain.prev, chain.world)] == [(-1, 0), (0, 1), (1, 1)]
+    p, q = np.ones((3, 2)), np.ones((3, 1))
+    _, _, y = ec.consumer_best_value(econ, chain, p, q, ec.bang_per_buck(econ, p))
+    # start: invest the endowment value (2 or 2.4); then everything affordable: 0.1 (0.12) + 3 x that
+    assert np.allclose(y[:, :, 0], [[2.0, 2.4], [6.1, 7.32]])

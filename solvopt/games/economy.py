@@ -2,8 +2,9 @@
 
 **States.** Assets bought in world state w pay R(w') in the next world state w', so a consumer's
 budget depends on the world state it came from. The Markov state is therefore the pair
-s = (previous world state v, world state w), plus one start state (-, w) per world state (no
-holdings yet); it moves (v, w) -> (w, w') with probability T(w, w'). Prices p(s), q(s) and
+s = (previous world state v, world state w), plus one start state (-, w) per world state mu puts
+weight on (no holdings yet); it moves (v, w) -> (w, w') with probability T(w, w'), and only the
+pair states reachable from the start states are kept. Prices p(s), q(s) and
 consumption x_i(s) depend on s; the portfolio y_i(w) bought now depends on the current world
 state w (it is what the next state's budget sees, so the pair chain stays Markov). The chain is
 exogenous — no action moves it — so the discounted occupancy d(s) from mu is fixed.
@@ -51,16 +52,29 @@ class PairChain:
 
 
 def pair_chain(econ) -> PairChain:
+    """The pair states the chain can be in: the start states (-, w) of the world states mu puts
+    weight on and the pairs reachable from them (a state that never occurs carries no budget: a
+    start state of a world state mu leaves out would otherwise cap that world state's holdings by
+    what is affordable with no holdings carried). Start states come first."""
     T, W = econ.transitions, econ.n_world
-    pairs = [(-1, w) for w in range(W)] + [(v, w) for v in range(W) for w in range(W) if T[v, w] > 0]
+    pairs = [(-1, w) for w in range(W) if econ.initial[w] > 0]
     index = {pair: k for k, pair in enumerate(pairs)}
+    k = 0
+    while k < len(pairs):                                   # breadth first, in a fixed order
+        w = pairs[k][1]
+        for w2 in np.flatnonzero(T[w] > 0):
+            if (w, int(w2)) not in index:
+                index[(w, int(w2))] = len(pairs)
+                pairs.append((w, int(w2)))
+        k += 1
     S = len(pairs)
     P = np.zeros((S, S))
     for k, (_, w) in enumerate(pairs):
         for w2 in np.flatnonzero(T[w] > 0):
             P[k, index[(w, int(w2))]] = T[w, w2]
     mu = np.zeros(S)
-    mu[:W] = econ.initial
+    starts = [w for v, w in pairs if v < 0]
+    mu[:len(starts)] = econ.initial[starts]
     d = np.linalg.solve((np.eye(S) - econ.discount * P).T, mu)
     return PairChain(np.array([w for _, w in pairs]), np.array([v for v, _ in pairs]), P, mu, d)
 
