@@ -14,7 +14,7 @@ import solvopt.transport as T
 from solvopt import ModelError
 from solvopt.core.registry import solvers
 from solvopt.dsl import Transport
-from solvopt.transport.one_d import ASSIGNMENT_PAIRS, EXACT_PAIRS, auto_choice
+from solvopt.transport.auto import ASSIGNMENT_PAIRS, EXACT_PAIRS, auto_choice
 
 try:
     import ot

@@ -120,7 +120,6 @@ class Approx(Solver):
     family = "transport"
     name = "approx"
     description = "proven factor-3 approximation of W_p (every p in [1, inf]) on a sparse two-hop graph"
-    default = True
     honours = frozenset({"device"})
     options = (
         Option("centres", int, 0, "number of centres drawn from the targets (0: round(sqrt(n)))"),

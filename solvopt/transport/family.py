@@ -3,7 +3,9 @@
 ``--p`` and ``--metric`` go to the model (:func:`solvopt.transport.instance.model_from_instance`);
 the others to the methods that declare them as options (``solvopt methods --family transport
 --verbose``): ``--engine`` (approx and exact: the min-cost flow engine; bottleneck: its
-feasibility test), ``--centres`` and ``--improve`` (approx), ``--assignment`` (exact).
+feasibility test), ``--centres`` and ``--improve`` (approx), ``--assignment`` (exact). The default
+method ``auto`` takes them all and hands each to the method it picks when that method takes it
+(:mod:`solvopt.transport.auto`).
 """
 from solvopt.core.family import Family, Param
 
@@ -20,14 +22,15 @@ def yes_no(text: str) -> bool:
 FAMILY = Family(
     name="transport",
     description="W_p optimal transport between weighted point sets (or over a cost matrix), p in [1, inf]",
-    solver_modules=("solvopt.transport.exact", "solvopt.transport.approx"),
+    solver_modules=("solvopt.transport.exact", "solvopt.transport.approx", "solvopt.transport.auto"),
     reader_modules=("solvopt.transport.reader",),
     models=("solvopt.dsl.transport:Transport",),
     params=(
         Param("p", float, "the order p of W_p, in [1, inf] ('inf': the bottleneck distance; default 2)"),
         Param("metric", str, "distance between points: euclidean (default), cityblock or chebyshev"),
         Param("engine", str, "approx, exact: min-cost flow engine (auto, simplex, highs, ortools, networkx); "
-                             "bottleneck: feasibility test (auto, ortools, scipy, highs, hopcroft-karp)",
+                             "bottleneck: feasibility test (auto, ortools, scipy, highs, hopcroft-karp); "
+                             "auto (the default method): to the method it picks, when that one has the engine",
               target="solver"),
         Param("centres", int, "approx: number of centres drawn from the targets (0: round(sqrt(n)))",
               target="solver"),

@@ -1,6 +1,6 @@
-"""Exact W_p on the line by the quantile formula (method ``1d``), and the ``auto`` method.
+"""Exact W_p on the line by the quantile formula (method ``1d``).
 
-``1d``: for points on the line (dimension 1, any named metric: all are |x - y| there) and every
+For points on the line (dimension 1, any named metric: all are |x - y| there) and every
 p in [1, inf], the monotone (north-west corner on sorted points) coupling is optimal, since
 |x - y|^p is convex in x - y (p >= 1):
 
@@ -11,29 +11,16 @@ F and G the cumulative masses of a and b (total M). The method builds that coupl
 n + m - 1 entries) from the merged cumulative masses in O((n + m) log(n + m)) and reports it
 as proven optimal: no flow, no matrix, no bound search.
 
-``auto``: picks by measured cost: ``1d`` on the line, ``exact`` on the full matrix where it is
-about as cheap as ``approx`` or cheaper (n x m up to :data:`ASSIGNMENT_PAIRS` when n = m with
-uniform masses, an assignment; up to :data:`EXACT_PAIRS` otherwise, a min-cost flow), ``approx``
-beyond. The choice is in ``stats["auto_method"]``.
+The method ``auto`` (:mod:`solvopt.transport.auto`) runs it for every input on the line.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from solvopt.core.errors import ModelError
-from solvopt.core.registry import Solver, get_solver, register
+from solvopt.core.registry import Solver, register
 
 from .result import transport_result
-
-# Largest n x m for which ``auto`` runs ``exact``: measured on the shared 2-core machine (2-D
-# uniform points, p = 2, n = m, medians of 3; approx was 4-9% above the optimum throughout):
-#   uniform masses (assignment): n = 300: exact 0.03 s, approx 0.21 s; 700: 0.09 / 0.21 s;
-#                                1000: 0.31 / 0.25 s; 1400: 0.88 / 0.36 s;
-#   random masses (flow):        n = 300: 0.12 / 0.16 s; 700: 0.35 / 0.28 s; 1000: 0.66 / 0.32 s.
-ASSIGNMENT_PAIRS = 900 * 900
-EXACT_PAIRS = 700 * 700
 
 
 def on_the_line(model) -> bool:
@@ -84,32 +71,3 @@ class OneDTransport(Solver):
                                 stats={"engine": "quantile formula"})
 
 
-def auto_choice(model) -> str:
-    """The method ``auto`` runs for ``model`` (see the module's docstring)."""
-    if on_the_line(model):
-        return "1d"
-    from .exact import uniform_square
-    limit = ASSIGNMENT_PAIRS if uniform_square(model) else EXACT_PAIRS
-    if model.n * model.m <= limit:
-        return "exact"
-    return "approx"
-
-
-@register
-class AutoTransport(Solver):
-    family = "transport"
-    name = "auto"
-    description = (f"picks by measured cost: '1d' on the line, 'exact' up to {EXACT_PAIRS:,} pairs "
-                   f"({ASSIGNMENT_PAIRS:,} for n = m with uniform masses), 'approx' beyond "
-                   "(stats['auto_method'] says which)")
-    options = ()
-
-    def solve(self, model, options):
-        name = auto_choice(model)
-        solver = get_solver("transport", name)
-        compiled = solver.compile(model)
-        extra = {o.name: o.default for o in solver.options}
-        options.extra = {**extra, **{k: v for k, v in options.extra.items() if k in extra}}
-        result = solver().solve(compiled, options)
-        result.stats["auto_method"] = name
-        return result

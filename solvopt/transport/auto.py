@@ -1,0 +1,122 @@
+"""The transport family's default method ``auto``: picks by measured cost.
+
+- points on the line (dimension 1, a named metric), every p including inf: ``1d``, the exact
+  quantile formula;
+- p = inf on points with a named metric and n = m uniform masses: ``bottleneck``, exact W_inf on
+  spatial trees (faster than ``approx`` at every size measured);
+- otherwise ``exact`` on the full matrix while n x m is at most :data:`ASSIGNMENT_PAIRS` (n = m
+  with uniform masses: an assignment) or :data:`EXACT_PAIRS` (a min-cost flow; p = inf: the
+  dense bottleneck search), ``approx`` (the factor-3 approximation) beyond.
+
+The limits are the crossover measured by ``benchmarks/transport_auto.py`` (the table is in
+``benchmarks/results/transport_auto.md``). ``auto`` takes the union of its methods' options and
+hands each to the method it runs when that method takes it (``centres`` only to ``approx``, an
+``engine`` only to a method that has that engine); an option the chosen method does not take is
+listed in ``stats["auto_unused"]``, never silently dropped. ``stats["auto_method"]`` and
+``stats["auto_reason"]`` say which method ran and why.
+"""
+from __future__ import annotations
+
+import math
+
+from solvopt.core.errors import ModelError
+from solvopt.core.options import Option
+from solvopt.core.registry import Solver, register
+
+from .approx import Approx
+from .bottleneck import tree_path
+from .exact import BottleneckTransport, ExactTransport, uniform_square
+from .one_d import OneDTransport, on_the_line
+
+# Largest n x m for which ``auto`` runs ``exact``: the crossover measured by benchmarks/transport_auto.py
+# (2-D uniform points, n = m, p = 1, 2 and inf, medians of 3 on a shared 2-core machine; the table
+# is benchmarks/results/transport_auto.md):
+#   uniform masses (linear_sum_assignment), p = 2: n = 2000: exact 0.86 s, approx 2.3 s;
+#                                                  3000: 3.9 / 2.3 s;
+#   random masses (min-cost flow), p = 2: n = 1000: 0.17 / 0.32 s (another run 3.3 / 3.7 s);
+#                                         1400: 1.11 / 1.12 s; 2000: 3.3 / 2.3 s;
+#   p = inf, random masses (the dense search): n = 700: 3.8 / 11.0 s; uniform masses (matrices):
+#                                         n = 1000: 3.1 / 3.2 s; 2000: 1.0 / 0.47 s.
+ASSIGNMENT_PAIRS = 2500 * 2500
+EXACT_PAIRS = 1200 * 1200
+
+METHODS = {s.name: s for s in (OneDTransport, BottleneckTransport, ExactTransport, Approx)}
+
+
+def _union_options() -> tuple[Option, ...]:
+    """Every option of the methods ``auto`` runs, once: choices merged, the help naming who takes it."""
+    merged: dict[str, Option] = {}
+    helps: dict[str, dict[str, list[str]]] = {}
+    for solver in (Approx, ExactTransport, BottleneckTransport):
+        for opt in solver.options:
+            helps.setdefault(opt.name, {}).setdefault(opt.help, []).append(solver.name)
+            old = merged.setdefault(opt.name, opt)
+            if old.type is not opt.type or old.default != opt.default:
+                raise RuntimeError(f"transport option {opt.name!r} differs in type or default between methods")
+            if old.choices is not None:
+                merged[opt.name] = Option(old.name, old.type, old.default, old.help, old.choices + tuple(
+                    c for c in opt.choices or () if c not in old.choices))
+    return tuple(Option(o.name, o.type, o.default,
+                        "; ".join(f"{', '.join(names)}: {text}" for text, names in helps[o.name].items()), o.choices)
+                 for o in merged.values())
+
+
+def auto_decision(model) -> tuple[str, str]:
+    """(the method ``auto`` runs for ``model``, why) — see the module's docstring."""
+    if on_the_line(model):
+        return "1d", "points on the line: the exact quantile formula"
+    pairs = model.n * model.m
+    if math.isinf(model.p) and tree_path(model) and uniform_square(model):
+        return "bottleneck", "p = inf on points with n = m uniform masses: exact W_inf on spatial trees"
+    square = uniform_square(model) and not math.isinf(model.p)     # p = inf: the dense bottleneck search
+    limit = ASSIGNMENT_PAIRS if square else EXACT_PAIRS
+    what = ("an assignment (n = m, uniform masses)" if square else "the bottleneck search" if math.isinf(model.p)
+            else "a min-cost flow")
+    if pairs <= limit:
+        return "exact", f"{pairs:,} pairs <= {limit:,}: exact on the full matrix ({what}) is the cheaper"
+    return "approx", f"{pairs:,} pairs > {limit:,}: the factor-3 approximation is the cheaper"
+
+
+def auto_choice(model) -> str:
+    """The method ``auto`` runs for ``model``."""
+    return auto_decision(model)[0]
+
+
+@register
+class AutoTransport(Solver):
+    family = "transport"
+    name = "auto"
+    description = (f"the default: picks by measured cost: '1d' on the line; 'bottleneck' for p = inf on points with "
+                   f"n = m uniform masses; 'exact' up to {EXACT_PAIRS:,} pairs ({ASSIGNMENT_PAIRS:,} for n = m with "
+                   "uniform masses); 'approx' beyond (stats['auto_method'] and stats['auto_reason'] say which and why)")
+    default = True
+    options = _union_options()
+    honours = frozenset().union(*(s.honours for s in METHODS.values()))
+
+    def solve(self, model, options):
+        name, reason = auto_decision(model)
+        solver = METHODS[name]
+        given = dict(options.extra)
+        extra, unused = {o.name: o.default for o in solver.options}, []
+        for key, value in given.items():
+            if value == self.option(key).default:
+                continue
+            opt = solver.option(key)
+            if opt is None:
+                unused.append(f"{key}={value!r} ({name} has no such option)")
+                continue
+            try:
+                extra[key] = opt.convert(value, f"transport/{name}")
+            except ModelError:
+                unused.append(f"{key}={value!r} (not a choice of {name}: {', '.join(map(str, opt.choices or ()))})")
+        for key in sorted(self.honours - solver.honours):     # common options the chosen method does not act on
+            value = getattr(options, key)
+            if value is not None and not (key == "device" and value in ("auto", "cpu")):
+                unused.append(f"{key}={value!r} ({name} does not act on it)")
+        options.extra = extra
+        result = solver().solve(solver.compile(model), options)
+        result.stats["auto_method"] = name
+        result.stats["auto_reason"] = reason
+        if unused:
+            result.stats["auto_unused"] = unused
+        return result
