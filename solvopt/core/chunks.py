@@ -184,7 +184,8 @@ class ScenarioStats:
         return values[np.argsort(index, kind="stable")]
 
     def summary(self, row: int = 0, levels=(0.05, 0.5, 0.95)) -> dict:
-        """Mean, variance, standard error, 95% interval (finite values), quantiles from the sample."""
+        """Mean, variance, standard error, 95% interval (finite values), quantiles from the sample
+        (``{level: value}``, float levels: the keys ``Result`` and its JSON round trip use)."""
         n = int(self.count[row])
         out = {"feasible_scenarios": n, "infinite_scenarios": int(self.infinite[row])}
         if n == 0:
@@ -195,7 +196,7 @@ class ScenarioStats:
         sample = self.sample(row)
         sample = sample[np.isfinite(sample)]
         if sample.size:
-            out["quantiles"] = {f"{q:g}": float(v) for q, v in zip(levels, np.quantile(sample, levels))}
+            out["quantiles"] = {float(q): float(v) for q, v in zip(levels, np.quantile(sample, levels))}
             out["quantile_sample"] = int(sample.size)
         return out
 
