@@ -57,7 +57,6 @@ def solve_instance(instance, fam: Family, method: str | None, options: dict, giv
     ``solver_options``: the ``--solver-option NAME=VALUE`` pairs, typed by the chosen method's
     option schema (:func:`typed_solver_options`).
     """
-    from .core.registry import get_solver, solvers
     model_params, solver_params = {}, {}
     for name, value in given.items():
         p = fam.param(name)
@@ -75,6 +74,13 @@ def solve_instance(instance, fam: Family, method: str | None, options: dict, giv
         if p.name not in given and p.default is not None:
             (model_params if p.target == "model" else solver_params if p.target == "solver" else {})[p.name] = p.default
     model = fam.build_model(instance, **model_params)
+    return solve_model(model, fam, method, options, given, solver_params, solver_options, str(instance.path))
+
+
+def solve_model(model, fam: Family, method: str | None, options: dict, given: dict[str, Any],
+                solver_params: dict[str, Any], solver_options: Sequence[tuple[str, str]], where: str) -> Result:
+    """Solve a built model with the chosen (or default) method, its solver flags checked against it."""
+    from .core.registry import get_solver, solvers
     if method is None:  # a model may name its own default (the games models do)
         method = getattr(model, "default_method", None)
     solver = get_solver(fam.name, method, options.get("device"))
@@ -84,9 +90,9 @@ def solve_instance(instance, fam: Family, method: str | None, options: dict, giv
                 del solver_params[name]
                 continue
             takers = [s.name for s in solvers(fam.name) if s.option(name) is not None]
-            raise CliError(f"{instance.path}: --{name.replace('_', '-')} does not apply to method {solver.name!r}; "
+            raise CliError(f"{where}: --{name.replace('_', '-')} does not apply to method {solver.name!r}; "
                            f"it applies to: {', '.join(takers) or 'none'}")
-    for name, value in typed_solver_options(solver, solver_options, str(instance.path)).items():
+    for name, value in typed_solver_options(solver, solver_options, where).items():
         if name == "params" and isinstance(solver_params.get("params"), dict):
             value = {**solver_params["params"], **value}
         solver_params[name] = value
@@ -285,9 +291,13 @@ def _worker_task(path: str, fmt, family, method, options: dict, given: dict, sol
 
 def solve_path(path: str, fmt: str | None, family: str | None, method: str | None, options: dict,
                given: dict, solver_options: Sequence[tuple[str, str]] = ()) -> tuple:
-    """Read one instance file and solve it as the flags say: ``(instance, result)``."""
+    """Read one instance file (or build a model by ``FILE.py:FUNCTION``) and solve it as the flags
+    say: ``(instance, result)``."""
     from .core.family import get_family
     from .io import detect_format, read_instance, readers
+    target = factory_target(path)
+    if target is not None:
+        return solve_factory(path, *target, family, method, options, given, solver_options)
     reader = detect_format(path) if fmt is None else next((r for r in readers() if r.format == fmt), None)
     reader_params = set(reader.params) if reader is not None else set()
     instance = read_instance(path, format=fmt, **{k: v for k, v in given.items() if k in reader_params})
@@ -300,6 +310,95 @@ def solve_path(path: str, fmt: str | None, family: str | None, method: str | Non
     except ModelError:
         raise CliError(f"{path}: no solver for instances of family {family!r}") from None
     return instance, solve_instance(instance, fam, method, dict(options), given, reader_params, solver_options)
+
+
+def factory_target(path: str) -> tuple[str, str] | None:
+    """``FILE.py:FUNCTION`` as (file, function name); None for an instance file."""
+    file, sep, name = path.rpartition(":")
+    if sep and file.lower().endswith(".py") and name.isidentifier():
+        return file, name
+    return None
+
+
+def load_factory(path: str, file: str, name: str):
+    """Import ``file`` and call its ``name()``: the solvopt model it returns (one-line errors otherwise).
+
+    The file's folder is on ``sys.path`` while it is imported, so it may import its neighbours.
+    """
+    import importlib.util
+    if not os.path.isfile(file):
+        raise CliError(f"{path}: no such file: {file}")
+    spec = importlib.util.spec_from_file_location(f"solvopt_factory_{abs(hash(os.path.abspath(file)))}", file)
+    module = importlib.util.module_from_spec(spec)
+    folder = os.path.dirname(os.path.abspath(file))
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the user's file: one line, not a traceback
+        raise CliError(f"{path}: importing {file} failed: {exception_message(exc)}") from None
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    factory = getattr(module, name, None)
+    if factory is None:
+        found = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_")
+                       and getattr(v, "__module__", None) == module.__name__)
+        raise CliError(f"{path}: no function {name!r} in {file}" + (f" (it defines: {', '.join(found)})" if found else ""))
+    if not callable(factory):
+        raise CliError(f"{path}: {name} in {file} is not a function ({type(factory).__name__})")
+    try:
+        model = factory()
+    except Exception as exc:  # noqa: BLE001 - the user's factory (a ModelError included): one line
+        raise CliError(f"{path}: {name}() raised {exception_message(exc)}") from None
+    if not isinstance(model_family(model), str) or not callable(getattr(model, "solve", None)):
+        raise CliError(f"{path}: {name}() returned {type(model).__name__}, not a solvopt model "
+                       "(return a model of solvopt.dsl: Model, Transport, HyperplaneClustering, LayeredDP, ...)")
+    return model
+
+
+def model_family(model) -> str | None:
+    """The family a model object belongs to: its ``family``, ``lp`` for an algebraic ``Model``."""
+    from .dsl.model import Model
+    return "lp" if isinstance(model, Model) else getattr(model, "family", None)
+
+
+def factory_instance(path: str, file: str, name: str, model):
+    """The :class:`~solvopt.io.base.Instance` standing for a model built by a factory (reports, ``info``)."""
+    from .io.base import Instance, instance_name
+    meta = {"factory": name, "model": type(model).__name__}
+    text = repr(model)
+    if not text.startswith("<"):  # a model's own description, not object.__repr__
+        meta["description"] = text
+    return Instance(family=model_family(model), format="python", name=instance_name(file), path=path, meta=meta)
+
+
+def solve_factory(path: str, file: str, name: str, family: str | None, method: str | None, options: dict,
+                  given: dict, solver_options: Sequence[tuple[str, str]] = ()) -> tuple:
+    """Build the model of ``FILE.py:FUNCTION`` and solve it: ``(instance, result)``.
+
+    The model is built: a flag that would go to a reader or the model is an error saying so; the
+    method's flags (``--engine``, ``--solver-option``, ...) and the common options apply as for files.
+    """
+    from .core.family import get_family
+    model = load_factory(path, file, name)
+    own = model_family(model)
+    if family is not None and family != own:
+        raise CliError(f"{path}: {name}() returned a {own} model; --family {family} cannot solve it")
+    try:
+        fam = get_family(own)
+    except ModelError:
+        raise CliError(f"{path}: no solver for models of family {own!r}") from None
+    solver_params = {p.name: p.default for p in fam.params if p.target == "solver" and p.default is not None}
+    for flag, value in given.items():
+        param, text = fam.param(flag), f"{path}: --{flag.replace('_', '-')}"
+        if param is None:
+            raise CliError(f"{text} does not apply to {fam.name} models")
+        if param.target != "solver":
+            raise CliError(f"{text} does not apply to a model built by {name}(): it sets the model's data "
+                           "(set it in the factory)")
+        solver_params[flag] = value
+    instance = factory_instance(path, file, name, model)
+    return instance, solve_model(model, fam, method, dict(options), given, solver_params, solver_options, path)
 
 
 def _report(args, path: str, instance, result: Result, rows: list, index: int) -> None:
@@ -389,8 +488,13 @@ def cmd_info(args) -> int:
 
 
 def _describe(path: str, fmt: str | None, k: int | None) -> dict:
-    """``info``'s description of a file: its reader's ``peek`` when reading needs a parameter not given."""
+    """``info``'s description of a file (its reader's ``peek`` when reading needs a parameter not
+    given), or of the model a ``FILE.py:FUNCTION`` factory builds."""
     from .io import detect_format, read_instance, readers
+    target = factory_target(path)
+    if target is not None:
+        model = load_factory(path, *target)
+        return factory_instance(path, *target, model).describe()
     reader = detect_format(path) if fmt is None else next((r for r in readers() if r.format == fmt), None)
     if reader is not None and reader.peek is not None and k is None:
         return reader.peek(path)
