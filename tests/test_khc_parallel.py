@@ -163,7 +163,7 @@ def test_stopped_runs_bracket_the_optimum(node_limit, options):
     out = solve_bnb(X, 3, restarts=0, node_limit=node_limit, threads=2, **options)
     assert below(out.bound, best) and best <= out.objective * (1 + 1e-9)
     if not out.complete:
-        assert out.stopped_by == "nodes"
+        assert out.stopped_by is Termination.ITERATION_LIMIT
 
 
 def test_a_time_limited_run_on_two_threads_returns_a_valid_bound():

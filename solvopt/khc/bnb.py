@@ -68,8 +68,6 @@ PARALLEL_FROM = 31               # threads=None: the cores available from this m
 SPLIT_FROM = 70                  # dynamic order with dolls: a doll of this many points or more is split ...
 SPLIT_SHARE = 0.30               # ... into its first 30%, searched first, and the rest, solved before (split_starts)
 
-_CAUSES = {Termination.INTERRUPTED: "interrupt", Termination.TIME_LIMIT: "time"}
-
 
 # --- orders and incumbents --------------------------------------------------------------------
 def branching_order(points: np.ndarray, k: int, how: str, assignment: np.ndarray | None = None) -> np.ndarray:
@@ -150,7 +148,7 @@ class BnbOutcome:
     objective: float
     bound: float
     complete: bool          # the whole problem was searched to the gap
-    stopped_by: str | None  # "time" / "nodes" / "interrupt" / None
+    stopped_by: Termination | None  # TIME_LIMIT / ITERATION_LIMIT (the node limit) / INTERRUPTED / None
     nodes: int
     dolls_solved: int
     heuristic_objective: float = math.nan  # the first incumbent's cost (k-plane)
@@ -188,12 +186,6 @@ def first_incumbent(pts: np.ndarray, k: int, restarts: int, extra_restarts: int 
         if more_cost < cost:
             labels, cost = more, more_cost
     return labels, cost
-
-
-def _stop_cause(deadline: float | None) -> str | None:
-    """"interrupt" after a stop request (Ctrl-C), "time" past ``deadline``, else None (core's
-    :func:`~solvopt.core.interrupt.stop_reason` in the words BnbOutcome.stopped_by uses)."""
-    return _CAUSES.get(stop_reason(deadline))
 
 
 def _resolve_suffix_bounds(suffix_bounds, order: str, m: int, time_limit: float | None) -> bool | str:
@@ -253,7 +245,7 @@ class _Chain:
     nodes: int = 0
     dolls: int = 0
 
-    def run(self, starts, deadline: float | None, node_limit: int | None) -> tuple[float, bool, str | None]:
+    def run(self, starts, deadline: float | None, node_limit: int | None) -> tuple[float, bool, Termination | None]:
         """Search the dolls in turn; (bound of the whole problem, complete, stopped_by).
 
         A stopped doll s leaves R[s] = its bound, a lower bound of the whole problem too (the
@@ -268,7 +260,7 @@ class _Chain:
         inner = None  # split dolls: the start of the doll solved last (the next one's suffix)
         for s in starts:
             if dolls:  # a doll that finishes within its first kernel batch never reaches _drive's checks
-                stopped = _stop_cause(deadline)
+                stopped = stop_reason(deadline)
                 if stopped is not None:
                     return solved_bound, False, stopped
             Xs = self.X[s:]
@@ -308,7 +300,7 @@ class _Chain:
         raise AssertionError("the last doll is the whole problem")
 
     def _drive(self, search: DollSearch, s: int, dolls: bool, gap_rel: float, gap_abs: float,
-               deadline: float | None, node_limit: int | None) -> str | None:
+               deadline: float | None, node_limit: int | None) -> Termination | None:
         """Run one doll's kernel in batches until it is done or stopped; the stop reason."""
         m = len(self.X)
         batch = max(1, min(BATCH_NODES[0], BATCH_POINT_NODES // m))
@@ -330,8 +322,8 @@ class _Chain:
             if done:
                 return None
             if node_limit is not None and self.nodes + search.nodes >= node_limit and not stop_requested():
-                return "nodes"
-            stopped = _stop_cause(deadline)
+                return Termination.ITERATION_LIMIT
+            stopped = stop_reason(deadline)
             if stopped is not None:
                 return stopped
 
@@ -355,7 +347,8 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     benchmarks/results/khc_bnb_scale.md), "farthest" below.
     Between kernel batches (at most ~0.4 s apart) and before every doll the search checks the time
     and node limits and a stop request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`): a stopped search
-    returns its incumbent and a valid bound with ``stopped_by`` "time", "nodes" or "interrupt".
+    returns its incumbent and a valid bound with ``stopped_by`` TIME_LIMIT, ITERATION_LIMIT (nodes) or
+    INTERRUPTED.
     ``cost_unit`` multiplies the costs shown in progress lines (the caller's units).
     ``threads`` > 1 shares each search out between that many threads (:mod:`solvopt.khc.parallel`:
     the same optimum to the gap, valid bounds when stopped, node counts that vary from run to
@@ -397,7 +390,7 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
         half = None if mode is False else start + 0.5 * time_limit
         bound, complete, stopped = chain.run(split if mode == "auto" else [0], half if half is not None else deadline,
                                              node_limit)
-        if mode == "auto" and stopped == "time" and time.perf_counter() < deadline:
+        if mode == "auto" and stopped is Termination.TIME_LIMIT and time.perf_counter() < deadline:
             plain_bound = bound
             chain.R[:] = 0.0
             chain.split = False

@@ -25,10 +25,8 @@ from .heuristics import kplane
 from .options import count_option, restarts_option, switch, switch_or_auto
 from .problem import KhcProblem, KhcSolver
 
-_STOPPED_BY = {None: None, "time": Termination.TIME_LIMIT, "nodes": Termination.ITERATION_LIMIT,
-               "interrupt": Termination.INTERRUPTED}
-_WHY = {None: "search complete", "time": "time limit reached", "nodes": "node limit reached",
-        "interrupt": "interrupted"}
+_WHY = {None: "search complete", Termination.TIME_LIMIT: "time limit reached",
+        Termination.ITERATION_LIMIT: "node limit reached", Termination.INTERRUPTED: "interrupted"}
 
 
 @register
@@ -65,7 +63,7 @@ class BnbSolver(KhcSolver):
                  "suffix_bounds": out.suffix_bounds, "threads": out.threads}
         if out.suffix_bounds:
             stats["dolls_solved"] = out.dolls_solved
-        return problem.result(out.assignment, out.bound, stopped=_STOPPED_BY[out.stopped_by], method=self.name,
+        return problem.result(out.assignment, out.bound, stopped=out.stopped_by, method=self.name,
                               stats=stats, message=message)
 
 
@@ -118,5 +116,5 @@ class BruteForceSolver(KhcSolver):
             return problem.result(labels, cost, stopped=None, method=self.name, message="every assignment enumerated")
         stopped = Termination.INTERRUPTED if stop_requested() else Termination.TIME_LIMIT
         return problem.result(labels, 0.0, stopped=stopped, method=self.name,
-                              message=f"{_WHY['interrupt' if stop_requested() else 'time']} before the enumeration "
+                              message=f"{_WHY[stopped]} before the enumeration "
                                       "ended; the bound is the trivial 0")
