@@ -128,11 +128,11 @@ def test_sigint_on_the_cli_prints_the_best_and_exits_130(tmp_path, method):
 
 # --- the node LPs of sbb: HiGHS runs are stopped inside, not only between nodes ------------------
 def _node_lp(m: int = 400):
-    from solvopt.khc import relaxation as rx
+    from solvopt.dsl.hyperplane_data import data_big_m
     from solvopt.khc.node_lp import NodeLP
     pts = np.random.default_rng(0).uniform(-1.0, 1.0, (m, 3))
     allowed = np.arange(3)[None, :] <= np.arange(m)[:, None]
-    return NodeLP(pts, 3, frozenset({"2", "inf"}), np.argwhere(allowed), rx.data_big_m(pts))
+    return NodeLP(pts, 3, frozenset({"2", "inf"}), np.argwhere(allowed), data_big_m(pts))
 
 
 def test_a_stop_request_interrupts_a_node_lp_run():

@@ -19,7 +19,7 @@ from solvopt.core.options import SolveOptions
 from solvopt.core.registry import Availability, get_solver
 from solvopt.core.result import Termination
 from solvopt.khc import relaxation as rx
-from solvopt.dsl.hyperplane_data import parse_norms
+from solvopt.dsl.hyperplane_data import data_big_m, parse_norms
 from solvopt.dsl.hyperplane_formulation import khc_minlp
 from solvopt.khc.sbb import SpatialBranchAndBound
 
@@ -86,7 +86,7 @@ def test_fixed_assignment_bound_is_the_cost_of_the_decided_points():
 
 def test_data_big_m_is_the_diameter():
     pts = np.array([[0.0, 0.0], [3.0, 4.0], [1.0, 1.0]])
-    assert rx.data_big_m(pts) == pytest.approx(5.0)
+    assert data_big_m(pts) == pytest.approx(5.0)
 
 
 # --- sbb against brute force ---------------------------------------------------------------

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvopt.dsl.hyperplane_data import data_big_m  # noqa: F401  (the diameter big-M, re-exported for the node LP)
-
 from .geometry import cluster_plane
 
 FEAS_TOL = 1e-9

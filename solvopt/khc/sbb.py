@@ -39,6 +39,7 @@ from solvopt.core.options import Option, SolveOptions
 from solvopt.core.progress import Progress
 from solvopt.core.registry import register
 from solvopt.core.result import Result, Termination, relative_gap
+from solvopt.dsl.hyperplane_data import data_big_m
 
 from . import relaxation as rx
 from .geometry import assignment_cost
@@ -106,7 +107,7 @@ class SpatialBranchAndBound:
         self.point_rule = point_rule
         # costs below this are rounding noise (e.g. a perfect fit computes as 1e-31, not 0)
         self.zero_tol = 1e-12 * max(1.0, float(np.sum((points - points.mean(axis=0)) ** 2)))
-        diameter = rx.data_big_m(points)
+        diameter = data_big_m(points)
         self.big_m = diameter if big_m is None else min(float(big_m), diameter)
         root_allowed = np.ones((self.m, k), dtype=bool)
         if symmetry_breaking:   # clusters are labelled in order of their first point: x_ij only for j <= i
