@@ -162,6 +162,29 @@ def test_separable_ve_gap_matches_slsqp(seed, n):
 
 
 @settings(max_examples=20, deadline=None)
+@given(seed=SEEDS, n=st.integers(2, 5), alpha=st.sampled_from([0.5, 2.0]))
+def test_regularised_joint_response_matches_slsqp(seed, n, alpha):
+    """nested's inner maximiser (alpha > 0: strongly concave, unique) from the separable dual path."""
+    from solvopt.games.scalar import separable_response
+    rng = np.random.default_rng(seed)
+    g, ub, w, cap = _scalar_game(rng, n)
+    data = g.data()
+    a = rng.uniform(0, 1, n) * ub
+    a *= min(1.0, cap / float(w @ a))
+
+    def obj(b):
+        return sum(data.utilities[i].value(np.where(np.arange(n) == i, b[i], a)) for i in range(n)) \
+            - 0.5 * alpha * float((b - a) @ (b - a))
+    res = minimize(lambda b: -obj(b), a, bounds=list(zip(np.zeros(n), ub)), method="SLSQP",
+                   constraints=[LinearConstraint(w[None, :], -np.inf, cap)], options={"ftol": 1e-15, "maxiter": 500})
+    b, value, top = separable_response(data, ex.scalar_structure(data), a, alpha)
+    assert w @ b <= cap + 1e-9 and value == pytest.approx(obj(b), abs=1e-12)
+    assert top >= -res.fun - 1e-7 and value >= -res.fun - 1e-8
+    np.testing.assert_allclose(b, ex.joint_response(data, ex.joint_polyhedron(data), a, alpha), atol=0)
+    np.testing.assert_allclose(b, res.x, atol=1e-4)
+
+
+@settings(max_examples=20, deadline=None)
 @given(seed=SEEDS, n=st.integers(2, 5))
 def test_scalar_exploitability_matches_the_generic_path(seed, n):
     rng = np.random.default_rng(seed)

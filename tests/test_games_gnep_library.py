@@ -129,3 +129,15 @@ def test_certificate_is_honest_after_a_few_iterations_without_the_polish(name):
     assert result.termination.value in ("iteration_limit", "optimal")
     if result.objective <= 1e-6:
         assert np.all(regrets <= 1e-5)
+
+
+def test_a_start_outside_the_domain_is_moved_inside():
+    """A.16's cost is undefined at S = 0, the default start: the solve moves the start inside, says so, and
+    still reaches the certified VE."""
+    p = problem("A.16a")
+    lines = []
+    result = p.model().solve(time_limit=60.0, log=lines.append)
+    assert any("outside a utility's domain" in line for line in lines)
+    assert result.termination.value == "optimal"
+    x = np.asarray(result.solution["actions"])
+    assert np.abs(x - p.published).max() <= 1e-3 * np.abs(p.published).max()

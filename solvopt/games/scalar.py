@@ -56,8 +56,10 @@ def concave_max_1d(fg, l: float, h: float, x0: float, check=None):
         x0 = 0.0 if l < 0.0 < h else (h if np.isfinite(h) else l)
     pts = {}
 
-    def at(t):
-        v, d = fg(t)
+    def at(t, known=None):
+        if t in pts:
+            return pts[t]
+        v, d = fg(t) if known is None else known
         if check is not None:
             for s, (vs, ds) in pts.items():
                 check(vs, ds, v, t - s)
@@ -68,6 +70,49 @@ def concave_max_1d(fg, l: float, h: float, x0: float, check=None):
     v0, d0 = at(x0)
     if d0 == 0.0:
         return x0, v0, v0
+    l, h, sliver = _defined_ends(fg, at, l, h, x0)
+    t, v, top = _bracketed(at, l, h, x0, v0, d0)
+    return t, v, max(top, sliver)
+
+
+def _defined_ends(fg, at, l, h, x0):
+    """The interval's ends moved inside where phi is undefined there (a utility's domain ends at a bound).
+
+    An end where phi fails is replaced by the nearest point toward x0 where it is defined (halving
+    the distance); the sliver left out is bounded by the tangent there (concavity):
+    phi <= phi(t) + |phi'(t)| |end - t| when phi' points to the end, else phi(t). Returns (l, h, that bound).
+    """
+    sliver = -np.inf
+    ends = [l, h]
+    for k, end in enumerate(ends):
+        if not np.isfinite(end) or end == x0:
+            continue
+        try:
+            known = fg(end)
+        except (ModelError, ArithmeticError, ValueError):
+            known = None
+        if known is not None:
+            at(end, known)                                # checked and kept: _outward finds it there
+            continue
+        inside = None
+        for e in range(1, 60):
+            t = end + (x0 - end) * 2.0 ** -e
+            try:
+                fg(t)
+            except (ModelError, ArithmeticError, ValueError):
+                break
+            inside = t
+        if inside is None or inside == x0:
+            raise ModelError("a utility is undefined next to the start point of its player's interval")
+        v, d = at(inside)
+        out = d if end > inside else -d                  # the slope toward the end
+        sliver = max(sliver, v + max(0.0, out) * abs(end - inside))
+        ends[k] = inside
+    return ends[0], ends[1], sliver
+
+
+def _bracketed(at, l, h, x0, v0, d0):
+    """concave_max_1d once phi is defined on [l, h] and phi'(x0) != 0."""
     if d0 > 0.0:
         s1, v1, d1 = x0, v0, d0
         s2, v2, d2 = _outward(at, x0, h, +1.0)

@@ -54,7 +54,39 @@ def _start(game, K, options):
     start = real_array(start, "start", allow_inf=True).ravel()        # complex or text: refused, never cut
     if start.shape != (game.n,) or not np.all(np.isfinite(start)):
         raise ModelError(f"start must be {game.n} finite numbers (the joint action)")
-    return K.project(start)
+    return inside_domain(game, K, K.project(start), options)
+
+
+def _defined(game, a):
+    """None when every utility has a finite value and gradient at a, else the error it raised."""
+    try:
+        for u in game.utilities:
+            if not (np.isfinite(u.value(a)) and np.all(np.isfinite(u.gradient(a)))):
+                return ModelError("a utility is not finite at the start point")
+    except (ModelError, ArithmeticError, ValueError) as exc:
+        return exc
+    return None
+
+
+def inside_domain(game, K, a, options=None):
+    """``a``, or where a utility is undefined there (a cost with S^(-1/gamma) at S = 0, a log at 0), the
+    first point on the segment toward the middle of K where every utility is defined (said in one line).
+    Undefined all along: the error the utility raised at ``a``."""
+    first = _defined(game, a)
+    if first is None:
+        return a
+    lb, ub = game.lb, game.ub
+    middle = np.where(np.isfinite(lb) & np.isfinite(ub), 0.5 * (lb + ub),
+                      np.where(np.isfinite(lb), lb + 1.0 + np.abs(lb), np.where(np.isfinite(ub), ub - 1.0 - np.abs(ub), a)))
+    middle = K.project(middle)
+    for theta in (1e-3, 1e-2, 0.1, 0.5, 1.0):
+        b = a + theta * (middle - a)                 # a convex combination of points of K
+        if _defined(game, b) is None:
+            if options is not None:
+                options.emit(f"the start is outside a utility's domain; moved {theta:g} of the way to the middle of "
+                             "the feasible set")
+            return b
+    raise first         # undefined everywhere tried: the utility's own error at the start (a bad callable says why)
 
 
 def payoff_scale(game, a) -> float:
