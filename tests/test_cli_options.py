@@ -169,12 +169,12 @@ def test_the_economy_schema_still_refuses_unknown_fields(tmp_path, capsys):
 
 
 def test_info_reports_a_reader_bug_in_one_line(tmp_path, capsys, monkeypatch):
-    from solvopt.khc import read_points
+    from solvopt.khc import reader
     path = _points(tmp_path, "p.csv", ROWS, k=2)
 
     def broken(path):
         raise IndexError("list index out of range")
-    monkeypatch.setattr(read_points, "read_csv_points", broken)
+    monkeypatch.setattr(reader, "read_csv_points", broken)
     code, out, err = _run(capsys, "info", path, "--k", "2")
     assert code == 1 and "list index out of range" in err and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err

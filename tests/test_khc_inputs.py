@@ -15,7 +15,7 @@ from solvopt.core.errors import ModelError, SolvoptError
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.io import read_instance
-from solvopt.khc.read_ampl import format_ampl_khc
+from solvopt.khc.reader import format_ampl_khc
 
 METHODS = ("bnb", "sbb", "heuristic", "brute-force")
 

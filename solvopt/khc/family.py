@@ -1,8 +1,8 @@
 """The ``khc`` family's descriptor (see :mod:`solvopt.core.family`): its one declaration.
 
 Solvers: :mod:`solvopt.khc.solvers` (bnb, heuristic, brute-force), :mod:`solvopt.khc.sbb`
-(sbb) and :mod:`solvopt.khc.external` (scip, gurobi). Readers: AMPL ``.dat`` and point files
-(``.csv``, ``.npy``). Model: :class:`solvopt.dsl.hyperplane.HyperplaneClustering`.
+(sbb) and :mod:`solvopt.khc.external` (scip, gurobi). Readers (:mod:`solvopt.khc.reader`): AMPL
+``.dat`` and point files (``.csv``, ``.npy``). Model: :class:`solvopt.dsl.hyperplane.HyperplaneClustering`.
 """
 from solvopt.core.family import Family, Param
 
@@ -11,7 +11,7 @@ FAMILY = Family(
     description="k-hyperplane clustering in the 2-norm (k-HC2)",
     solver_modules=("solvopt.khc.solvers", "solvopt.khc.sbb", "solvopt.khc.external",
                     "solvopt.khc.partition_bound"),
-    reader_modules=("solvopt.khc.read_ampl", "solvopt.khc.read_points"),
+    reader_modules=("solvopt.khc.reader",),
     models=("solvopt.dsl.hyperplane:HyperplaneClustering",),
     params=(
         Param("k", int, "number of hyperplanes (overrides the file's K; needed for point files)", metavar="K"),
