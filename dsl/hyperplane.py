@@ -15,9 +15,14 @@ This module imports only the DSL and solvopt.core (no solver, no Numba).
 """
 from __future__ import annotations
 
+from typing import Any
+
+from solvopt.core.errors import ModelError
+
 from .family import FamilyModel
 from .hyperplane_data import NORMS, data_big_m, parse_norms, validate_big_m, validate_k, validate_points
 from .hyperplane_formulation import khc_minlp
+from .model import Model
 
 
 class HyperplaneClustering(FamilyModel):
@@ -31,7 +36,8 @@ class HyperplaneClustering(FamilyModel):
 
     family = "khc"
 
-    def __init__(self, points, k, norms=("2", "inf"), big_m=None, symmetry_breaking=True):
+    def __init__(self, points: Any, k: Any, norms: Any = ("2", "inf"), big_m: Any = None,
+                 symmetry_breaking: bool = True):
         pts = validate_points(points)
         self.k = validate_k(k, pts.shape[0])
         pts.setflags(write=False)
@@ -64,19 +70,19 @@ class HyperplaneClustering(FamilyModel):
         return self._big_m
 
     @classmethod
-    def from_instance(cls, instance, **kwargs) -> "HyperplaneClustering":
+    def from_instance(cls, instance: Any, **kwargs: Any) -> HyperplaneClustering:
         """The model of a k-HC :class:`~solvopt.io.base.Instance` (data = {"points", "k"})."""
         if getattr(instance, "family", None) != "khc":
             raise ModelError(f"expected a k-HC instance, got family {getattr(instance, 'family', None)!r}")
         return cls(instance.data["points"], instance.data["k"], **kwargs)
 
-    def to_model(self):
+    def to_model(self) -> Model:
         """The published MINLP of this model as a DSL Model, in the user's units
         (:func:`solvopt.dsl.hyperplane_formulation.khc_minlp`)."""
         return khc_minlp(self.points, self.k, frozenset(self.norms), big_m=self.big_m,
                          symmetry_breaking=self.symmetry_breaking)[0]
 
-    def to_pyomo(self):
+    def to_pyomo(self) -> Any:
         """The MINLP formulation as a Pyomo ConcreteModel (SCIP, Gurobi, ... through Pyomo)."""
         return self.to_model().to_pyomo()
 

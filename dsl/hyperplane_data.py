@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from solvopt.core.errors import ModelError
+
+from .arrays import FloatArray
 
 NORMS = ("2", "1", "inf")
 # The norm sets of the published models: the 2-norm MINLP with optional strengthening blocks,
@@ -25,7 +29,7 @@ DEFAULT_NORMS = frozenset({"2", "inf"})
 BIG_M_FLOOR = 1e-9
 
 
-def parse_norms(norms, require_two: bool = False) -> frozenset[str]:
+def parse_norms(norms: Any, require_two: bool = False) -> frozenset[str]:
     """A norm set from "2,inf", ("2", "inf"), {"1"}, ...; ModelError for anything else.
 
     ``require_two``: the set must contain "2" (a k-HC2 model; the pure p-norm sets are
@@ -56,7 +60,7 @@ def norm_names(norms: frozenset[str]) -> str:
     return ",".join(n for n in NORMS if n in norms)
 
 
-def validate_points(points, what: str = "points") -> np.ndarray:
+def validate_points(points: Any, what: str = "points") -> FloatArray:
     """The points as a finite, real (m, n) float64 array with m, n >= 1; ModelError otherwise.
 
     Complex, object and string arrays are refused (never truncated or parsed silently).
@@ -81,16 +85,17 @@ def validate_points(points, what: str = "points") -> np.ndarray:
     return pts
 
 
-def validate_k(k, m: int) -> int:
+def validate_k(k: Any, m: int) -> int:
     """k as an int in 1..m; ModelError otherwise."""
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         raise ModelError(f"k must be an integer, got {k!r}")
-    if not 1 <= k <= m:
+    value = int(k)
+    if not 1 <= value <= m:
         raise ModelError(f"k must satisfy 1 <= k <= m = {m}, got {k}")
-    return int(k)
+    return value
 
 
-def unit_frame(points: np.ndarray) -> tuple[np.ndarray, float]:
+def unit_frame(points: FloatArray) -> tuple[FloatArray, float]:
     """``(centre, scale)`` that bring the points to a comfortable range, computed without overflow.
 
     ``(points - centre) / scale`` is what the methods solve. Points whose half-width
@@ -116,13 +121,13 @@ def unit_frame(points: np.ndarray) -> tuple[np.ndarray, float]:
     return centre, math.ldexp(1.0, math.frexp(spread)[1] - 4)   # spread / scale in [8, 16)
 
 
-def unit_points(points: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def unit_points(points: FloatArray) -> tuple[FloatArray, FloatArray, float]:
     """``(unit, centre, scale)``: the points moved and scaled to a comfortable range (see :func:`unit_frame`)."""
     centre, scale = unit_frame(points)
     return (points - centre) / scale, centre, scale
 
 
-def diameter(points) -> float:
+def diameter(points: npt.ArrayLike) -> float:
     """Largest distance between two of the points (0 for a single point), computed without overflow.
 
     A valid big-M for the distance rows of the MINLP: an optimal plane passes through its
@@ -138,12 +143,12 @@ def diameter(points) -> float:
     return float(np.sqrt(d2.max())) * scale
 
 
-def data_big_m(points) -> float:
+def data_big_m(points: npt.ArrayLike) -> float:
     """A valid, positive big-M for the distance rows: the diameter of the point set (floored at BIG_M_FLOOR)."""
     return max(diameter(points), BIG_M_FLOOR)
 
 
-def validate_big_m(big_m) -> float | None:
+def validate_big_m(big_m: Any) -> float | None:
     """None, or a positive finite float; ModelError otherwise."""
     if big_m is None:
         return None

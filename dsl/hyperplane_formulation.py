@@ -16,15 +16,16 @@ method are on the same formulation. Imports only the DSL core and solvopt.core.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from .hyperplane_data import data_big_m, parse_norms, validate_big_m, validate_k, validate_points
-from .model import Model
+from .model import Model, Var
 
 
-def khc_minlp(points, k: int, norms=frozenset({"2", "inf"}), big_m: float | None = None,
-              symmetry_breaking: bool = True):
+def khc_minlp(points: Any, k: int, norms: Any = frozenset({"2", "inf"}), big_m: float | None = None,
+              symmetry_breaking: bool = True) -> tuple[Model, dict[str, Var]]:
     """The k-HC2 MINLP of ``points`` (m, n) and ``k`` as a DSL :class:`~solvopt.dsl.Model`, and its handles.
 
     ``big_m=None`` uses the diameter of the points (valid, see
