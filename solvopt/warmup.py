@@ -14,7 +14,9 @@ case per class; where a family's scale cases cover one class only, :data:`EXTRA_
 the others (k-HC: the search kernel is specialised for n <= 2 and n >= 3 points' dimension and
 for the static and dynamic branching orders, each a separate compile; the dp kernels take
 float32 as well as float64 costs; the stochastic split samples its scenarios with kernels of
-its own).
+its own; the games' sampled rollouts run only under ``evaluation="sampled"``). A kernel no
+small solve reaches (the games' one-asset deviation dynamic program runs only where a
+certificate's cheaper bounds leave a gap) is called directly by :data:`EXTRA_CALLS`.
 """
 from __future__ import annotations
 
@@ -87,9 +89,50 @@ def _cvrp_extra_cases() -> list:
             for name, penalty in (("infeasible", None), ("penalty", 5.0))]
 
 
+def _games_extra_cases() -> list:
+    """``affine-gda`` with sampled evaluation: the rollout kernels (:mod:`solvopt.games.parametric_kernels`),
+    which the exact (Lyapunov) evaluation of the scale case never calls."""
+    from solvopt.core.scaling import ScaleCase, linear
+    from solvopt.games.scaling import lq_game
+
+    options = {"evaluation": "sampled", "samples": 8, "horizon": 6, "iteration_limit": 2, "check_every": 1}
+    return [ScaleCase("linear-quadratic-sampled", lq_game, linear, ("affine-gda",), options)]
+
+
+def _games_one_asset_dp() -> None:
+    """Bellman steps of the one-asset deviation dynamic program (:class:`OneAssetDP`, its compiled
+    step), as the economies' certificate runs them, on a random one-asset economy with wide limits."""
+    import numpy as np
+
+    from solvopt.games import economy as ec
+    from solvopt.games.economy_deviation import OneAssetDP, lagrangian_function
+
+    econ = ec.random_economy(3, 2, 1, 2, "cobb_douglas", stochastic=True, seed=1,
+                             holding_limit=10.0, borrowing_limit=10.0)
+    chain = ec.pair_chain(econ)
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0.2, 1.0, (len(chain.world), 2))
+    p *= econ.price_sum / p.sum(axis=1, keepdims=True)
+    q = rng.uniform(0.3, 1.6, (len(chain.world), 1))
+    beta = ec.bang_per_buck(econ, p)
+    c = np.einsum("sm,snm->sn", p, econ.endowments[chain.world])
+    R = np.where(chain.prev[:, None] < 0, 0.0, econ.asset_returns[chain.world])
+    lo, hi = -econ.borrowing_limit, econ.holding_limit
+    dp = OneAssetDP(chain, econ.discount, beta[:, 0], c[:, 0], q[:, 0], R[:, 0], lo[0], hi[0])
+    slope, psi = lagrangian_function(chain, econ.discount, beta[:, 0], c[:, 0], q, R, lo, hi, np.zeros(len(c)))
+    ends = np.array([lo[0], hi[0]])
+    U = [(ends, slope[s, 0] * ends + psi[s]) for s in range(len(c))]
+    for _ in range(3):
+        U = [dp.bellman(U, s, 1e-12) for s in range(len(U))]
+        if any(u is None for u in U):
+            break
+
+
 # family -> a callable giving more cases (ScaleCase: build(1.0) is solved with each method and options)
 EXTRA_CASES: dict[str, Callable[[], list]] = {"khc": _khc_extra_cases, "dp": _dp_extra_cases,
-                                                "cvrp": _cvrp_extra_cases}
+                                                "cvrp": _cvrp_extra_cases, "games": _games_extra_cases}
+# family -> {name: a call of kernels no small solve reaches}
+EXTRA_CALLS: dict[str, dict[str, Callable[[], None]]] = {"games": {"one-asset-deviation-dp": _games_one_asset_dp}}
 
 
 def _cases(family) -> list:
@@ -129,8 +172,8 @@ def warmup(families: list[str] | None = None, progress: Callable[[str], None] | 
     Returns ``{family: {...}}`` with, per family: ``seconds`` (wall time of its warm-up solves),
     ``compile_time`` (of which compiling; 0.0 when everything came from the cache), ``cached``
     (True when nothing had to be compiled), ``solves`` (``"case/method"`` -> ``{"seconds",
-    "compile_time", "termination"}``, or ``{"error": message}`` for a solve that failed, which
-    does not stop the others), ``kernels`` (each jitted function of the family's modules first
+    "compile_time", "termination"}``; a direct kernel call of :data:`EXTRA_CALLS` by its name, with
+    termination None; ``{"error": message}`` for one that failed, which does not stop the others), ``kernels`` (each jitted function of the family's modules first
     used here -> ``{"compiled": signatures compiled now, "from_cache": signatures loaded}``) and,
     for a family without scale cases, ``skipped`` (why). ``progress`` gets one line per family.
     An unknown family name is a :class:`~solvopt.core.errors.ModelError` listing the known ones.
@@ -150,7 +193,8 @@ def warmup(families: list[str] | None = None, progress: Callable[[str], None] | 
         entry: dict = {"seconds": 0.0, "compile_time": 0.0, "cached": True, "solves": {}, "kernels": {}}
         report[name] = entry
         cases = _cases(family)
-        if not cases:
+        calls = EXTRA_CALLS.get(name, {})
+        if not cases and not calls:
             entry["skipped"] = "the family registers no scale cases"
             if progress:
                 progress(f"{name}: skipped ({entry['skipped']})")
@@ -171,6 +215,16 @@ def warmup(families: list[str] | None = None, progress: Callable[[str], None] | 
                     entry["solves"][key] = {"seconds": time.perf_counter() - t0,
                                             "compile_time": jit.seconds or 0.0,
                                             "termination": result.termination.value}
+            for key, call in calls.items():
+                t0 = time.perf_counter()
+                with compile_timer() as jit:
+                    try:
+                        call()
+                    except Exception as exc:  # noqa: BLE001 - as for a solve
+                        entry["solves"][key] = {"error": f"{type(exc).__name__}: {exc}"}
+                        continue
+                entry["solves"][key] = {"seconds": time.perf_counter() - t0, "compile_time": jit.seconds or 0.0,
+                                        "termination": None}
         entry["seconds"] = time.perf_counter() - started
         entry["compile_time"] = family_jit.seconds or 0.0
         for kname, dispatcher in _solvopt_dispatchers().items():

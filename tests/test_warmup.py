@@ -180,3 +180,21 @@ def test_compile_clock_sees_numba_imported_mid_block_and_helper_threads(tmp_path
     assert none_used is None                  # Numba never imported: no measurement, nothing imported
     assert 0.0 < seconds <= compiling and again > 0.0
     assert nothing == 0.0
+
+
+@pytest.mark.slow
+def test_warmup_compiles_the_games_kernels_and_a_second_run_loads_them(tmp_path):
+    # the sampled rollouts (affine-gda, evaluation="sampled") and the one-asset deviation DP are
+    # reached by no scale case: the warm-up's extra case and direct call must compile them
+    cache = tmp_path / "numba"
+    games = _run(_WARM, cache, '["games"]')["report"]["games"]
+    assert all("error" not in s for s in games["solves"].values()), games["solves"]
+    assert "linear-quadratic-sampled/affine-gda" in games["solves"] and "one-asset-deviation-dp" in games["solves"]
+    wanted = {"solvopt.games.parametric_kernels.rollout", "solvopt.games.parametric_kernels.reverse",
+              "solvopt.games.economy_deviation._nb_bellman"}
+    assert wanted <= set(games["kernels"]), sorted(games["kernels"])
+    assert all(games["kernels"][k]["compiled"] >= 1 for k in wanted)
+    again = _run(_WARM, cache, '["games"]')["report"]["games"]
+    assert again["cached"] and again["compile_time"] == 0.0
+    assert wanted <= set(again["kernels"])
+    assert all(again["kernels"][k]["compiled"] == 0 and again["kernels"][k]["from_cache"] >= 1 for k in wanted)
