@@ -54,61 +54,61 @@ def concave_max_1d(fg, l: float, h: float, x0: float, check=None):
     x0 = min(max(x0, l), h)
     if not np.isfinite(x0):
         x0 = 0.0 if l < 0.0 < h else (h if np.isfinite(h) else l)
-    pts = {}
+    pts, recent = {}, []
 
     def at(t, known=None):
         if t in pts:
             return pts[t]
         v, d = fg(t) if known is None else known
-        if check is not None:
-            for s, (vs, ds) in pts.items():
+        if check is not None:                 # against the latest points (the bracket's ends among them)
+            for s in recent[-3:]:
+                vs, ds = pts[s]
                 check(vs, ds, v, t - s)
                 check(v, d, vs, s - t)
         pts[t] = (v, d)
+        recent.append(t)
         return v, d
 
     v0, d0 = at(x0)
     if d0 == 0.0:
         return x0, v0, v0
-    l, h, sliver = _defined_ends(fg, at, l, h, x0)
+    l, h, sliver = _defined_end(fg, at, l, h, x0, d0 > 0.0)
     t, v, top = _bracketed(at, l, h, x0, v0, d0)
     return t, v, max(top, sliver)
 
 
-def _defined_ends(fg, at, l, h, x0):
-    """The interval's ends moved inside where phi is undefined there (a utility's domain ends at a bound).
+def _defined_end(fg, at, l, h, x0, upward: bool):
+    """The interval's end in the direction of ascent, moved inside where phi is undefined there.
 
-    An end where phi fails is replaced by the nearest point toward x0 where it is defined (halving
-    the distance); the sliver left out is bounded by the tangent there (concavity):
-    phi <= phi(t) + |phi'(t)| |end - t| when phi' points to the end, else phi(t). Returns (l, h, that bound).
+    (A utility's domain may end at a bound: A.16's cost at S = 0.) An end where phi fails is
+    replaced by the nearest point toward x0 where it is defined (halving the distance); the sliver
+    left out is bounded by the tangent there (concavity): phi <= phi(t) + |phi'(t)| |end - t| when
+    phi' points to the end, else phi(t). Returns (l, h, that bound).
     """
-    sliver = -np.inf
-    ends = [l, h]
-    for k, end in enumerate(ends):
-        if not np.isfinite(end) or end == x0:
-            continue
+    end = h if upward else l
+    if not np.isfinite(end) or end == x0:
+        return l, h, -np.inf
+    try:
+        known = fg(end)
+    except (ModelError, ArithmeticError, ValueError):
+        known = None
+    if known is not None:
+        at(end, known)                                # checked and kept: _outward finds it there
+        return l, h, -np.inf
+    inside = None
+    for e in range(1, 60):
+        t = end + (x0 - end) * 2.0 ** -e
         try:
-            known = fg(end)
+            fg(t)
         except (ModelError, ArithmeticError, ValueError):
-            known = None
-        if known is not None:
-            at(end, known)                                # checked and kept: _outward finds it there
-            continue
-        inside = None
-        for e in range(1, 60):
-            t = end + (x0 - end) * 2.0 ** -e
-            try:
-                fg(t)
-            except (ModelError, ArithmeticError, ValueError):
-                break
-            inside = t
-        if inside is None or inside == x0:
-            raise ModelError("a utility is undefined next to the start point of its player's interval")
-        v, d = at(inside)
-        out = d if end > inside else -d                  # the slope toward the end
-        sliver = max(sliver, v + max(0.0, out) * abs(end - inside))
-        ends[k] = inside
-    return ends[0], ends[1], sliver
+            break
+        inside = t
+    if inside is None or inside == x0:
+        raise ModelError("a utility is undefined next to the start point of its player's interval")
+    v, d = at(inside)
+    out = d if upward else -d                         # the slope toward the end
+    sliver = v + max(0.0, out) * abs(end - inside)
+    return (l, inside, sliver) if upward else (inside, h, sliver)
 
 
 def _bracketed(at, l, h, x0, v0, d0):
@@ -204,6 +204,7 @@ class ScalarStructure:
     def __init__(self, lo_b, hi_b, row, row_lo, row_hi):
         self.l, self.h = lo_b, hi_b
         self.row, self.row_lo, self.row_hi = row, row_lo, row_hi     # row is None when there is none
+        self.last = 0.0                     # the row's multiplier at the last joint response (a warm start)
 
     @classmethod
     def of(cls, game):
@@ -268,17 +269,23 @@ def separable_response(game, S: ScalarStructure, a, alpha: float = 0.0, check=No
             c = S.row_hi if res > S.row_hi else S.row_lo
             sign = 1.0 if res > S.row_hi else -1.0      # the multiplier's sign
             lam1, g1 = 0.0, res - c                     # g(lam) = r.b(lam) - c, nonincreasing in lam
-            lam2, step = 0.0, 1.0
-            b2 = b
-            for _ in range(GROW_STEPS):                 # a multiplier past the root
-                lam2 = sign * step
-                b2, t2 = solve_all(lam2, b2)
-                best_top = min(best_top, t2 + lam2 * c)
-                g2 = float(S.row @ b2) - c
-                if sign * g2 <= 0.0:
+            lam2 = g2 = None
+            # bracket the root from the last solve's multiplier (the iterates move little between checks)
+            mag = abs(S.last) if S.last * sign > 0.0 else 1.0
+            factor, found_low, b2 = 1.05, False, b
+            for _ in range(GROW_STEPS):
+                lam = sign * mag
+                bt, tt = solve_all(lam, b2)
+                best_top = min(best_top, tt + lam * c)
+                gt = float(S.row @ bt) - c
+                if sign * gt > 0.0:
+                    lam1, g1, b, found_low = lam, gt, bt, True
+                else:
+                    lam2, g2, b2 = lam, gt, bt
+                if lam2 is not None and (found_low or mag < 1e-12):
                     break
-                lam1, g1, b = lam2, g2, b2
-                step *= 2.0
+                mag = mag * factor if lam2 is None else mag / factor
+                factor = min(4.0, factor * factor)
             else:
                 raise ModelError("the joint response is unbounded along the coupling row")
             w1, w2, side, bmid = g1, g2, 0, b2
@@ -305,6 +312,7 @@ def separable_response(game, S: ScalarStructure, a, alpha: float = 0.0, check=No
                 low = _value(game, cols, a, alpha, project_interval_row(b, S))
                 if best_top - low <= REL_STOP * 8 * (1.0 + abs(low)):
                     break
+            S.last = lam1 if abs(g1) <= abs(g2) else lam2
     b = project_interval_row(b, S)
     return b, _value(game, cols, a, alpha, b), best_top
 
