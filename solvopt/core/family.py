@@ -84,7 +84,7 @@ class Family:
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
 
-    def build_model(self, instance, **model_params):
+    def build_model(self, instance: Any, **model_params: Any) -> Any:
         """The family's model for an instance (through ``from_instance``)."""
         if self.from_instance is None:
             raise ModelError(f"family {self.name!r} does not read instance files")
@@ -107,7 +107,7 @@ _BROKEN: list[FamilyState] = []
 _discovered = False
 
 
-def load_object(target: str):
+def load_object(target: str) -> Any:
     """``"module:attr"`` -> the object."""
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
@@ -151,7 +151,7 @@ def discover(extra_modules: tuple[str, ...] = ()) -> dict[str, FamilyState]:
 
 def families() -> list[Family]:
     """The descriptors of every family that could be discovered, by name."""
-    return [s.descriptor for _, s in sorted(discover().items())]
+    return [s.descriptor for _, s in sorted(discover().items()) if s.descriptor is not None]
 
 
 def broken_families() -> list[FamilyState]:
@@ -160,22 +160,25 @@ def broken_families() -> list[FamilyState]:
     return list(_BROKEN)
 
 
-def get_family(name: str) -> Family:
+def _known(name: str) -> tuple[FamilyState, Family]:
+    """A discovered family's state and descriptor; the unknown-family error otherwise."""
     state = discover().get(name)
-    if state is None:
+    if state is None or state.descriptor is None:
         known = ", ".join(sorted(discover())) or "none"
         raise ModelError(f"unknown family {name!r}; known families: {known}")
-    return state.descriptor
+    return state, state.descriptor
+
+
+def get_family(name: str) -> Family:
+    return _known(name)[1]
 
 
 def load_solvers(name: str) -> FamilyState:
     """Import a family's solver modules once, guarded; failures are kept as the reason."""
-    state = discover().get(name)
-    if state is None:
-        get_family(name)  # raises the unknown-family error
+    state, descriptor = _known(name)
     if not state.solvers_loaded:
         state.solvers_loaded = True
-        for module in state.descriptor.solver_modules:
+        for module in descriptor.solver_modules:
             try:
                 importlib.import_module(module)
             except Exception as exc:  # noqa: BLE001 - an optional dependency may fail any way
@@ -189,7 +192,7 @@ def load_readers() -> list[str]:
     """Import every family's reader modules, guarded; returns the failures as messages."""
     failures = []
     for state in discover().values():
-        for module in state.descriptor.reader_modules:
+        for module in state.descriptor.reader_modules if state.descriptor is not None else ():
             try:
                 importlib.import_module(module)
             except Exception as exc:  # noqa: BLE001
