@@ -23,6 +23,8 @@ from .projection import FEAS_TOL, Polyhedron, check_stop
 FACE_TOL = 1e-9        # a bound or row within this (relative) of the iterate is active
 NEWTON_STEPS = 30      # Newton steps per polish
 SIGN_TOL = 1e-9        # multipliers of the wrong sign by at most this (relative to |F|) still pass
+MAX_DENSE = 2000       # the KKT system is dense: no polish above this many variables
+MAX_DIFFERENCED = 200  # central differences cost 2 n pseudo-gradients (n^2 gradient calls): no polish above
 
 
 def pseudo_gradient(game, a) -> np.ndarray:
@@ -72,7 +74,12 @@ def _jacobian_columns(game, x, Fx, free, lb, ub):
 
 
 def face_newton(game, K: Polyhedron, a):
-    """A variational equilibrium on the face of K active at ``a`` by Newton's method, or None."""
+    """A variational equilibrium on the face of K active at ``a`` by Newton's method, or None.
+
+    None too for games too large for a dense Newton step (MAX_DENSE variables, MAX_DIFFERENCED
+    when the Jacobian comes from differences)."""
+    if game.n > MAX_DENSE or (_affine_jacobian(game) is None and game.n > MAX_DIFFERENCED):
+        return None
     try:
         return _face_newton(game, K, np.asarray(a, dtype=float))
     except ModelError:

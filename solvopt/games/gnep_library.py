@@ -410,7 +410,8 @@ def a16(variant: str = "a") -> GNEP:
     x^((beta_i + 1) / beta_i), inverse demand p(S) = 5000^(1/gamma) S^(-1/gamma), S = sum x,
     c = (10, 8, 6, 4, 2), K_i = 5, beta = (1.2, 1.1, 1, 0.9, 0.8), gamma = 1.1, x >= 0, and the
     shared cap S <= P, P = 75, 100, 150, 200 for the variants a, b, c, d. The cost is undefined
-    at S = 0: the start is the appendix's x_i = 10.
+    at S = 0: the start is the appendix's x_i = 10 (from the default start, all zeros, the solve
+    moves the start inside the cost's domain first).
     """
     if variant not in _A16:
         raise ModelError(f"A.16 has the variants a, b, c, d (got {variant!r})")

@@ -161,6 +161,7 @@ class Polyhedron:
         self._face = None         # (H, active face) of the last QP: tried first by the next one
         self._dense_h = self._dense_a = None
         self._eye = None
+        self._row = None          # the one row, dense, when there is exactly one
 
     @property
     def is_box(self) -> bool:
@@ -181,7 +182,9 @@ class Polyhedron:
         if self.is_box:
             return project_box(z, self.lb, self.ub)
         if self.A.shape[0] == 1:
-            return project_box_row(z, self.lb, self.ub, self.A.toarray().ravel(), self.lo[0], self.hi[0])
+            if self._row is None:
+                self._row = self.A.toarray().ravel()
+            return project_box_row(z, self.lb, self.ub, self._row, self.lo[0], self.hi[0])
         if self._eye is None:
             self._eye = sp.identity(self.n, format="csc")
         return self.minimize_qp(self._eye, -z)
