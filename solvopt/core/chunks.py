@@ -34,14 +34,22 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import ModelError
 from .interrupt import stop_reason
 from .result import Termination
 from .tasks import current_client, map_tasks
+
+if TYPE_CHECKING:
+    from .progress import Progress
+
+# a chunk: (index, start, stop) -> its mergeable result
+Chunk = Callable[[int, int, int], Any]
 
 Z95 = 1.959963984540054          # the 0.975 quantile of the standard normal: one constant everywhere
 DEFAULT_SAMPLE_LIMIT = 100_000   # scenarios kept (per row) for quantiles
@@ -54,7 +62,7 @@ class ChunkPlan:
     total: int
     size: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not (isinstance(self.total, (int, np.integer)) and self.total >= 1):
             raise ModelError(f"the number of scenarios must be a positive integer, got {self.total!r}")
         if not (isinstance(self.size, (int, np.integer)) and self.size >= 1):
@@ -85,57 +93,57 @@ class ScenarioStats:
         self.mean = np.zeros(rows)
         self.m2 = np.zeros(rows)
         self.infinite = np.zeros(rows, np.int64)
-        self._sample_index: list[np.ndarray] = []
-        self._sample_values: list[np.ndarray] = []
+        self._sample_index: list[npt.NDArray[np.int64]] = []
+        self._sample_values: list[npt.NDArray[np.float64]] = []
 
     @staticmethod
     def stride_for(total: int, sample_limit: int = DEFAULT_SAMPLE_LIMIT) -> int:
         return max(1, math.ceil(total / max(1, sample_limit)))
 
     @classmethod
-    def of(cls, values, start: int = 0, stride: int = 1, finite=None) -> "ScenarioStats":
+    def of(cls, values: npt.ArrayLike, start: int = 0, stride: int = 1,
+           finite: npt.ArrayLike | None = None) -> ScenarioStats:
         """Statistics of a chunk: ``values`` (rows, n) or (n,) for scenarios start..start+n-1.
 
         ``finite`` marks the values that count (default: np.isfinite); the others count as
         infinite. Works on NumPy arrays; CuPy callers reduce on the device with
         :meth:`from_moments` instead.
         """
-        values = np.asarray(values, dtype=np.float64)
-        if values.ndim == 1:
-            values = values[None, :]
-        if finite is None:
-            finite = np.isfinite(values)
-        finite = np.asarray(finite, bool).reshape(values.shape)
-        n_finite = finite.sum(axis=1).astype(np.float64)
-        safe = np.where(finite, values, 0.0)
+        vals = np.asarray(values, dtype=np.float64)
+        if vals.ndim == 1:
+            vals = vals[None, :]
+        ok = np.asarray(np.isfinite(vals) if finite is None else finite, bool).reshape(vals.shape)
+        n_finite = ok.sum(axis=1).astype(np.float64)
+        safe = np.where(ok, vals, 0.0)
         mean = safe.sum(axis=1) / np.maximum(n_finite, 1)
-        m2 = (np.where(finite, safe - mean[:, None], 0.0) ** 2).sum(axis=1)
-        out = cls.from_moments(n_finite, mean, m2, values.shape[1] - n_finite.astype(np.int64), stride)
+        m2 = (np.where(ok, safe - mean[:, None], 0.0) ** 2).sum(axis=1)
+        out = cls.from_moments(n_finite, mean, m2, vals.shape[1] - n_finite.astype(np.int64), stride)
         first = (-start) % out.stride
-        if first < values.shape[1]:
-            idx = np.arange(start + first, start + values.shape[1], out.stride, dtype=np.int64)
-            picked = values[:, first::out.stride]
+        if first < vals.shape[1]:
+            idx = np.arange(start + first, start + vals.shape[1], out.stride, dtype=np.int64)
+            picked = vals[:, first::out.stride]
             out._sample_index.append(idx)
-            out._sample_values.append(np.where(finite[:, first::out.stride], picked, np.inf))
+            out._sample_values.append(np.where(ok[:, first::out.stride], picked, np.inf))
         return out
 
     @classmethod
-    def from_moments(cls, count, mean, m2, infinite, stride: int = 1) -> "ScenarioStats":
+    def from_moments(cls, count: npt.ArrayLike, mean: npt.ArrayLike, m2: npt.ArrayLike, infinite: npt.ArrayLike,
+                     stride: int = 1) -> ScenarioStats:
         """A chunk's statistics from per-row moments computed elsewhere (e.g. on a GPU)."""
-        count = np.atleast_1d(np.asarray(count, np.float64))
-        out = cls(rows=count.size, stride=stride)
-        out.count = count.copy()
+        counts = np.atleast_1d(np.asarray(count, np.float64))
+        out = cls(rows=counts.size, stride=stride)
+        out.count = counts.copy()
         out.mean = np.atleast_1d(np.asarray(mean, np.float64)).copy()
         out.m2 = np.atleast_1d(np.asarray(m2, np.float64)).copy()
         out.infinite = np.atleast_1d(np.asarray(infinite, np.int64)).copy()
         return out
 
-    def add_sample(self, index: np.ndarray, values: np.ndarray) -> None:
+    def add_sample(self, index: npt.ArrayLike, values: npt.ArrayLike) -> None:
         """Attach quantile-sample values (rows, len(index)) computed elsewhere."""
         self._sample_index.append(np.asarray(index, np.int64))
         self._sample_values.append(np.asarray(values, np.float64).reshape(self.rows, -1))
 
-    def merge(self, other: "ScenarioStats") -> "ScenarioStats":
+    def merge(self, other: ScenarioStats) -> ScenarioStats:
         """Fold ``other`` into this one (Chan et al.'s pairwise update); returns self."""
         if other.rows != self.rows:
             raise ValueError(f"cannot merge statistics of {other.rows} rows into {self.rows}")
@@ -171,11 +179,11 @@ class ScenarioStats:
         mean, half = float(self.mean[row]), Z95 * self.std_error(row)
         return mean - half, mean + half
 
-    def row_means(self) -> np.ndarray:
+    def row_means(self) -> npt.NDArray[np.float64]:
         """Mean per row; +inf where some scenario's value is infinite."""
         return np.where(self.infinite > 0, np.inf, self.mean)
 
-    def sample(self, row: int = 0) -> np.ndarray:
+    def sample(self, row: int = 0) -> npt.NDArray[np.float64]:
         """The sampled values of one row in scenario order (+inf = infinite)."""
         if not self._sample_index:
             return np.zeros(0)
@@ -183,11 +191,11 @@ class ScenarioStats:
         values = np.concatenate([v[row] for v in self._sample_values])
         return values[np.argsort(index, kind="stable")]
 
-    def summary(self, row: int = 0, levels=(0.05, 0.5, 0.95)) -> dict:
+    def summary(self, row: int = 0, levels: Sequence[float] = (0.05, 0.5, 0.95)) -> dict[str, Any]:
         """Mean, variance, standard error, 95% interval (finite values), quantiles from the sample
         (``{level: value}``, float levels: the keys ``Result`` and its JSON round trip use)."""
         n = int(self.count[row])
-        out = {"feasible_scenarios": n, "infinite_scenarios": int(self.infinite[row])}
+        out: dict[str, Any] = {"feasible_scenarios": n, "infinite_scenarios": int(self.infinite[row])}
         if n == 0:
             return out
         lo, hi = self.interval(row)
@@ -205,17 +213,17 @@ class ScenarioStats:
 class ChunkRun:
     """What :func:`run_chunks` did: merged statistics, items done, and why it stopped (None = all done)."""
 
-    stats: object
+    stats: Any                     # the merged result (a ScenarioStats unless merge= says otherwise)
     done: int
     chunks: int
     stopped: Termination | None = None
     wall_time: float = 0.0
-    extras: list = field(default_factory=list)
+    extras: list[Any] = field(default_factory=list)
 
 
-def run_chunks(plan: ChunkPlan, chunk: Callable[[int, int, int], object], *, deadline: float | None = None,
-               progress=None, what: str = "scenarios", merge: Callable[[object, object], object] | None = None,
-               first: int = 0, client=None) -> ChunkRun:
+def run_chunks(plan: ChunkPlan, chunk: Chunk, *, deadline: float | None = None,
+               progress: Progress | None = None, what: str = "scenarios",
+               merge: Callable[[Any, Any], Any] | None = None, first: int = 0, client: Any = None) -> ChunkRun:
     """Run ``chunk(index, start, stop)`` for every chunk in index order and merge the results.
 
     ``merge(acc, part)`` folds a chunk's result into the accumulator (default: ``acc.merge(part)``).
@@ -226,16 +234,18 @@ def run_chunks(plan: ChunkPlan, chunk: Callable[[int, int, int], object], *, dea
     tasks on its workers (see the module docstring); a chunk that raises raises
     :class:`~solvopt.core.tasks.TaskError` here.
     """
-    merge = merge or (lambda acc, part: acc.merge(part))
+    fold: Callable[[Any, Any], Any] = merge or (lambda acc, part: acc.merge(part))
     client = client if client is not None else current_client()
     if client is not None and plan.count - first > 1:
-        return _run_on_cluster(client, plan, chunk, deadline, progress, what, merge, first)
+        return _run_on_cluster(client, plan, chunk, deadline, progress, what, fold, first)
     start_time = time.perf_counter()
-    acc, done, stopped, ran = None, 0, None, 0
+    acc: Any = None
+    stopped: Termination | None = None
+    done, ran = 0, 0
     for index in range(first, plan.count):
         lo, hi = plan.bounds(index)
         part = chunk(index, lo, hi)
-        acc = part if acc is None else merge(acc, part)
+        acc = part if acc is None else fold(acc, part)
         done += hi - lo
         ran += 1
         elapsed = time.perf_counter() - start_time
@@ -250,20 +260,22 @@ def run_chunks(plan: ChunkPlan, chunk: Callable[[int, int, int], object], *, dea
     return ChunkRun(stats=acc, done=done, chunks=ran, stopped=stopped, wall_time=time.perf_counter() - start_time)
 
 
-def _call_chunk(task):
+def _call_chunk(task: tuple[Chunk, int, int, int]) -> Any:
     """A chunk task on a worker: ``(chunk, index, start, stop)``, the chunk already unpickled there."""
     chunk, index, lo, hi = task
     return chunk(index, lo, hi)
 
 
-def _run_on_cluster(client, plan, chunk, deadline, progress, what, merge, first) -> ChunkRun:
+def _run_on_cluster(client: Any, plan: ChunkPlan, chunk: Chunk, deadline: float | None, progress: Progress | None,
+                    what: str, merge: Callable[[Any, Any], Any], first: int) -> ChunkRun:
     """Chunks as tasks; merge the contiguous prefix in index order, the rest in index order at a stop."""
     start_time = time.perf_counter()
     shared = client.scatter(chunk, broadcast=True, hash=False)
     indices = range(first, plan.count)
     tasks = [(shared, index, *plan.bounds(index)) for index in indices]
-    arrived: dict[int, object] = {}
-    acc, done, ran, next_index = None, 0, 0, first
+    arrived: dict[int, Any] = {}
+    acc: Any = None
+    done, ran, next_index = 0, 0, first
     total = plan.total - plan.bounds(first)[0]
     finished = map_tasks(_call_chunk, tasks, client=client, deadline=deadline, what=what)
     try:
