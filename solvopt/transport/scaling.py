@@ -71,8 +71,8 @@ def _root(p: float):
 
 
 def scale_cases() -> list[ScaleCase]:
-    finite = _available(("approx", "exact", "pot"))
-    infinite = _available(("approx", "exact", "bottleneck"))
+    finite = _available(("auto", "approx", "exact", "pot"))
+    infinite = _available(("auto", "approx", "exact", "bottleneck"))
     exact = _available(("exact", "pot"))
     return [
         ScaleCase("points-p2", lambda f: _on_points(f, 2), linear, finite),
@@ -104,7 +104,7 @@ def _with_p(write, p: str):
 
 def stop_cases() -> list[StopCase]:
     return [
-        StopCase("approx-20000", _with_p(_writer("approx", 20000, 20000, 0), "2"), ("approx",)),
+        StopCase("approx-20000", _with_p(_writer("approx", 20000, 20000, 0), "2"), ("approx", "auto")),
         StopCase("exact-flow-3000x2500", _with_p(_writer("flow", 3000, 2500, 1), "2"), ("exact",)),
         StopCase("assignment-5000", _with_p(_writer("assignment", 5000, 5000, 2), "2"),
                  ("exact",) + _available(("pot",))),
