@@ -73,6 +73,7 @@ def test_1d_end_points_are_exact_and_unbounded_is_refused():
         concave_max_1d(fg, 0.0, np.inf, 0.0)
     with pytest.raises(ModelError, match="empty"):
         interval(0.0, 1.0, [1.0], [2.0], [3.0])
+    assert interval(0.0, 5.0, [0.0, 2.0, -1.0], [-1.0, -np.inf, -np.inf], [1.0, 3.0, 0.5]) == (0.0, 1.5)
 
 
 def test_1d_refuses_a_convex_function():

@@ -173,13 +173,15 @@ def _outward(at, x0, end, sign):
 
 # --- intervals of single-variable players --------------------------------------------------
 def interval(lb: float, ub: float, coef, lo, hi, slack: float = FEAS_TOL):
-    """The interval {lb <= t <= ub, lo <= coef t <= hi} (coefficients nonzero).
+    """The interval {lb <= t <= ub, lo <= coef t <= hi} (rows with coefficient 0 are ignored).
 
     An empty set by at most ``slack`` (rounding at a point on the boundary) is the single point
     in between; emptier raises ModelError.
     """
     l, h = float(lb), float(ub)
     coef, lo, hi = np.asarray(coef, float), np.asarray(lo, float), np.asarray(hi, float)
+    keep = coef != 0.0                       # a zero coefficient (stored explicitly) bounds nothing
+    coef, lo, hi = coef[keep], lo[keep], hi[keep]
     with np.errstate(divide="ignore", invalid="ignore"):
         a, b = lo / coef, hi / coef
     low = np.where(coef > 0, a, b)
