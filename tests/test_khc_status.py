@@ -168,17 +168,3 @@ def test_the_dsl_model_imports_no_solver_and_no_numba():
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
-
-
-def test_dsl_hyperplane_modules_import_only_core_and_the_dsl():
-    import ast
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1] / "dsl"
-    for name in ("hyperplane.py", "hyperplane_formulation.py"):
-        tree = ast.parse((root / name).read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 0:
-                assert node.module.split(".")[0] in ("numpy", "__future__", "math", "numbers") \
-                    or node.module.startswith("solvopt.core"), (name, node.module)
-            if isinstance(node, ast.Import):
-                assert all(a.name.split(".")[0] in ("numpy", "math", "numbers") for a in node.names), name
