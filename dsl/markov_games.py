@@ -48,51 +48,57 @@ This module imports only NumPy and solvopt.core / the DSL core.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from solvopt.core.errors import ModelError
 
-from .arrays import real_array
+from .arrays import FloatArray, real_array
 from .family import FamilyModel
+
+if TYPE_CHECKING:
+    from .utilities import UtilityForm
 
 STOCHASTIC_TOL = 1e-9     # rows of a transition matrix must sum to 1 within this
 CONCAVITY_TOL = 1e-10     # largest eigenvalue allowed in a player's own quadratic block
 
 
-def _array(value, name: str, shape: tuple | None = None) -> np.ndarray:
+def _array(value: Any, name: str, shape: tuple[int | None, ...] | None = None) -> FloatArray:
     """A float64 array of the given shape (None entries of ``shape`` are free), without NaN (inf allowed)."""
     return real_array(value, name, shape, allow_inf=True)
 
 
-def _finite(arr: np.ndarray, name: str) -> np.ndarray:
+def _finite(arr: FloatArray, name: str) -> FloatArray:
     if not np.all(np.isfinite(arr)):
         raise ModelError(f"{name} must be finite")
     return arr
 
 
-def _discount(value) -> float:
+def _discount(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= float(value) < 1:
         raise ModelError(f"discount must be a number in [0, 1), got {value!r}")
     return float(value)
 
 
-def _stochastic(P: np.ndarray, name: str) -> np.ndarray:
+def _stochastic(P: FloatArray, name: str) -> FloatArray:
     if np.any(P < 0) or np.any(np.abs(P.sum(axis=-1) - 1) > STOCHASTIC_TOL):
         raise ModelError(f"{name} must have rows of non-negative probabilities summing to 1")
     return P
 
 
-def _initial(mu, n: int) -> np.ndarray:
+def _initial(mu: Any, n: int) -> FloatArray:
     if mu is None:
         return np.full(n, 1.0 / n)
-    mu = _finite(_array(mu, "initial distribution", (n,)), "initial distribution")
-    if np.any(mu < 0) or abs(mu.sum() - 1) > STOCHASTIC_TOL:
+    dist = _finite(_array(mu, "initial distribution", (n,)), "initial distribution")
+    if np.any(dist < 0) or abs(dist.sum() - 1) > STOCHASTIC_TOL:
         raise ModelError("the initial distribution must be non-negative and sum to 1")
-    return mu
+    return dist
 
 
-def _square_stochastic(transitions) -> np.ndarray:
+def _square_stochastic(transitions: Any) -> FloatArray:
     """An (S, S) row-stochastic matrix, checked."""
     P = _stochastic(_finite(_array(transitions, "transitions", (None, None)), "transitions"), "transitions")
     if P.shape[0] != P.shape[1]:
@@ -100,7 +106,7 @@ def _square_stochastic(transitions) -> np.ndarray:
     return P
 
 
-def _action_bounds(lower, upper, shape) -> tuple[np.ndarray, np.ndarray]:
+def _action_bounds(lower: Any, upper: Any, shape: tuple[int, ...]) -> tuple[FloatArray, FloatArray]:
     """(S, D) lower and upper action bounds (upper None: +inf), checked."""
     lo = np.broadcast_to(_array(lower, "lower"), shape).copy()
     hi = np.broadcast_to(_array(np.inf if upper is None else upper, "upper"), shape).copy()
@@ -109,7 +115,7 @@ def _action_bounds(lower, upper, shape) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _action_slices(action_sizes) -> tuple[list[int], list[slice]]:
+def _action_slices(action_sizes: Any) -> tuple[list[int], list[slice]]:
     """The players' action sizes and their slices of the joint action vector."""
     sizes = list(action_sizes) if not isinstance(action_sizes, (str, bytes)) else None
     if not sizes or any(isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 for k in sizes):
@@ -119,7 +125,8 @@ def _action_slices(action_sizes) -> tuple[list[int], list[slice]]:
     return sizes, [slice(int(offsets[i]), int(offsets[i + 1])) for i in range(len(sizes))]
 
 
-def _concave_quadratic(quadratic, shape: tuple, slices, strict=None) -> np.ndarray:
+def _concave_quadratic(quadratic: Any, shape: tuple[int, ...], slices: Sequence[slice],
+                       strict: Sequence[npt.NDArray[np.bool_]] | None = None) -> FloatArray:
     """The (N, S, D, D) reward matrices Q_i(s) (0 if None): symmetric, each player's own block
     negative semidefinite (negative definite on the coordinates flagged in ``strict``, (N, S, d_i)
     masks, where an unbounded action needs a unique maximiser)."""
@@ -141,20 +148,20 @@ def _concave_quadratic(quadratic, shape: tuple, slices, strict=None) -> np.ndarr
     return Q
 
 
-def _symmetric(M: np.ndarray) -> bool:
+def _symmetric(M: FloatArray) -> bool:
     """True when every matrix of the stack M (..., n, n) is symmetric (to 1e-12 of its largest entry)."""
     unit = float(np.max(np.abs(M), initial=0.0)) or 1.0
-    return np.allclose(M, np.swapaxes(M, -1, -2), rtol=0, atol=1e-12 * unit)
+    return bool(np.allclose(M, np.swapaxes(M, -1, -2), rtol=0, atol=1e-12 * unit))
 
 
-def _symmetric_psd(M: np.ndarray, message: str) -> np.ndarray:
+def _symmetric_psd(M: FloatArray, message: str) -> FloatArray:
     """M, each matrix of the stack checked symmetric positive semidefinite (ModelError ``message``)."""
     if not _symmetric(M) or np.linalg.eigvalsh(M).min() < -1e-12:
         raise ModelError(message)
     return M
 
 
-def _player_names(players, n: int) -> list:
+def _player_names(players: Any, n: int) -> list[Any]:
     """The players' names (default player0, player1, ...), one per player."""
     names = list(players) if players is not None else [f"player{i}" for i in range(n)]
     if len(names) != n:
@@ -165,7 +172,7 @@ def _player_names(players, n: int) -> list:
 DEGREE_TOL = 1e-6    # Cobb-Douglas rows whose sums agree to this (relative) are one degree of homogeneity
 
 
-def _cobb_douglas_rows(weights):
+def _cobb_douglas_rows(weights: Any) -> Any:
     """Cobb-Douglas exponent rows that all sum to 1 within DEGREE_TOL (float32 data), scaled to sum to
     1 exactly; other rows unchanged (their common sum, if any, is the degree: :func:`_degree_one`)."""
     a = np.asarray(weights, dtype=float)
@@ -176,7 +183,7 @@ def _cobb_douglas_rows(weights):
     return weights
 
 
-def _degree_one(utility, degree):
+def _degree_one(utility: UtilityForm, degree: Any) -> tuple[UtilityForm, float]:
     """(the degree-1 form, its degree h): u_i = base_i^h. Cobb-Douglas exponents whose rows share a
     sum t (to DEGREE_TOL, e.g. float32 data summing to 1 - 1e-9) are normalised to sum to 1, with
     h = t (prod x^a = (prod x^(a/t))^t exactly); ``degree`` (in (0, 1]) scales any degree-1 form."""
@@ -224,8 +231,9 @@ class MarkovPseudoGame(FamilyModel):
     family = "games"
     default_method = "gda"          # what the family's "auto" runs (generalized Markov perfect equilibria)
 
-    def __init__(self, action_sizes, linear, transitions, discount, *, quadratic=None, lower=None, upper=None,
-                 shared_matrix=None, shared_rhs=None, transition_slopes=None, initial=None, players=None):
+    def __init__(self, action_sizes: Any, linear: Any, transitions: Any, discount: Any, *, quadratic: Any = None,
+                 lower: Any = None, upper: Any = None, shared_matrix: Any = None, shared_rhs: Any = None,
+                 transition_slopes: Any = None, initial: Any = None, players: Any = None):
         self.action_sizes, self.slices = _action_slices(action_sizes)
         N, D = len(self.action_sizes), int(sum(self.action_sizes))
         self.transitions = _square_stochastic(transitions)
@@ -267,7 +275,7 @@ class MarkovPseudoGame(FamilyModel):
         return not np.any(self.transition_slopes)
 
 
-def _endowment_bounds(floor, cap, M, bundles):
+def _endowment_bounds(floor: Any, cap: Any, M: int, bundles: bool) -> tuple[FloatArray | None, FloatArray | None]:
     """(M,) floor and cap of the endowments after payouts (None: none), checked."""
     if floor is None and cap is None:
         return None, None
@@ -282,7 +290,7 @@ def _endowment_bounds(floor, cap, M, bundles):
     return lo, hi
 
 
-def _horizon(horizon):
+def _horizon(horizon: Any) -> int | None:
     if horizon is None:
         return None
     if isinstance(horizon, bool) or not isinstance(horizon, numbers.Integral) or horizon < 1:
@@ -331,10 +339,11 @@ class MarkovExchangeEconomy(FamilyModel):
         is slow (use markov-newton for large linear economies; docs/markov_games.md)."""
         return "markov-tatonnement" if self.utility.kind == "linear" else "markov-newton"
 
-    def __init__(self, utility, endowments, transitions, discount=0.9, *, initial=None, asset_returns=None,
-                 borrowing_limit=1.0, holding_limit=1.0, asset_price_max=10.0, price_sum=10.0, degree=None,
-                 endowment_floor=None, endowment_cap=None, endowment_shocks=None, shock_probabilities=None,
-                 horizon=None):
+    def __init__(self, utility: Any, endowments: Any, transitions: Any, discount: Any = 0.9, *, initial: Any = None,
+                 asset_returns: Any = None, borrowing_limit: Any = 1.0, holding_limit: Any = 1.0,
+                 asset_price_max: Any = 10.0, price_sum: Any = 10.0, degree: Any = None, endowment_floor: Any = None,
+                 endowment_cap: Any = None, endowment_shocks: Any = None, shock_probabilities: Any = None,
+                 horizon: Any = None):
         from .utilities import UtilityForm, utility_from_params
         if isinstance(utility, tuple) and len(utility) == 2:
             kind, weights = utility
@@ -353,7 +362,8 @@ class MarkovExchangeEconomy(FamilyModel):
         transitions = _stochastic(_finite(_array(transitions, "transitions", (W, W)), "transitions"), "transitions")
         self.discount = _discount(discount)
         initial = _initial(initial, W)
-        self.asset_bundles = None
+        self.asset_bundles: FloatArray | None = None
+        R: FloatArray | None
         if asset_returns is None:
             R = np.zeros((W, 0))
         else:
@@ -366,7 +376,7 @@ class MarkovExchangeEconomy(FamilyModel):
                 raise ModelError(f"asset_returns must have shape (world states, assets) = ({W}, K) (money) or "
                                  f"({W}, K, {M}) (bundles of goods), got {R.shape}")
         self._asset_returns = R
-        K = R.shape[1] if R is not None else self.asset_bundles.shape[1]
+        K = (R if R is not None else np.asarray(self.asset_bundles)).shape[1]
         self.borrowing_limit = np.broadcast_to(_finite(_array(borrowing_limit, "borrowing_limit"), "borrowing_limit"),
                                                (K,)).copy()
         self.holding_limit = np.broadcast_to(_finite(_array(holding_limit, "holding_limit"), "holding_limit"),
@@ -407,7 +417,7 @@ class MarkovExchangeEconomy(FamilyModel):
         self.n_world, self.n_consumers, self.n_goods, self.n_assets = W * Z, N, M, K
 
     @property
-    def asset_returns(self) -> np.ndarray:
+    def asset_returns(self) -> FloatArray:
         """(W, K) the money each asset pays in each world state; a ModelError for assets that pay
         bundles of goods, whose money return depends on the prices (:meth:`returns_at`)."""
         if self._asset_returns is None:
@@ -415,27 +425,30 @@ class MarkovExchangeEconomy(FamilyModel):
                              "prices (MarkovExchangeEconomy.returns_at)")
         return self._asset_returns
 
-    def returns_at(self, world, prices) -> np.ndarray:
+    def returns_at(self, world: npt.ArrayLike, prices: npt.ArrayLike) -> FloatArray:
         """(S, K) the money one unit of each asset pays at S states with world states ``world`` (S,)
         and goods prices ``prices`` (S, M): the money returns, or the bundles valued at the prices."""
-        world = np.asarray(world, dtype=int)
+        at = np.asarray(world, dtype=int)
         if self.asset_bundles is None:
-            return self._asset_returns[world]
-        return np.einsum("skm,sm->sk", self.asset_bundles[world], np.asarray(prices, dtype=float))
+            money: FloatArray = self.asset_returns[at]
+            return money
+        valued: FloatArray = np.einsum("skm,sm->sk", self.asset_bundles[at], np.asarray(prices, dtype=float))
+        return valued
 
-    def payouts_at(self, world) -> np.ndarray:
+    def payouts_at(self, world: npt.ArrayLike) -> FloatArray:
         """(S, K, M) the goods one unit of each asset delivers at world states ``world`` (zero for
         money assets, whose payouts are not goods)."""
-        world = np.asarray(world, dtype=int)
+        at = np.asarray(world, dtype=int)
         if self.asset_bundles is None:
-            return np.zeros((len(world), self.n_assets, self.n_goods))
-        return self.asset_bundles[world]
+            return np.zeros((len(at), self.n_assets, self.n_goods))
+        goods: FloatArray = self.asset_bundles[at]
+        return goods
 
     OPTION_KEYS = ("initial", "asset_returns", "borrowing_limit", "holding_limit", "asset_price_max", "price_sum",
                    "degree", "endowment_floor", "endowment_cap", "endowment_shocks", "shock_probabilities", "horizon")
 
     @classmethod
-    def from_dict(cls, data: dict, drop=()) -> "MarkovExchangeEconomy":
+    def from_dict(cls, data: dict[str, Any], drop: Sequence[str] = ()) -> MarkovExchangeEconomy:
         """The economy of a ``markov_exchange_economy`` instance (parsed JSON): ``utility`` ({"kind":
         ..., its parameter rows}), ``endowments``, ``transitions``, ``discount`` and the options of
         OPTION_KEYS (null or absent: default); other fields (name, description, source) are
@@ -452,7 +465,7 @@ class MarkovExchangeEconomy(FamilyModel):
     def method_support(self) -> list[tuple[str, bool]]:
         """(option, supported by the economy methods) for each model option this economy uses beyond
         the base model; a method refuses the economy (one-line ModelError) on an unsupported one."""
-        out = []
+        out: list[tuple[str, bool]] = []
         if self.degree != 1.0:
             out.append((f"utilities homogeneous of degree {self.degree:.6g} (only degree 1: consumers "
                         "risk-neutral in wealth, portfolio best responses LPs)", False))
@@ -466,21 +479,21 @@ class MarkovExchangeEconomy(FamilyModel):
             out.append(("endowment shocks (product chain)", True))
         return out
 
-    def restricted(self, worlds) -> "MarkovExchangeEconomy":
+    def restricted(self, worlds: npt.ArrayLike) -> MarkovExchangeEconomy:
         """The same economy on the world states ``worlds`` only (indices; the chain must not leave
         them: the world states it can reach from the initial distribution, for instance)."""
         import copy
-        worlds = np.asarray(worlds, dtype=int)
-        T = self.transitions[np.ix_(worlds, worlds)]
-        if np.any(np.abs(T.sum(axis=1) - 1) > STOCHASTIC_TOL) or abs(self.initial[worlds].sum() - 1) > STOCHASTIC_TOL:
+        kept = np.asarray(worlds, dtype=int)
+        T = self.transitions[np.ix_(kept, kept)]
+        if np.any(np.abs(T.sum(axis=1) - 1) > STOCHASTIC_TOL) or abs(self.initial[kept].sum() - 1) > STOCHASTIC_TOL:
             raise ModelError("restricted(): the chain leaves the given world states")
         out = copy.copy(self)
-        out.transitions, out.initial = T, self.initial[worlds]
+        out.transitions, out.initial = T, self.initial[kept]
         for name in WORLD_ARRAYS:
             value = getattr(self, name, None)
             if value is not None:
-                setattr(out, name, value[worlds])
-        out.n_world = len(worlds)
+                setattr(out, name, value[kept])
+        out.n_world = len(kept)
         return out
 
 
@@ -511,10 +524,11 @@ class LinearQuadraticMarkovGame(FamilyModel):
     family = "games"
     default_method = "affine-gda"
 
-    def __init__(self, action_sizes, linear, transitions, discount, state_matrix, input_matrix, *, quadratic=None,
-                 state_linear=None, state_quadratic=None, cross=None, state_offset=None, noise_cov=None,
-                 lower=None, upper=None, lower_slope=None, upper_slope=None, initial=None, initial_state=None,
-                 initial_cov=None, players=None):
+    def __init__(self, action_sizes: Any, linear: Any, transitions: Any, discount: Any, state_matrix: Any,
+                 input_matrix: Any, *, quadratic: Any = None, state_linear: Any = None, state_quadratic: Any = None,
+                 cross: Any = None, state_offset: Any = None, noise_cov: Any = None, lower: Any = None,
+                 upper: Any = None, lower_slope: Any = None, upper_slope: Any = None, initial: Any = None,
+                 initial_state: Any = None, initial_cov: Any = None, players: Any = None):
         self.action_sizes, self.slices = _action_slices(action_sizes)
         N, D = len(self.action_sizes), int(sum(self.action_sizes))
         self.transitions = _square_stochastic(transitions)
@@ -525,7 +539,7 @@ class LinearQuadraticMarkovGame(FamilyModel):
             raise ModelError(f"state_matrix must have shape (states, c, c) with c >= 1, got {self.state_matrix.shape}")
         self.n_players, self.n_states, self.n_actions, self.n_continuous = N, S, D, c
 
-        def part(value, name, shape):
+        def part(value: Any, name: str, shape: tuple[int, ...]) -> FloatArray:
             return np.zeros(shape) if value is None else _finite(_array(value, name, shape), name)
 
         self.input_matrix = part(input_matrix, "input_matrix", (S, c, D))
