@@ -228,3 +228,25 @@ def test_face_newton_refuses_a_wrong_face():
     K = ex.joint_polyhedron(data)
     assert face_newton(data, K, np.array([0.0, 0.25])) is None                 # x at its lower bound: pulled up
     np.testing.assert_allclose(face_newton(data, K, np.array([0.7, 0.3])), [0.75, 0.25])
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=SEEDS)
+def test_polish_on_quadratic_games_with_several_variables(seed):
+    """Two players x two variables, boxes and two shared rows, strongly monotone quadratic costs: the
+    polished run and the plain one end at the same VE (exact Jacobian, HiGHS projections)."""
+    rng = np.random.default_rng(seed)
+    g = PseudoGame("quad")
+    xs = [g.player(f"p{i}", (2,), lb=0, ub=rng.uniform(1, 4, 2)) for i in range(2)]
+    for i, x in enumerate(xs):
+        other = xs[1 - i]
+        d = rng.uniform(1, 3, 2)
+        cross = rng.uniform(-0.4, 0.4, 2)
+        g.minimize(x, sum(d[k] * x[k] * x[k] + cross[k] * x[k] * other[k] - rng.uniform(0, 6) * x[k] for k in range(2)))
+    for _ in range(2):
+        w = rng.uniform(0.2, 1, 4)
+        g.share(w[0] * xs[0][0] + w[1] * xs[0][1] + w[2] * xs[1][0] + w[3] * xs[1][1] <= rng.uniform(1, 4))
+    fast = g.solve(time_limit=60)
+    slow = g.solve(polish=False, tolerance=1e-12, time_limit=60)
+    assert fast.termination.value == "optimal"
+    np.testing.assert_allclose(fast.solution["actions"], slow.solution["actions"], atol=1e-5)
