@@ -16,6 +16,10 @@ Both methods work on K = {a : bounds, own rows, shared rows} and return the iter
   gradient is exact by Danskin: sum_i grad u_i(b_i, a_-i) off block i - sum_i grad u_i(a)
   + alpha (b - a). V >= 0 and V(a) = 0 exactly at VEs (von Heusinger-Kanzow).
 
+**Polish.** At each check both methods also certify Newton's point on the face of K active at
+the iterate (:mod:`solvopt.games.face_newton`, option ``polish``): the first-order iterates find
+the face early and the point itself slowly; the polished point is kept only if it certifies.
+
 **Scale.** Both methods run on the game divided by its payoff scale (:func:`payoff_scale`), so
 every inner test and step (projections, best responses, the certificates' polish, the step
 sizes) sees payoffs of about 1 whatever the user's units; the reported exploitability and VE gap
