@@ -13,6 +13,7 @@ from solvopt.core.errors import ModelError
 from solvopt.core.result import SolutionStatus, Termination
 from solvopt.dsl import MarkovExchangeEconomy
 from solvopt.games import economy as ec
+from solvopt.games import economy_newton as en
 from test_games_markov import cobb_douglas_prices    # the eigenvector closed form
 
 NEWTON = "markov-newton"
@@ -50,7 +51,7 @@ def test_jacobian_matches_finite_differences(utility, stochastic):
                                      asset_returns=base.asset_returns)
     else:
         econ = ec.random_economy(3, 3, 2, 3, utility, stochastic=stochastic, seed=1)
-    eq = ec.SmoothedEquations(econ, ec.pair_chain(econ))
+    eq = en.SmoothedEquations(econ, ec.pair_chain(econ))
     S, M, W, K, N = eq.shape
     eq.risk = rng.random((S, N)) < 0.4
     eq.anchor = rng.integers(0, M, S)

@@ -15,6 +15,8 @@ from solvopt.core.errors import ModelError, SolverError
 from solvopt.core.result import Termination
 from solvopt.dsl import MarkovExchangeEconomy
 from solvopt.games import economy as ec
+from solvopt.games import economy_methods
+from solvopt.games import economy_newton as en
 
 METHODS = ("markov-newton", "markov-tatonnement")
 
@@ -75,7 +77,7 @@ def test_prices_are_projected_and_checked():
 def test_no_iteration_limit_stop_while_time_remains(monkeypatch):
     econ = ec.random_economy(4, 3, 1, 3, "leontief", seed=2)
     opts = dict(method="markov-newton", tolerance=1e-15, tau_start=0.1, tau_end=0.09)
-    monkeypatch.setattr(ec, "RESTART_TAUS", ())        # the continuation ends at tau_end = 0.09
+    monkeypatch.setattr(economy_methods, "RESTART_TAUS", ())        # the continuation ends at tau_end = 0.09
     alone = econ.solve(**opts)                         # no time limit: it ends there, and says so
     assert alone.termination is Termination.ITERATION_LIMIT
     result = econ.solve(time_limit=1.5, **opts)        # a time limit: tatonnement carries on until it
@@ -109,7 +111,7 @@ def test_bundle_jacobian_matches_finite_differences(utility):
     from test_games_economy import central_jacobian
     rng = np.random.default_rng(1)
     econ = ec.random_economy(3, 3, 2, 3, utility, seed=1, bundles=True)
-    eq = ec.SmoothedEquations(econ, ec.pair_chain(econ))
+    eq = en.SmoothedEquations(econ, ec.pair_chain(econ))
     S, M, W, K, N = eq.shape
     eq.risk = rng.random((S, N)) < 0.4
     eq.anchor = rng.integers(0, M, S)
@@ -232,7 +234,7 @@ def test_level_jacobian_matches_finite_differences(utility, bundles):
     from test_games_economy import central_jacobian
     rng = np.random.default_rng(2)
     econ = ec.random_economy(3, 3, 2, 3, utility, seed=2, bundles=bundles, asset_price_max=1.5)
-    eq = ec.SmoothedEquations(econ, ec.pair_chain(econ))
+    eq = en.SmoothedEquations(econ, ec.pair_chain(econ))
     eq.level = True
     S, M, W, K, N = eq.shape
     eq.risk = rng.random((S, N)) < 0.4
@@ -292,3 +294,4 @@ def test_paper_economies_load_and_are_refused_as_stated(which):
         if which.startswith("leontief") else None
     if relaxed is not None:
         assert relaxed.method_support() == [("assets paying bundles of goods", True)]
+

@@ -1,7 +1,8 @@
 """The games family's Markov methods: ``gda`` for Markov pseudo-games, ``markov-tatonnement`` and
-``markov-newton`` (smooth demands) for Markov exchange economies. All report the certified exploitability of their best iterate
-(:mod:`solvopt.games.markov`, :mod:`solvopt.games.economy`) and settle their status through
-:class:`~solvopt.games.tracking.EquilibriumRun` (OPTIMAL only at certified exploitability <= 1e-9).
+``markov-newton`` (smooth demands) for Markov exchange economies. All report the certified
+exploitability of their best iterate (:mod:`solvopt.games.markov`, :mod:`solvopt.games.economy`;
+the economies' methods run through :mod:`solvopt.games.economy_methods`) and settle their status
+through :class:`~solvopt.games.tracking.EquilibriumRun` (OPTIMAL only at certified exploitability <= 1e-9).
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from solvopt.core.errors import ModelError
 from solvopt.core.options import Option, integer_at_least, positive_number
 from solvopt.core.registry import Solver, register
 
-from . import economy, markov
+from . import economy, economy_methods, markov
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
 
@@ -83,7 +84,7 @@ class MarkovTatonnement(_MarkovSolver):
     def solve(self, econ, options):
         x = options.extra
         run = _economy_run(econ, options)
-        history = economy.solve(econ, run, self.name, step=x["step"], asset_step=x["asset_step"],
+        history = economy_methods.solve(econ, run, self.name, step=x["step"], asset_step=x["asset_step"],
                                 asset_every=x["asset_every"], asset_decay=x["asset_decay"], check_every=x["check_every"])
         return _economy_result(econ, run, history)
 
@@ -115,7 +116,7 @@ class MarkovNewton(_MarkovSolver):
         if x["tau_factor"] >= 1:
             raise ModelError(f"tau_factor must be < 1, got {x['tau_factor']}")
         run = _economy_run(econ, options)
-        history = economy.solve(econ, run, self.name, tau_start=x["tau_start"], tau_end=x["tau_end"],
+        history = economy_methods.solve(econ, run, self.name, tau_start=x["tau_start"], tau_end=x["tau_end"],
                                 tau_factor=x["tau_factor"], newton_steps=x["newton_steps"],
                                 warm_steps=x["warm_steps"])
         return _economy_result(econ, run, history)
