@@ -41,14 +41,16 @@ depend on the chunk size.
 from __future__ import annotations
 
 import warnings
-from typing import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError
 
-from .arrays import float_array
+from .arrays import FloatArray, float_array
 from .family import FamilyModel
 
 # The kernels' masking sentinel: forbidden slots hold it instead of +inf; values >= SENTINEL / 2
@@ -57,18 +59,20 @@ from .family import FamilyModel
 SENTINEL = {np.dtype(np.float64): 1e300, np.dtype(np.float32): 1e30}
 MAX_ABS_COST = {np.dtype(np.float64): 1e290, np.dtype(np.float32): 1e28}
 
+IntArray: TypeAlias = npt.NDArray[np.integer[Any]]
 
-def finite_max(a) -> float | None:
+
+def finite_max(a: npt.ArrayLike) -> float | None:
     """The largest finite entry of ``a`` (None when it has none)."""
-    a = np.asarray(a, dtype=float)
-    high = a.max(initial=-np.inf)
+    arr = np.asarray(a, dtype=float)
+    high = arr.max(initial=-np.inf)
     if np.isfinite(high):
         return float(high)
-    finite = a[np.isfinite(a)]
+    finite = arr[np.isfinite(arr)]
     return float(finite.max()) if finite.size else None
 
 
-def path_sum_bound(initial_high: float | None, layer_highs) -> float:
+def path_sum_bound(initial_high: float | None, layer_highs: Iterable[float | None]) -> float:
     """An upper bound on every finite partial path sum V_l (l = 0..L): the largest finite initial
     value plus, layer by layer, the largest finite cost (prefix maxima, since costs may be negative)."""
     total = 0.0 if initial_high is None else initial_high
@@ -80,25 +84,26 @@ def path_sum_bound(initial_high: float | None, layer_highs) -> float:
     return bound
 
 
-def check_path_sums(initial_high, layer_highs, dtype, where: str = "") -> None:
+def check_path_sums(initial_high: float | None, layer_highs: Iterable[float | None], dtype: npt.DTypeLike,
+                    where: str = "") -> None:
     """ModelError when a finite path could reach the sentinel's half (it would read as unreachable).
 
     The answer would be representable in float64; float32 cannot tell it from a masked path, so
     the model is refused (not silently promoted): the message says to use dtype=float64.
     """
-    dtype = np.dtype(dtype)
-    half = SENTINEL[dtype] / 2
+    kind = np.dtype(dtype)
+    half = SENTINEL[kind] / 2
     bound = path_sum_bound(initial_high, layer_highs)
     if bound >= half:
-        raise ModelError(f"{where}path sums can reach {bound:.3g}, at or above {half:.3g} where {dtype} values "
-                         f"count as unreachable (half the masking sentinel {SENTINEL[dtype]:g}); "
-                         + ("use dtype=float64" if dtype == np.float32 else "scale the costs down"))
+        raise ModelError(f"{where}path sums can reach {bound:.3g}, at or above {half:.3g} where {kind} values "
+                         f"count as unreachable (half the masking sentinel {SENTINEL[kind]:g}); "
+                         + ("use dtype=float64" if kind == np.float32 else "scale the costs down"))
 
 
-def sums_can_reach_sentinel(n_layers: int, dtype) -> bool:
+def sums_can_reach_sentinel(n_layers: int, dtype: npt.DTypeLike) -> bool:
     """Whether costs within MAX_ABS_COST over ``n_layers`` layers could reach the sentinel's half at all."""
-    dtype = np.dtype(dtype)
-    return MAX_ABS_COST[dtype] * (n_layers + 1) >= SENTINEL[dtype] / 2
+    kind = np.dtype(dtype)
+    return MAX_ABS_COST[kind] * (n_layers + 1) >= SENTINEL[kind] / 2
 
 
 class Transitions:
@@ -113,69 +118,77 @@ class Transitions:
     """
 
     n_variants: int | None = None
-    choice: np.ndarray | None = None
+    choice: npt.NDArray[np.int32] | None = None
+    n_sources: int
+    n_targets: int
+    ptr: npt.NDArray[np.int32]
+    src: npt.NDArray[np.int32]
+    costs: FloatArray | None
+    dense_index: IntArray | None
 
-    def __init__(self, costs=None, mask=None, shape: tuple[int, int] | None = None):
+    def __init__(self, costs: Any = None, mask: Any = None, shape: tuple[int, int] | None = None):
         self._from_pairs(costs, mask, shape)
 
     # -- constructors ----------------------------------------------------------------------
     @classmethod
-    def slots(cls, ptr, src, costs=None, n_sources: int | None = None) -> "Transitions":
+    def slots(cls, ptr: Any, src: Any, costs: Any = None, n_sources: int | None = None) -> Transitions:
         """The engine's native form: for target t, slots ``ptr[t]..ptr[t+1]-1`` with ``src``/``costs``."""
         self = cls.__new__(cls)
-        ptr = _array(ptr, "slots: ptr")
-        if ptr.ndim != 1 or ptr.size < 2 or ptr.dtype.kind not in "iu":
+        starts = _array(ptr, "slots: ptr")
+        if starts.ndim != 1 or starts.size < 2 or starts.dtype.kind not in "iu":
             raise ModelError("slots: ptr must be a 1-D integer array of length n_targets + 1 >= 2")
-        if ptr[0] != 0 or np.any(np.diff(ptr) < 0):
+        if starts[0] != 0 or np.any(np.diff(starts) < 0):
             raise ModelError("slots: ptr must start at 0 and be non-decreasing")
-        n_slots = int(ptr[-1])
-        src = _as_int_array(src, "slots: src")
-        if src.ndim not in (1, 2) or src.shape[-1] != n_slots:
-            raise ModelError(f"slots: src must have shape (K,) or (W, K) with K = ptr[-1] = {n_slots}, got {src.shape}")
-        if src.size and src.min() < 0:
+        n_slots = int(starts[-1])
+        sources = _as_int_array(src, "slots: src")
+        if sources.ndim not in (1, 2) or sources.shape[-1] != n_slots:
+            raise ModelError(f"slots: src must have shape (K,) or (W, K) with K = ptr[-1] = {n_slots}, "
+                             f"got {sources.shape}")
+        if sources.size and sources.min() < 0:
             raise ModelError("slots: src has a negative state index")
-        inferred = int(src.max()) + 1 if src.size else 1
+        inferred = int(sources.max()) + 1 if sources.size else 1
         if n_sources is None:
             n_sources = inferred
         elif not _is_int(n_sources) or n_sources < 1:
             raise ModelError(f"slots: n_sources must be a positive integer, got {n_sources!r}")
         if n_sources < inferred:
             raise ModelError(f"slots: src refers to state {inferred - 1} but the layer has only {n_sources} sources")
-        self.n_sources, self.n_targets = int(n_sources), int(ptr.size - 1)
-        self.ptr, self.src, self.dense_index = ptr.astype(np.int32), src.astype(np.int32), None
+        self.n_sources, self.n_targets = int(n_sources), int(starts.size - 1)
+        self.ptr, self.src, self.dense_index = starts.astype(np.int32), sources.astype(np.int32), None
         self.costs = None if costs is None else _check_costs(costs, (n_slots,), "slots: costs")
         return self
 
     @classmethod
-    def variants(cls, ptr, src, costs, choice=None, n_sources: int | None = None) -> "Transitions":
+    def variants(cls, ptr: Any, src: Any, costs: Any, choice: Any = None, n_sources: int | None = None) -> Transitions:
         """D versions of a slot layer: ``src`` (K,) or (D, K), ``costs`` (D, K); scenario w uses
         version ``choice[w]`` (``choice`` may be left to the sampler)."""
-        costs = float_array(costs, "variants: costs")
-        if costs.ndim != 2:
-            raise ModelError(f"variants: costs must be a (D, K) table, got shape {costs.shape}")
-        src = _as_int_array(src, "variants: src")
-        if src.ndim == 1:
-            src = np.broadcast_to(src, (costs.shape[0], src.size))
-        self = cls.slots(ptr, src, costs, n_sources=n_sources)
-        if self.src.shape != self.costs.shape:
-            raise ModelError(f"variants: src {self.src.shape} and costs {self.costs.shape} tables differ in shape")
-        self.n_variants = int(costs.shape[0])
+        table = float_array(costs, "variants: costs")
+        if table.ndim != 2:
+            raise ModelError(f"variants: costs must be a (D, K) table, got shape {table.shape}")
+        sources = _as_int_array(src, "variants: src")
+        if sources.ndim == 1:
+            sources = np.broadcast_to(sources, (table.shape[0], sources.size))
+        self = cls.slots(ptr, sources, table, n_sources=n_sources)
+        if self.src.shape != table.shape:       # self.costs has table's shape
+            raise ModelError(f"variants: src {self.src.shape} and costs {table.shape} tables differ in shape")
+        self.n_variants = int(table.shape[0])
         if choice is not None:
             self.choice = self.check_choice(choice, "variants: choice")
         return self
 
-    def check_choice(self, choice, what: str) -> np.ndarray:
-        choice = _as_int_array(choice, what)
-        if choice.ndim != 1 or (choice.size and (choice.min() < 0 or choice.max() >= self.n_variants)):
-            raise ModelError(f"{what} must be a 1-D array of variant indices in 0..{self.n_variants - 1}")
-        return choice.astype(np.int32)
+    def check_choice(self, choice: Any, what: str) -> npt.NDArray[np.int32]:
+        picks = _as_int_array(choice, what)
+        n = self.n_variants if self.n_variants is not None else 0
+        if picks.ndim != 1 or (picks.size and (picks.min() < 0 or picks.max() >= n)):
+            raise ModelError(f"{what} must be a 1-D array of variant indices in 0..{n - 1}")
+        return picks.astype(np.int32)
 
     @property
     def per_scenario(self) -> bool:
         """Per-scenario sources or costs (not counting variant layers)."""
         return self.n_variants is None and (self.src.ndim == 2 or (self.costs is not None and self.costs.ndim == 2))
 
-    def _from_pairs(self, costs, mask, shape) -> None:
+    def _from_pairs(self, costs: Any, mask: Any, shape: Any) -> None:
         if mask is None and costs is None:
             raise ModelError("Transitions needs costs, a mask, or both")
         dense_costs = None if costs is None else _check_finite_or_inf(float_array(costs, "costs"), "costs")
@@ -239,7 +252,7 @@ class Transitions:
     def in_degree(self) -> int:
         return int(np.diff(self.ptr).max()) if self.n_targets else 0
 
-    def sampled(self, drawn, count: int, where: str):
+    def sampled(self, drawn: Any, count: int, where: str) -> tuple[str, Any]:
         """One layer of a sampler's output as ("fixed", None), ("choice", (count,) ints) or
         ("scenario", (src (count, K) or None, costs (count, K)))."""
         if drawn is None:
@@ -252,28 +265,28 @@ class Transitions:
             raise ModelError(f"{where}: the layer has fixed costs; the sampler must return None for it")
         return "scenario", self._sampled_arrays(drawn, count, where)
 
-    def _sampled_arrays(self, drawn, count: int, where: str):
-        src = None
+    def _sampled_arrays(self, drawn: Any, count: int, where: str) -> tuple[IntArray | None, FloatArray]:
+        src: IntArray | None = None
         if isinstance(drawn, tuple):
             if self.dense_index is not None:
                 raise ModelError(f"{where}: per-scenario sources need a slot layer (Transitions.slots)")
-            src, drawn = drawn
-            src = _as_int_array(src, f"{where} src")
+            given, drawn = drawn
+            src = _as_int_array(given, f"{where} src")
             if src.shape != (count, self.n_slots):
                 raise ModelError(f"{where}: sampled src must have shape {(count, self.n_slots)}, got {src.shape}")
             if src.size and (src.min() < 0 or src.max() >= self.n_sources):
                 raise ModelError(f"{where}: sampled src outside 0..{self.n_sources - 1}")
-        drawn = float_array(drawn, f"{where} costs")
-        if self.dense_index is not None and drawn.shape == (count, self.n_sources, self.n_targets):
-            drawn = drawn.reshape(count, -1)[:, self.dense_index]
-        if drawn.shape != (count, self.n_slots):
+        costs = float_array(drawn, f"{where} costs")
+        if self.dense_index is not None and costs.shape == (count, self.n_sources, self.n_targets):
+            costs = costs.reshape(count, -1)[:, self.dense_index]
+        if costs.shape != (count, self.n_slots):
             raise ModelError(f"{where}: sampled costs must have shape {(count, self.n_slots)}"
                              + ("" if self.dense_index is None else f" or {(count, self.n_sources, self.n_targets)}")
-                             + f", got {drawn.shape}")
-        low = drawn.min(initial=0.0)                # one pass: NaN propagates, -inf shows
+                             + f", got {costs.shape}")
+        low = costs.min(initial=0.0)                # one pass: NaN propagates, -inf shows
         if np.isnan(low) or np.isneginf(low):
             raise ModelError(f"{where}: sampled costs contain NaN or -inf")
-        return src, drawn
+        return src, costs
 
 
 class LayeredDP(FamilyModel):
@@ -288,17 +301,17 @@ class LayeredDP(FamilyModel):
 
     family = "dp"
 
-    def __init__(self, states: Sequence[int], transitions: Sequence, initial=0.0, scenarios: int | None = None,
-                 sampler: Callable | None = None, final: str = "per_scenario", dtype=np.float64,
-                 sample_block: int = 1024):
-        states = _check_states(states)
+    def __init__(self, states: Sequence[int], transitions: Sequence[Any], initial: Any = 0.0,
+                 scenarios: int | None = None, sampler: Callable[..., Any] | None = None,
+                 final: str = "per_scenario", dtype: Any = np.float64, sample_block: int = 1024):
+        sizes = _check_states(states)
         if isinstance(transitions, (str, bytes, Transitions)) or not hasattr(transitions, "__len__"):
             raise ModelError(f"transitions must be a list with one layer spec per layer, got {type(transitions).__name__}")
-        if len(transitions) != len(states) - 1:
-            raise ModelError(f"{len(states)} layers of states need {len(states) - 1} transition layers, "
+        if len(transitions) != len(sizes) - 1:
+            raise ModelError(f"{len(sizes)} layers of states need {len(sizes) - 1} transition layers, "
                              f"got {len(transitions)}")
-        self.states = states
-        self.layers = [self._layer(i, t, states) for i, t in enumerate(transitions)]
+        self.states = sizes
+        self.layers = [self._layer(i, t, sizes) for i, t in enumerate(transitions)]
         try:
             with warnings.catch_warnings():                  # e.g. NumPy's deprecated aliases: refused below
                 warnings.simplefilter("ignore", DeprecationWarning)
@@ -316,7 +329,7 @@ class LayeredDP(FamilyModel):
         if not (isinstance(sample_block, (int, np.integer)) and sample_block >= 1):
             raise ModelError(f"sample_block must be a positive integer, got {sample_block!r}")
         self.sample_block = int(sample_block)
-        self.initial = _check_initial(initial, states[0])
+        self.initial = _check_initial(initial, sizes[0])
         self.scenarios = self._scenario_count(scenarios)
         limit = MAX_ABS_COST[self.dtype]
         for i, layer in enumerate(self.layers):
@@ -333,19 +346,18 @@ class LayeredDP(FamilyModel):
         check_path_sums(self.initial_high, self.layer_highs, self.dtype)
 
     @staticmethod
-    def _layer(index: int, spec, states) -> Transitions:
+    def _layer(index: int, spec: Any, states: Sequence[int]) -> Transitions:
         n_sources, n_targets = states[index], states[index + 1]
-        if not isinstance(spec, Transitions):
-            spec = Transitions(spec, shape=(n_sources, n_targets))
+        layer = spec if isinstance(spec, Transitions) else Transitions(spec, shape=(n_sources, n_targets))
         # slot layers only know the largest source they use; dense and masked layers know both sizes
-        sources_ok = spec.n_sources <= n_sources if spec.dense_index is None else spec.n_sources == n_sources
-        if not sources_ok or spec.n_targets != n_targets:
-            raise ModelError(f"layer {index}: transitions are {spec.n_sources} x {spec.n_targets} "
+        sources_ok = layer.n_sources <= n_sources if layer.dense_index is None else layer.n_sources == n_sources
+        if not sources_ok or layer.n_targets != n_targets:
+            raise ModelError(f"layer {index}: transitions are {layer.n_sources} x {layer.n_targets} "
                              f"but the layers have {n_sources} x {n_targets} states")
-        spec.n_sources = n_sources
-        return spec
+        layer.n_sources = n_sources
+        return layer
 
-    def _scenario_count(self, scenarios) -> int:
+    def _scenario_count(self, scenarios: Any) -> int:
         found = {a.shape[0] for layer in self.layers if layer.per_scenario
                  for a in (layer.src, layer.costs) if a is not None and a.ndim == 2}
         found |= {layer.choice.size for layer in self.layers if layer.choice is not None}
@@ -373,7 +385,8 @@ class LayeredDP(FamilyModel):
         return sum(layer.n_slots for layer in self.layers)
 
 
-def _check_states(states) -> list[int]:
+def _check_states(states: Any) -> list[int]:
+    values: list[Any] | None
     try:
         values = list(states)
     except TypeError:
@@ -381,19 +394,19 @@ def _check_states(states) -> list[int]:
     if values is None or not all(_is_int(s) or (isinstance(s, (float, np.floating)) and float(s).is_integer())
                                  for s in values):
         raise ModelError(f"states must be a sequence of integers (one per layer), got {states!r}")
-    states = [int(s) for s in values]
-    if len(states) < 2:
+    sizes = [int(s) for s in values]
+    if len(sizes) < 2:
         raise ModelError("a layered DP needs at least two layers of states (states=[S_0, S_1, ...])")
-    if min(states) < 1:
-        raise ModelError(f"every layer needs at least one state, got {states}")
-    return states
+    if min(sizes) < 1:
+        raise ModelError(f"every layer needs at least one state, got {sizes}")
+    return sizes
 
 
-def _is_int(v) -> bool:
+def _is_int(v: object) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
-def _array(value, what: str) -> np.ndarray:
+def _array(value: Any, what: str) -> npt.NDArray[Any]:
     """np.asarray, with ragged input a ModelError."""
     try:
         return np.asarray(value)
@@ -401,8 +414,8 @@ def _array(value, what: str) -> np.ndarray:
         raise ModelError(f"{what} must be a (rectangular) array, got {type(value).__name__}") from None
 
 
-def _as_int_array(a, what: str) -> np.ndarray:
-    a = _array(a, what)
+def _as_int_array(value: Any, what: str) -> IntArray:
+    a = _array(value, what)
     if a.ndim == 0:
         raise ModelError(f"{what} must be an array of integer state indices, got the scalar {a.item()!r}")
     if a.dtype.kind not in "iuf":
@@ -414,7 +427,7 @@ def _as_int_array(a, what: str) -> np.ndarray:
     return a
 
 
-def _check_finite_or_inf(costs: np.ndarray, what: str) -> np.ndarray:
+def _check_finite_or_inf(costs: FloatArray, what: str) -> FloatArray:
     low = costs.min(initial=0.0)                            # one pass: NaN propagates, -inf shows
     if np.isnan(low):
         raise ModelError(f"{what} contain NaN")
@@ -423,20 +436,20 @@ def _check_finite_or_inf(costs: np.ndarray, what: str) -> np.ndarray:
     return costs
 
 
-def _check_costs(costs, tail: tuple[int, ...], what: str) -> np.ndarray:
-    costs = float_array(costs, what)
-    if costs.shape[-len(tail):] != tail or costs.ndim not in (len(tail), len(tail) + 1):
-        raise ModelError(f"{what} must have shape {tail} or (W, {', '.join(map(str, tail))}), got {costs.shape}")
-    return _check_finite_or_inf(costs, what)
+def _check_costs(costs: Any, tail: tuple[int, ...], what: str) -> FloatArray:
+    arr = float_array(costs, what)
+    if arr.shape[-len(tail):] != tail or arr.ndim not in (len(tail), len(tail) + 1):
+        raise ModelError(f"{what} must have shape {tail} or (W, {', '.join(map(str, tail))}), got {arr.shape}")
+    return _check_finite_or_inf(arr, what)
 
 
-def distinct_entries(a: np.ndarray) -> np.ndarray:
+def distinct_entries(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """``a`` without the repeats of its broadcast axes (stride 0): the same checks and extremes,
     in the time of its own data (a (W, S) view of W numbers is checked in O(W), not O(W S))."""
     return a[tuple(0 if stride == 0 and n > 1 else slice(None) for stride, n in zip(a.strides, a.shape))]
 
 
-def _check_initial(initial, n0: int) -> np.ndarray:
+def _check_initial(initial: Any, n0: int) -> FloatArray:
     v = float_array(initial, "initial values")
     if v.ndim == 0:
         v = np.full(n0, float(v))

@@ -23,19 +23,22 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from solvopt.core.errors import ModelError
 
-from .arrays import real_array
+from .arrays import FloatArray, real_array
 from .family import FamilyModel
 
 DEFAULT_SCENARIOS = 10_000
 POLICIES = ("infeasible", "penalty")     # what a scenario with a customer over the capacity becomes
 MAX_LOAD = 2 ** 31 - 1                   # the scenario kernels add loads in 32-bit integers
 MAX_TOTAL_DISTANCE = 1e290               # far below the kernels' masking sentinel (1e300)
+
+IdArray: TypeAlias = npt.NDArray[np.int64]
 
 
 # --- tour geometry -----------------------------------------------------------------------------------
@@ -50,16 +53,16 @@ class TourGeometry:
     recursion ``J(i) = min_p J(p) + cost(p+1, i)`` is ``J(i) = exit[i] + min_p (J(p) + entry[p])``.
     """
 
-    tour: np.ndarray
-    entry: np.ndarray
-    exit: np.ndarray
+    tour: IdArray
+    entry: FloatArray
+    exit: FloatArray
 
     @property
     def n(self) -> int:
         return int(self.tour.shape[0])
 
     @property
-    def tour0(self) -> np.ndarray:
+    def tour0(self) -> IdArray:
         """The tour as 0-based customer indices (node id - 1): the demand columns in tour order."""
         return self.tour - 1
 
@@ -68,23 +71,23 @@ class TourGeometry:
         return float(self.entry[first - 1] + self.exit[last])
 
 
-def tour_geometry(distances: np.ndarray, tour: np.ndarray) -> TourGeometry:
+def tour_geometry(distances: FloatArray, tour: npt.ArrayLike) -> TourGeometry:
     """Fold the distance matrix along ``tour`` into ``entry``/``exit`` (see :class:`TourGeometry`)."""
-    tour = np.asarray(tour, dtype=np.int64)
-    n = tour.shape[0]
-    out = distances[0, tour]                         # depot -> sigma_i
-    back = distances[tour, 0]                        # sigma_i -> depot
-    steps = distances[tour[:-1], tour[1:]]           # sigma_k -> sigma_{k+1}
+    ids = np.asarray(tour, dtype=np.int64)
+    n = ids.shape[0]
+    out = distances[0, ids]                          # depot -> sigma_i
+    back = distances[ids, 0]                         # sigma_i -> depot
+    steps = distances[ids[:-1], ids[1:]]             # sigma_k -> sigma_{k+1}
     along = np.zeros(n + 1)                          # along[i]: distance sigma_1 .. sigma_i
     along[2:] = np.cumsum(steps)
     entry = np.ascontiguousarray(out - along[1:])   # entry[p] for route starting at p+1
     exit_ = np.zeros(n + 1)
     exit_[1:] = along[1:] + back
-    return TourGeometry(tour=tour, entry=entry, exit=exit_)
+    return TourGeometry(tour=ids, entry=entry, exit=exit_)
 
 
 # --- data checks ---------------------------------------------------------------------------------------
-def validate_tour(tour, n_nodes: int) -> np.ndarray:
+def validate_tour(tour: Any, n_nodes: int) -> IdArray:
     """The tour as int64 ids; ModelError unless it is a permutation of the customers 1..n_nodes-1."""
     try:
         arr = np.asarray(tour)
@@ -97,11 +100,11 @@ def validate_tour(tour, n_nodes: int) -> np.ndarray:
             raise ModelError("tour must contain integer customer ids (got non-integer or NaN values)")
     elif arr.dtype.kind not in "iu":
         raise ModelError(f"tour must contain integer customer ids, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64)
+    ids = arr.astype(np.int64)
     expected = n_nodes - 1
-    if arr.shape[0] != expected or not np.array_equal(np.sort(arr), np.arange(1, n_nodes)):
-        bad = sorted(set(arr.tolist()) - set(range(1, n_nodes)))
-        missing = sorted(set(range(1, n_nodes)) - set(arr.tolist()))
+    if ids.shape[0] != expected or not np.array_equal(np.sort(ids), np.arange(1, n_nodes)):
+        bad = sorted(set(ids.tolist()) - set(range(1, n_nodes)))
+        missing = sorted(set(range(1, n_nodes)) - set(ids.tolist()))
         detail = []
         if bad:
             detail.append(f"ids outside 1..{n_nodes - 1}: {bad[:5]}")
@@ -110,11 +113,11 @@ def validate_tour(tour, n_nodes: int) -> np.ndarray:
         if not detail:
             detail.append("repeated customers")
         raise ModelError(f"tour must be a permutation of the customers 1..{n_nodes - 1} "
-                         f"(length {expected}, got {arr.shape[0]}; {'; '.join(detail)})")
-    return arr
+                         f"(length {expected}, got {ids.shape[0]}; {'; '.join(detail)})")
+    return ids
 
 
-def validate_demand_matrix(demands, n_customers: int) -> np.ndarray:
+def validate_demand_matrix(demands: Any, n_customers: int) -> npt.NDArray[np.int32]:
     """A user-given (S, n) scenario matrix as int32; ModelError on shape, NaN, negatives, non-integers."""
     try:
         arr = np.asarray(demands)
@@ -138,7 +141,7 @@ def validate_demand_matrix(demands, n_customers: int) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int32)
 
 
-def _distances(distances) -> np.ndarray:
+def _distances(distances: Any) -> FloatArray:
     d = real_array(distances, "distances")
     if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] < 2:
         raise ModelError(f"distances must be a square (N, N) matrix with N >= 2 (depot + customers), got {d.shape}")
@@ -150,7 +153,7 @@ def _distances(distances) -> np.ndarray:
     return d
 
 
-def _demands(demands, n_nodes: int, integer: bool = False) -> np.ndarray:
+def _demands(demands: Any, n_nodes: int, integer: bool = False) -> FloatArray:
     q = real_array(demands, "demands")
     if q.shape != (n_nodes,):
         raise ModelError(f"demands must have one entry per node (depot first), shape ({n_nodes},), got {q.shape}")
@@ -164,7 +167,7 @@ def _demands(demands, n_nodes: int, integer: bool = False) -> np.ndarray:
     return q
 
 
-def _capacity(capacity) -> float:
+def _capacity(capacity: Any) -> float:
     try:
         if isinstance(capacity, (complex, np.complexfloating, str, bytes)):
             raise TypeError
@@ -176,7 +179,7 @@ def _capacity(capacity) -> float:
     return cap
 
 
-def _penalty(penalty) -> float | None:
+def _penalty(penalty: Any) -> float | None:
     if penalty is None:
         return None
     try:
@@ -190,7 +193,7 @@ def _penalty(penalty) -> float | None:
     return lam
 
 
-def _pyvrp_route(route) -> list:
+def _pyvrp_route(route: Any) -> Any:
     """The ids of one PyVRP route: ``visits()`` (PyVRP up to 0.13: location indices), else its
     activities (PyVRP 0.14: a depot visit is 0, the client with index k is location k + 1, as
     ``pyvrp.read`` numbers a one-depot VRPLIB file)."""
@@ -198,7 +201,7 @@ def _pyvrp_route(route) -> list:
         return list(route.visits())
     if isinstance(route, (str, bytes)) or not hasattr(route, "__iter__"):
         return route
-    ids = []
+    ids: list[Any] = []
     for item in route:
         if callable(getattr(item, "is_depot", None)):
             if item.is_depot():
@@ -213,7 +216,7 @@ def _pyvrp_route(route) -> list:
     return ids
 
 
-def route_lists(routes) -> list[list[int]]:
+def route_lists(routes: Any) -> list[list[int]]:
     """Routes as lists of customer ids, from what users have: lists of ids, a PyVRP ``Solution``
     (duck-typed: ``.routes()`` whose items have ``.visits()`` or, as in PyVRP 0.14, iterate over
     activities with ``is_depot()`` / ``is_client()`` / ``idx``), a CVRPLIB solution read by
@@ -233,7 +236,7 @@ def route_lists(routes) -> list[list[int]]:
     if isinstance(routes, (str, bytes, dict)) or not hasattr(routes, "__iter__"):
         raise ModelError("routes must be a list of routes (each a list of customer ids), a PyVRP Solution or a "
                          f"CVRPLIB solution, got {type(source).__name__}")
-    out = []
+    out: list[list[int]] = []
     for k, route in enumerate(routes):
         if isinstance(route, (numbers.Number, np.generic, str, bytes)) or not hasattr(route, "__iter__"):
             raise ModelError(f"routes must be a list of routes, each a list of customer ids; route {k} is "
@@ -256,13 +259,13 @@ def route_lists(routes) -> list[list[int]]:
     return out
 
 
-def tour_from_routes(routes, n_nodes: int) -> np.ndarray:
+def tour_from_routes(routes: Any, n_nodes: int) -> IdArray:
     """The giant tour of ``routes`` (their concatenation, in order): every customer 1..n_nodes-1
     exactly once, else one ModelError naming what is wrong (see :func:`route_lists` for the forms)."""
-    routes = route_lists(routes)
+    trips = route_lists(routes)
     first: dict[int, int] = {}
     problems = []
-    for k, route in enumerate(routes):
+    for k, route in enumerate(trips):
         for c in route:
             if not 1 <= c < n_nodes:
                 problems.append(f"route {k}: id {c} outside the customers 1..{n_nodes - 1}")
@@ -277,10 +280,10 @@ def tour_from_routes(routes, n_nodes: int) -> np.ndarray:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
         raise ModelError(f"routes must visit every customer 1..{n_nodes - 1} exactly once (VRPLIB numbering, "
                          f"depot 0): {'; '.join(problems[:3])}{more}")
-    return np.array([c for route in routes for c in route], dtype=np.int64)
+    return np.array([c for route in trips for c in route], dtype=np.int64)
 
 
-def _tour(tour, n_nodes: int) -> np.ndarray:
+def _tour(tour: Any, n_nodes: int) -> IdArray:
     if tour is None or (isinstance(tour, str) and tour == "identity"):
         return np.arange(1, n_nodes, dtype=np.int64)
     return validate_tour(tour, n_nodes)
@@ -290,7 +293,7 @@ class _SplitBase(FamilyModel):
     family = "cvrp"
     given_routes: list[list[int]] | None = None     # the routes a model came from (from_routes), if any
 
-    def __init__(self, distances, demands, capacity, tour=None):
+    def __init__(self, distances: Any, demands: Any, capacity: Any, tour: Any = None):
         self.distances = _distances(distances)
         n_nodes = self.distances.shape[0]
         self.demands = _demands(demands, n_nodes)
@@ -306,7 +309,7 @@ class _SplitBase(FamilyModel):
         return tour_geometry(self.distances, self.tour)
 
     @classmethod
-    def from_routes(cls, instance, routes, **kwargs):
+    def from_routes(cls, instance: Any, routes: Any, **kwargs: Any) -> Any:
         """The model of ``instance`` whose giant tour is ``routes`` joined in order.
 
         ``routes``: lists of customer ids in VRPLIB numbering (depot 0, customers 1..N-1 as
@@ -325,7 +328,7 @@ class _SplitBase(FamilyModel):
         return model
 
     @classmethod
-    def _instance_data(cls, instance) -> dict[str, Any]:
+    def _instance_data(cls, instance: Any) -> dict[str, Any]:
         data = getattr(instance, "data", instance)
         try:
             return {"distances": data["distances"], "demands": data["demands"], "capacity": data["capacity"]}
@@ -341,7 +344,7 @@ class Split(_SplitBase):
     and no route is forbidden for its load.
     """
 
-    def __init__(self, distances, demands, capacity, tour=None, *, fleet: int | None = None,
+    def __init__(self, distances: Any, demands: Any, capacity: Any, tour: Any = None, *, fleet: int | None = None,
                  penalty: float | None = None):
         super().__init__(distances, demands, capacity, tour)
         if fleet is not None and (isinstance(fleet, bool) or not isinstance(fleet, (int, np.integer)) or fleet < 1):
@@ -350,11 +353,12 @@ class Split(_SplitBase):
         self.penalty = _penalty(penalty)
 
     @classmethod
-    def from_instance(cls, instance, tour=None, **kwargs) -> "Split":
+    def from_instance(cls, instance: Any, tour: Any = None, **kwargs: Any) -> Split:
         return cls(**cls._instance_data(instance), tour=tour, **kwargs)
 
-    def tour_loads(self) -> np.ndarray:
-        return self.demands[self.tour]
+    def tour_loads(self) -> FloatArray:
+        loads: FloatArray = self.demands[self.tour]
+        return loads
 
 
 class StochasticSplit(_SplitBase):
@@ -368,7 +372,8 @@ class StochasticSplit(_SplitBase):
     time is a solve option (``solve(chunk=C)``; memory is O(C), whatever S).
     """
 
-    def __init__(self, distances, demands, capacity, tour=None, *, scenarios=DEFAULT_SCENARIOS,
+    def __init__(self, distances: Any, demands: Any, capacity: Any, tour: Any = None, *,
+                 scenarios: Any = DEFAULT_SCENARIOS,
                  demand: str = "poisson", policy: str | None = None, penalty: float | None = None,
                  fleet: int | None = None):
         super().__init__(distances, demands, capacity, tour)
@@ -393,7 +398,7 @@ class StochasticSplit(_SplitBase):
                 raise ModelError(f"scenarios must be >= 1, got {scenarios}")
             if demand != "poisson":
                 raise ModelError(f"demand model must be 'poisson' (or pass a scenario matrix), got {demand!r}")
-            self.demand_matrix = None
+            self.demand_matrix: npt.NDArray[np.int32] | None = None
             self.scenarios = int(scenarios)
         else:
             self.demand_matrix = validate_demand_matrix(scenarios, self.n_customers)
@@ -403,10 +408,10 @@ class StochasticSplit(_SplitBase):
         self.int_capacity = int(min(math.floor(self.capacity), MAX_LOAD))
 
     @classmethod
-    def from_instance(cls, instance, tour=None, **kwargs) -> "StochasticSplit":
+    def from_instance(cls, instance: Any, tour: Any = None, **kwargs: Any) -> StochasticSplit:
         return cls(**cls._instance_data(instance), tour=tour, **kwargs)
 
-    def with_tour(self, tour) -> "StochasticSplit":
+    def with_tour(self, tour: Any) -> StochasticSplit:
         """The same data and scenarios with another giant tour (common random numbers)."""
         clone = object.__new__(StochasticSplit)
         clone.__dict__.update(self.__dict__)
@@ -415,8 +420,9 @@ class StochasticSplit(_SplitBase):
         return clone
 
     @property
-    def means(self) -> np.ndarray:
+    def means(self) -> FloatArray:
         """Mean demand per customer (Poisson means, or the scenario matrix's column means)."""
         if self.demand_matrix is not None:
-            return self.demand_matrix.mean(axis=0)
+            column_means: FloatArray = self.demand_matrix.mean(axis=0)
+            return column_means
         return self.demands[1:]
