@@ -19,8 +19,8 @@ endowments) hold one utility form per market with one row of parameters per cons
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -29,10 +29,10 @@ import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError
 
+from .arrays import FloatArray, real_array
 from .expr import Constraint, LinExpr, QuadExpr
 from .family import FamilyModel
 from .model import Model, Var
-from .arrays import FloatArray, real_array
 from .utilities import UtilityForm
 
 IntArray: TypeAlias = npt.NDArray[np.int64]

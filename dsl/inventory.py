@@ -34,8 +34,8 @@ import numpy.typing as npt
 
 from solvopt.core.errors import ModelError
 
-from .family import FamilyModel
 from .arrays import FloatArray, float_array
+from .family import FamilyModel
 
 DEFAULT_SCENARIOS = 1000      # Poisson scenarios when ``scenarios`` is not given
 MAX_DEMAND = 2 ** 53          # demands (and Poisson means) beyond this are not exact integers in float64

@@ -12,7 +12,6 @@ back (``Model.load_pyomo_solution``).
 from __future__ import annotations
 
 import math
-
 from typing import TYPE_CHECKING, Any
 
 import numpy as np

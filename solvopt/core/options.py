@@ -12,8 +12,8 @@ the user asked to stop at (see :func:`solvopt.core.status.settle`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
 from collections.abc import Hashable
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping
 
 from .errors import ModelError

@@ -8,8 +8,8 @@ from __future__ import annotations
 import enum
 import json
 import math
-from dataclasses import dataclass, field
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any, overload
 
 import numpy as np

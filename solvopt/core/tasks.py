@@ -52,7 +52,8 @@ class TaskError(SolvoptError):
         self.index, self.message = int(index), message
         super().__init__(f"task {index}: {message}")
 
-    def __reduce__(self) -> tuple[type[TaskError], tuple[int, str]]:  # survives pickling (a task result travelling between processes)
+    def __reduce__(self) -> tuple[type[TaskError], tuple[int, str]]:
+        # survives pickling (a task result travelling between processes)
         return (TaskError, (self.index, self.message))
 
 
