@@ -78,6 +78,14 @@ Certified gap: for 1 <= p <= ``LARGE_P`` the bound reported is the larger of the
 the a-posteriori dual bound of :func:`solvopt.transport.dual.refined_bound` (potentials of exact
 solves on the candidate pairs, made feasible for every pair by a c-transform; ``stats``
 ``dual_bound``, ``dual_rounds``, ``dual_time``). A stop during it keeps the factor bound.
+
+The grid hierarchy (option ``graph``, :mod:`solvopt.transport.hierarchy`)
+------------------------------------------------------------------------
+For points with a named metric and finite p, the two-hop graph may be replaced by a grid
+hierarchy of O((n + m) log) arcs: every path is source -> in hub -> out hub -> target (or one
+direct arc), with weights 4^(p-1), 2^(p-1), 4^(p-1) that make a path no cheaper than its pair,
+and a proven factor 4 |(1, ..., 1)| (5.66 for euclidean d = 2) in place of 3; the same flow,
+pairing, re-solve and dual bound follow (proof in that module and in docs/transport.md).
 """
 from __future__ import annotations
 
@@ -88,6 +96,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvopt.core.backend import resolve_device
+from solvopt.core.errors import ModelError
 from solvopt.core.interrupt import stop_reason
 from solvopt.core.options import Option
 from solvopt.core.progress import Progress
@@ -95,6 +104,8 @@ from solvopt.core.registry import Solver, register
 
 from .flow import ENGINES, FlowStopped, feasible_flow, min_cost_flow
 from .graph import Distances, TwoHopGraph, build_two_hop, default_centres
+from .hierarchy import GridGraph, build_grid
+from .hierarchy import supported as grid_supported
 from .quick import north_west, quick_bound, stopped_result
 from .result import LARGE_P, plan_cost, transport_result
 from .stopping import Stopped, run_abandonable
@@ -113,6 +124,11 @@ DUAL_TARGET = 0.99
 # ... or once they took this many times the solve's own time (at least DUAL_MIN_SECONDS).
 DUAL_TIME_RATIO = 4.0
 DUAL_MIN_SECONDS = 5.0
+# graph="auto": the grid hierarchy (O((n + m) log) arcs) from this many pairs n x m on, for points
+# in dimension <= GRID_MAX_DIM with a named metric and finite p (below, the two-hop graph's factor 3
+# at about the same speed)
+GRID_FROM_PAIRS = 10**8
+GRID_MAX_DIM = 3
 
 
 @register
@@ -124,6 +140,9 @@ class Approx(Solver):
     options = (
         Option("centres", int, 0, "number of centres drawn from the targets (0: round(sqrt(n)))"),
         Option("engine", str, "auto", "min-cost flow engine on the sparse graph", ENGINES),
+        Option("graph", str, "auto", "the sparse graph: 'two-hop' (factor 3, about 2 n^1.5 arcs), 'grid' "
+               "(points with a named metric, finite p: a grid hierarchy of O(n log n) arcs, factor 4 |(1,..,1)|, "
+               "5.66 for euclidean d = 2), 'auto' (grid for d <= 3 from 10^8 pairs)", ("auto", "two-hop", "grid")),
         Option("improve", bool, True, "re-solve exactly over the flow's candidate pairs (same bound, better plan)"),
         Option("certificate", str, "dual", "the reported bound: 'dual' prices a certified dual bound by "
                "c-transforms (the real gap, up to 4x the solve's time), 'factor' keeps the proven factor "
@@ -148,13 +167,21 @@ class Approx(Solver):
         try:
             distances = run_abandonable(prepare, stop)       # watched: a stop during it is seen at once
             stats["kernels"] = distances.kernels
-            graph = build_two_hop(distances, k, np.random.default_rng(options.seed), stop=stop)
+            if _use_grid(model, extra["graph"]):
+                graph = build_grid(model, np.random.default_rng(options.seed), stop=stop)
+            else:
+                graph = build_two_hop(distances, k, np.random.default_rng(options.seed), stop=stop)
         except Stopped:
             stats["graph_time"] = time.perf_counter() - start
             return stopped_result(model, stop_reason(deadline), stats)
-        stats.update({"centres": graph.n_hubs, "arcs": graph.n_arcs, "bunch_arcs": len(graph.bunch_cols),
-                      "graph_time": time.perf_counter() - start})
-        progress(f"two-hop graph: {graph.n_hubs} hubs, {graph.n_arcs:,} arcs", force=True)
+        if isinstance(graph, GridGraph):
+            stats.update({"graph": "grid", "hubs": graph.n_hubs, "levels": graph.levels, "arcs": graph.n_arcs,
+                          "direct_arcs": len(graph.dir_src), "graph_time": time.perf_counter() - start})
+            progress(f"grid hierarchy: {graph.levels} levels, {graph.n_hubs} hubs, {graph.n_arcs:,} arcs", force=True)
+        else:
+            stats.update({"graph": "two-hop", "centres": graph.n_hubs, "arcs": graph.n_arcs,
+                          "bunch_arcs": len(graph.bunch_cols), "graph_time": time.perf_counter() - start})
+            progress(f"two-hop graph: {graph.n_hubs} hubs, {graph.n_arcs:,} arcs", force=True)
         stopped = stop_reason(deadline)
         if stopped is not None:
             return stopped_result(model, stopped, stats)
@@ -163,11 +190,28 @@ class Approx(Solver):
         return _finite(model, graph, distances, extra, deadline, progress, stats)
 
 
-def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, progress, stats):
+def _use_grid(model, choice: str) -> bool:
+    """Whether to build the grid hierarchy (option ``graph``; ModelError where it does not apply)."""
+    fits = grid_supported(model) and model.p <= LARGE_P
+    if choice == "grid":
+        if not fits:
+            raise ModelError("graph='grid' needs points with a named metric and a finite p <= "
+                             f"{LARGE_P:g}; use graph='two-hop'")
+        return True
+    return choice == "auto" and fits and model.dimension <= GRID_MAX_DIM and model.n * model.m >= GRID_FROM_PAIRS
+
+
+def _graph_factor(graph) -> float:
+    return graph.factor if isinstance(graph, GridGraph) else FACTOR
+
+
+def _finite(model, graph: TwoHopGraph | GridGraph, distances: Distances, extra, deadline, progress, stats):
     # Everything in normalised units: masses over the total M, lengths over the largest effective
     # arc length s (every arc cost in [0, 1], any p). The flow's cost F is then per unit of mass in
     # units of s^p: W_p >= s (M F_low)^(1/p) / 3.
     p, mass = model.p, model.mass
+    graph_factor = _graph_factor(graph)
+    path_arcs = 3 if isinstance(graph, GridGraph) else 2
     scale = _length_scale(graph, p)
     tails, heads = graph.arc_ends()
     t0 = time.perf_counter()
@@ -178,17 +222,17 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
 
     try:
         sol = min_cost_flow(tails, heads, graph.arc_costs(p, scale), graph.supplies(model.a / mass, model.b / mass),
-                            n_nodes=graph.n_nodes, engine=extra["engine"], path_arcs=2, stop=stop)
+                            n_nodes=graph.n_nodes, engine=extra["engine"], path_arcs=path_arcs, stop=stop)
     except FlowStopped:
         return stopped_result(model, stop_reason(deadline), stats)
     flow_cost_p = _in_units(sol.cost * mass, scale, p)
     stats.update(engine=sol.engine, flow_time=time.perf_counter() - t0, flow_cost_p=flow_cost_p)
     progress(f"min-cost flow ({sol.engine}): cost {flow_cost_p:.6g}", force=True)
     # certified: optimum of the graph >= lower; the costs that underflowed to 0 (each below
-    # 2^-1022, on at most two arcs per unit of mass) are added to the error
-    error = sol.abs_error + 2 * UNDERFLOW
+    # 2^-1022, on at most path_arcs arcs per unit of mass) are added to the error
+    error = sol.abs_error + path_arcs * UNDERFLOW
     lower = max(sol.cost - error, 0.0)
-    bound = scale * mass ** (1.0 / p) * lower ** (1.0 / p) / FACTOR
+    bound = scale * mass ** (1.0 / p) * lower ** (1.0 / p) / graph_factor
     rows, cols, flow_mass = _pairing(graph, sol.flow)
     with np.errstate(under="ignore"):
         pair_cost = float(flow_mass @ (distances.pairs(rows, cols) / scale) ** p)
@@ -244,9 +288,9 @@ def _finite(model, graph: TwoHopGraph, distances: Distances, extra, deadline, pr
     # the factor holds when the pairing (and so the plan, no dearer) costs no more than the flow
     # (Lemma 2; always for a metric)
     if lower > 0:
-        factor = FACTOR * (sol.cost / lower) ** (1.0 / p)
+        factor = graph_factor * (sol.cost / lower) ** (1.0 / p)
     else:               # a flow of cost 0 (to rounding) proves a plan of cost 0; else nothing
-        factor = FACTOR if sol.cost == 0 else None
+        factor = graph_factor if sol.cost == 0 else None
     factor = factor if proven else None
     return transport_result(model, plan, guarantee=factor, bound=bound if proven or model.cost is not None else None,
                             stopped=stopped, stats=stats)
@@ -413,9 +457,12 @@ def _hub_groups(graph: TwoHopGraph, flow):
     return direct, groups
 
 
-def _pairing(graph: TwoHopGraph, flow: np.ndarray):
+def _pairing(graph: TwoHopGraph | GridGraph, flow: np.ndarray):
     """Lemma 2's plan as (rows, cols, mass): the bunch arcs' flow, and at each hub the north-west
-    corner pairing of the mass arriving (sources in index order) with the mass leaving (targets)."""
+    corner pairing of the mass arriving (sources in index order) with the mass leaving (targets)
+    (the grid hierarchy: its own path decomposition)."""
+    if isinstance(graph, GridGraph):
+        return graph.pairing(flow)
     direct, groups = _hub_groups(graph, flow)
     parts = [direct] + [north_west(*group) for group in groups]
     return tuple(np.concatenate(x) for x in zip(*parts))
@@ -425,6 +472,8 @@ def _candidates(graph: TwoHopGraph, flow, rows, cols):
     """Candidate pairs for the re-solve: the pairing's own pairs (bunch arcs with flow, hub pairs:
     so the pairing is a feasible plan of the re-solve) and, at each hub, every source sending to
     it x every target it serves (when not too many)."""
+    if isinstance(graph, GridGraph):
+        return graph.candidates(flow, rows, cols, PAIRS_PER_HUB_NODE)
     _, groups = _hub_groups(graph, flow)
     parts_r, parts_c = [rows], [cols]
     for srcs, _, tgts, _ in groups:
