@@ -29,15 +29,27 @@ from __future__ import annotations
 
 import numbers
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, TypeVar, overload
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError
 from solvopt.core.memory import format_bytes, machine_memory
 
+from .arrays import FloatArray
+
+if TYPE_CHECKING:
+    from .model import Model
+
 SENSES = ("<=", ">=", "==")
+
+# the labels of an expression: one pandas Index per dimension, or None
+Coords: TypeAlias = "tuple[Any, ...] | None"
+IndexArray: TypeAlias = npt.NDArray[np.int64]
 
 
 class ExpressionUseError(ModelError, TypeError):
@@ -46,7 +58,7 @@ class ExpressionUseError(ModelError, TypeError):
     A ModelError that is also a TypeError (what Python raises there for other objects)."""
 
 
-def as_const(value, where: str) -> np.ndarray:
+def as_const(value: Any, where: str) -> FloatArray:
     """A finite float array from a number / array-like (a Param is an ndarray already).
 
     Anything that is not plain real numbers (complex, text, objects, dates) is a ModelError
@@ -95,7 +107,7 @@ BYTES_PER_ELEMENT = 40
 SMALL_BYTES = 1 << 26
 
 
-def _check_size(shape: tuple, what: str) -> None:
+def _check_size(shape: tuple[int, ...], what: str) -> None:
     """Refuse an expression whose elements alone would not fit in memory (before allocating)."""
     size = int(np.prod(shape, dtype=object))
     need = BYTES_PER_ELEMENT * size
@@ -107,7 +119,7 @@ def _check_size(shape: tuple, what: str) -> None:
                          f"memory; this machine has {format_bytes(have)}")
 
 
-def _short(value) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -119,7 +131,7 @@ def widen(matrix: sp.csr_matrix, ncols: int) -> sp.csr_matrix:
     return sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr), shape=(matrix.shape[0], ncols))
 
 
-def _scale_rows(matrix: sp.csr_matrix, factor: np.ndarray) -> sp.csr_matrix:
+def _scale_rows(matrix: sp.csr_matrix, factor: FloatArray) -> sp.csr_matrix:
     """diag(factor) @ matrix without a matrix product: each stored value times its row's factor."""
     if _unit_rows(matrix):
         data = matrix.data * factor
@@ -134,7 +146,7 @@ def _unit_rows(matrix: sp.csr_matrix) -> bool:
     return matrix.nnz == n and (n == 0 or bool((np.diff(matrix.indptr) == 1).all()))
 
 
-def _take_rows(matrix: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
+def _take_rows(matrix: sp.csr_matrix, rows: IndexArray) -> sp.csr_matrix:
     """``matrix[rows]`` (rows may repeat) as flat gathers: no per-row Python work."""
     shape = (len(rows), matrix.shape[1])
     if _unit_rows(matrix):
@@ -147,13 +159,13 @@ def _take_rows(matrix: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
     return sp.csr_matrix((matrix.data[pos], matrix.indices[pos], indptr), shape=shape)
 
 
-def _broadcast_rows(shape: tuple, target: tuple) -> np.ndarray:
+def _broadcast_rows(shape: tuple[int, ...], target: tuple[int, ...]) -> IndexArray:
     """Flat row indices that broadcast an array of ``shape`` to ``target`` (numpy rules)."""
     idx = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
     return np.broadcast_to(idx, target).ravel()
 
 
-def _sum_axes(shape: tuple, axis) -> tuple[int, ...]:
+def _sum_axes(shape: tuple[int, ...], axis: Any) -> tuple[int, ...]:
     """The summed axes of ``shape`` (all of them for None), normalised and sorted."""
     ndim = len(shape)
     if axis is None:
@@ -165,11 +177,12 @@ def _sum_axes(shape: tuple, axis) -> tuple[int, ...]:
     for a in axes:
         if not isinstance(a, numbers.Integral) or isinstance(a, bool):
             raise ModelError(f"axis must be an integer or a tuple of integers, got {a!r}")
-        out.add(int(a) % ndim if -ndim <= a < ndim else _bad_axis(a, ndim))
+        k = int(a)
+        out.add(k % ndim if -ndim <= k < ndim else _bad_axis(a, ndim))
     return tuple(sorted(out))
 
 
-def _grouping(shape: tuple, axis) -> tuple[np.ndarray | None, int, tuple]:
+def _grouping(shape: tuple[int, ...], axis: Any) -> tuple[IndexArray | None, int, tuple[int, ...]]:
     """How a sum over ``axis`` groups the flat elements of ``shape``.
 
     Returns ``(perm, group, out_shape)``: after reordering the elements by ``perm`` (None: they
@@ -187,7 +200,7 @@ def _grouping(shape: tuple, axis) -> tuple[np.ndarray | None, int, tuple]:
     return perm, group, out_shape
 
 
-def _sum_targets(shape: tuple, axis) -> tuple[np.ndarray, tuple]:
+def _sum_targets(shape: tuple[int, ...], axis: Any) -> tuple[IndexArray, tuple[int, ...]]:
     """The output element of every input element under a sum over ``axis``, and the output shape."""
     axes = _sum_axes(shape, axis)
     keep = [d for d in range(len(shape)) if d not in axes]
@@ -197,7 +210,7 @@ def _sum_targets(shape: tuple, axis) -> tuple[np.ndarray, tuple]:
     return np.broadcast_to(np.arange(m, dtype=np.int64).reshape(expanded), shape).ravel(), out_shape
 
 
-def _bad_axis(a, ndim):
+def _bad_axis(a: object, ndim: int) -> NoReturn:
     raise ModelError(f"axis {a} is out of bounds for an expression with {ndim} dimensions")
 
 
@@ -212,12 +225,20 @@ class _Operand:
     __array_ufunc__ = None  # numpy: `array OP expr` calls expr.__rOP__
     __array_priority__ = 1000
     __pandas_priority__ = 5000  # pandas >= 2.1: `series OP expr` calls expr.__rOP__ (Series 3000, DataFrame 4000)
-    coords = None
+    coords: Coords = None
 
-    shape: tuple
+    shape: tuple[int, ...]
+    model: Model | None
+
+    if TYPE_CHECKING:       # what LinExpr and QuadExpr both define
+        def __add__(self, other: Any) -> Expr: ...
+        def __mul__(self, other: Any) -> Expr: ...
+        def sum(self, axis: Any = None) -> Expr: ...
+        @property
+        def value(self) -> FloatArray | None: ...
 
     @property
-    def dims(self) -> tuple | None:
+    def dims(self) -> tuple[Any, ...] | None:
         """The dimension names of a labelled expression (None when it has no labels)."""
         return None if self.coords is None else tuple(c.name for c in self.coords)
 
@@ -229,7 +250,7 @@ class _Operand:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: Any = None) -> npt.NDArray[np.object_]:
         """A 0-d object array holding the expression, so array libraries defer to our operators.
 
         pandas asks for it only where it would compute with the expression itself (``series @ x``
@@ -245,7 +266,7 @@ class _Operand:
         holder[()] = self
         return holder
 
-    def __array_function__(self, func, types, args, kwargs):
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         """NumPy functions on expressions: ``np.sum``, ``np.dot``, ``np.transpose``, ``np.reshape``, ...
 
         Anything else is a ModelError naming the expression methods to use instead.
@@ -257,31 +278,33 @@ class _Operand:
                              f"numpy.{'/numpy.'.join(sorted(f.__name__ for f in _ARRAY_FUNCTIONS))}")
         return handler(*args, **kwargs)
 
-    def __len__(self):
+    def __len__(self) -> int:
         if not self.shape:
             raise ExpressionUseError("len() of a scalar expression")
         return self.shape[0]
 
-    def __neg__(self):
+    def __neg__(self) -> Expr:
         return self * -1.0
 
-    def __sub__(self, other):
+    def __sub__(self, other: Any) -> Expr:
         if pandas_kind(other):
             return self._with_pandas(other, "subtraction", lambda arr: self - arr)
-        if not isinstance(other, _Operand):
-            other = as_const(other, "subtraction")
-        return self + (-1.0) * other
+        rhs = other if isinstance(other, _Operand) else as_const(other, "subtraction")
+        return self + (-1.0) * rhs
 
-    def __rsub__(self, other):
-        return (-1.0) * self + other
+    def __rsub__(self, other: Any) -> Expr:
+        out: Expr = (-1.0) * self + other
+        return out
 
-    def __radd__(self, other):
-        return self + other
+    def __radd__(self, other: Any) -> Expr:
+        out: Expr = self + other
+        return out
 
-    def __rmul__(self, other):
-        return self * other
+    def __rmul__(self, other: Any) -> Expr:
+        out: Expr = self * other
+        return out
 
-    def __truediv__(self, other):
+    def __truediv__(self, other: Any) -> Expr:
         if isinstance(other, _Operand):
             raise ModelError("division by an expression is not linear or quadratic")
         if pandas_kind(other):
@@ -291,27 +314,27 @@ class _Operand:
             raise ModelError("division by zero in an expression")
         return self * (1.0 / den)
 
-    def __le__(self, other):
+    def __le__(self, other: Any) -> Constraint:
         return Constraint.build(self, other, "<=")
 
-    def __ge__(self, other):
+    def __ge__(self, other: Any) -> Constraint:
         return Constraint.build(self, other, ">=")
 
-    def __eq__(self, other):  # type: ignore[override]
+    def __eq__(self, other: Any) -> Constraint:  # type: ignore[override]
         return Constraint.build(self, other, "==")
 
     __hash__ = object.__hash__
 
-    def __bool__(self):
+    def __bool__(self) -> NoReturn:
         raise ExpressionUseError("an expression has no truth value; did you mean to add a constraint with model.add(...)?")
 
     # --- labels and pandas ---------------------------------------------------------------------
-    def _with_pandas(self, value, what: str, op):
+    def _with_pandas(self, value: Any, what: str, op: Callable[[FloatArray], Expr]) -> Expr:
         """``op`` applied to the pandas operand ``value`` aligned to this expression's labels."""
         arr, coords = align_pandas(self.shape, self.coords, value, what)
         return _labelled(op(arr), coords)
 
-    def to_pandas(self):
+    def to_pandas(self) -> Any:
         """The values after a solve as a labelled pandas object (None before a solve).
 
         A Series for one dimension, a DataFrame for two (rows: the first dimension), a Series
@@ -328,7 +351,7 @@ class LinExpr(_Operand):
     # ``const`` is zero (a whole variable array): lets ``A @ x`` reuse A's structure as it is
     _block_start: int | None = None
 
-    def __init__(self, coef: sp.csr_matrix, const: np.ndarray, shape: tuple, model=None):
+    def __init__(self, coef: sp.csr_matrix, const: npt.ArrayLike, shape: tuple[int, ...], model: Model | None = None):
         self.coef = coef.tocsr() if not sp.isspmatrix_csr(coef) else coef
         self.const = np.asarray(const, dtype=float).ravel()
         self.shape = tuple(int(s) for s in shape)
@@ -338,18 +361,18 @@ class LinExpr(_Operand):
 
     # --- construction helpers ------------------------------------------------------------
     @classmethod
-    def constant(cls, value, ncols: int = 0, model=None) -> "LinExpr":
+    def constant(cls, value: Any, ncols: int = 0, model: Model | None = None) -> LinExpr:
         arr = as_const(value, "constant")
         n = arr.size
         return cls(sp.csr_matrix((n, ncols)), arr.ravel(), arr.shape, model)
 
     def _ncols(self) -> int:
-        return self.coef.shape[1]
+        return int(self.coef.shape[1])
 
-    def _select(self, rows: np.ndarray, shape: tuple) -> "LinExpr":
+    def _select(self, rows: IndexArray, shape: tuple[int, ...]) -> LinExpr:
         return LinExpr(_take_rows(self.coef, rows), self.const[rows], shape, self.model)
 
-    def _coerce(self, other) -> "LinExpr":
+    def _coerce(self, other: Any) -> LinExpr:
         if isinstance(other, LinExpr):
             _same_model(self, other)
             return other
@@ -358,7 +381,7 @@ class LinExpr(_Operand):
         return LinExpr.constant(other, self._ncols(), self.model)
 
     # --- array protocol --------------------------------------------------------------------
-    def __getitem__(self, key) -> "LinExpr":
+    def __getitem__(self, key: Any) -> LinExpr:
         idx = np.arange(self.size, dtype=np.int64).reshape(self.shape)
         try:
             sel = idx[key]
@@ -367,14 +390,15 @@ class LinExpr(_Operand):
         sel = np.asarray(sel)
         return self._select(sel.ravel(), sel.shape)
 
-    def sel(self, **labels) -> "LinExpr":
+    def sel(self, **labels: Any) -> LinExpr:
         """Select by label on a labelled expression, as linopy's / xarray's ``sel``:
         ``x.sel(plant="berlin")`` drops the dimension, ``x.sel(plant=["berlin", "milan"])`` keeps it
         (in that order) with those labels. Unknown dimensions or labels are a ModelError."""
         if self.coords is None:
             raise ModelError("sel() selects by label: this expression has none (label variables with coords=)")
         idx = np.arange(self.size, dtype=np.int64).reshape(self.shape)
-        coords, axis = [], 0
+        coords: list[Any] = []
+        axis = 0
         for index in self.coords:
             if index.name not in labels:
                 coords.append(index)
@@ -395,10 +419,10 @@ class LinExpr(_Operand):
                 axis += 1
         if labels:
             raise ModelError(f"sel: no dimension named {', '.join(map(repr, labels))} (the expression's "
-                             f"dimensions: {', '.join(map(repr, self.dims))})")
+                             f"dimensions: {', '.join(map(repr, self.dims or ()))})")
         return _labelled(self._select(idx.ravel(), idx.shape), tuple(coords))
 
-    def reshape(self, *shape) -> "LinExpr":
+    def reshape(self, *shape: Any) -> LinExpr:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         try:
@@ -407,16 +431,16 @@ class LinExpr(_Operand):
             raise ModelError(f"cannot reshape an expression of shape {self.shape} to {shape}: {exc}") from None
         return LinExpr(self.coef, self.const, new, self.model)
 
-    def ravel(self) -> "LinExpr":
+    def ravel(self) -> LinExpr:
         return LinExpr(self.coef, self.const, (self.size,), self.model)
 
     @property
-    def T(self) -> "LinExpr":
+    def T(self) -> LinExpr:
         return self.transpose()
 
-    def transpose(self, *axes) -> "LinExpr":
+    def transpose(self, *axes: Any) -> LinExpr:
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
+            axes = tuple(axes[0] or ())
         try:
             idx = np.arange(self.size, dtype=np.int64).reshape(self.shape).transpose(*(axes or ()))
         except (TypeError, ValueError) as exc:
@@ -424,21 +448,22 @@ class LinExpr(_Operand):
         out = self._select(idx.ravel(), idx.shape)
         if self.coords is not None:
             order = tuple(axes) if axes else tuple(range(self.ndim - 1, -1, -1))
-            out.coords = tuple(self.coords[a % self.ndim] for a in order)
+            coords = self.coords
+            out.coords = tuple(coords[a % self.ndim] for a in order)
         return out
 
-    def broadcast_to(self, shape: tuple) -> "LinExpr":
-        shape = tuple(shape)
-        if shape == self.shape:
+    def broadcast_to(self, shape: tuple[int, ...]) -> LinExpr:
+        target = tuple(shape)
+        if target == self.shape:
             return self
-        _check_size(shape, "broadcasting an expression")
+        _check_size(target, "broadcasting an expression")
         try:
-            rows = _broadcast_rows(self.shape, shape)
+            rows = _broadcast_rows(self.shape, target)
         except ValueError:
-            raise ModelError(f"cannot broadcast an expression of shape {self.shape} to {shape}") from None
-        return self._select(rows, shape)
+            raise ModelError(f"cannot broadcast an expression of shape {self.shape} to {target}") from None
+        return self._select(rows, target)
 
-    def sum(self, axis=None) -> "LinExpr":
+    def sum(self, axis: Any = None) -> LinExpr:
         """Sum over ``axis`` (all axes when None), as NumPy's ``sum``.
 
         The terms of each output element are the concatenated terms of its inputs (one gather
@@ -460,36 +485,43 @@ class LinExpr(_Operand):
                          _kept_coords(self.coords, self.shape, axis))
 
     # --- arithmetic ------------------------------------------------------------------------
-    def __add__(self, other):
+    def __add__(self, other: Any) -> Expr:
         if isinstance(other, QuadExpr):
             return other + self
         if pandas_kind(other):
             return self._with_pandas(other, "addition", lambda arr: self + arr)
-        other = self._coerce(other)
-        if other.coords is not None and self.coords is not None:
-            other = _align_expr(self, other)
-        shape = _broadcast_shape(self.shape, other.shape)
-        a, b = self.broadcast_to(shape), other.broadcast_to(shape)
-        n = max(a._ncols(), b._ncols())
+        return self._plus(other)
+
+    def _plus(self, other: Any) -> LinExpr:
+        """``self + other`` for a linear or constant ``other``."""
+        rhs = self._coerce(other)
+        if rhs.coords is not None and self.coords is not None:
+            rhs = _align_expr(self, rhs)
+        shape = _broadcast_shape(self.shape, rhs.shape)
+        a, b = self.broadcast_to(shape), rhs.broadcast_to(shape)
+        n = max(a.coef.shape[1], b.coef.shape[1])
         if b.coef.nnz == 0:      # adding a constant: the terms stay as they are
             coef = widen(a.coef, n)
         elif a.coef.nnz == 0:
             coef = widen(b.coef, n)
         else:
             coef = widen(a.coef, n) + widen(b.coef, n)
-        out = LinExpr(coef, a.const + b.const, shape, self.model or other.model)
-        if self.coords is not None or other.coords is not None:
-            out.coords = _result_coords(shape, self, other)
+        out = LinExpr(coef, a.const + b.const, shape, self.model or rhs.model)
+        if self.coords is not None or rhs.coords is not None:
+            out.coords = _result_coords(shape, self, rhs)
         return out
 
-    def __mul__(self, other):
+    def __mul__(self, other: Any) -> Expr:
         if isinstance(other, LinExpr):
             return QuadExpr.product(self, other)
         if isinstance(other, QuadExpr):
             raise ModelError("products of degree higher than 2 are not supported")
         if pandas_kind(other):
             return self._with_pandas(other, "multiplication", lambda arr: self * arr)
-        factor = as_const(other, "multiplication")
+        return self._times(as_const(other, "multiplication"))
+
+    def _times(self, factor: FloatArray) -> LinExpr:
+        """``self * factor`` for a constant array ``factor`` (as_const's output)."""
         shape = _broadcast_shape(self.shape, factor.shape)
         a = self.broadcast_to(shape)
         f = np.broadcast_to(factor, shape).ravel()
@@ -498,20 +530,20 @@ class LinExpr(_Operand):
             out.coords = self.coords
         return out
 
-    def __pow__(self, power):
+    def __pow__(self, power: Any) -> Expr:
         if power == 1:
             return self
         if power == 2:
             return QuadExpr.product(self, self)
         raise ModelError(f"only powers 1 and 2 are supported, got {power!r}")
 
-    def __matmul__(self, other):
+    def __matmul__(self, other: Any) -> Expr:
         """``expr @ other`` with NumPy's matmul rules for 1-D and 2-D operands."""
         if isinstance(other, _Operand):
             raise ModelError("the product of two expressions with @ is not supported; use (x * y).sum()")
         if pandas_kind(other):
             return self._matmul_pandas(other)
-        mat = other if sp.issparse(other) else as_const(other, "matmul")
+        mat: Any = other if sp.issparse(other) else as_const(other, "matmul")
         if self.ndim == 0 or mat.ndim == 0:
             raise ModelError("matmul needs operands of at least one dimension; use * for scalars")
         if mat.ndim == 1:            # (..., k) @ (k,): sum over the last axis
@@ -527,14 +559,14 @@ class LinExpr(_Operand):
             return _matrix_times_2d(mat.T, self.T).T
         raise ModelError(f"expr @ array supports 1-D and 2-D expressions, got shape {self.shape}")
 
-    def __rmatmul__(self, other):
+    def __rmatmul__(self, other: Any) -> Expr:
         """``other @ expr`` with NumPy's matmul rules for 1-D and 2-D operands."""
         kind = pandas_kind(other)
         if kind == "series":          # s @ x == x @ s;  s @ X == X.T @ s
             return (self if self.ndim == 1 else self.T)._matmul_pandas(other)
         if kind == "frame":           # F @ x == x @ F.T;  F @ X == (X.T @ F.T).T
             return self._matmul_pandas(other.T) if self.ndim == 1 else self.T._matmul_pandas(other.T).T
-        mat = other if sp.issparse(other) else as_const(other, "matmul")
+        mat: Any = other if sp.issparse(other) else as_const(other, "matmul")
         if self.ndim == 0 or mat.ndim == 0:
             raise ModelError("matmul needs operands of at least one dimension; use * for scalars")
         if mat.ndim == 1:            # (k,) @ (..., k, p): sum over the second-to-last axis
@@ -551,7 +583,7 @@ class LinExpr(_Operand):
             return _matrix_times_2d(mat, self)
         raise ModelError(f"array @ expr supports 1-D and 2-D expressions, got shape {self.shape}")
 
-    def _matmul_pandas(self, other) -> "LinExpr":
+    def _matmul_pandas(self, other: Any) -> LinExpr:
         """``self @ series`` / ``self @ frame``: the Series' (frame's) index aligned to the last dimension."""
         if self.ndim not in (1, 2):
             raise ModelError(f"expr @ Series/DataFrame needs a 1-D or 2-D expression, got shape {self.shape}")
@@ -563,28 +595,30 @@ class LinExpr(_Operand):
         if rows is not None:
             vals = vals[rows]
         out = self @ vals
+        assert isinstance(out, LinExpr)  # a linear expression times constants
         kept = () if self.ndim == 1 else (_labels(self.shape, self.coords, 0),)
         if isinstance(other, pd.DataFrame):
             return _labelled(out, kept + (other.columns,))
         return _labelled(out, kept if self.coords is not None else ())
 
     # --- values ----------------------------------------------------------------------------
-    def evaluate(self, x: np.ndarray) -> np.ndarray:
+    def evaluate(self, x: FloatArray) -> FloatArray:
         """The expression's values at the full variable vector ``x``."""
-        return (widen(self.coef, len(x)) @ x + self.const).reshape(self.shape)
+        values: FloatArray = (widen(self.coef, len(x)) @ x + self.const).reshape(self.shape)
+        return values
 
     @property
-    def value(self) -> np.ndarray | None:
+    def value(self) -> FloatArray | None:
         x = None if self.model is None else self.model.solution_vector
         if x is None or len(x) < self._ncols():  # none yet, or uses variables added after the solve
             return None
         return self.evaluate(x)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"LinExpr(shape={self.shape}, nnz={self.coef.nnz})"
 
 
-def _left_multiply(mat, expr: LinExpr) -> LinExpr:
+def _left_multiply(mat: Any, expr: LinExpr) -> LinExpr:
     """``mat @ expr`` for a 1-D expression: a sparse/dense matrix product on the rows of coef.
 
     When each row of the expression is a single variable (a variable array, or a selection of
@@ -611,7 +645,7 @@ def _left_multiply(mat, expr: LinExpr) -> LinExpr:
     return LinExpr(coef, const, (mat.shape[0],), expr.model)
 
 
-def _matrix_times_2d(mat, expr: LinExpr) -> LinExpr:
+def _matrix_times_2d(mat: Any, expr: LinExpr) -> LinExpr:
     """``mat @ X`` for a 2-D expression X (p, q): one block-diagonal product on X's columns."""
     p, q = expr.shape
     if mat.shape[1] != p:
@@ -622,14 +656,14 @@ def _matrix_times_2d(mat, expr: LinExpr) -> LinExpr:
     return cols.reshape(q, mat.shape[0]).T
 
 
-def _broadcast_shape(a: tuple, b: tuple) -> tuple:
+def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(a, b))
     except ValueError:
         raise ModelError(f"shapes {a} and {b} do not broadcast") from None
 
 
-def _same_model(a, b) -> None:
+def _same_model(a: _Operand, b: _Operand) -> None:
     if a.model is not None and b.model is not None and a.model is not b.model:
         raise ModelError("cannot combine expressions of two different models")
 
@@ -637,7 +671,7 @@ def _same_model(a, b) -> None:
 class QuadExpr(_Operand):
     """An array of quadratic expressions: per element, sum of q * x_i * x_j plus a LinExpr."""
 
-    def __init__(self, elem, vi, vj, q, lin: LinExpr):
+    def __init__(self, elem: npt.ArrayLike, vi: npt.ArrayLike, vj: npt.ArrayLike, q: npt.ArrayLike, lin: LinExpr):
         self.elem = np.asarray(elem, dtype=np.int64)
         self.vi = np.asarray(vi, dtype=np.int64)
         self.vj = np.asarray(vj, dtype=np.int64)
@@ -647,15 +681,15 @@ class QuadExpr(_Operand):
         self.model = lin.model
 
     @property
-    def coords(self):
+    def coords(self) -> Coords:
         return self.lin.coords
 
     @coords.setter
-    def coords(self, value):
+    def coords(self, value: Coords) -> None:
         self.lin.coords = value
 
     @classmethod
-    def product(cls, a: LinExpr, b: LinExpr) -> "QuadExpr":
+    def product(cls, a: LinExpr, b: LinExpr) -> QuadExpr:
         """Elementwise (a * b) of two affine arrays, expanded into quadratic + linear terms."""
         _same_model(a, b)
         if a.coords is not None and b.coords is not None:
@@ -679,40 +713,39 @@ class QuadExpr(_Operand):
         lin.coords = coords
         return cls(elem, A.indices[ia], B.indices[ib], A.data[ia] * B.data[ib], lin)
 
-    def sum(self, axis=None) -> "QuadExpr":
+    def sum(self, axis: Any = None) -> QuadExpr:
         axis = _named_axes(self, axis)
         target, _ = _sum_targets(self.shape, axis)
         return QuadExpr(target[self.elem], self.vi, self.vj, self.q, self.lin.sum(axis))
 
-    def __add__(self, other):
+    def __add__(self, other: Any) -> Expr:
         if pandas_kind(other):
             return self._with_pandas(other, "addition", lambda arr: self + arr)
         if isinstance(other, QuadExpr):
             _same_model(self, other)
-            if self.coords is not None and other.coords is not None:
-                other = _align_expr(self, other)
-            shape = _broadcast_shape(self.shape, other.shape)
-            a, b = self.broadcast_to(shape), other.broadcast_to(shape)
+            rhs = _align_expr(self, other) if self.coords is not None and other.coords is not None else other
+            shape = _broadcast_shape(self.shape, rhs.shape)
+            a, b = self.broadcast_to(shape), rhs.broadcast_to(shape)
             return QuadExpr(np.concatenate([a.elem, b.elem]), np.concatenate([a.vi, b.vi]),
-                            np.concatenate([a.vj, b.vj]), np.concatenate([a.q, b.q]), a.lin + b.lin)
-        lin = self.lin + other
+                            np.concatenate([a.vj, b.vj]), np.concatenate([a.q, b.q]), a.lin._plus(b.lin))
+        lin = self.lin._plus(other)
         q = self.broadcast_to(lin.shape)
         return QuadExpr(q.elem, q.vi, q.vj, q.q, lin)
 
-    def __mul__(self, other):
+    def __mul__(self, other: Any) -> Expr:
         if isinstance(other, _Operand):
             raise ModelError("products of degree higher than 2 are not supported")
         if pandas_kind(other):
             return self._with_pandas(other, "multiplication", lambda arr: self * arr)
         factor = as_const(other, "multiplication")
         if factor.ndim == 0:
-            return QuadExpr(self.elem, self.vi, self.vj, self.q * float(factor), self.lin * factor)
+            return QuadExpr(self.elem, self.vi, self.vj, self.q * float(factor), self.lin._times(factor))
         shape = _broadcast_shape(self.shape, factor.shape)
         q = self.broadcast_to(shape)
         f = np.broadcast_to(factor, shape).ravel()
-        return QuadExpr(q.elem, q.vi, q.vj, q.q * f[q.elem], q.lin * factor)
+        return QuadExpr(q.elem, q.vi, q.vj, q.q * f[q.elem], q.lin._times(factor))
 
-    def broadcast_to(self, shape: tuple) -> "QuadExpr":
+    def broadcast_to(self, shape: tuple[int, ...]) -> QuadExpr:
         shape = tuple(shape)
         if shape == self.shape:
             return self
@@ -728,27 +761,32 @@ class QuadExpr(_Operand):
         new_elem = order[starts[self.elem[term]] + offs]
         return QuadExpr(new_elem, self.vi[term], self.vj[term], self.q[term], self.lin.broadcast_to(shape))
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> NoReturn:
         raise ModelError("indexing a quadratic expression is not supported; index the linear factors first")
 
-    def __matmul__(self, other):
+    def __matmul__(self, other: Any) -> NoReturn:
         raise ModelError("@ with a quadratic expression is not supported; use (q * w).sum(axis) instead")
 
     __rmatmul__ = __matmul__
 
-    def evaluate(self, x: np.ndarray) -> np.ndarray:
+    def evaluate(self, x: FloatArray) -> FloatArray:
         out = self.lin.evaluate(x).ravel().copy()
         np.add.at(out, self.elem, self.q * x[self.vi] * x[self.vj])
-        return out.reshape(self.shape)
+        values: FloatArray = out.reshape(self.shape)
+        return values
 
     @property
-    def value(self):
+    def value(self) -> FloatArray | None:
         if self.model is None or self.model.solution_vector is None:
             return None
         return self.evaluate(self.model.solution_vector)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"QuadExpr(shape={self.shape}, quadratic terms={len(self.q)})"
+
+
+Expr: TypeAlias = "LinExpr | QuadExpr"   # an expression array, linear or quadratic
+_E = TypeVar("_E", bound=_Operand)
 
 
 @dataclass
@@ -758,12 +796,12 @@ class Constraint:
     body: LinExpr | QuadExpr
     sense: str
     name: str | None = None
-    model: object = None
-    rows: np.ndarray | None = None    # row indices in the compiled standard form (linear ones)
-    dual_values: np.ndarray | None = None
+    model: Model | None = None
+    rows: IndexArray | None = None    # row indices in the compiled standard form (linear ones)
+    dual_values: FloatArray | None = None
 
     @classmethod
-    def build(cls, lhs, rhs, sense: str) -> "Constraint":
+    def build(cls, lhs: Any, rhs: Any, sense: str) -> Constraint:
         if not isinstance(rhs, _Operand) and not pandas_kind(rhs):
             rhs = as_const(rhs, f"right-hand side of {sense}")
         body = lhs - rhs
@@ -772,7 +810,7 @@ class Constraint:
         return cls(body=body, sense=sense)
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, ...]:
         return self.body.shape
 
     @property
@@ -780,27 +818,27 @@ class Constraint:
         return isinstance(self.body, QuadExpr)
 
     @property
-    def coords(self):
+    def coords(self) -> Coords:
         """The labels of the constraint's elements (its body's), or None."""
         return self.body.coords
 
-    def to_pandas(self):
+    def to_pandas(self) -> Any:
         """The duals as a labelled pandas object (as :meth:`LinExpr.to_pandas`), or None."""
         dual = self.dual
         return None if dual is None else labelled_values(dual, self.coords, self.name)
 
     @property
-    def dual(self) -> np.ndarray | None:
+    def dual(self) -> FloatArray | None:
         """Dual values (LP solves), shaped like the constraint."""
         return None if self.dual_values is None else self.dual_values.reshape(self.shape)
 
-    def __bool__(self):
+    def __bool__(self) -> NoReturn:
         raise ExpressionUseError("a constraint has no truth value (NumPy object arrays of expressions compare "
                            "element by element and need one); add it to a model with model.add(...)")
 
 
 # --- labels and pandas operands -------------------------------------------------------------------
-def pandas_kind(value) -> str | None:
+def pandas_kind(value: object) -> str | None:
     """"series" / "frame" for a pandas Series / DataFrame, else None (never imports pandas)."""
     pd = sys.modules.get("pandas")
     if pd is None:
@@ -812,7 +850,7 @@ def pandas_kind(value) -> str | None:
     return None
 
 
-def _labelled(expr, coords):
+def _labelled(expr: _E, coords: Coords) -> _E:
     """``expr`` carrying ``coords`` (dropped when they do not fit its shape)."""
     if coords is not None and len(coords) == len(expr.shape) and len(coords) > 0 and \
             all(len(c) == s for c, s in zip(coords, expr.shape)):
@@ -820,20 +858,20 @@ def _labelled(expr, coords):
     return expr
 
 
-def _labels(shape: tuple, coords, k: int):
+def _labels(shape: tuple[int, ...], coords: Coords, k: int) -> Any:
     """The labels of dimension ``k``: the expression's, or positions 0 .. n-1 when it has none."""
     if coords is not None:
         return coords[k]
     return sys.modules["pandas"].RangeIndex(shape[k])
 
 
-def _dim_text(coords, k: int) -> str:
+def _dim_text(coords: Coords, k: int) -> str:
     name = None if coords is None else coords[k].name
     return f"dimension {name!r}" if name is not None else f"dimension {k}" + ("" if coords is not None else
                                                                              " (unlabelled: positions 0, 1, ...)")
 
 
-def _named_axes(expr, axis):
+def _named_axes(expr: _Operand, axis: Any) -> Any:
     """``axis`` with dimension names (str) replaced by their positions."""
     names = [axis] if isinstance(axis, str) else list(axis) if isinstance(axis, (tuple, list)) else None
     if names is None or not any(isinstance(a, str) for a in names):
@@ -850,7 +888,7 @@ def _named_axes(expr, axis):
     return out[0] if isinstance(axis, str) else tuple(out)
 
 
-def _kept_coords(coords, shape: tuple, axis):
+def _kept_coords(coords: Coords, shape: tuple[int, ...], axis: Any) -> Coords:
     """The labels left after a sum over ``axis``."""
     if coords is None:
         return None
@@ -858,7 +896,7 @@ def _kept_coords(coords, shape: tuple, axis):
     return tuple(c for d, c in enumerate(coords) if d not in axes)
 
 
-def _result_coords(shape: tuple, a, b):
+def _result_coords(shape: tuple[int, ...], a: _Operand, b: _Operand) -> Coords:
     """The labels of ``a OP b`` of broadcast ``shape``: those of the operand that has that shape."""
     for e in (a, b):
         if e.coords is not None and e.shape == shape:
@@ -866,12 +904,12 @@ def _result_coords(shape: tuple, a, b):
     return None
 
 
-def _show(labels) -> str:
+def _show(labels: Any) -> str:
     items = list(labels[:5])
     return "[" + ", ".join(repr(v) for v in items) + (", ..." if len(labels) > 5 else "") + "]"
 
 
-def _indexer(source, target, what: str, where: str) -> np.ndarray | None:
+def _indexer(source: Any, target: Any, what: str, where: str) -> IndexArray | None:
     """Positions in the index ``source`` of every label of ``target`` (None: they are in order).
 
     Both must hold the same labels, once each: anything else is one ModelError naming ``what``
@@ -882,7 +920,7 @@ def _indexer(source, target, what: str, where: str) -> np.ndarray | None:
     if not source.is_unique:
         raise ModelError(f"{what}: its labels repeat ({_show(source[source.duplicated()].unique())}); "
                          f"labels must be unique to line up with {where}")
-    rows = source.get_indexer(target)
+    rows: IndexArray = source.get_indexer(target)
     missing = rows < 0
     if len(source) == len(target) and not missing.any():
         return rows
@@ -897,7 +935,7 @@ def _indexer(source, target, what: str, where: str) -> np.ndarray | None:
                      "these labels with coords=)")
 
 
-def _series_axis(index, shape: tuple, coords) -> int:
+def _series_axis(index: Any, shape: tuple[int, ...], coords: Coords) -> int:
     """The dimension a Series lines up with: the one named like its index, else the only one
     holding its labels, else the last (NumPy's broadcasting rule); when none holds them, the one
     sharing the most labels (so that the error names the labels that differ there)."""
@@ -916,7 +954,8 @@ def _series_axis(index, shape: tuple, coords) -> int:
     return nd - 1
 
 
-def align_pandas(shape: tuple, coords, value, what: str, allow_inf: bool = False):
+def align_pandas(shape: tuple[int, ...], coords: Coords, value: Any, what: str,
+                 allow_inf: bool = False) -> tuple[FloatArray, Coords]:
     """A pandas Series / DataFrame as a float array lined up with an expression of ``shape`` and
     labels ``coords`` (None: positions 0, 1, ...), and the labels of the result.
 
@@ -976,16 +1015,23 @@ def align_pandas(shape: tuple, coords, value, what: str, allow_inf: bool = False
     return vals.reshape([shape[k] if k == axis else 1 for k in range(nd)]), coords
 
 
-def _align_expr(ref, other):
+@overload
+def _align_expr(ref: _Operand, other: LinExpr) -> LinExpr: ...
+@overload
+def _align_expr(ref: _Operand, other: QuadExpr) -> QuadExpr: ...
+def _align_expr(ref: _Operand, other: Expr) -> Expr:
     """``other`` with its labelled dimensions reordered to ``ref``'s labels (trailing dimensions
     matched, as NumPy broadcasts; dimensions of length 1 broadcast). Different labels: ModelError."""
+    ref_coords, other_coords = ref.coords, other.coords
+    if ref_coords is None or other_coords is None:     # nothing to line up
+        return other
     nd = min(ref.ndim, other.ndim)
-    idx, new = None, list(other.coords)
+    idx, new = None, list(other_coords)
     for k in range(1, nd + 1):
-        a, b = ref.coords[-k], other.coords[-k]
+        a, b = ref_coords[-k], other_coords[-k]
         if a is b or len(a) == 1 or len(b) == 1:
             continue
-        rows = _indexer(b, a, "combining two labelled expressions", _dim_text(ref.coords, ref.ndim - k))
+        rows = _indexer(b, a, "combining two labelled expressions", _dim_text(ref_coords, ref.ndim - k))
         if rows is None:
             continue
         if idx is None:
@@ -994,21 +1040,22 @@ def _align_expr(ref, other):
         new[-k] = a
     if idx is None:
         return other
-    rows = idx.ravel()
+    order = idx.ravel()
+    out: Expr
     if isinstance(other, QuadExpr):
-        inverse = np.empty_like(rows)
-        inverse[rows] = np.arange(len(rows), dtype=np.int64)
-        out = QuadExpr(inverse[other.elem], other.vi, other.vj, other.q, other.lin._select(rows, other.shape))
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order), dtype=np.int64)
+        out = QuadExpr(inverse[other.elem], other.vi, other.vj, other.q, other.lin._select(order, other.shape))
     else:
-        out = other._select(rows, other.shape)
+        out = other._select(order, other.shape)
     out.coords = tuple(new)
     return out
 
 
-def labelled_values(values, coords, name=None):
-    """``values`` (an array) as a labelled pandas object: a Series for one dimension, a DataFrame
+def labelled_values(data: npt.ArrayLike, coords: Coords, name: Any = None) -> Any:
+    """``data`` (an array) as a labelled pandas object: a Series for one dimension, a DataFrame
     for two, a Series with a MultiIndex beyond; a float for a scalar. Needs pandas."""
-    values = np.asarray(values)
+    values = np.asarray(data)
     if values.ndim == 0:
         return float(values)
     from .arrays import require_pandas
@@ -1024,7 +1071,8 @@ def labelled_values(values, coords, name=None):
 
 
 # --- NumPy functions on expressions (``__array_function__``) ------------------------------------
-def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
+def _np_sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            **unsupported: Any) -> Expr:
     if dtype is not None or out is not None or keepdims or unsupported:
         raise ModelError("numpy.sum on an expression takes only `axis` (no dtype, out, keepdims, initial, where)")
     if not isinstance(a, _Operand):
@@ -1032,7 +1080,7 @@ def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
     return a.sum(axis=axis)
 
 
-def _np_dot(a, b, out=None):
+def _np_dot(a: Any, b: Any, out: Any = None) -> Any:
     if out is not None:
         raise ModelError("numpy.dot on an expression does not take `out`")
     nd_a, nd_b = np.ndim(a) if not isinstance(a, _Operand) else a.ndim, \
@@ -1044,34 +1092,34 @@ def _np_dot(a, b, out=None):
     return a @ b
 
 
-def _linear(a, what: str) -> "LinExpr":
+def _linear(a: object, what: str) -> LinExpr:
     if not isinstance(a, LinExpr):
         raise ModelError(f"numpy.{what} takes a linear expression here; quadratic ones support +, -, * and .sum()")
     return a
 
 
-def _np_transpose(a, axes=None):
+def _np_transpose(a: Any, axes: Any = None) -> LinExpr:
     return _linear(a, "transpose").transpose(axes)
 
 
-def _np_reshape(a, shape=None, order="C", **kwargs):
+def _np_reshape(a: Any, shape: Any = None, order: str = "C", **kwargs: Any) -> LinExpr:
     if order != "C":
         raise ModelError("expressions reshape in C order only")
     shape = kwargs.pop("newshape", shape)
     return _linear(a, "reshape").reshape(shape)
 
 
-def _np_ravel(a, order="C"):
+def _np_ravel(a: Any, order: str = "C") -> LinExpr:
     if order != "C":
         raise ModelError("expressions ravel in C order only")
     return _linear(a, "ravel").ravel()
 
 
-def _np_broadcast_to(a, shape, subok=False):
+def _np_broadcast_to(a: Any, shape: Any, subok: bool = False) -> LinExpr:
     return _linear(a, "broadcast_to").broadcast_to(shape if isinstance(shape, tuple) else (shape,))
 
 
-_ARRAY_FUNCTIONS = {
+_ARRAY_FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.sum: _np_sum, np.dot: _np_dot, np.transpose: _np_transpose, np.reshape: _np_reshape,
     np.ravel: _np_ravel, np.broadcast_to: _np_broadcast_to,
     np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim, np.size: lambda a, axis=None: (
