@@ -386,7 +386,8 @@ def paper_markdown(meta, rows) -> str:
            "them with a one-line ModelError. What is solved is the relaxation the methods take: degree 1 "
            "(Cobb-Douglas exponents scaled to sum to 1), no floor or cap, an infinite horizon, everything else "
            "as stated (bundle assets, asset price at most 1, holdings in [-10, 10]). Its exploitability is "
-           "certified over every deviation (the certificate of docs/markov_games.md).", "",
+           "certified over every deviation (the certificate of docs/markov_games.md), in money (each consumer's "
+           "utility divided by what one unit of money buys it at uniform prices), as are the regrets below.", "",
            "| economy | method | status | time to 1e-4 (s) | certified exploitability / endowment value | "
            "consumer / auctioneer regret | consumer regret over stationary deviations |", "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -399,7 +400,10 @@ def paper_markdown(meta, rows) -> str:
             "(holdings that depend on the current world state only). Where it is far below the certified regret, "
             "the gap is what history-dependent deviations gain (with an asset worth about 8 a period against a "
             "price of at most 1, a consumer does better by growing its holding as its wealth grows than by any "
-            "stationary holding): no stationary profile reaches the goal there, whatever the method."]
+            "stationary holding). On the deterministic chains (start, then world state 1 for ever) no exact "
+            "equilibrium puts every consumer at the holding limit, where buying at (1, 1) sends them: the supply "
+            "at (0, 1) cannot absorb the excess supply the cap then forces (docs/markov_games.md, "
+            "tests/test_games_economy_paper.py)."]
     out += ["", "The notebooks' metrics on our answers (relaxed economies; at the start state, where the notebooks "
             "evaluate them) beside the last figures the notebooks log (GAP: exploitability minimisation, NPM: "
             "neural projection; their 'cumulative regret' is an estimate, negative in places, of the quantity we "

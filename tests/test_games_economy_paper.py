@@ -295,3 +295,38 @@ def test_paper_economies_load_and_are_refused_as_stated(which):
     if relaxed is not None:
         assert relaxed.method_support() == [("assets paying bundles of goods", True)]
 
+
+@pytest.mark.parametrize("which", ["cd_deterministic", "leontief_deterministic"])
+def test_capped_deterministic_economies_cannot_put_every_consumer_at_the_limit(which):
+    # docs/markov_games.md, "The paper's economies": after the start the chain stays in world state 1,
+    # where the asset pays at least gamma * price_sum * min_j B_j >= 6 times its highest price every
+    # period, whatever the goods prices, so every consumer with wealth there gains by holding more,
+    # up to the holding limit. But the limit for every consumer cannot be paid for: with N x limit
+    # held at the price cap, the auctioneer's zero regret needs every good's excess demand at
+    # (0, 1) to be -cap x N x limit / price_sum, i.e. a supply of at least that much of every good,
+    # and the supply at (0, 1) is the endowment plus what the start's holdings deliver (the start's
+    # holdings are paid for with the start's endowment value, at most price_sum x max_j E_j(0) at
+    # the cap). These are the data facts the argument rests on.
+    import json
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "instances" / "games" / f"markov_paper_{which}.json"
+    data = json.loads(path.read_text())
+    if data["utility"]["kind"] == "cobb_douglas":                # degree 1: exponents scaled to sum to 1
+        a = np.asarray(data["utility"]["exponents"])
+        data["utility"] = {"kind": "cobb_douglas", "exponents": (a / a.sum(axis=1, keepdims=True)).tolist()}
+    econ = MarkovExchangeEconomy.from_dict(data, drop=("degree", "endowment_floor", "endowment_cap", "horizon"))
+    chain = ec.pair_chain(econ)
+    assert [(int(v), int(w)) for v, w in zip(chain.prev, chain.world)] == [(-1, 0), (0, 1), (1, 1)]
+    B = econ.asset_bundles[1, 0]                                   # (M,) the bundle one unit pays in world 1
+    cap, total = econ.asset_price_max, econ.price_sum
+    assert econ.discount * total * B.min() > 6 * cap               # buying at (1, 1) always pays
+    start_holdings = total * econ.endowments[0].sum(axis=0).max() / cap
+    supply = econ.endowments[1].sum(axis=0) + B * start_holdings     # the most of each good at (0, 1)
+    needed = cap * econ.n_consumers * econ.holding_limit[0] / total
+    assert supply.min() < 0.7 * needed
+    # and the methods' best profile indeed leaves consumers below the limit, with deviations (the
+    # certificate's lower bound: concrete ones) that grow their holdings worth far above the goal
+    result = econ.solve(method="markov-newton", iteration_limit=20)
+    held = result.solution["portfolio"][1, :, 0]
+    assert held.max() < econ.holding_limit[0]
+    assert result.stats["metrics"]["exploitability_lower"] > 1e-2 * result.stats["metrics"]["endowment_value"]
