@@ -110,8 +110,8 @@ def test_small_economies_certified_over_every_deviation(make):
     # These economies used to "reach" 1e-7 (1e-8 for leontief-1, on which markov-tatonnement stalls
     # near 1e-3): the old certificate bounded only holdings that depend on the current world state.
     # Over every deviation (holdings that may depend on the world-state history and on the
-    # consumer's own holdings) markov-newton's profiles leave consumer regrets of about 1e-5 .. 3e-3
-    # of the endowment value, reached by concrete deviations (lower bound = upper bound). The
+    # consumer's own holdings) markov-newton's profiles leave consumer regrets (in money) of about
+    # 5e-5 .. 2e-2 of the endowment value, reached by concrete deviations (lower bound = upper bound). The
     # status may claim a tolerance only where the certificate over every deviation meets it.
     from test_games_economy_deviation import brute_force_values
     econ = make()
