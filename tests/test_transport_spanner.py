@@ -141,11 +141,11 @@ def test_shared_positions_cost_nothing():
 
 
 def test_auto_takes_the_grid_only_where_it_applies():
-    big = np.zeros((10**4, 2)), np.ones((10**4, 2))
+    big = np.zeros((40000, 2)), np.ones((40000, 2))
     assert approx_module._use_grid(Transport(*big, p=2), "auto")
     assert approx_module._use_grid(Transport(*big, p=1, metric="cityblock"), "auto")
     assert not approx_module._use_grid(Transport(*big, p=math.inf), "auto")
-    assert not approx_module._use_grid(Transport(np.zeros((10**4, 4)), np.ones((10**4, 4)), p=2), "auto")
+    assert not approx_module._use_grid(Transport(np.zeros((40000, 4)), np.ones((40000, 4)), p=2), "auto")
     assert not approx_module._use_grid(Transport(np.zeros((50, 2)), np.ones((60, 2)), p=2), "auto")
     assert not approx_module._use_grid(Transport(*big, p=2), "two-hop")
     small = Transport(np.zeros((5, 2)), np.ones((5, 2)), p=math.inf)
