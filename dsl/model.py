@@ -13,8 +13,10 @@ sparse-matrix operations, not 10^6 Python objects.
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError
@@ -22,8 +24,9 @@ from solvopt.core.memory import format_bytes, machine_memory
 from solvopt.core.registry import compile_and_run, get_solver
 from solvopt.core.result import Result
 
-from .arrays import float_array, require_pandas
-from .expr import SMALL_BYTES, Constraint, LinExpr, QuadExpr, align_pandas, as_const, pandas_kind, widen
+from .arrays import FloatArray, float_array, require_pandas
+from .expr import (SMALL_BYTES, Constraint, Coords, Expr, LinExpr, QuadExpr, align_pandas, as_const, pandas_kind,
+                   widen)
 from .highs_export import load_standard_form, new_highs
 from .standard_form import QuadConstraint, StandardForm
 
@@ -38,7 +41,7 @@ RESERVED_NAMES = ("row_dual", "reduced_cost")
 BYTES_PER_VARIABLE = 64
 
 
-def _shape(shape) -> tuple[int, ...]:
+def _shape(shape: Any) -> tuple[int, ...]:
     """A variable shape from an int or a sequence of ints; anything else is a ModelError."""
     if isinstance(shape, (tuple, list)):
         items = tuple(shape)
@@ -56,7 +59,7 @@ def _shape(shape) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _coords(coords, dims, shape: tuple | None) -> tuple:
+def _coords(coords: Any, dims: Any, shape: tuple[int, ...] | None) -> tuple[Any, ...]:
     """Labels per dimension (``pandas.Index`` objects named by ``dims``) from ``coords=``/``dims=``.
 
     ``coords`` is a dict {dimension name: labels} or a sequence of index-likes, one per dimension
@@ -76,7 +79,7 @@ def _coords(coords, dims, shape: tuple | None) -> tuple:
             raise ModelError("coords= is a sequence of index-likes, one per dimension (for one dimension: "
                              "coords=[labels]), or a dict {dimension name: labels}")
         items = list(coords)
-    out = []
+    indexes = []
     for k, item in enumerate(items):
         if isinstance(item, (str, bytes)) or np.ndim(item) == 0 and not isinstance(item, pd.Index):
             raise ModelError(f"coords: dimension {k} is {_plain_repr(item)}, not a list of labels (for one "
@@ -85,66 +88,70 @@ def _coords(coords, dims, shape: tuple | None) -> tuple:
         if not index.is_unique:
             raise ModelError(f"coords: the labels of dimension {k} repeat: "
                              f"{list(index[index.duplicated()].unique()[:5])}")
-        out.append(index)
+        indexes.append(index)
     if dims is None:
-        dims = [index.name if index.name is not None else f"dim_{k}" for k, index in enumerate(out)]
+        dims = [index.name if index.name is not None else f"dim_{k}" for k, index in enumerate(indexes)]
     dims = [dims] if isinstance(dims, str) else list(dims)
-    if len(dims) != len(out):
-        raise ModelError(f"dims names {len(dims)} dimensions and coords {len(out)}")
+    if len(dims) != len(indexes):
+        raise ModelError(f"dims names {len(dims)} dimensions and coords {len(indexes)}")
     if len(set(dims)) != len(dims) or not all(isinstance(d, str) for d in dims):
         raise ModelError(f"dims must be distinct strings, got {dims!r}")
-    out = tuple(index.rename(d) for index, d in zip(out, dims))
+    out = tuple(index.rename(d) for index, d in zip(indexes, dims))
     if shape is not None and tuple(len(i) for i in out) != shape:
         raise ModelError(f"coords have lengths {tuple(len(i) for i in out)} but shape= is {shape}")
     return out
 
 
-def _plain_repr(value) -> str:
+def _plain_repr(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-class Components(list):
+class Components(list[Any]):
     """The model's variables or constraints, in order; also looked up by name: ``m.constraints["supply"]``."""
 
     def __init__(self, what: str):
         super().__init__()
         self.what = what
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             for item in self:
-                if item.name == key:
+                if getattr(item, "name") == key:
                     return item
             known = ", ".join(repr(n) for n in self.names()[:20]) or "none"
             raise ModelError(f"no {self.what} named {key!r} (the model has: {known})")
         return super().__getitem__(key)
 
-    def __contains__(self, key) -> bool:
+    def __contains__(self, key: object) -> bool:
         if isinstance(key, str):
-            return any(item.name == key for item in self)
+            return any(getattr(item, "name") == key for item in self)
         return super().__contains__(key)
 
     def names(self) -> list[str]:
-        return [item.name for item in self]
+        return [getattr(item, "name") for item in self]
 
 
-class Param(np.ndarray):
+class Param(np.ndarray[Any, np.dtype[np.float64]]):
     """A named constant array: behaves like a NumPy array inside expressions."""
 
-    def __new__(cls, value, name: str | None = None):
+    name: str | None
+
+    def __new__(cls, value: Any, name: str | None = None) -> Param:
         obj = np.asarray(as_const(value, f"Param {name or ''}".strip())).view(cls)
         obj.name = name
         return obj
 
-    def __array_finalize__(self, obj):
+    def __array_finalize__(self, obj: Any) -> None:
         self.name = getattr(obj, "name", None)
 
 
 class Var(LinExpr):
     """An array of decision variables: columns ``start .. start + size`` of the model."""
 
-    def __init__(self, model: "Model", start: int, shape: tuple, lb: np.ndarray, ub: np.ndarray, vtype: str,
+    model: Model
+
+    def __init__(self, model: Model, start: int, shape: tuple[int, ...], lb: FloatArray, ub: FloatArray, vtype: str,
                  name: str):
         n = int(np.prod(shape, dtype=np.int64))
         itype = np.int32 if start + n < np.iinfo(np.int32).max else np.int64
@@ -156,15 +163,16 @@ class Var(LinExpr):
         self.lb, self.ub = lb, ub
 
     @property
-    def value(self) -> np.ndarray | None:
+    def value(self) -> FloatArray | None:
         """The solution values (shaped like the variable), or None before a solve."""
         x = self.model.solution_vector
         if x is None or len(x) < self.start + self.size:  # none yet, or added after the last solve
             return None
-        return x[self.start:self.start + self.size].reshape(self.shape)
+        values: FloatArray = x[self.start:self.start + self.size].reshape(self.shape)
+        return values
 
     @property
-    def solution(self):
+    def solution(self) -> Any:
         """The solution values as a labelled pandas object (None before a solve); needs pandas.
 
         A Series for a 1-D variable, a DataFrame for a 2-D one (rows: the first dimension), a
@@ -174,10 +182,10 @@ class Var(LinExpr):
         return self.to_pandas()
 
     @property
-    def columns(self) -> np.ndarray:
+    def columns(self) -> npt.NDArray[np.int_]:
         return np.arange(self.start, self.start + self.size)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         dims = "" if self.coords is None else f", dims={self.dims}"
         return f"Var({self.name!r}, shape={self.shape}, {self.vtype}{dims})"
 
@@ -187,17 +195,17 @@ class Model:
 
     def __init__(self, name: str = "model"):
         self.name = name
-        self.vars: Components = Components("variable")
-        self.constraints: Components = Components("constraint")
+        self.vars = Components("variable")                # Var arrays
+        self.constraints = Components("constraint")       # Constraint arrays
         self.objective: LinExpr | QuadExpr | None = None
         self.sense = 1
         self.num_vars = 0
-        self.solution_vector: np.ndarray | None = None
+        self.solution_vector: FloatArray | None = None
         self.last_result: Result | None = None
 
     # --- building -----------------------------------------------------------------------------
-    def add_var(self, shape=None, lb=0.0, ub=np.inf, vtype: str = "continuous", name: str | None = None,
-                coords=None, dims=None) -> Var:
+    def add_var(self, shape: Any = None, lb: Any = 0.0, ub: Any = np.inf, vtype: str = "continuous",
+                name: str | None = None, coords: Any = None, dims: Any = None) -> Var:
         """Add a variable array. ``lb``/``ub`` broadcast to ``shape``; binary forces [0, 1].
 
         ``coords`` labels the dimensions (as linopy's): a sequence of index-likes, one per
@@ -209,7 +217,7 @@ class Model:
         The memory the array needs is estimated before anything is allocated: a shape beyond the
         machine's memory is a ModelError that says how much it would take.
         """
-        labels = None
+        labels: Coords = None
         if coords is not None or dims is not None:
             labels = _coords(coords, dims, None if shape is None else _shape(shape))
             shape = tuple(len(index) for index in labels)
@@ -250,15 +258,16 @@ class Model:
         return var
 
     @staticmethod
-    def _bound(value, shape, name, which, labels=None) -> np.ndarray:
+    def _bound(value: Any, shape: tuple[int, ...], name: str, which: str, labels: Coords = None) -> FloatArray:
         """A bound broadcast to ``shape`` as a flat float array (inf allowed, NaN checked by the caller)."""
         if pandas_kind(value):   # lined up with the labels (inf allowed: open bounds)
             value, _ = align_pandas(shape, labels, value, f"{which} bound of {name!r}", allow_inf=True)
         arr = float_array(value, f"{which} bound of {name!r}")
         try:
-            return np.broadcast_to(arr, shape).ravel().copy()
+            flat: FloatArray = np.broadcast_to(arr, shape).ravel().copy()
         except ValueError:
             raise ModelError(f"{which} bound of {name!r} does not broadcast to its shape {shape}") from None
+        return flat
 
     def add(self, constraint: Constraint, name: str | None = None) -> Constraint:
         """Add a constraint array (built with <=, >= or == on expressions); ``name`` finds it again.
@@ -287,20 +296,19 @@ class Model:
         self.constraints.append(constraint)
         return constraint
 
-    def minimize(self, expr) -> None:
+    def minimize(self, expr: Any) -> None:
         self._set_objective(expr, 1)
 
-    def maximize(self, expr) -> None:
+    def maximize(self, expr: Any) -> None:
         self._set_objective(expr, -1)
 
-    def _set_objective(self, expr, sense: int) -> None:
-        if not isinstance(expr, (LinExpr, QuadExpr)):
-            expr = LinExpr.constant(expr, self.num_vars, self)
-        if expr.model is not None and expr.model is not self:
+    def _set_objective(self, expr: Any, sense: int) -> None:
+        objective: Expr = expr if isinstance(expr, (LinExpr, QuadExpr)) else LinExpr.constant(expr, self.num_vars, self)
+        if objective.model is not None and objective.model is not self:
             raise ModelError("the objective uses variables of another model")
-        if expr.size != 1:
-            raise ModelError(f"the objective must be a scalar expression, got shape {expr.shape} (use .sum())")
-        self.objective, self.sense = expr, sense
+        if objective.size != 1:
+            raise ModelError(f"the objective must be a scalar expression, got shape {objective.shape} (use .sum())")
+        self.objective, self.sense = objective, sense
 
     # --- compiling ------------------------------------------------------------------------
     def compile(self, method: str | None = None) -> StandardForm:
@@ -317,13 +325,16 @@ class Model:
             offset = float(lin.const[0])
             if isinstance(self.objective, QuadExpr):
                 Q = _symmetric(self.objective.vi, self.objective.vj, self.objective.q, n)
-        blocks, lower, upper, quad = [], [], [], []
+        blocks: list[sp.csr_matrix] = []
+        lower: list[FloatArray] = []
+        upper: list[FloatArray] = []
+        quad: list[QuadConstraint] = []
         row = 0
         for con in self.constraints:
-            if con.is_quadratic:
-                quad.extend(_quad_rows(con, n))
-                continue
             body = con.body
+            if isinstance(body, QuadExpr):
+                quad.extend(_quad_rows(con, body, n))
+                continue
             rhs = -body.const
             lo = rhs if con.sense in (">=", "==") else np.full(body.size, -np.inf)
             hi = rhs if con.sense in ("<=", "==") else np.full(body.size, np.inf)
@@ -348,7 +359,7 @@ class Model:
                             integrality=integrality, Q=Q, offset=offset, sense=self.sense, quad_constraints=quad,
                             var_names=None, row_names=None)
 
-    def to_highspy(self):
+    def to_highspy(self) -> Any:
         """A silent ``highspy.Highs`` with this model loaded (call ``run()`` on it, as with linopy's).
 
         The matrix goes over column-wise in one ``passModel`` call on the arrays themselves.
@@ -358,7 +369,7 @@ class Model:
         return h
 
     # --- solving ----------------------------------------------------------------------------
-    def solve(self, method: str | None = None, **options) -> Result:
+    def solve(self, method: str | None = None, **options: Any) -> Result:
         """Compile, solve with the ``lp`` family's ``method`` (default HiGHS) and store the values.
 
         The solver is found through the registry by family name; the ``lp`` solvers check the
@@ -383,7 +394,7 @@ class Model:
             con.dual_values = None if duals is None or con.rows is None else np.asarray(duals)[con.rows]
 
     # --- Pyomo ------------------------------------------------------------------------------
-    def to_pyomo(self):
+    def to_pyomo(self) -> Any:
         """A Pyomo ConcreteModel of this very model (any Pyomo solver can take it).
 
         Each variable array is one indexed Var and each constraint array one indexed Constraint,
@@ -393,7 +404,7 @@ class Model:
         from .backends.pyomo_export import to_pyomo
         return to_pyomo(self)
 
-    def load_pyomo_solution(self, pyomo_model) -> None:
+    def load_pyomo_solution(self, pyomo_model: Any) -> None:
         """Take the values (and duals, when the model has an imported ``dual`` Suffix) of a solved
         :meth:`to_pyomo` export back into this model's variables and constraints.
 
@@ -410,12 +421,12 @@ class Model:
             d = None if duals is None else duals.get(con.name)
             con.dual_values = None if d is None else np.asarray(d, dtype=float).ravel() + 0.0
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Model({self.name!r}, variables={self.num_vars}, constraint blocks={len(self.constraints)}, "
                 f"objective={'set' if self.objective is not None else 'none'})")
 
 
-class Solution(dict):
+class Solution(dict[str, Any]):
     """``Result.solution`` of a DSL solve: the solver's arrays (``"x"``, ``"row_dual"``, ...) and
     ``"variables"`` = {variable name: values}.
 
@@ -425,13 +436,13 @@ class Solution(dict):
     named ``x``.
     """
 
-    def __missing__(self, key):
+    def __missing__(self, key: str) -> Any:
         variables = dict.get(self, VARIABLES_KEY)
         if isinstance(variables, dict) and key in variables:
             return variables[key]
         raise KeyError(key)
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         try:
             return self[key]
         except KeyError:
@@ -449,15 +460,14 @@ def _clean_zeros(result: Result) -> None:
             setattr(result, attr, 0.0)
 
 
-def _symmetric(vi, vj, q, n) -> sp.csr_matrix:
+def _symmetric(vi: npt.ArrayLike, vj: npt.ArrayLike, q: npt.ArrayLike, n: int) -> sp.csr_matrix:
     """Q with 1/2 x^T Q x = sum q x_i x_j."""
     M = sp.coo_matrix((q, (vi, vj)), shape=(n, n)).tocsr()
     return (M + M.T).tocsr()
 
 
-def _quad_rows(con: Constraint, n: int) -> list[QuadConstraint]:
-    """One QuadConstraint per element of a quadratic constraint array (export only)."""
-    body = con.body
+def _quad_rows(con: Constraint, body: QuadExpr, n: int) -> list[QuadConstraint]:
+    """One QuadConstraint per element of a quadratic constraint array (``body``: its body; export only)."""
     out = []
     order = np.argsort(body.elem, kind="stable")
     bounds = np.searchsorted(body.elem[order], np.arange(body.size + 1))
