@@ -25,8 +25,7 @@ from solvopt.core.registry import compile_and_run, get_solver
 from solvopt.core.result import Result
 
 from .arrays import FloatArray, float_array, require_pandas
-from .expr import (SMALL_BYTES, Constraint, Coords, Expr, LinExpr, QuadExpr, align_pandas, as_const, pandas_kind,
-                   widen)
+from .expr import SMALL_BYTES, Constraint, Coords, Expr, LinExpr, QuadExpr, align_pandas, as_const, pandas_kind, widen
 from .highs_export import load_standard_form, new_highs
 from .standard_form import QuadConstraint, StandardForm
 
@@ -117,7 +116,7 @@ class Components(list[Any]):
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             for item in self:
-                if getattr(item, "name") == key:
+                if item.name == key:
                     return item
             known = ", ".join(repr(n) for n in self.names()[:20]) or "none"
             raise ModelError(f"no {self.what} named {key!r} (the model has: {known})")
@@ -125,11 +124,11 @@ class Components(list[Any]):
 
     def __contains__(self, key: object) -> bool:
         if isinstance(key, str):
-            return any(getattr(item, "name") == key for item in self)
+            return any(item.name == key for item in self)
         return super().__contains__(key)
 
     def names(self) -> list[str]:
-        return [getattr(item, "name") for item in self]
+        return [item.name for item in self]
 
 
 class Param(np.ndarray[Any, np.dtype[np.float64]]):
