@@ -226,11 +226,11 @@ class LineReader:
             line = text.count("\n", 0, text.index("\x00")) + 1
             raise InstanceFormatError(path, line, "binary data (NUL byte) in a text file")
         self.lines: list[tuple[int, str]] = []
-        for no, line in enumerate(text.splitlines(), start=1):
-            if comment is not None and comment in line:
-                line = line[: line.index(comment)]
-            if line.strip():
-                self.lines.append((no, line.strip()))
+        for no, content in enumerate(text.splitlines(), start=1):
+            if comment is not None and comment in content:
+                content = content[: content.index(comment)]
+            if content.strip():
+                self.lines.append((no, content.strip()))
         self.pos = 0
         self.last_line = len(text.splitlines())
 

@@ -74,7 +74,7 @@ def plain(obj: Any) -> Any:
     if isinstance(obj, (float, np.floating)):
         return _float(float(obj))
     if isinstance(obj, (complex, np.complexfloating)):
-        return {"real": _float(obj.real), "imag": _float(obj.imag)}
+        return {"real": _float(float(obj.real)), "imag": _float(float(obj.imag))}
     if isinstance(obj, np.ndarray):
         return _array(obj)
     if hasattr(obj, "tocoo") and hasattr(obj, "shape"):  # scipy.sparse

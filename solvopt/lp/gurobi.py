@@ -124,7 +124,7 @@ class GurobiSolver(LpSolver):
                 bound = None
         elif int(m.Status) == 2:
             bound = objective
-        stats = {"backend": "gurobi", "device": "cpu", "kind": sf.kind}
+        stats: dict[str, object] = {"backend": "gurobi", "device": "cpu", "kind": sf.kind}
         if sf.is_mip or sf.quad_constraints:
             stats["nodes"] = int(m.NodeCount)
         status = int(m.Status)

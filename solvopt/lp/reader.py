@@ -88,7 +88,7 @@ def check_mps_values(path: str) -> None:
     that ends before ``ENDATA``. Names are checked only while every ROWS / COLUMNS line has the
     plain whitespace-separated layout (fixed-format names with spaces are left to HiGHS).
     """
-    section, no = None, 0
+    section, no = "", 0                   # "": before the first section header
     rows: set[str] = set()
     columns: set[str] = set()
     rows_clear = columns_clear = True
