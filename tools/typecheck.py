@@ -10,8 +10,10 @@ at the repository root) stays valid between runs.
 
 Usage:
     python tools/typecheck.py                    # the whole package
+    python tools/typecheck.py -p solvopt.core -p solvopt.dsl --follow-imports=silent
+                                                 # the strict part only (what it imports is read, not reported)
     python tools/typecheck.py -p solvopt.dsl     # any mypy arguments instead of ``-p solvopt``
-Exit code: mypy's.
+Exit code: mypy's. Needs symbolic links (Linux, macOS; on Windows, developer mode).
 """
 
 from __future__ import annotations
