@@ -14,6 +14,8 @@ from typing import Any, overload
 
 import numpy as np
 
+from .plain_json import plain
+
 
 class Termination(str, enum.Enum):
     OPTIMAL = "optimal"
@@ -118,15 +120,15 @@ class Result:
             "method": self.method,
             "termination": self.termination.value,
             "solution_status": self.solution_status.value,
-            "objective": _plain(self.objective),
-            "bound": _plain(self.bound),
-            "gap": _plain(self.gap),
+            "objective": plain(self.objective),
+            "bound": plain(self.bound),
+            "gap": plain(self.gap),
             "guarantee": self.guarantee,
             "message": self.message,
-            "solution": _plain(self.solution),
-            "stats": _plain(self.stats),
-            "options": _plain(self.options),
-            "versions": _plain(self.versions),
+            "solution": plain(self.solution),
+            "stats": plain(self.stats),
+            "options": plain(self.options),
+            "versions": plain(self.versions),
             "arrays": array_paths({"solution": self.solution, "stats": self.stats}),
         }
 
@@ -259,12 +261,6 @@ def _float_keys(d: dict[Any, Any]) -> dict[Any, Any]:
         except (TypeError, ValueError):
             out[k] = v
     return out
-
-
-def _plain(obj: Any) -> Any:
-    """numpy / scipy / enums as plain JSON values (the ``--out`` writer's :func:`solvopt.io.results.plain`)."""
-    from ..io.results import plain
-    return plain(obj)
 
 
 def array_paths(obj: Any, path: tuple[str, ...] = ()) -> list[dict[str, Any]]:

@@ -38,16 +38,16 @@ line are this same document (one JSON dialect); this module only writes.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
-import math
 import os
 import re
 import tempfile
 from collections import Counter
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
+
+from ..core.plain_json import plain, plain_array
 
 LARGE_ELEMENTS = 1 << 16   # a value with more numbers than this is encoded in chunks, abandonably
 CHUNK_ELEMENTS = 1 << 16   # numbers per chunk
@@ -58,56 +58,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 class WriteAbandoned(Exception):
     """Encoding a large value was stopped (``should_stop()`` answered True, or a second Ctrl-C)."""
 
-_NONFINITE = {math.inf: "inf", -math.inf: "-inf"}
 
 
-def plain(obj: Any) -> Any:
-    """``obj`` as plain JSON values: lists for arrays, COO dicts for sparse, strings for inf/nan."""
-    if obj is None or isinstance(obj, (bool, str)):
-        return obj
-    if isinstance(obj, enum.Enum):
-        return plain(obj.value)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return _float(float(obj))
-    if isinstance(obj, (complex, np.complexfloating)):
-        return {"real": _float(float(obj.real)), "imag": _float(float(obj.imag))}
-    if isinstance(obj, np.ndarray):
-        return _array(obj)
-    if hasattr(obj, "tocoo") and hasattr(obj, "shape"):  # scipy.sparse
-        coo = obj.tocoo()
-        return {"row": coo.row.tolist(), "col": coo.col.tolist(), "data": _array(np.asarray(coo.data)),
-                "shape": [int(s) for s in coo.shape]}
-    if isinstance(obj, dict):
-        return {str(plain(k)) if not isinstance(k, str) else k: plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return [plain(v) for v in obj]
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if callable(obj):
-        return getattr(obj, "__name__", type(obj).__name__)
-    raise TypeError(f"cannot write a {type(obj).__name__} as JSON")
-
-
-def _float(x: float):
-    if math.isnan(x):
-        return "nan"
-    return _NONFINITE.get(x, x + 0.0)  # + 0.0: no "-0.0" in the file
-
-
-def _array(a: np.ndarray):
-    if a.dtype.kind == "f":
-        a = a + 0.0  # no "-0.0" in the file
-    if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
-        return plain(a.tolist()) if a.ndim else _float(float(a))
-    if a.dtype.kind == "c":
-        return plain(a.tolist())
-    if a.dtype.kind == "O":
-        return plain(a.tolist())
-    return a.tolist()  # nested lists of Python ints / floats / bools / strings
 
 
 def result_document(record: dict, result, instance=None) -> dict:
@@ -329,13 +281,13 @@ def _rows(a: np.ndarray, should_stop) -> Iterator[str]:
     for i in range(0, a.shape[0], step):
         if should_stop():
             raise WriteAbandoned("stop requested")
-        yield ("" if i == 0 else ", ") + json.dumps(_array(a[i:i + step]), allow_nan=False)[1:-1]
+        yield ("" if i == 0 else ", ") + json.dumps(plain_array(a[i:i + step]), allow_nan=False)[1:-1]
 
 
 def _plain_chunks(value, should_stop) -> Iterator[str]:
     if isinstance(value, np.ndarray):
         if value.ndim == 0:
-            yield json.dumps(_array(value), allow_nan=False)
+            yield json.dumps(plain_array(value), allow_nan=False)
             return
         yield "["
         yield from _rows(value, should_stop)
