@@ -55,15 +55,8 @@ BOOTSTRAP = {"__version__", "CACHE_ENV", "numba_cache_dir"}  # the root's names 
 # occurs fails test_allow_lists_name_only_live_breaches). Key: (importer, the module its import
 # statement names); value: why it is there. KNOWN_CYCLE_EDGES: imports that close a cycle; the
 # cycle search runs without them.
-KNOWN_UPWARD = {
-    ("solvopt.core.result", "solvopt.io.results"):
-        "Result.to_json's plain-JSON conversion lives in io.results; it belongs in the core",
-}
-KNOWN_CYCLE_EDGES = {
-    ("solvopt.core.result", "solvopt.io.results"): "the same conversion, see KNOWN_UPWARD",
-    ("solvopt.transport.exact", "solvopt.transport.bottleneck"):
-        "exact's bottleneck method calls bottleneck.point_bottleneck, which uses exact's plan helpers",
-}
+KNOWN_UPWARD: dict[tuple[str, str], str] = {}
+KNOWN_CYCLE_EDGES: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from solvopt.core.options import Option
 from solvopt.core.registry import Solver, register
 
 from .approx import Approx
-from .bottleneck import tree_path
-from .exact import BottleneckTransport, ExactTransport, uniform_square
+from .bottleneck import BottleneckTransport, tree_path
+from .exact import ExactTransport, uniform_square
 from .one_d import OneDTransport, on_the_line
 
 # Largest n x m for which ``auto`` runs ``exact``: the crossover measured by benchmarks/transport_auto.py

@@ -35,13 +35,18 @@ smallest distinct distance above the largest threshold proven infeasible (the fl
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 
+from solvopt.core.errors import ModelError
 from solvopt.core.interrupt import stop_reason
 from solvopt.core.progress import Progress
+from solvopt.core.registry import Solver, register
 
+from .exact import (BOTTLENECK_ENGINES, bottleneck_search, engine_option, northwest_corner, permutation_plan,
+                    uniform_square)
 from .flow import feasible_flow
 from .quick import stopped_result
 from .result import transport_result
@@ -67,8 +72,6 @@ def tree_path(model) -> bool:
 def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
     """Exact W_inf on point inputs (see the module docstring). ``raw`` as for
     :func:`solvopt.transport.exact.bottleneck_search`: (plan or None, lower bound, stop reason)."""
-    from .exact import northwest_corner, permutation_plan, uniform_square
-    from solvopt.core.errors import ModelError
     start = time.perf_counter()
     deadline = None if options.time_limit is None else start + options.time_limit
     progress = Progress(options.progress, log=options.log)
@@ -375,3 +378,19 @@ def _hopcroft_karp_kernel():
         return matched
 
     return augment
+
+
+@register
+class BottleneckTransport(Solver):
+    family = "transport"
+    name = "bottleneck"
+    description = "exact W_inf: search over the sorted distances with max-flow (or matching) feasibility tests (p = inf)"
+    options = (engine_option(BOTTLENECK_ENGINES, "feasibility test (hopcroft-karp: n = m uniform weights only)"),)
+
+    def solve(self, model, options):
+        if not math.isinf(model.p):
+            raise ModelError(f"method 'bottleneck' computes W_inf; the model has p = {model.p:g} "
+                             "(use p = inf, or method 'exact' for finite p)")
+        if tree_path(model):       # point inputs, named metric: spatial trees, never the full matrix
+            return point_bottleneck(model, options, engine=options.extra["engine"])
+        return bottleneck_search(model, options, engine=options.extra["engine"])

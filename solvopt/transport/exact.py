@@ -296,23 +296,6 @@ def _best_of(model, plan, bottleneck, **kwargs):
     return transport_result(model, plan, **kwargs)
 
 
-@register
-class BottleneckTransport(Solver):
-    family = "transport"
-    name = "bottleneck"
-    description = "exact W_inf: search over the sorted distances with max-flow (or matching) feasibility tests (p = inf)"
-    options = (engine_option(BOTTLENECK_ENGINES, "feasibility test (hopcroft-karp: n = m uniform weights only)"),)
-
-    def solve(self, model, options):
-        if not math.isinf(model.p):
-            raise ModelError(f"method 'bottleneck' computes W_inf; the model has p = {model.p:g} "
-                             "(use p = inf, or method 'exact' for finite p)")
-        from .bottleneck import point_bottleneck, tree_path
-        if tree_path(model):       # point inputs, named metric: spatial trees, never the full matrix
-            return point_bottleneck(model, options, engine=options.extra["engine"])
-        return bottleneck_search(model, options, engine=options.extra["engine"])
-
-
 def northwest_corner(model):
     """A feasible plan with at most n + m - 1 entries (the north-west corner rule)."""
     import scipy.sparse as sp
@@ -479,5 +462,3 @@ class PotTransport(Solver):
             # stopped before its plan met the marginals: nothing to return but the stop
             return transport_result(model, None, guarantee=None, stopped=stopped, stats=stats)
 
-
-from . import one_d  # noqa: E402,F401  (registers the methods '1d' and 'auto' with the family's solvers)

@@ -22,7 +22,8 @@ def yes_no(text: str) -> bool:
 FAMILY = Family(
     name="transport",
     description="W_p optimal transport between weighted point sets (or over a cost matrix), p in [1, inf]",
-    solver_modules=("solvopt.transport.exact", "solvopt.transport.approx", "solvopt.transport.auto"),
+    solver_modules=("solvopt.transport.exact", "solvopt.transport.bottleneck", "solvopt.transport.approx",
+                    "solvopt.transport.one_d", "solvopt.transport.auto"),
     reader_modules=("solvopt.transport.reader",),
     models=("solvopt.dsl.transport:Transport",),
     params=(
