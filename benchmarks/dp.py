@@ -36,6 +36,7 @@ from pathlib import Path
 import numba
 import numpy as np
 from numba import njit, prange
+from public_instances import public_instances
 
 from solvopt.core.backend import gpu_available
 from solvopt.cvrp.kernels_numba import LANES, sample_demands_numba
@@ -46,7 +47,6 @@ from solvopt.cvrp.solvers import compile_split
 from solvopt.cvrp.stochastic import run_scenarios
 from solvopt.dsl.split import StochasticSplit, tour_geometry
 from solvopt.io import read_instance
-from public_instances import public_instances
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CVRP = public_instances("cvrp")
@@ -351,7 +351,7 @@ def main() -> None:
     (RESULTS / "dp_split.json").write_text(json.dumps({"meta": meta, "rows": rows, "memory": memory}, indent=1))
     (RESULTS / "dp_split.md").write_text(markdown(meta, rows, memory))
     print((RESULTS / "dp_split.md").read_text())
-    from plots import figure, time_vs_scenarios      # benchmarks/plots.py: the figure from the JSON just written
+    from plots import figure, time_vs_scenarios  # benchmarks/plots.py: the figure from the JSON just written
     figure(time_vs_scenarios, RESULTS / "dp_split.json", RESULTS / "dp_split.png")
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numba
 import numpy as np
+from public_instances import public_instances
 
 from solvopt.core.backend import gpu_available
 from solvopt.dp import kernels_numba, kernels_numpy
@@ -40,7 +41,6 @@ from solvopt.dsl import LayeredDP, Transitions
 from solvopt.io import read_instance
 from solvopt.irp.instance import model_from_instance
 from solvopt.irp.reinsertion import compile_inventory
-from public_instances import public_instances
 
 RESULTS = Path(__file__).resolve().parent / "results"
 IRP = public_instances("irp")

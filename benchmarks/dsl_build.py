@@ -367,7 +367,7 @@ def _version(pkg):
     try:
         from importlib.metadata import version
         return version(pkg)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 

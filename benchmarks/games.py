@@ -40,11 +40,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from solvopt.dsl.games import ArrowDebreuMarket, FisherMarket  # noqa: E402
-from solvopt.dsl.utilities import CES, Linear  # noqa: E402
-from solvopt.games.exploitability import static_exploitability, ve_gap  # noqa: E402
+from dp import cpu_name
 
-from dp import cpu_name  # noqa: E402  (benchmarks/dp.py: the machine's CPU model)
+from solvopt.dsl.games import ArrowDebreuMarket, FisherMarket
+from solvopt.dsl.utilities import CES, Linear
+from solvopt.games.exploitability import static_exploitability, ve_gap
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +53,7 @@ BEFORE = "c706dff"   # the last commit with the bid-forest polish of linear Fish
 
 
 def games():
-    from test_games_static import harker, river_basin   # the test suite's own definitions of the two games
+    from test_games_static import harker, river_basin  # the test suite's own definitions of the two games
     return {"harker": harker, "river_basin": river_basin}
 
 
@@ -92,7 +92,7 @@ def run_nashopt(name, make):
         import jax
         import jax.numpy as jnp
         from nashopt import GNEP
-    except Exception as exc:  # noqa: BLE001 - optional anchor
+    except Exception as exc:
         print(f"nashopt not available ({type(exc).__name__}: {exc}); skipped", flush=True)
         return None
     jax.config.update("jax_enable_x64", True)
@@ -119,8 +119,9 @@ def run_nashopt(name, make):
     best = out[-1]
     print(f"{name:12s} {'nashopt':14s} exploitability {best['exploitability']:.2e} VE gap {best['ve_gap']:.2e} "
           f"violation {best['violation']:.1e} {best['wall_s']:.2f}s (first call {out[0]['wall_s']:.2f}s)", flush=True)
-    import nashopt
     from importlib.metadata import version
+
+    import nashopt
     return {"game": name, "method": f"nashopt {version('nashopt')} (variational, KKT root finding)",
             "termination": "-", "wall_s": best["wall_s"], "first_call_s": out[0]["wall_s"],
             "exploitability": best["exploitability"], "ve_gap": best["ve_gap"], "violation": best["violation"],
@@ -165,7 +166,7 @@ def polish_before():
     module = ast.Module([node for node in ast.parse(source).body
                          if isinstance(node, ast.FunctionDef) and node.name in wanted], type_ignores=[])
     space = {"np": np}
-    exec(compile(module, f"{BEFORE}:solvopt/games/markets.py", "exec"), space)   # noqa: S102 - our own history
+    exec(compile(module, f"{BEFORE}:solvopt/games/markets.py", "exec"), space)
     polish = space["polish_linear"]
 
     def check(self, run, model, it, x, p):             # the check of BEFORE: two slacks, 1.25x-growing iterations

@@ -70,11 +70,12 @@ def run_ours(p, time_limit):
 
 def run_nashopt(p):
     try:
+        from importlib.metadata import version
+
         import jax
         import jax.numpy as jnp
         from nashopt import GNEP as NashGNEP
-        from importlib.metadata import version
-    except Exception as exc:  # noqa: BLE001 - an optional anchor
+    except Exception as exc:
         return {"skipped": f"nashopt not available ({type(exc).__name__}: {exc})"}
     jax.config.update("jax_enable_x64", True)
     A = np.vstack([r.A for r in p.rows]) if p.rows else np.zeros((0, p.n))
@@ -91,7 +92,7 @@ def run_nashopt(p):
         game = NashGNEP(list(p.sizes), list(p.costs), g=(lambda x: G @ x - h) if ng else None, ng=ng or None,
                         lb=p.lb, ub=p.ub, variational=bool(ng))
         sol = game.solve(x0=x0, verbose=0)
-    except Exception as exc:  # noqa: BLE001 - the anchor's failure is a result
+    except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}", "version": version("nashopt")}
     wall = time.perf_counter() - start
     x = np.clip(np.asarray(sol.x, dtype=float)[:p.n], p.lb, p.ub)

@@ -294,6 +294,7 @@ def paper_economy(name, relaxed=False):
     infinite horizon; the rest (bundle assets, asset price cap 1, holdings in [-10, 10], the start
     and world states) as stated."""
     import numpy as np
+
     from solvopt.dsl.markov_games import MarkovExchangeEconomy
     data = json.loads((INSTANCES / f"{name}.json").read_text())
     if not relaxed:
@@ -315,6 +316,7 @@ def paper_metrics(econ, result) -> dict:
     one-step residual beta W - u; the notebooks' mean square of state value - action value by
     rollouts is 0 for exactly evaluated tabular values)."""
     import numpy as np
+
     from solvopt.games import economy as ec
     chain = ec.pair_chain(econ)
     sol, m = result.solution, result.stats["metrics"]

@@ -293,7 +293,7 @@ def child_device(partial: Path) -> None:
         info["cuda_driver_api"] = _cuda_version(cp.cuda.runtime.driverGetVersion())
         try:
             info["nvrtc"] = ".".join(map(str, cp.cuda.nvrtc.getVersion()))
-        except Exception as exc:                        # noqa: BLE001
+        except Exception as exc:
             info["nvrtc"] = f"unknown ({type(exc).__name__})"
         if info["count"]:
             props = cp.cuda.runtime.getDeviceProperties(0)
@@ -305,7 +305,7 @@ def child_device(partial: Path) -> None:
             info["l2_mib"] = round(props.get("l2CacheSize", 0) / 2**20, 1)
             if props.get("clockRate"):
                 info["clock_ghz"] = props["clockRate"] / 1e6
-    except Exception as exc:                            # noqa: BLE001  no CuPy, no driver
+    except Exception as exc:
         info["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     smi = shutil.which("nvidia-smi")
     if smi:
@@ -319,7 +319,7 @@ def child_device(partial: Path) -> None:
             m = re.search(r"CUDA Version:\s*([\d.]+)", head)
             if m:
                 info["smi_cuda"] = m.group(1)
-        except Exception as exc:                        # noqa: BLE001
+        except Exception as exc:
             info["nvidia_smi"] = f"failed: {type(exc).__name__}"
     else:
         info["nvidia_smi"] = "not found"
@@ -917,7 +917,7 @@ def child_measure(args, partial: Path) -> None:
             else:
                 fn(args, sink, budget, gpu, pk, inst)
             status = "ok"
-        except Exception as exc:                        # noqa: BLE001  the next item still runs
+        except Exception as exc:
             import traceback
             traceback.print_exc()
             status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"

@@ -25,19 +25,20 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import datetime
+import json
+import math
+import platform
+import statistics
+import time
+from pathlib import Path
 
-from solvopt.core.registry import Availability, get_solver  # noqa: E402
-from solvopt.dsl.hyperplane import HyperplaneClustering  # noqa: E402
-from solvopt.io import read_instance  # noqa: E402
-from public_instances import public_instances  # noqa: E402
+from public_instances import public_instances
+
+from solvopt.core.registry import Availability, get_solver
+from solvopt.dsl.hyperplane import HyperplaneClustering
+from solvopt.io import read_instance
 
 RESULTS = Path(__file__).resolve().parent / "results"
 INSTANCES = public_instances("khc")

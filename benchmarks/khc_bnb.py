@@ -25,18 +25,18 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import datetime
+import statistics
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
+from public_instances import public_instances
 
-from solvopt.dsl import HyperplaneClustering  # noqa: E402
-from solvopt.io import read_instance  # noqa: E402
-from solvopt.khc.bnb import solve_bnb  # noqa: E402
-from public_instances import public_instances  # noqa: E402
+from solvopt.dsl import HyperplaneClustering
+from solvopt.io import read_instance
+from solvopt.khc.bnb import solve_bnb
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPEAT_BELOW = 5.0   # seconds: longer runs are not repeated

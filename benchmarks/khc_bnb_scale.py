@@ -32,17 +32,17 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import datetime
+import json
+import platform
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from solvopt.khc import bnb  # noqa: E402
-from solvopt.khc.bnb import solve_bnb  # noqa: E402
+from solvopt.khc import bnb
+from solvopt.khc.bnb import solve_bnb
 
 RESULTS = Path(__file__).resolve().parent / "results"
 VARIANTS = {

@@ -20,18 +20,18 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import datetime
+import json
+import statistics
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from solvopt.khc.geometry import assignment_cost  # noqa: E402
-from solvopt.khc.heuristics import kplane  # noqa: E402
-from solvopt.khc.samples import planted  # noqa: E402
+from solvopt.khc.geometry import assignment_cost
+from solvopt.khc.heuristics import kplane
+from solvopt.khc.samples import planted
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIZES = [(1_000, 3, 3), (10_000, 10, 3), (100_000, 3, 5), (100_000, 20, 3), (100_000, 50, 3), (10_000, 20, 6),

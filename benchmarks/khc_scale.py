@@ -29,25 +29,25 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import datetime
+import importlib.util
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from solvopt.dsl import HyperplaneClustering  # noqa: E402
-from solvopt.khc.geometry import assignment_cost  # noqa: E402
-from solvopt.khc.heuristics import kplane  # noqa: E402
-from solvopt.khc.samples import planted  # noqa: E402
+from solvopt.dsl import HyperplaneClustering
+from solvopt.khc.geometry import assignment_cost
+from solvopt.khc.heuristics import kplane
+from solvopt.khc.samples import planted
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GAP_RUNS = [(10_000, 2, 2, "planted"), (10_000, 3, 3, "planted"), (10_000, 2, 2, "uniform"), (10_000, 3, 3, "uniform"),

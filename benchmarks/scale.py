@@ -30,7 +30,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 from public_instances import public_instances
 
 HERE = Path(__file__).resolve().parent
@@ -129,6 +128,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(RESULTS / "scale"))
     args = parser.parse_args(argv)
     from khc import cpu_name
+
     from solvopt.core.tasks import local_client
 
     load_before = os.getloadavg()

@@ -12,8 +12,8 @@ import functools
 import glob
 import importlib.resources
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from solvopt.core.errors import BackendUnavailable, SolverError
 
@@ -34,7 +34,7 @@ def read_source(filename: str) -> str:
     return res.read_text(encoding="utf-8")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_module(filename: str, options: tuple[str, ...] = (), name_expressions: tuple[str, ...] = ()):
     """A cached ``cupy.RawModule`` compiled from the packaged source ``filename``."""
     try:

@@ -116,8 +116,17 @@ def _install_checkout_finder() -> None:
 
 _install_checkout_finder()
 
-from .core import (BackendUnavailable, InstanceFormatError, ModelError, Result, SolutionStatus,  # noqa: E402
-                   SolveOptions, SolverError, SolvoptError, Termination)
+from .core import (  # noqa: E402
+    BackendUnavailable,
+    InstanceFormatError,
+    ModelError,
+    Result,
+    SolutionStatus,
+    SolveOptions,
+    SolverError,
+    SolvoptError,
+    Termination,
+)
 
 
 def __getattr__(name):

@@ -21,7 +21,8 @@ import shutil
 import sys
 import textwrap
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .core.errors import ModelError, SolvoptError
 from .core.family import Family, Param, families
@@ -241,7 +242,7 @@ def _solve_in_order(args, options: dict, given: dict, rows: list) -> int:
         except KeyboardInterrupt:
             _skipped(args.instances[position:])
             raise
-        except Exception as exc:  # noqa: BLE001 - as on workers: the instance fails, the batch goes on
+        except Exception as exc:
             _failed(args, path, exception_message(exc), rows)
             status = EXIT_ERROR
             continue
@@ -334,7 +335,7 @@ def load_factory(path: str, file: str, name: str):
     sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - the user's file: one line, not a traceback
+    except Exception as exc:
         raise CliError(f"{path}: importing {file} failed: {exception_message(exc)}") from None
     finally:
         if folder in sys.path:
@@ -348,7 +349,7 @@ def load_factory(path: str, file: str, name: str):
         raise CliError(f"{path}: {name} in {file} is not a function ({type(factory).__name__})")
     try:
         model = factory()
-    except Exception as exc:  # noqa: BLE001 - the user's factory (a ModelError included): one line
+    except Exception as exc:
         raise CliError(f"{path}: {name}() raised {exception_message(exc)}") from None
     if not isinstance(model_family(model), str) or not callable(getattr(model, "solve", None)):
         raise CliError(f"{path}: {name}() returned {type(model).__name__}, not a solvopt model "
@@ -476,7 +477,7 @@ def cmd_info(args) -> int:
             continue
         except KeyboardInterrupt:
             raise
-        except Exception as exc:  # noqa: BLE001 - a reader's bug: one line, the other files go on
+        except Exception as exc:
             _path_error(path, f"could not read: {exception_message(exc)}")
             status = EXIT_ERROR
             continue

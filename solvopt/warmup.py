@@ -21,7 +21,7 @@ certificate's cheaper bounds leave a gap) is called directly by :data:`EXTRA_CAL
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from solvopt.core.jit_clock import compile_timer
 
@@ -209,7 +209,7 @@ def warmup(families: list[str] | None = None, progress: Callable[[str], None] | 
                     with compile_timer() as jit:
                         try:
                             result = case.build(1.0).solve(method=method, **case.options)
-                        except Exception as exc:  # noqa: BLE001 - one failing case must not stop the warm-up
+                        except Exception as exc:
                             entry["solves"][key] = {"error": f"{type(exc).__name__}: {exc}"}
                             continue
                     entry["solves"][key] = {"seconds": time.perf_counter() - t0,
@@ -220,7 +220,7 @@ def warmup(families: list[str] | None = None, progress: Callable[[str], None] | 
                 with compile_timer() as jit:
                     try:
                         call()
-                    except Exception as exc:  # noqa: BLE001 - as for a solve
+                    except Exception as exc:
                         entry["solves"][key] = {"error": f"{type(exc).__name__}: {exc}"}
                         continue
                 entry["solves"][key] = {"seconds": time.perf_counter() - t0, "compile_time": jit.seconds or 0.0,

@@ -136,6 +136,7 @@ def _no_wrappers(obj):
 
 def test_plain_converts_arrays_sparse_and_non_finite_floats():
     import scipy.sparse as sp
+
     from solvopt.core.result import Termination
     from solvopt.io.results import plain
     assert plain(np.arange(6).reshape(3, 2)) == [[0, 1], [2, 3], [4, 5]]

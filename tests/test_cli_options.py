@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from solvopt.cli import CliError, main, typed_solver_options
+from solvopt.cli import main, typed_solver_options
 from solvopt.core.errors import SolvoptError
 from solvopt.core.registry import solvers
 

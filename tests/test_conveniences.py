@@ -10,9 +10,9 @@ import sys
 import zipfile
 
 import pytest
+from conftest import REPO
 
 import solvopt
-from conftest import REPO
 from solvopt.core.progress import Progress
 
 

@@ -5,14 +5,25 @@ import math
 
 import numpy as np
 import pytest
-
-from solvopt.core.options import Option
 import scipy.sparse as sp
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from solvopt.core import (Availability, BackendUnavailable, ModelError, Result, SolutionStatus, SolveOptions,
-                          Solver, Termination, parse_options, relative_gap, resolve_device)
-from solvopt.core import registry
+from solvopt.core import (
+    Availability,
+    BackendUnavailable,
+    ModelError,
+    Result,
+    SolutionStatus,
+    SolveOptions,
+    Solver,
+    Termination,
+    parse_options,
+    registry,
+    relative_gap,
+    resolve_device,
+)
+from solvopt.core.options import Option
 
 
 def test_result_round_trip_with_arrays_sparse_and_nonfinite():

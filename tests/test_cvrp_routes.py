@@ -225,9 +225,10 @@ def test_a_stochastic_split_brings_its_own_scenarios():
 
 def test_the_table_says_a_split_is_optimal_for_the_given_tour(samples):
     """An optimal split is the optimal split of the tour, not a CVRP optimum: the summary says so."""
-    from solvopt.cli import main
     import contextlib
     import io
+
+    from solvopt.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

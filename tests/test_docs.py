@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 PAGES = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
@@ -139,7 +138,7 @@ def run_python(block: Block, page: _Page) -> None:
         exec(code, page.namespace)
     except _Timeout:
         raise AssertionError(f"{block.id}: ran over {BLOCK_TIMEOUT} s: give the example a time limit in the docs")
-    except BaseException as exc:  # noqa: BLE001 - report the block's own traceback lines
+    except BaseException as exc:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(block.page)]
         where = f"line {frames[-1].lineno}: {frames[-1].line}" if frames else ""
         raise AssertionError(f"{block.id}: {where}\n{type(exc).__name__}: {exc}") from exc

@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import REPO
 
 import solvopt
-from conftest import REPO
 from solvopt.core.family import families
 
 FAMILIES = sorted(f.name for f in families())

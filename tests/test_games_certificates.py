@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import LinearConstraint, minimize, minimize_scalar
 
 from solvopt.core.errors import ModelError

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_games_markov import cobb_douglas_prices  # the eigenvector closed form
 
 from solvopt.core.errors import ModelError
 from solvopt.core.result import SolutionStatus, Termination
 from solvopt.dsl import MarkovExchangeEconomy
 from solvopt.games import economy as ec
 from solvopt.games import economy_newton as en
-from test_games_markov import cobb_douglas_prices    # the eigenvector closed form
 
 NEWTON = "markov-newton"
 

@@ -249,6 +249,7 @@ def test_group_max_matches_a_direct_reduction():
 def test_forest_flows_kernel_matches_the_sparse_solve():
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
+
     from solvopt.games.polish import forest_flows, forest_flows_reference
     rng = np.random.default_rng(1)
     for _ in range(20):

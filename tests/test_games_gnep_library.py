@@ -70,18 +70,18 @@ def test_published_point_is_nearly_an_equilibrium(name):
 
 
 def test_instance_files_match_the_library():
-    """instances/games/gnep holds exactly the quadratic problems, equal to what the factories state."""
-    quadratic = {p.file_stem: p for p in problems() if p.quadratic is not None}
+    """instances/games/gnep holds every problem, equal to what the factories state."""
+    library = {p.file_stem: p for p in problems()}
     files = {f.stem: f for f in FOLDER.glob("*.json")}
-    assert set(files) == set(quadratic) == {"fk_a11", "fk_a12", "fk_a13", "fk_a15", "fk_a17", "fk_a18"}
+    assert set(files) == set(library) and len(files) == 12
     for stem, path in files.items():
-        assert json.loads(path.read_text()) == json.loads(json.dumps(quadratic[stem].instance()))
+        assert json.loads(path.read_text()) == json.loads(json.dumps(library[stem].instance()))
 
 
 @pytest.mark.parametrize("stem", ["fk_a13", "fk_a18"])
 def test_instance_files_load_through_the_reader(stem):
-    from solvopt.io.base import read_instance
     from solvopt.games.instance import model_from_instance
+    from solvopt.io.base import read_instance
     path = FOLDER / f"{stem}.json"
     model = model_from_instance(read_instance(str(path)))
     p = next(q for q in problems() if q.file_stem == stem)
@@ -92,9 +92,11 @@ def test_instance_files_load_through_the_reader(stem):
     assert data.A.shape[1] == p.n
 
 
-def test_non_quadratic_problems_have_no_json():
-    with pytest.raises(ModelError, match="not quadratic"):
-        problem("A.16a").instance()
+def test_a_problem_without_a_json_statement_says_so():
+    p = problem("A.16a")
+    p.expressions = None
+    with pytest.raises(ModelError, match="no JSON statement"):
+        p.instance()
 
 
 # --- solves -----------------------------------------------------------------------------------

@@ -250,6 +250,7 @@ def test_bad_inputs():
 # --- instance files ------------------------------------------------------------------------------
 def test_sample_instance_reads_and_solves():
     from conftest import REPO
+
     from solvopt.core.family import get_family
     from solvopt.io import read_instance
     inst = read_instance(str(REPO / "instances/games/markov_exchange_economy.json"))
@@ -261,6 +262,7 @@ def test_sample_instance_reads_and_solves():
 
 def test_markov_game_instance_and_bad_files(tmp_path):
     import json
+
     from solvopt.core.errors import InstanceFormatError
     from solvopt.core.family import get_family
     from solvopt.io import read_instance

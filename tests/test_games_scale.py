@@ -87,8 +87,9 @@ def test_harker_small_scale_honours_the_time_limit():
 
 
 def test_time_limit_reaches_the_projections_of_a_slow_game(tmp_path):
-    from solvopt.games.instance import game_from_json
     import json
+
+    from solvopt.games.instance import game_from_json
     game = game_from_json(json.load(open(scaling.write_slow_game(tmp_path))))
     t = time.perf_counter()
     r = game.solve(method="extragradient", time_limit=0.5, tolerance=1e-15)

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 import solvopt
-from conftest import REPO
 
 # Drop setuptools' editable finder, so that only the package's own mapping can find solvopt.dsl.
 NO_EDITABLE = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path "

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from solvopt.cli import main
 from solvopt.core.errors import InstanceFormatError, ModelError
 from solvopt.io import detect_format, read_instance
-from solvopt.khc.reader import format_ampl_khc
 from solvopt.io.convert import convert
+from solvopt.khc.reader import format_ampl_khc
 
 SAMPLE_FILES = ["khc/sr_10_2_2_1022.dat", "khc/sr_12_3_2_1232.dat", "khc/sr_20_2_3_2023.dat",
                 "cvrp/X-n101-k25.vrp", "cvrp/X-n120-k6.vrp", "irp/abs1n5_1.dat", "irp/abs1n10_1.dat",

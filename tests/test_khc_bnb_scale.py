@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import itertools
 import json
-from unittest import mock
 import threading
 import time
+from unittest import mock
 
 import numpy as np
 import pytest
+from conftest import PROMPT
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from khc_planted import planted
+from khc_reference import brute_force as optimum
 
 from solvopt.cli import main
 from solvopt.core.errors import ModelError
@@ -25,13 +28,17 @@ from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc import bnb
 from solvopt.khc.bnb import SPLIT_FROM, SPLIT_SHARE, solve_bnb, split_starts
-from solvopt.khc.bnb_kernel import (LOOKAHEAD, _joint_increase, _joint_increase_pairs, _pair_shares, _pick_point,
-                                    _placement_row, _smallest_from_below, _spectrum_from_smallest)
+from solvopt.khc.bnb_kernel import (
+    LOOKAHEAD,
+    _joint_increase,
+    _joint_increase_pairs,
+    _pair_shares,
+    _pick_point,
+    _placement_row,
+    _smallest_from_below,
+    _spectrum_from_smallest,
+)
 from solvopt.khc.bounds import MU_STEPS, charge_bound, spectrum
-
-from conftest import PROMPT
-from khc_planted import planted
-from khc_reference import brute_force as optimum
 
 
 def cluster_cost(points: np.ndarray) -> float:

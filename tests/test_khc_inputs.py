@@ -5,11 +5,10 @@ at scale 1 (solved by brute force, independent of the scaling code) and that ide
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
-
 from khc_reference import brute_force
+
 from solvopt.cli import main
 from solvopt.core.errors import ModelError, SolvoptError
 from solvopt.core.result import Termination

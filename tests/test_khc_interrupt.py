@@ -18,14 +18,13 @@ import time
 
 import numpy as np
 import pytest
+from conftest import PROMPT
 
 from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.registry import Availability, get_solver
 from solvopt.core.result import SolutionStatus, Termination
 from solvopt.dsl import HyperplaneClustering
 from solvopt.khc.geometry import assignment_cost
-
-from conftest import PROMPT
 
 scip_installed = get_solver("khc", "scip").available() is Availability.AVAILABLE
 
@@ -76,7 +75,7 @@ def test_a_stop_request_returns_incumbent_and_bound(stop_after, method, options)
     assert r.objective == pytest.approx(assignment_cost(pts, r.solution["assignment"], 3), rel=1e-9)
 
 
-def _wait_for(lines: "queue.Queue[str]", needle: str, timeout: float) -> bool:
+def _wait_for(lines: queue.Queue[str], needle: str, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

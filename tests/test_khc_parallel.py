@@ -16,8 +16,10 @@ import time
 
 import numpy as np
 import pytest
+from conftest import PROMPT
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from khc_reference import brute_force
 
 from solvopt.cli import main
 from solvopt.core.interrupt import clear_stop, request_stop
@@ -29,9 +31,6 @@ from solvopt.khc.bnb_kernel import DollSearch
 from solvopt.khc.brute_force import solve_brute_force
 from solvopt.khc.geometry import assignment_cost
 from solvopt.khc.parallel import ParallelSearch, default_threads
-
-from conftest import PROMPT
-from khc_reference import brute_force
 
 # the optimum of instance(3, 90, 3) with k = 3, proven by solve_bnb(threads=2, suffix_bounds=False)
 # in 93 s (169 million nodes; the true optimum is within 1e-6 relative of it); too slow to recompute
@@ -62,7 +61,7 @@ def reference(X: np.ndarray, k: int) -> float:
     return _enumerated(X.tobytes(), X.shape, k)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _enumerated(data: bytes, shape: tuple, k: int) -> float:
     """The brute-force method's optimum (Numba enumeration), once per instance."""
     _, cost, complete = solve_brute_force(np.frombuffer(data).reshape(shape), k)

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from khc_planted import cost_of, planted
+
 from solvopt.core.errors import ModelError
 from solvopt.dsl import HyperplaneClustering
-from solvopt.khc.heuristics import kplane, use_pursuit
 from solvopt.khc import pursuit
+from solvopt.khc.heuristics import kplane, use_pursuit
 from solvopt.khc.pursuit import pursuit_assignment, pursuit_planes
 
 

@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from khc_reference import brute_force
+
 from solvopt.core.errors import ModelError
 from solvopt.core.options import SolveOptions
 from solvopt.core.registry import Availability, get_solver
 from solvopt.core.result import Termination
-from solvopt.khc import relaxation as rx
 from solvopt.dsl.hyperplane_data import data_big_m, parse_norms
 from solvopt.dsl.hyperplane_formulation import khc_minlp
+from solvopt.khc import relaxation as rx
 from solvopt.khc.sbb import SpatialBranchAndBound
 
 scip_installed = get_solver("khc", "scip").available() is Availability.AVAILABLE

@@ -11,8 +11,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from khc_reference import brute_force
+
 from solvopt.core.errors import ModelError
 from solvopt.core.family import get_family
 from solvopt.core.registry import Availability, get_solver, solvers

@@ -15,16 +15,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from khc_planted import planted
 from khc_reference import brute_force
+
 from solvopt.cli import main
 from solvopt.core.errors import ModelError
 from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.result import Termination
 from solvopt.dsl import HyperplaneClustering
-from solvopt.khc.subset_bound import (GroupTask, solve_group, spatial_order, stratified_partition,
-                                      subset_bound)
+from solvopt.khc.subset_bound import GroupTask, solve_group, spatial_order, stratified_partition, subset_bound
 
 
 def bnb_optimum(points: np.ndarray, k: int) -> float:

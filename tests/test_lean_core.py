@@ -9,8 +9,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import REPO
+
 from solvopt.core.errors import BackendUnavailable
 
 

@@ -15,7 +15,6 @@ import time
 
 import numpy as np
 import pytest
-
 from test_lp_solvers import knapsack
 
 from solvopt.core.interrupt import clear_stop, request_stop

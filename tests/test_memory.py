@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from solvopt.core import memory
 
 GiB = 1 << 30

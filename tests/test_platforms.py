@@ -8,7 +8,6 @@ import os
 import socket
 
 import pytest
-
 from conftest import REPO
 
 spec = importlib.util.spec_from_file_location("check_platforms", REPO / "tools" / "check_platforms.py")

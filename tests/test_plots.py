@@ -6,7 +6,6 @@ import importlib.util
 import json
 
 import pytest
-
 from conftest import REPO
 
 spec = importlib.util.spec_from_file_location("plots", REPO / "benchmarks" / "plots.py")

@@ -345,8 +345,9 @@ def test_a_model_without_a_method_gets_its_own_default_with_all_its_options():
     """A games model names its default method; ``solve()`` routes there, so that method's own
     options (here extragradient's ``step`` and ``start``) are accepted, where the family-level
     ``auto`` takes only the shared ones."""
-    from solvopt.core.errors import ModelError
     from test_games_static import harker
+
+    from solvopt.core.errors import ModelError
 
     game = harker()
     assert game.solver().name == "extragradient" == game.default_method

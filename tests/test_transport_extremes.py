@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from solvopt.core.errors import ModelError
-from solvopt.core.result import Termination
 from solvopt.core.registry import Availability, get_solver
+from solvopt.core.result import Termination
 from solvopt.dsl import Transport
 from solvopt.transport.result import dual_bound
 

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from solvopt.core.backend import CUDA_INSTALL_HINT
 from solvopt.core.chunks import Z95, ChunkRun
 from solvopt.core.errors import ModelError
 from solvopt.core.options import Option, SolveOptions
-from solvopt.core.backend import CUDA_INSTALL_HINT
 from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
 from solvopt.core.result import Result, Termination

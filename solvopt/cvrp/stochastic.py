@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -108,7 +108,7 @@ def kernel_backend(name: str) -> KernelBackend:
     module = KERNELS.load(name)
     if name != "cuda":
         return KernelBackend(name, "cpu", module.scenario_costs)
-    import cupy as cp   # optional: only the cuda backend needs it
+    import cupy as cp  # optional: only the cuda backend needs it
     return KernelBackend("cuda", "gpu", module.scenario_costs, to_device=cp.asarray,
                          empty=lambda count: cp.empty(count, dtype=cp.float64), stats=module.chunk_stats)
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from solvopt.core.errors import ModelError, SolvoptError
 from solvopt.core.interrupt import catching_sigint
@@ -79,7 +80,7 @@ def solve_one(item: Any, method: str | None = None, options: dict | None = None,
         result = model.solve(method, **(options or {}))
     except SolvoptError as exc:
         return error_result(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-    except Exception as exc:  # noqa: BLE001 - a bug in one input must not end the batch
+    except Exception as exc:
         return error_result(exception_message(exc))
     if name:
         result.stats["instance"] = name

@@ -12,7 +12,8 @@ compiling them.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 PLUGIN_NAME = "solvopt-numba-cache"
 
@@ -99,7 +100,7 @@ def families_of(items: Iterable[Any]) -> list[str]:
             try:
                 from solvopt.io.base import detect_format
                 family = detect_format(os.fspath(item)).family
-            except Exception:  # noqa: BLE001 - the batch reports the input's error itself
+            except Exception:
                 family = None
         if isinstance(family, str) and family and family not in out:
             out.append(family)

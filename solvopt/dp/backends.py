@@ -11,8 +11,8 @@ modules are named once, in :data:`KERNELS`.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 

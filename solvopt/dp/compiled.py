@@ -48,7 +48,7 @@ class ChunkTensors:
     cost: np.ndarray
     choice: np.ndarray = field(default_factory=lambda: NO_CHOICE)
 
-    def columns(self, cols: np.ndarray) -> "ChunkTensors":
+    def columns(self, cols: np.ndarray) -> ChunkTensors:
         """The same chunk restricted to some scenarios (local column indices)."""
         def pick(a):
             return a if a.shape[-1] != self.count or self.count == 1 else np.ascontiguousarray(a[..., cols])

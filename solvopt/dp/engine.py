@@ -38,9 +38,8 @@ from solvopt.core.interrupt import stop_reason
 from solvopt.core.options import Option, SolveOptions, integer_at_least
 from solvopt.core.progress import Progress
 from solvopt.core.result import Result, Termination
-from solvopt.core.tasks import current_client
 from solvopt.core.status import settle
-
+from solvopt.core.tasks import current_client
 from solvopt.dsl.arrays import float_array
 
 from .aggregate import chunk_stats
@@ -61,7 +60,7 @@ def path_request(value):
         return nonnegative_int(value)
     try:
         idx = np.asarray(value)
-    except Exception:  # noqa: BLE001 - ragged or exotic input
+    except Exception:
         idx = None
     if idx is None or idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
         raise ValueError(f"must be an integer >= 0 or a list of scenario indices, got {value!r}")
@@ -158,7 +157,7 @@ class EngineChunk:
     paths: list = field(default_factory=list)           # [(start, ChunkTensors of those scenarios, local indices)]
     stopped: Termination | None = None                  # why the (last) chunk stopped before its end
 
-    def merge(self, other: "EngineChunk") -> "EngineChunk":
+    def merge(self, other: EngineChunk) -> EngineChunk:
         self.stats.merge(other.stats)
         self.kernel_time += other.kernel_time
         self.stopped = other.stopped

@@ -12,8 +12,16 @@ import numpy as np
 
 from solvopt.core.errors import SolverError
 
-from .economy import (PairChain, Profile, affordable, checked_certificate, pair_chain, project_prices,
-                      tatonnement_step, wealth)
+from .economy import (
+    PairChain,
+    Profile,
+    affordable,
+    checked_certificate,
+    pair_chain,
+    project_prices,
+    tatonnement_step,
+    wealth,
+)
 
 
 def substitution_elasticity(utility) -> float | None:

@@ -15,8 +15,9 @@ player or shared. From that one statement come
 - :meth:`GNEP.model`: a :class:`~solvopt.dsl.PseudoGame` (quadratic costs through the JSON
   instance reader, so the shipped files and the factories are one model; other costs as
   callables with exact gradients);
-- :meth:`GNEP.instance`: the JSON instance (``kind: pseudo_game``) for the quadratic ones, with
-  the published solution in ``reference``;
+- :meth:`GNEP.instance`: the JSON instance (``kind: pseudo_game``), with the published solution
+  in ``reference``: quadratic costs as ``Q``, ``c``; the others (A.1, A.14, A.16) as cost
+  ``expression`` trees (:mod:`solvopt.games.expressions`) written from the same parameters;
 - plain NumPy ``cost`` / ``cost_gradient`` and the constraint arrays, which the tests hand to
   scipy to compute each player's best response independently of solvopt.
 
@@ -59,7 +60,8 @@ class GNEP:
     """One test problem: players minimise ``cost(i, x)`` over bounds and linear rows (see the module doc).
 
     ``quadratic`` holds, per player, (Q, c, constant) with cost 0.5 x'Qx + c'x + constant when
-    every cost is quadratic (then the JSON format states the problem), else None. ``unique``
+    every cost is quadratic, else None; ``expressions`` then holds, per player, its cost as a
+    JSON expression tree (what the instance file states). ``unique``
     says whether the equilibrium the default method computes (the variational equilibrium) is
     unique, so that a computed point can be compared with ``published``.
     """
@@ -75,6 +77,7 @@ class GNEP:
     published: np.ndarray | None
     start: np.ndarray | None = None
     quadratic: list[tuple] | None = None
+    expressions: list[dict] | None = None
     unique: bool = True
     concept: str = "VE"
     notes: str = ""
@@ -147,18 +150,21 @@ class GNEP:
 
     # --- solvopt's model and instance ----------------------------------------------------------
     def instance(self) -> dict:
-        """The JSON instance (``kind: pseudo_game``); only for problems whose costs are all quadratic."""
-        if self.quadratic is None:
-            raise ModelError(f"problem {self.name}: its costs are not quadratic, the JSON format cannot state it "
-                             "(use GNEP.model())")
+        """The JSON instance (``kind: pseudo_game``): quadratic costs as Q, c; the others as expressions."""
+        if self.quadratic is None and self.expressions is None:
+            raise ModelError(f"problem {self.name}: its costs have no JSON statement (use GNEP.model())")
         blocks = self.blocks
         players = []
-        for i, (cols, (Q, c, k)) in enumerate(zip(blocks, self.quadratic)):
+        for i, cols in enumerate(blocks):
             spec = {"name": self.names[i], "size": int(len(cols)),
-                    "lb": _bound_list(self.lb[cols]), "ub": _bound_list(self.ub[cols]),
-                    "cost": {"Q": np.asarray(Q, float).tolist(), "c": np.asarray(c, float).tolist()}}
-            if k:
-                spec["cost"]["constant"] = float(k)
+                    "lb": _bound_list(self.lb[cols]), "ub": _bound_list(self.ub[cols])}
+            if self.quadratic is None:
+                spec["cost"] = {"expression": self.expressions[i]}
+            else:
+                Q, c, k = self.quadratic[i]
+                spec["cost"] = {"Q": np.asarray(Q, float).tolist(), "c": np.asarray(c, float).tolist()}
+                if k:
+                    spec["cost"]["constant"] = float(k)
             own = []
             for r in self.rows:
                 if r.owner == i:
@@ -272,9 +278,14 @@ def _switching(name, title, lb, ub, published, notes):
         g[i] = -(S - x[i]) / S ** 2 + 1.0 / B
         return g
 
+    def expression(i):                           # -x_i S^-1 + x_i / B
+        S = {"linear": [1.0] * N}
+        return {"op": "add", "args": [{"op": "mul", "args": [-1.0, {"var": i}, {"op": "pow", "args": [S, -1.0]}]},
+                                      {"op": "mul", "args": [1.0 / B, {"var": i}]}]}
+
     return GNEP(name, title, [1] * N, lb, ub, [Rows(np.ones((1, N)), np.array([-np.inf]), np.array([B]))],
                 [(lambda x, i=i: cost(x, i)) for i in range(N)], [(lambda x, i=i: grad(x, i)) for i in range(N)],
-                published, notes=notes, start=np.full(N, 0.1))
+                published, notes=notes, start=np.full(N, 0.1), expressions=[expression(i) for i in range(N)])
 
 
 def a1() -> GNEP:
@@ -436,10 +447,18 @@ def a16(variant: str = "a") -> GNEP:
         g[i] = c[i] + K ** (-1.0 / beta[i]) * xi ** (1.0 / beta[i]) - p - xi * dp
         return g
 
+    def expression(i):        # c_i x_i + beta_i / (beta_i + 1) K^(-1/beta_i) x_i^((beta_i + 1)/beta_i) - scale x_i S^(-1/gamma)
+        xi = {"var": i}
+        return {"op": "add", "args": [
+            {"op": "mul", "args": [float(c[i]), xi]},
+            {"op": "mul", "args": [float(beta[i] / (beta[i] + 1.0) * K ** (-1.0 / beta[i])),
+                                   {"op": "pow", "args": [xi, float((beta[i] + 1.0) / beta[i])]}]},
+            {"op": "mul", "args": [-scale, xi, {"op": "pow", "args": [{"linear": [1.0] * 5}, -1.0 / gamma]}]}]}
+
     return GNEP(f"A.16{variant}", f"Oligopoly of Outrata et al., 5 firms, shared production cap P = {P:g}", [1] * 5,
                 np.zeros(5), np.full(5, P), [Rows(np.ones((1, 5)), np.array([-np.inf]), np.array([P]))],
                 [(lambda x, i=i: cost(x, i)) for i in range(5)], [(lambda x, i=i: grad(x, i)) for i in range(5)],
-                np.array(published), start=np.full(5, 10.0),
+                np.array(published), start=np.full(5, 10.0), expressions=[expression(i) for i in range(5)],
                 notes="the cap binds: the GNEs form a set, the VE is unique and is the published point")
 
 
@@ -526,15 +545,13 @@ def problems() -> list[GNEP]:
 
 
 def write_instances(folder) -> list[str]:
-    """Write the JSON instance of every quadratic problem into ``folder``; returns the paths."""
+    """Write the JSON instance of every problem into ``folder``; returns the paths."""
     import json
     import pathlib
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for p in problems():
-        if p.quadratic is None:
-            continue
         path = folder / (p.file_stem + ".json")
         path.write_text(json.dumps(p.instance(), indent=1) + "\n")
         paths.append(str(path))

@@ -147,7 +147,7 @@ def forest_flows(buyer, good, n, demand, label):
     return _peel()(order.astype(np.int64), pred.astype(np.int64), edge_of, np.asarray(demand, dtype=float), k, nodes)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _peel():
     """:func:`_peel_loop` compiled by Numba (on first use: importing this module stays light)."""
     from numba import njit
@@ -416,6 +416,7 @@ def route_spending(rows, cols, income, revenue, n, m):
     """Spends b >= 0 on the edges with sum_j b_ij = income_i and sum_i b_ij = revenue_j (an LP), or None."""
     import highspy
     import scipy.sparse as sp
+
     from solvopt.dsl.highs_export import colwise_matrix, new_highs
     E = len(rows)
     A = colwise_matrix(sp.coo_matrix((np.ones(2 * E), (np.concatenate([rows, n + cols]), np.tile(np.arange(E), 2))),

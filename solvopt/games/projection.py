@@ -239,6 +239,7 @@ class Polyhedron:
     # --- HiGHS ---------------------------------------------------------------------------------
     def _highs(self, H, c):
         import highspy
+
         from solvopt.dsl.highs_export import watch_interrupt
         check_stop()
         if H is not None and self._session is not None and self._session[0] is H:
@@ -267,8 +268,9 @@ class Polyhedron:
         return np.asarray(h.getSolution().col_value, dtype=float)
 
     def _load(self, H, c):
-        from solvopt.dsl.highs_export import colwise_matrix, new_highs
         import highspy
+
+        from solvopt.dsl.highs_export import colwise_matrix, new_highs
         h = new_highs()
         h.setOptionValue("primal_feasibility_tolerance", 1e-10)
         h.setOptionValue("dual_feasibility_tolerance", 1e-10)

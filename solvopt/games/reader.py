@@ -84,10 +84,26 @@ def read_game(path: str) -> Instance:
     meta = {"kind": kind}
     if kind == "pseudo_game":
         meta["players"] = len(data["players"])
+        _check_expressions(data["players"], path)
     elif "utility" in data:
         meta["utility"] = data["utility"]["kind"]
     return Instance(family="games", format="game_json", name=data.get("name") or instance_name(path), path=path,
                     data=data, meta=meta)
+
+
+def _check_expressions(players, path: str) -> None:
+    """Parse every utility / cost ``expression`` now, so a malformed one is one line naming its field."""
+    from solvopt.core.errors import ModelError
+
+    from .expressions import parse
+    n = sum(p["size"] for p in players)
+    for i, p in enumerate(players):
+        for key in ("utility", "cost"):
+            if "expression" in p.get(key, {}):
+                try:
+                    parse(p[key]["expression"], n, ("players", i, key, "expression"))
+                except ModelError as exc:
+                    raise InstanceFormatError(path, None, str(exc)) from None
 
 
 def sniff_game(path: str, head: str) -> bool:

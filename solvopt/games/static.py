@@ -36,7 +36,14 @@ from solvopt.core.errors import ModelError
 from solvopt.core.options import Option, positive_number
 from solvopt.core.registry import Solver, register
 
-from .exploitability import Exploitability, check_concave, joint_polyhedron, joint_response, static_exploitability, ve_gap
+from .exploitability import (
+    Exploitability,
+    check_concave,
+    joint_polyhedron,
+    joint_response,
+    static_exploitability,
+    ve_gap,
+)
 from .face_newton import face_newton, pseudo_gradient
 from .projection import check_stop, stopping_at
 from .tracking import COMMON_HONOURS, EquilibriumRun

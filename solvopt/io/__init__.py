@@ -5,9 +5,21 @@ by each descriptor's ``reader_modules``); importing this package loads them.
 """
 from __future__ import annotations
 
-from .base import (Instance, JsonSyntaxError, LineReader, Reader, detect_format, instance_name, load_json,
-                   load_reader_modules, parse_number, read_instance, reader_load_failures, readers, register_reader)
-
+from .base import (
+                   Instance,
+                   JsonSyntaxError,
+                   LineReader,
+                   Reader,
+                   detect_format,
+                   instance_name,
+                   load_json,
+                   load_reader_modules,
+                   parse_number,
+                   read_instance,
+                   reader_load_failures,
+                   readers,
+                   register_reader,
+)
 from .frames import results_frame  # pandas is imported when it is called, not here
 
 load_reader_modules()

@@ -10,8 +10,9 @@ import importlib
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..core.errors import InstanceFormatError, ModelError
 from ..core.family import load_readers
@@ -72,7 +73,7 @@ def load_reader_modules(orphans: tuple[str, ...] = ()) -> list[str]:
     for name in orphans:
         try:
             importlib.import_module(name)
-        except Exception as exc:  # noqa: BLE001 - a broken reader must not break the others
+        except Exception as exc:
             failures.append(f"{name}: {type(exc).__name__}: {exc}")
     _LOAD_FAILURES[:] = failures
     return list(failures)

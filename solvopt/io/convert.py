@@ -7,7 +7,7 @@ of the shipped instances).
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..core.errors import ModelError
 from .base import Instance

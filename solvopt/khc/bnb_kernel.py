@@ -22,8 +22,16 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from .bounds import (MARGIN, MU_STEPS, charge_bound, jacobi_diagonalise, placement_increase, smallest_vector_3,
-                     spectrum, trig_eigenvalues_3)
+from .bounds import (
+    MARGIN,
+    MU_STEPS,
+    charge_bound,
+    jacobi_diagonalise,
+    placement_increase,
+    smallest_vector_3,
+    spectrum,
+    trig_eigenvalues_3,
+)
 
 PRODUCT_FLOOR = 0.05              # dynamic order's pick: prod_j (d_j + f s), s the node's slack
 LOOKAHEAD = 3                    # dynamic order: points whose joint increase bounds each node (3: fewest seconds at m = 60)

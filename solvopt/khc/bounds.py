@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import njit
 
 MU_STEPS = 6          # the mu grid: MU_RATIO^g / |U| for g < MU_STEPS

@@ -54,7 +54,7 @@ class KhcProblem:
     symmetry_breaking: bool = True
 
     @classmethod
-    def of(cls, model) -> "KhcProblem":
+    def of(cls, model) -> KhcProblem:
         """The problem of a HyperplaneClustering model (or any object with ``.points`` and ``.k``)."""
         if isinstance(model, KhcProblem):
             return model
@@ -72,7 +72,7 @@ class KhcProblem:
                    big_m=validate_big_m(big_m), symmetry_breaking=bool(getattr(model, "symmetry_breaking", True)))
 
     @classmethod
-    def identity(cls, points: np.ndarray, k: int) -> "KhcProblem":
+    def identity(cls, points: np.ndarray, k: int) -> KhcProblem:
         """Points taken as they are (no moving or scaling): for engines used directly."""
         pts = validate_points(points)
         return cls(pts, validate_k(k, pts.shape[0]), pts, np.zeros(pts.shape[1]), 1.0)
@@ -85,7 +85,7 @@ class KhcProblem:
     def n(self) -> int:
         return self.points.shape[1]
 
-    def rescaled(self, factor: float) -> "KhcProblem":
+    def rescaled(self, factor: float) -> KhcProblem:
         """The same problem with the solved points multiplied by ``factor`` (a power of two: exact)."""
         return replace(self, unit=self.unit * factor, scale=self.scale / factor)
 

@@ -68,7 +68,7 @@ class Node:
     depth: int = field(compare=False, default=0)
     distances: np.ndarray | None = field(compare=False, default=None)   # (m, k) to the decided planes
 
-    def child(self, bound: float, order: int, **changes) -> "Node":
+    def child(self, bound: float, order: int, **changes) -> Node:
         fields_ = {name: getattr(self, name).copy() for name in ("allowed", "wlo", "whi", "ulo", "uhi")}
         node = Node(bound, order, depth=self.depth + 1, **fields_)
         for name, (index, value) in changes.items():

@@ -39,7 +39,7 @@ def _available(methods) -> tuple[str, ...]:
         try:
             if get_solver("khc", m).available() is Availability.AVAILABLE:
                 out.append(m)
-        except Exception:  # noqa: BLE001 - an optional backend that cannot even be looked up is left out
+        except Exception:
             continue
     return tuple(out)
 

@@ -72,7 +72,7 @@ class GroupOutcome:
 
 def solve_group(task: GroupTask) -> GroupOutcome:
     """bnb on one group, cut at its time limit or the run's deadline; returns the certified bound."""
-    from .bnb import solve_bnb   # Numba: imported where groups are solved (also on a worker)
+    from .bnb import solve_bnb  # Numba: imported where groups are solved (also on a worker)
 
     start = time.perf_counter()
     m, n = task.points.shape

@@ -13,7 +13,7 @@ import numpy as np
 
 from solvopt.core.errors import ModelError, SolverError
 from solvopt.core.interrupt import request_stop, stop_requested
-from solvopt.core.options import Option, SolveOptions
+from solvopt.core.options import SolveOptions
 from solvopt.core.registry import register
 from solvopt.core.result import Result, Termination
 from solvopt.dsl.standard_form import StandardForm

@@ -6,7 +6,7 @@ live in :mod:`solvopt.dsl.highs_export`.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 __all__ = ["forward_log"]
 

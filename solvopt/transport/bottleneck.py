@@ -45,8 +45,14 @@ from solvopt.core.interrupt import stop_reason
 from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
 
-from .exact import (BOTTLENECK_ENGINES, bottleneck_search, engine_option, northwest_corner, permutation_plan,
-                    uniform_square)
+from .exact import (
+    BOTTLENECK_ENGINES,
+    bottleneck_search,
+    engine_option,
+    northwest_corner,
+    permutation_plan,
+    uniform_square,
+)
 from .flow import feasible_flow
 from .quick import stopped_result
 from .result import transport_result

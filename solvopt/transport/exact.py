@@ -43,8 +43,8 @@ from solvopt.core.memory import format_bytes, memory_budget
 from solvopt.core.options import Option
 from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
-from solvopt.core.status import within_default_tolerance
 from solvopt.core.result import Termination
+from solvopt.core.status import within_default_tolerance
 
 from .flow import ENGINES, FEASIBILITY_ENGINES, FlowStopped, feasible_flow, min_cost_flow
 from .quick import stopped_result
@@ -437,7 +437,7 @@ class PotTransport(Solver):
         limit = options.iteration_limit if options.iteration_limit is not None else POT_ITERATIONS
 
         def emd():
-            import ot                         # seconds the first time: in the watched thread too
+            import ot  # seconds the first time: in the watched thread too
             with warnings.catch_warnings():   # its "numItermax reached" warning becomes the status and stats
                 warnings.simplefilter("ignore", UserWarning)
                 # masses per unit of the total (POT checks equal totals to an absolute 1e-6)

@@ -186,7 +186,7 @@ def _integer_data(supplies, capacities):
 
 
 def _highs(tails, heads, costs, supplies, n_nodes, capacities, stop=None) -> FlowSolution:
-    from solvopt.dsl.highs_export import HIGHS_INT_MAX, highspy_module, new_highs, watch_interrupt, was_interrupted
+    from solvopt.dsl.highs_export import HIGHS_INT_MAX, highspy_module, new_highs, was_interrupted, watch_interrupt
     highspy = highspy_module("min-cost flow engine 'highs'")
     n_arcs = len(tails)
     if n_arcs == 0:               # HiGHS calls an LP without columns "empty"; answer it here
