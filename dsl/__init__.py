@@ -11,8 +11,6 @@ Importing this package loads no solver, no Numba and no HiGHS (``tests/test_dsl_
 """
 from .expr import Constraint, LinExpr, QuadExpr
 from .family import FamilyModel
-from .model import Components, Model, Param, Var
-from .standard_form import QuadConstraint, StandardForm
 
 # Family models (a new family adds its model module's import here).
 from .games import ArrowDebreuMarket, FisherMarket, PseudoGame
@@ -20,7 +18,9 @@ from .hyperplane import HyperplaneClustering
 from .inventory import InventoryReinsertion
 from .layered_dp import LayeredDP, Transitions
 from .markov_games import LinearQuadraticMarkovGame, MarkovExchangeEconomy, MarkovPseudoGame
+from .model import Components, Model, Param, Var
 from .split import Split, StochasticSplit
+from .standard_form import QuadConstraint, StandardForm
 from .transport import Transport
 
 __all__ = ["ArrowDebreuMarket", "Components", "Constraint", "FamilyModel", "FisherMarket", "HyperplaneClustering", "InventoryReinsertion", "LayeredDP",

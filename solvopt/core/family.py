@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import importlib
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from .errors import ModelError
 
@@ -137,7 +138,7 @@ def discover(extra_modules: tuple[str, ...] = ()) -> dict[str, FamilyState]:
             descriptor = importlib.import_module(module).FAMILY
             if not isinstance(descriptor, Family):
                 raise TypeError(f"{module}.FAMILY is not a solvopt.core.family.Family")
-        except Exception as exc:  # noqa: BLE001 - any failure marks only this family as broken
+        except Exception as exc:
             _BROKEN.append(FamilyState(None, module, error=_reason(exc)))
             continue
         object.__setattr__(descriptor, "module", module)
@@ -181,7 +182,7 @@ def load_solvers(name: str) -> FamilyState:
         for module in descriptor.solver_modules:
             try:
                 importlib.import_module(module)
-            except Exception as exc:  # noqa: BLE001 - an optional dependency may fail any way
+            except Exception as exc:
                 state.load_errors[module] = _reason(exc)
         if state.load_errors:
             state.error = "; ".join(f"{m}: {e}" for m, e in state.load_errors.items())
@@ -195,7 +196,7 @@ def load_readers() -> list[str]:
         for module in state.descriptor.reader_modules if state.descriptor is not None else ():
             try:
                 importlib.import_module(module)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 failures.append(f"{module}: {_reason(exc)}")
     return failures
 

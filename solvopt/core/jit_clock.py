@@ -96,7 +96,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
                 loader.exec_module(module)
                 try:
                     _register(module)
-                except Exception:  # noqa: BLE001 - an unexpected Numba: measure nothing
+                except Exception:
                     pass
 
         spec.loader = _Loader()
@@ -114,7 +114,7 @@ def install() -> None:
     if module is not None:
         try:
             _register(module)
-        except Exception:  # noqa: BLE001 - an old Numba without the event API
+        except Exception:
             pass
         return
     if _hook not in sys.meta_path:

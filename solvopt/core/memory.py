@@ -38,7 +38,7 @@ def _physical_memory() -> int | None:
     try:
         import psutil
         return int(psutil.virtual_memory().total)
-    except Exception:  # noqa: BLE001 - psutil is optional
+    except Exception:
         return None
 
 
@@ -146,7 +146,7 @@ def _system_available(meminfo: str = PROC_MEMINFO) -> int | None:
     try:
         import psutil
         return int(psutil.virtual_memory().available)
-    except Exception:  # noqa: BLE001 - psutil is optional
+    except Exception:
         pass
     for line in (_read(meminfo) or "").splitlines():
         if line.startswith("MemAvailable:"):

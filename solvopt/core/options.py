@@ -12,9 +12,9 @@ the user asked to stop at (see :func:`solvopt.core.status.settle`).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .errors import ModelError
 from .interrupt import stop_requested

@@ -39,12 +39,12 @@ def module_installed(name: str) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def package_version(name: str) -> str | None:
     try:
         from importlib.metadata import version
         return version(name)
-    except Exception:  # noqa: BLE001 - not installed, or no metadata
+    except Exception:
         return None
 
 

@@ -136,7 +136,7 @@ class Result:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Result":
+    def from_dict(cls, data: dict[str, Any]) -> Result:
         """Inverse of :meth:`to_dict` and of the ``--json`` / ``--out`` documents.
 
         The values named in ``data["arrays"]`` come back as numpy arrays of their dtype (sparse
@@ -161,7 +161,7 @@ class Result:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> "Result":
+    def from_json(cls, text: str) -> Result:
         return cls.from_dict(json.loads(text))
 
     def to_record(self) -> dict[str, Any]:

@@ -18,8 +18,9 @@ says so once, in its descriptor (:class:`solvopt.core.family.Family`):
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,7 @@ class TaskMap:
                 return
             try:
                 value = fn(item)
-            except Exception as exc:  # noqa: BLE001 - a failing task is reported, the others run
+            except Exception as exc:
                 yield index, exception_message(exc), True
                 continue
             yield index, value, False
