@@ -447,7 +447,7 @@ def a16(variant: str = "a") -> GNEP:
         g[i] = c[i] + K ** (-1.0 / beta[i]) * xi ** (1.0 / beta[i]) - p - xi * dp
         return g
 
-    def expression(i):        # c_i x_i + beta_i / (beta_i + 1) K^(-1/beta_i) x_i^((beta_i + 1)/beta_i) - scale x_i S^(-1/gamma)
+    def expression(i):        # c_i x_i + b_i / (b_i + 1) K^(-1/b_i) x_i^((b_i + 1) / b_i) - scale x_i S^(-1/gamma)
         xi = {"var": i}
         return {"op": "add", "args": [
             {"op": "mul", "args": [float(c[i]), xi]},

@@ -98,8 +98,8 @@ def game_from_json(data: dict) -> PseudoGame:
             game.maximize(var, form_from_json(p["form"]))
         elif "expression" in p.get("utility", p.get("cost")):   # beyond quadratics (solvopt.games.expressions)
             key = "utility" if "utility" in p else "cost"
-            pay = _expression_payoff(p[key], n, np.arange(offsets[i], offsets[i + 1]), 1.0 if key == "utility" else -1.0,
-                                     ("players", i, key), p["name"])
+            pay = _expression_payoff(p[key], n, np.arange(offsets[i], offsets[i + 1]),
+                                     1.0 if key == "utility" else -1.0, ("players", i, key), p["name"])
             game.utility(var, pay.value, pay.gradient)
         else:
             spec = p.get("utility", p.get("cost"))

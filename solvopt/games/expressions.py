@@ -1,0 +1,370 @@
+"""Utility expressions in game files: a small JSON tree compiled to a value and an exact gradient.
+
+A pseudo-game player's ``utility`` / ``cost`` may hold, beside (or instead of) its quadratic part,
+an ``expression`` over the joint action a (the players' actions concatenated in file order)::
+
+    3.5                                      a constant
+    {"var": k}                               a[k] (0-based index into the joint action)
+    {"linear": [w_0, ..., w_n-1], "constant": b}     w . a + b ("constant" optional)
+    {"op": "add", "args": [e1, e2, ...]}     e1 + e2 + ...
+    {"op": "mul", "args": [e1, e2, ...]}     e1 * e2 * ...
+    {"op": "pow", "args": [e, p]}            e ** p, p a number (non-integer p: e >= 0; p < 0: e != 0)
+    {"op": "log", "args": [e]}               natural log, e > 0
+
+Nothing is evaluated as text: the tree is parsed once into nodes, each returning its value and its
+gradient over the joint action (forward mode: sums, the product rule, the power and log rules), so
+the gradient is exact. A point outside an operation's domain is a one-line ModelError naming the
+node, which the solvers treat as outside the utility's domain (the start is moved inside).
+
+Concavity in the player's own action (what the equilibrium certificates assume) is checked by
+curvature rules (constant, affine, convex, concave, as in disciplined convex programming, with
+the other players' actions held fixed): a utility proven convex and not affine in its own action
+(a cost proven concave) is refused. Where the rules cannot decide (a product of two factors that
+both move with the player's own action, as in x_i * S^-1) the user vouches for concavity; the
+solvers still check the supergradient inequality at every point they evaluate and stop with an
+error where it fails.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvopt.core.errors import ModelError
+
+OPS = ("add", "mul", "pow", "log")
+MAX_DEPTH = 64
+
+
+def field_name(parts) -> str:
+    """A JSON path as people write it: players[0].cost.expression.args[1]."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def _error(parts, message: str) -> ModelError:
+    return ModelError(f"field {field_name(parts)}: {message}")
+
+
+def _number(value, parts) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _error(parts, f"expected a number, got {type(value).__name__}")
+    try:
+        x = float(value)
+    except OverflowError:
+        raise _error(parts, "number too large") from None
+    if not math.isfinite(x):
+        raise _error(parts, "NaN and infinite numbers are not allowed")
+    return x
+
+
+# --- curvature in the own action -------------------------------------------------------------
+@dataclass(frozen=True)
+class Curvature:
+    """What the rules prove about a node with the other players' actions fixed (both True: affine)."""
+
+    constant: bool      # does not move with the own action
+    convex: bool
+    concave: bool
+    sign: int = 0       # +1 known >= 0, -1 known <= 0, 0 unknown (for products with constants)
+
+    def scaled(self, sign: int) -> Curvature:
+        if self.constant:
+            return self
+        if self.convex and self.concave:
+            return Curvature(False, True, True)
+        if sign > 0:
+            return Curvature(False, self.convex, self.concave)
+        if sign < 0:
+            return Curvature(False, self.concave, self.convex)
+        return Curvature(False, False, False)
+
+
+CONST = Curvature(True, True, True)
+AFFINE = Curvature(False, True, True)
+UNKNOWN = Curvature(False, False, False)
+
+
+# --- nodes -------------------------------------------------------------------------------------
+class Node:
+    """One parsed expression node: ``evaluate(a) -> (value, gradient or None when constant)``."""
+
+    where: tuple = ()
+
+    def evaluate(self, a):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def curvature(self, own) -> Curvature:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass
+class Const(Node):
+    v: float
+
+    def evaluate(self, a):
+        return self.v, None
+
+    def curvature(self, own):
+        return Curvature(True, True, True, int(np.sign(self.v)))
+
+
+@dataclass
+class Linear(Node):
+    w: np.ndarray
+    b: float
+
+    def evaluate(self, a):
+        return float(self.w @ a) + self.b, self.w
+
+    def curvature(self, own):
+        return AFFINE if np.any(self.w[own] != 0.0) else CONST
+
+
+@dataclass
+class Var(Node):
+    k: int
+    n: int
+
+    e: np.ndarray | None = None            # the unit gradient, made at the first evaluation
+
+    def evaluate(self, a):
+        if self.e is None:
+            self.e = np.zeros(self.n)
+            self.e[self.k] = 1.0
+        return float(a[self.k]), self.e
+
+    def curvature(self, own):
+        return AFFINE if own[self.k] else CONST
+
+
+@dataclass
+class Add(Node):
+    args: list
+
+    def evaluate(self, a):
+        total, grad = 0.0, None
+        for arg in self.args:
+            v, g = arg.evaluate(a)
+            total += v
+            if g is not None:
+                grad = g.copy() if grad is None else grad + g
+        return total, grad
+
+    def curvature(self, own):
+        cs = [arg.curvature(own) for arg in self.args]
+        signs = {c.sign for c in cs}
+        return Curvature(all(c.constant for c in cs), all(c.convex for c in cs), all(c.concave for c in cs),
+                         signs.pop() if len(signs) == 1 else 0)
+
+
+@dataclass
+class Mul(Node):
+    args: list
+
+    def evaluate(self, a):
+        vals, grads = zip(*(arg.evaluate(a) for arg in self.args))
+        value = math.prod(vals)
+        grad = None
+        for j, g in enumerate(grads):
+            if g is not None:
+                rest = math.prod(vals[:j]) * math.prod(vals[j + 1:])     # no division: zeros are fine
+                grad = rest * g if grad is None else grad + rest * g
+        return value, grad
+
+    def curvature(self, own):
+        cs = [arg.curvature(own) for arg in self.args]
+        sign = 1
+        for c in cs:
+            if c.constant:
+                sign *= c.sign
+        if any(isinstance(arg, Const) and arg.v == 0.0 for arg in self.args):
+            return Curvature(True, True, True, 0)
+        moving = [c for c in cs if not c.constant]
+        if not moving:
+            return Curvature(True, True, True, sign if all(c.sign for c in cs) else 0)
+        if len(moving) > 1:
+            return UNKNOWN                       # a product of own-dependent factors: the user vouches
+        return moving[0].scaled(sign)
+
+
+@dataclass
+class Pow(Node):
+    base: Node
+    p: float
+
+    def evaluate(self, a):
+        v, g = self.base.evaluate(a)
+        p = self.p
+        if p == 0.0:
+            return 1.0, None
+        if not p.is_integer() and v < 0.0:
+            raise ModelError(f"{field_name(self.where)}: power {p:g} of a negative number ({v:.6g})")
+        if p < 0.0 and v == 0.0:
+            raise ModelError(f"{field_name(self.where)}: power {p:g} of zero")
+        try:
+            value = v ** p
+            if g is None:
+                return value, None
+            if v == 0.0 and p < 1.0:
+                raise ModelError(f"{field_name(self.where)}: the power {p:g} has no finite derivative at zero")
+            d = p * v ** (p - 1.0) if p != 1.0 else 1.0
+        except OverflowError:
+            raise ModelError(f"{field_name(self.where)}: power {p:g} of {v:.6g} overflows") from None
+        return value, d * g
+
+    def curvature(self, own):
+        c, p = self.base.curvature(own), self.p
+        integer, even = p.is_integer(), p.is_integer() and int(p) % 2 == 0
+        nonneg = 1 if (not integer or even or c.sign > 0) else 0
+        if c.constant or p == 0.0:
+            return Curvature(True, True, True, nonneg)
+        if p == 1.0:
+            return c
+        affine = c.convex and c.concave
+        if 0.0 < p < 1.0:                         # concave, increasing on e >= 0
+            return Curvature(False, False, c.concave, 1)
+        if p > 1.0 and (not integer or c.sign > 0):   # convex, increasing on e >= 0
+            return Curvature(False, c.convex, False, 1)
+        if even:                                  # convex on the reals, not monotone
+            return Curvature(False, affine, False, 1)
+        if p < 0.0 and (not integer or c.sign > 0):   # convex, decreasing on e > 0
+            return Curvature(False, c.concave, False, 1)
+        return Curvature(False, False, False, nonneg)
+
+
+@dataclass
+class Log(Node):
+    arg: Node
+
+    def evaluate(self, a):
+        v, g = self.arg.evaluate(a)
+        if v <= 0.0:
+            raise ModelError(f"{field_name(self.where)}: log of a non-positive number ({v:.6g})")
+        return math.log(v), (None if g is None else g / v)
+
+    def curvature(self, own):
+        c = self.arg.curvature(own)
+        if c.constant:
+            return CONST
+        return Curvature(False, False, c.concave)
+
+
+# --- parsing -----------------------------------------------------------------------------------
+def parse(tree, n: int, where=("expression",), depth: int = 0) -> Node:
+    """The node of a JSON expression over a joint action of ``n`` numbers; malformed: a one-line
+    ModelError naming the field (``players[0].cost.expression.args[1]: ...``)."""
+    where = tuple(where)
+    if depth > MAX_DEPTH:
+        raise _error(where, f"expression nested deeper than {MAX_DEPTH} levels")
+    if not isinstance(tree, dict):
+        node = Const(_number(tree, where)) if not isinstance(tree, (list, str)) and tree is not None else None
+        if node is None:
+            raise _error(where, "expected an expression: a number, {\"var\": k}, {\"linear\": [...]} or "
+                                f"{{\"op\": ..., \"args\": [...]}} with op one of {', '.join(OPS)}")
+    elif "var" in tree:
+        _keys(tree, {"var"}, where)
+        k = tree["var"]
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < n:
+            raise _error(where + ("var",), f"expected an index into the joint action, 0 to {n - 1}, got {k!r}")
+        node = Var(k, n)
+    elif "linear" in tree:
+        _keys(tree, {"linear", "constant"}, where)
+        w = tree["linear"]
+        if not isinstance(w, list) or len(w) != n:
+            raise _error(where + ("linear",), f"expected {n} numbers (one per entry of the joint action)")
+        node = Linear(np.array([_number(x, where + ("linear", j)) for j, x in enumerate(w)]),
+                      _number(tree.get("constant", 0.0), where + ("constant",)))
+    elif "op" in tree:
+        _keys(tree, {"op", "args"}, where)
+        op, args = tree["op"], tree.get("args")
+        if op not in OPS:
+            raise _error(where + ("op",), f"unknown operation {op!r}; expected one of {', '.join(OPS)}")
+        if not isinstance(args, list) or not args:
+            raise _error(where + ("args",), "expected a non-empty list of arguments")
+        arity = {"pow": 2, "log": 1}.get(op)
+        if arity is not None and len(args) != arity:
+            raise _error(where + ("args",), f"{op} takes {arity} argument{'s' if arity > 1 else ''}, got {len(args)}")
+        if op == "pow":
+            node = Pow(parse(args[0], n, where + ("args", 0), depth + 1), _number(args[1], where + ("args", 1)))
+        else:
+            kids = [parse(x, n, where + ("args", j), depth + 1) for j, x in enumerate(args)]
+            node = Log(kids[0]) if op == "log" else (Add(kids) if op == "add" else Mul(kids))
+    else:
+        raise _error(where, "expected one of the keys var, linear, op")
+    node.where = where
+    return node
+
+
+def _keys(tree: dict, allowed: set, where) -> None:
+    extra = sorted(set(tree) - allowed)
+    if extra:
+        raise _error(where + (extra[0],), f"unexpected key (this node takes {', '.join(sorted(allowed))})")
+
+
+# --- a player's payoff -------------------------------------------------------------------------
+class Payoff:
+    """A player's utility from its JSON spec: ``sign * (0.5 a'Qa + c'a + constant + expression)``.
+
+    ``sign`` is +1 for a ``utility``, -1 for a ``cost``. ``value`` and ``gradient`` are what
+    :meth:`solvopt.dsl.PseudoGame.utility` takes; ``concavity`` says what the rules proved about
+    the utility in the player's own action: ``"proven"`` or ``"vouched"`` (refused when disproved).
+    """
+
+    def __init__(self, Q, c, constant: float, expression: Node, sign: float, own: np.ndarray):
+        self.Q, self.c, self.k, self.expr, self.sign = Q, c, float(constant), expression, float(sign)
+        mask = np.zeros(len(c), bool)
+        mask[own] = True
+        curv = expression.curvature(mask)
+        quad = _quadratic_curvature(Q[np.ix_(own, own)]) if Q is not None else CONST
+        total = Curvature(curv.constant and quad.constant, curv.convex and quad.convex, curv.concave and quad.concave)
+        if sign < 0:
+            total = total.scaled(-1)
+        self.concavity = "proven" if total.concave else "vouched"
+        self.disproved = total.convex and not total.concave
+
+    def value(self, a) -> float:
+        a = np.asarray(a, dtype=float).ravel()
+        v, _ = self.expr.evaluate(a)
+        if self.Q is not None:
+            v += 0.5 * float(a @ (self.Q @ a))
+        return self.sign * (v + float(self.c @ a) + self.k)
+
+    def gradient(self, a) -> np.ndarray:
+        a = np.asarray(a, dtype=float).ravel()
+        _, g = self.expr.evaluate(a)
+        out = self.c.copy() if g is None else self.c + g
+        if self.Q is not None:
+            out = out + self.Q @ a
+        return self.sign * out
+
+
+def _quadratic_curvature(own_block) -> Curvature:
+    if not own_block.size or not np.any(own_block):
+        return CONST if not own_block.size else AFFINE
+    eig = np.linalg.eigvalsh(0.5 * (own_block + own_block.T))
+    tol = 1e-10 * max(1.0, float(np.max(np.abs(own_block))))
+    return Curvature(False, bool(eig.min() >= -tol), bool(eig.max() <= tol))
+
+
+def payoff(spec: dict, n: int, own, sign: float, where, Q=None, c=None) -> Payoff:
+    """The compiled payoff of one player's ``utility`` / ``cost`` spec holding an ``expression``.
+
+    ``Q`` and ``c`` are the spec's quadratic part, already checked by the caller (None: absent).
+    A utility proven convex and not affine in the player's own action (a cost proven concave) is
+    a ModelError naming the field.
+    """
+    node = parse(spec["expression"], n, tuple(where) + ("expression",))
+    p = Payoff(Q, np.zeros(n) if c is None else np.asarray(c, float), spec.get("constant", 0.0), node, sign,
+               np.asarray(own, int))
+    if p.disproved:
+        what = "cost is concave, not convex" if sign < 0 else "utility is convex, not concave"
+        raise _error(tuple(where), f"the {what}, in the player's own action (a player maximises a concave "
+                                   "utility / minimises a convex cost)")
+    return p
+
+
+__all__ = ["parse", "payoff", "Payoff", "Curvature", "OPS"]
