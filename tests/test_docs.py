@@ -137,7 +137,8 @@ def run_python(block: Block, page: _Page) -> None:
     try:
         exec(code, page.namespace)
     except _Timeout:
-        raise AssertionError(f"{block.id}: ran over {BLOCK_TIMEOUT} s: give the example a time limit in the docs")
+        raise AssertionError(
+            f"{block.id}: ran over {BLOCK_TIMEOUT} s: give the example a time limit in the docs") from None
     except BaseException as exc:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(block.page)]
         where = f"line {frames[-1].lineno}: {frames[-1].line}" if frames else ""

@@ -106,7 +106,7 @@ def test_bad_names_and_objects_are_model_errors():
 def test_float_array_and_real_array_refuse_what_is_not_real(value, match):
     from solvopt.dsl.arrays import float_array, real_array
     for convert in (float_array, real_array):
-        _refused(lambda: convert(value, "data"), match)
+        _refused(lambda convert=convert: convert(value, "data"), match)
 
 
 def test_float_array_keeps_views_and_values_real_array_checks_them():

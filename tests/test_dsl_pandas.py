@@ -188,7 +188,7 @@ def test_mismatches_are_one_clear_error():
     with pytest.raises(ModelError, match=r"labels do not line up.*'d'"):
         x * pd.Series({"a": 1.0, "b": 2.0, "d": 3.0})
     with pytest.raises(ModelError, match="not in it"):
-        x <= pd.Series({"a": 1.0, "b": 2.0})
+        _ = x <= pd.Series({"a": 1.0, "b": 2.0})
     with pytest.raises(ModelError, match="unlabelled"):
         y * pd.Series([1.0, 2.0, 3.0], index=["a", "b", "c"])
     with pytest.raises(ModelError, match="repeat"):
@@ -272,7 +272,7 @@ def test_without_pandas_the_error_names_the_extra(monkeypatch):
     with pytest.raises(BackendUnavailable, match=r"solvopt\[pandas\]"):
         r.to_frame()
     with pytest.raises(BackendUnavailable, match=r"solvopt\[pandas\]"):
-        x.solution
+        _ = x.solution
     with pytest.raises(BackendUnavailable, match=r"solvopt\[pandas\]"):
         m.add_var(coords=[["a"]], name="y")
     np.testing.assert_allclose(x.value, [1.0, 1.0])       # NumPy values need no pandas

@@ -88,7 +88,7 @@ def brute_force_portfolio_regret(econ, result):
     for i in range(econ.n_consumers):
         c = np.einsum("sm,sm->s", p, econ.endowments[chain.world, i])
 
-        def value(hold):
+        def value(hold, c=c, i=i):
             carried = np.where(chain.prev >= 0, hold[..., np.maximum(chain.prev, 0)], 0.0)
             wealth = c + R * carried - qs * hold[..., chain.world]
             return np.where(np.all(wealth >= -1e-12, axis=-1), wealth @ (chain.occupancy * beta[:, i]), -np.inf)

@@ -147,7 +147,7 @@ def bundle_value_by_hand(econ, chain, prof):
 def test_assets_paying_bundles(method):
     econ = ec.random_economy(4, 3, 1, 3, "cobb_douglas", seed=3, bundles=True)
     with pytest.raises(ModelError, match="bundles"):
-        econ.asset_returns
+        _ = econ.asset_returns
     result = econ.solve(method=method, iteration_limit=40 if method == "markov-newton" else 400)
     # (over every deviation the stationary profiles of these methods keep consumer regrets of about
     # 1e-4 of the endowment value: tests/test_games_economy.py)

@@ -45,7 +45,7 @@ def stage_regret(game, s, a):
         lin = c[i] + Q[i, j] * a[j]
         best = np.clip(-lin / Q[i, i], lo, hi) if Q[i, i] < 0 else (hi if lin > 0 else lo)
 
-        def r(b):
+        def r(b, i=i, c=c, Q=Q):
             x = a.copy()
             x[i] = b
             return c @ x + 0.5 * x @ Q @ x

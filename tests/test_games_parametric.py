@@ -253,7 +253,7 @@ def test_exact_gradients_match_finite_differences():
     G = np.random.default_rng(5).normal(size=(2, 3, 3)) * 0.2
     grad = pm.policy_gradients(data, pm.evaluate(data, G))
     for i in range(2):
-        fd = finite_difference(lambda H: pm.evaluate(data, H).J[i], G)
+        fd = finite_difference(lambda H, i=i: pm.evaluate(data, H).J[i], G)
         np.testing.assert_allclose(grad[i], fd, rtol=1e-5, atol=1e-6)
 
 

@@ -58,8 +58,7 @@ def test_spectrum_matches_numpy(n):
     rng = np.random.default_rng(n)
     q = np.zeros(n)
     jac = np.zeros((2, n, n))
-    resolved = 0
-    for trial in range(400):
+    for _ in range(400):
         pts = rng.normal(size=(rng.integers(n, 3 * n + 2), n)) * 10.0 ** rng.uniform(-3, 3, size=n)
         centred = pts - pts.mean(axis=0)
         S = centred.T @ centred
@@ -110,7 +109,7 @@ def test_spectrum_from_the_smallest_eigenvalue_matches_numpy():
     rng = np.random.default_rng(6)
     q = np.zeros(3)
     resolved = 0
-    for trial in range(600):
+    for _ in range(600):
         S = _scatter(rng)
         values = np.linalg.eigvalsh(S)
         scale = max(1.0, float(np.abs(S).max()))
