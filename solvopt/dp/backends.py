@@ -19,6 +19,7 @@ import numpy as np
 from solvopt.core.backend import CUDA_INSTALL_HINT, Kernels
 from solvopt.core.errors import ModelError
 from solvopt.core.options import Option, SolveOptions
+from solvopt.core.registry import Solver
 
 from .engine import ENGINE_OPTIONS
 
@@ -85,7 +86,16 @@ def cuda_backend(options: SolveOptions) -> Backend:
                    options={"schedule": options.extra["schedule"]})
 
 
-class NumpyMethod:
+class EngineSolver(Solver):
+    """A solver on the engine: a method mixin below supplies its backend, the family base (dp, irp) its
+    compile and solve. The mixins derive from it so that their class attributes share Solver's types."""
+
+    @staticmethod
+    def make_backend(options: SolveOptions) -> Backend:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class NumpyMethod(EngineSolver):
     """The NumPy reference kernel (the test oracle)."""
 
     name = "numpy"
@@ -95,7 +105,7 @@ class NumpyMethod:
     make_backend = staticmethod(numpy_backend)
 
 
-class NumbaMethod:
+class NumbaMethod(EngineSolver):
     """The Numba parallel CPU kernel (the default without a GPU)."""
 
     name = "numba"
@@ -109,7 +119,7 @@ class NumbaMethod:
     make_backend = staticmethod(numba_backend)
 
 
-class CudaMethod:
+class CudaMethod(EngineSolver):
     """The CUDA kernel through CuPy (picked by device='auto' when CuPy sees a device)."""
 
     name = "cuda"

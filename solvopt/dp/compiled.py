@@ -27,6 +27,7 @@ costs, per chunk for sampled ones), never reported as unreachable.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -59,6 +60,8 @@ class ChunkTensors:
 
 class CompiledDP:
     """Structure of a ``LayeredDP`` padded for the kernels, and the per-chunk tensor builder."""
+
+    build_time: float | None = None     # seconds to build the model and this form, set by the compile step
 
     def __init__(self, model):
         self.model = model
@@ -164,6 +167,7 @@ class CompiledDP:
         for offset, n, drawn, drawn_initial in pieces:       # one piece per sampling block
             cols, first = slice(offset, offset + n), start + offset
             for l, layer in enumerate(model.layers):
+                data: Any   # kind "scenario": (src, costs); "choice": the variants; "fixed": None
                 kind, data = drawn[l] if drawn is not None else ("fixed", None)
                 layer_choice = data if kind == "choice" else (
                     layer.choice[first:first + n] if layer.n_variants is not None else None)

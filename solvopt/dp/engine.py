@@ -274,7 +274,7 @@ def solve(compiled: CompiledDP, backend, options: SolveOptions) -> Result:
                  "transitions_per_second": transitions / acc.kernel_time if acc.kernel_time else None,
                  "ns_per_transition": 1e9 * acc.kernel_time / transitions if transitions else None,
                  "dtype": str(compiled.dtype), "sampled": compiled.sampler is not None}
-    if "build_time" in compiled.__dict__:
+    if compiled.build_time is not None:
         run_stats["build_time"] = compiled.build_time
     return _result(compiled, solution, int(stats.infinite[row]), processed, run.stopped, run_stats)
 

@@ -152,7 +152,8 @@ SCHEDULES = ("auto", "blocks", "targets")
 def effective_threads(threads: int | None, transitions: int, n_scenarios: int) -> int:
     """Threads a call uses: the requested (or Numba's current) count, 1 for small problems."""
     import numba
-    threads = min(threads or numba.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+    most = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # set at import from the environment: not in the stubs
+    threads = min(threads or numba.get_num_threads(), most)
     return 1 if transitions * n_scenarios < SERIAL_BELOW else threads
 
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 import time
 
 from solvopt.core.options import SolveOptions
-from solvopt.core.registry import Solver, register
+from solvopt.core.registry import register
 from solvopt.core.result import Result
 
 from . import engine
-from .backends import CudaMethod, NumbaMethod, NumpyMethod
+from .backends import CudaMethod, EngineSolver, NumbaMethod, NumpyMethod
 from .compiled import CompiledDP
 
 
-class _DPSolver(Solver):
+class _DPSolver(EngineSolver):
     family = "dp"
     capabilities = ("dense", "masked", "sparse", "per-scenario costs", "variant layers", "sampled scenarios",
                     "chunking")

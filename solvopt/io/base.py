@@ -12,7 +12,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..core.errors import InstanceFormatError, ModelError
 from ..core.family import load_readers
@@ -256,6 +256,15 @@ class LineReader:
         return None if self.at_end() else self.lines[self.pos]
 
 
+@overload
+def parse_number(token: str, path: str, line: int, what: str, integer: Literal[True],
+                 allow_nonfinite: bool = False) -> int: ...
+@overload
+def parse_number(token: str, path: str, line: int, what: str, integer: Literal[False] = False,
+                 allow_nonfinite: bool = False) -> float: ...
+@overload
+def parse_number(token: str, path: str, line: int, what: str, integer: bool = False,
+                 allow_nonfinite: bool = False) -> float | int: ...
 def parse_number(token: str, path: str, line: int, what: str, integer: bool = False,
                  allow_nonfinite: bool = False) -> float | int:
     """Parse one token as a number (int when ``integer``); NaN/inf are errors unless allowed."""
@@ -263,6 +272,7 @@ def parse_number(token: str, path: str, line: int, what: str, integer: bool = Fa
         value = int(token) if integer else float(token)
     except ValueError:
         if integer:
+            f: float | None
             try:
                 f = float(token)
             except ValueError:

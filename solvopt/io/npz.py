@@ -1,4 +1,5 @@
-"""NumPy ``.npz`` archives (and ``.npy`` files: :func:`load_npy`) read defensively: every array's header is checked before anything is allocated.
+"""NumPy ``.npz`` archives (and ``.npy`` files: :func:`load_npy`) read defensively: every array's
+header is checked before anything is allocated.
 
 ``numpy.load`` trusts the file: a ``.npy`` renamed ``.npz`` comes back as a bare array, a member
 that is not a ``.npy`` comes back as bytes, and a header claiming a shape of 71 PiB is allocated

@@ -54,7 +54,8 @@ def read_irp(path: str) -> Instance:
     no, line = lines.next("the header 'nodes horizon vehicle_capacity'")
     tokens = line.split()
     if len(tokens) != 3:
-        raise InstanceFormatError(path, no, f"expected the header 'nodes horizon vehicle_capacity', got {len(tokens)} values")
+        raise InstanceFormatError(path, no, "expected the header 'nodes horizon vehicle_capacity', "
+                                            f"got {len(tokens)} values")
     nodes = parse_number(tokens[0], path, no, "nodes", integer=True)
     horizon = parse_number(tokens[1], path, no, "horizon", integer=True)
     capacity = parse_number(tokens[2], path, no, "vehicle_capacity")
@@ -69,9 +70,10 @@ def read_irp(path: str) -> Instance:
                                                   "but the file has more lines")
     ids = {int(supplier[0]): 2}
     for cno, values in customers:
-        if values[0] in ids:
-            raise InstanceFormatError(path, cno, f"node id {values[0]} is used twice")
-        ids[values[0]] = cno
+        node = int(values[0])                       # parsed as an integer
+        if node in ids:
+            raise InstanceFormatError(path, cno, f"node id {node} is used twice")
+        ids[node] = cno
         if values[5] > values[4]:
             raise InstanceFormatError(path, cno, f"min_inventory {values[5]} exceeds max_inventory {values[4]}")
     table = np.array([values for _, values in customers], dtype=np.float64)

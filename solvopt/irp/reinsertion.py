@@ -112,6 +112,7 @@ def layered_dp(model: InventoryReinsertion, deliver: np.ndarray, dtype=np.float6
                          final="shared", dtype=dtype)
     transitions = [Transitions.variants(p, s, c, n_sources=U + 1) for p, (s, c) in zip(ptrs, tables)]
     mean = model.mean_demand
+    assert mean is not None     # an InventoryReinsertion holds a demand matrix or Poisson means
 
     def sampler(rng: np.random.Generator, count: int):
         choices, excess = scenario_data(model, rng.poisson(mean, size=(count, T)))
@@ -145,8 +146,9 @@ def check_memory(model: InventoryReinsertion, budget: int | None = None) -> None
     """ModelError, before anything is allocated, when the compiled tables would not fit the budget."""
     need, budget = compile_bytes(model), memory_budget() if budget is None else budget
     if need > budget:
+        levels = model.max_level + 1
         raise ModelError(f"{model.name}: the reinsertion DP over levels 0..{model.max_level} needs about "
-                         f"{format_bytes(need)} ({model.horizon} days x {model.max_level + 1} x {2 * (model.max_level + 1)} "
+                         f"{format_bytes(need)} ({model.horizon} days x {levels} x {2 * levels} "
                          f"table entries), more than the {format_bytes(budget)} allowed (half this machine's memory); "
                          "the maximum inventory is too large for this DP")
 

@@ -7,15 +7,15 @@ decoded from the model itself (decision, plans, customer, penalties).
 from __future__ import annotations
 
 from solvopt.core.options import SolveOptions
-from solvopt.core.registry import Solver, register
+from solvopt.core.registry import register
 from solvopt.core.result import Result
 from solvopt.dp import engine
-from solvopt.dp.backends import CudaMethod, NumbaMethod, NumpyMethod
+from solvopt.dp.backends import CudaMethod, EngineSolver, NumbaMethod, NumpyMethod
 
 from .reinsertion import CompiledInventory, compile_inventory, decode
 
 
-class _InventorySolver(Solver):
+class _InventorySolver(EngineSolver):
     family = "irp"
     capabilities = ("order-up-to reinsertion", "Poisson or given demand scenarios", "chunking")
 
