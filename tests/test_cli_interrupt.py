@@ -11,8 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from helpers import REPO
 
 
 def _hard_khc(path: Path, seed: int) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +25,6 @@ from solvopt.core.result import Result, SolutionStatus, Termination
 from solvopt.io import results
 from solvopt.io.results import output_names, safe_name, write_result
 
-REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "instances"
 
 

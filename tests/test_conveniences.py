@@ -10,7 +10,7 @@ import sys
 import zipfile
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 import solvopt
 from solvopt.core.progress import Progress

@@ -1,4 +1,4 @@
-"""The spine: Result round-trips, options validation, registry behaviour, device resolution."""
+"""The spine: Result round-trips, options validation, device resolution, compile time."""
 from __future__ import annotations
 
 import math
@@ -10,16 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from solvopt.core import (
-    Availability,
     BackendUnavailable,
     ModelError,
     Result,
     SolutionStatus,
     SolveOptions,
-    Solver,
     Termination,
     parse_options,
-    registry,
     relative_gap,
     resolve_device,
 )
@@ -67,48 +64,6 @@ def test_options_reject_unknown_and_bad_values():
     opts = parse_options({"time_limit": 2.5, "scenarios": 10}, (Option("scenarios", int, 100), Option("policy", str, "penalty")))
     assert opts.time_limit == 2.5 and opts.extra == {"scenarios": 10, "policy": "penalty"}
 
-
-class _Echo(Solver):
-    family = "_test"
-    name = "echo"
-    options = (Option("value", float, 1.0),)
-    default = True
-
-    def solve(self, compiled, options):
-        return Result(Termination.OPTIMAL, SolutionStatus.OPTIMAL, objective=compiled * options.extra["value"])
-
-
-class _Missing(Solver):
-    family = "_test"
-    name = "missing"
-    install_hint = "pip install something"
-
-    @classmethod
-    def available(cls):
-        return Availability.NOT_INSTALLED
-
-
-@pytest.fixture
-def test_family():
-    registry.register(_Echo)
-    registry.register(_Missing)
-    yield
-    registry._REGISTRY.pop(("_test", "echo"))
-    registry._REGISTRY.pop(("_test", "missing"))
-
-
-def test_registry_dispatch_default_unknown_and_unavailable(test_family):
-    assert registry.get_solver("_test") is _Echo
-    r = registry.solve("_test", 2.0, value=3.0)
-    assert r.objective == 6.0 and r.family == "_test" and r.method == "echo" and r.stats["wall_time"] >= 0
-    with pytest.raises(ModelError, match="unknown method 'nope'.*echo"):
-        registry.get_solver("_test", "nope")
-    with pytest.raises(BackendUnavailable, match="pip install something"):
-        registry.solve("_test", 1.0, method="missing")
-    with pytest.raises(ModelError, match="unknown option"):
-        registry.solve("_test", 1.0, colour="red")
-    with pytest.raises(ModelError, match="unknown family|no solvers"):
-        registry.get_solver("_no_such_family")
 
 
 def test_device_resolution_without_gpu(monkeypatch):

@@ -6,13 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from solvopt.cli import main as cli_main
 
-REPO = Path(__file__).resolve().parents[1]
 VRP = REPO / "instances" / "cvrp" / "X-n101-k25.vrp"
 
 

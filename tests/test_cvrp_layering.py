@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers import REPO
 
 
 def test_models_and_gpu_launcher_load_neither_numba_nor_the_family():

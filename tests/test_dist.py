@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO
 
 import solvopt
 from solvopt.core.chunks import ChunkPlan, run_chunks
@@ -33,7 +34,6 @@ from solvopt.dsl import StochasticSplit
 from solvopt.dsl.inventory import InventoryReinsertion
 from solvopt.io import read_instance
 
-REPO = Path(__file__).resolve().parents[1]
 KHC = sorted((REPO / "instances" / "khc").glob("*.dat"))
 CVRP = sorted((REPO / "instances" / "cvrp").glob("*.vrp"))
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 PAGES = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
 LANGS = {"python": "python", "bash": "shell", "sh": "shell", "shell": "shell", "console": "shell"}

@@ -1,6 +1,7 @@
-"""Model.to_highspy and the array handover to HiGHS, against independent references."""
+"""Model.to_highspy, the array handover to HiGHS and the HiGHS session utilities, against independent references."""
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from solvopt.core import ModelError
+from solvopt.core.errors import BackendUnavailable
 from solvopt.dsl import Model, StandardForm
 from solvopt.dsl.highs_export import load_standard_form, new_highs
 
@@ -112,3 +114,24 @@ def test_highs_refuses_quadratic_constraints_on_load():
     m.add((z ** 2).sum() >= 1)
     with pytest.raises(ModelError, match="quadratic constraints"):
         m.to_highspy()
+
+
+# --- the HiGHS session utilities: one definition, in solvopt.dsl.highs_export ----------------------
+def test_highs_session_utilities_are_defined_once():
+    from solvopt.dsl import highs_export
+    from solvopt.khc import node_lp
+    from solvopt.lp import highs_session
+    for name in ("highspy_module", "new_highs", "watch_interrupt", "was_interrupted"):
+        assert not hasattr(highs_session, name), name                 # defined once, not re-exported
+    assert node_lp.highspy_module is highs_export.highspy_module
+    assert "import highspy\n" not in inspect.getsource(highs_session)
+    assert "import highspy\n" not in inspect.getsource(node_lp)
+
+
+def test_highspy_module_names_what_needs_it(monkeypatch):
+    from solvopt.dsl.highs_export import highspy_module
+    monkeypatch.setitem(sys.modules, "highspy", None)   # import highspy raises ImportError
+    with pytest.raises(BackendUnavailable, match="method 'sbb' needs highspy.*pip install highspy"):
+        highspy_module("method 'sbb'")
+    with pytest.raises(BackendUnavailable, match="highspy is not installed"):
+        highspy_module()

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +34,6 @@ from solvopt.core.errors import SolvoptError
 from solvopt.core.family import get_family
 from solvopt.io import read_instance
 
-REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "instances"
 CASES = Path(__file__).resolve().parent / "fuzz_cases"
 # derandomized (the same examples in every run) and not shrunk: a failing example is reported as drawn

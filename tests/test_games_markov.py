@@ -249,7 +249,7 @@ def test_bad_inputs():
 
 # --- instance files ------------------------------------------------------------------------------
 def test_sample_instance_reads_and_solves():
-    from conftest import REPO
+    from helpers import REPO
 
     from solvopt.core.family import get_family
     from solvopt.io import read_instance

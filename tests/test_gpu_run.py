@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 SCRIPT = REPO / "benchmarks" / "gpu_run.py"
 RESULTS = REPO / "benchmarks" / "results"

@@ -285,3 +285,15 @@ def test_bad_instance_parameters_name_the_instance(samples, capsys):
         assert main(["solve", path, *flags]) == 1
         err = capsys.readouterr().err
         assert path in err and words in err and err.count("\n") == 1
+
+
+def test_huge_irp_demands_are_model_errors():
+    kw = dict(horizon=3, max_level=5, start_level=2, holding_cost=1.0, insertion_costs=[[1.0], [1.0], [1.0]])
+    for extra in (dict(mean_demand=1e300, scenarios=10), dict(demand=np.full((2, 3), 1e30))):
+        try:
+            model = InventoryReinsertion(**kw, **extra)
+        except ModelError as exc:
+            assert "2**53" in str(exc)
+            continue
+        with pytest.raises(ModelError):
+            model.solve()

@@ -15,7 +15,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from conftest import PROMPT
+from helpers import PROMPT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from khc_planted import planted

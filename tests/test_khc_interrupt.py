@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import PROMPT
+from helpers import PROMPT
 
 from solvopt.core.interrupt import clear_stop, request_stop
 from solvopt.core.registry import Availability, get_solver

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import PROMPT
+from helpers import PROMPT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from khc_reference import brute_force

@@ -1,4 +1,4 @@
-"""k-HC2 statuses do not depend on the user's units; the HiGHS session utilities exist once.
+"""k-HC2 statuses do not depend on the user's units.
 
 k-HC2 is scale-equivariant: multiplying the points by s multiplies every cost by s^2 and keeps
 every assignment's rank. So every method must report the same termination on every scaling,
@@ -8,14 +8,12 @@ units is a 2.6% gap at s = 1e-4 on sr_20 and stopped bnb before its first node a
 """
 from __future__ import annotations
 
-import inspect
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from solvopt.core.errors import BackendUnavailable
 from solvopt.core.options import DEFAULT_ABS_GAP
 from solvopt.core.result import SolutionStatus, Termination
 from solvopt.dsl import HyperplaneClustering
@@ -77,27 +75,6 @@ def test_a_tiny_positive_objective_with_bound_zero_is_not_optimal():
     r = problem.result(labels, 0.0, stopped=None, method="test")
     assert r.objective > 0 and r.objective < DEFAULT_ABS_GAP
     assert r.termination is Termination.FEASIBLE_WITHIN_GAP and r.gap == 1.0
-
-
-# --- the HiGHS session utilities: one definition, in solvopt.dsl.highs_export ----------------------
-def test_highs_session_utilities_are_defined_once():
-    from solvopt.dsl import highs_export
-    from solvopt.khc import node_lp
-    from solvopt.lp import highs_session
-    for name in ("highspy_module", "new_highs", "watch_interrupt", "was_interrupted"):
-        assert not hasattr(highs_session, name), name                 # defined once, not re-exported
-    assert node_lp.highspy_module is highs_export.highspy_module
-    assert "import highspy\n" not in inspect.getsource(highs_session)
-    assert "import highspy\n" not in inspect.getsource(node_lp)
-
-
-def test_highspy_module_names_what_needs_it(monkeypatch):
-    from solvopt.dsl.highs_export import highspy_module
-    monkeypatch.setitem(sys.modules, "highspy", None)   # import highspy raises ImportError
-    with pytest.raises(BackendUnavailable, match="method 'sbb' needs highspy.*pip install highspy"):
-        highspy_module("method 'sbb'")
-    with pytest.raises(BackendUnavailable, match="highspy is not installed"):
-        highspy_module()
 
 
 def test_sbb_does_not_import_the_external_methods():

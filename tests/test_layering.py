@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 # the package's folders: setup.cfg installs dsl/ and gpu/ as solvopt.dsl and solvopt.gpu
 ROOTS = {"solvopt": REPO / "solvopt", "solvopt.dsl": REPO / "dsl", "solvopt.gpu": REPO / "gpu"}
 

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 from solvopt.core.errors import BackendUnavailable
 

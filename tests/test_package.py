@@ -8,7 +8,7 @@ import sys
 import zipfile
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 
 def test_mapped_subpackages_import():

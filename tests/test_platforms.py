@@ -8,7 +8,7 @@ import os
 import socket
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 spec = importlib.util.spec_from_file_location("check_platforms", REPO / "tools" / "check_platforms.py")
 check_platforms = importlib.util.module_from_spec(spec)

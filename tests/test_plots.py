@@ -6,7 +6,7 @@ import importlib.util
 import json
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 spec = importlib.util.spec_from_file_location("plots", REPO / "benchmarks" / "plots.py")
 plots = importlib.util.module_from_spec(spec)

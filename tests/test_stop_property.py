@@ -43,11 +43,11 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from solvopt.cli import main as cli_main
 from solvopt.core.family import families, load_object
 
-REPO = Path(__file__).resolve().parents[1]
 MARGIN = 2.0            # seconds of slack for a loaded CI machine (see the module docstring)
 WAIT_FOR_START = 120.0  # most seconds until the first progress line (a cold import and compile included)
 HARD_CAP = 120.0        # a run still alive this long after its stop is killed and fails the test

@@ -165,13 +165,13 @@ def compare_tours(instance, tours, *, scenarios=None, seed: int = 0, policy: str
         except ModelError as exc:
             raise ModelError(f"compare_tours: {name}: {exc}") from None
 
-    results, costs = [], []
+    results, runs = [], []
     for tour in giant:
         result = base.with_tour(tour).solve(method, seed=seed, keep_costs=True, **options)
         results.append(result)
-        costs.append(np.asarray(result.solution.get("scenario_costs", np.zeros(0)), dtype=np.float64))
-    done = min(c.shape[0] for c in costs)          # a time limit may stop runs early: the common prefix
-    costs = np.stack([c[:done] for c in costs])
+        runs.append(np.asarray(result.solution.get("scenario_costs", np.zeros(0)), dtype=np.float64))
+    done = min(c.shape[0] for c in runs)           # a time limit may stop runs early: the common prefix
+    costs = np.stack([c[:done] for c in runs])
     common = np.all(np.isfinite(costs), axis=0)
     if not np.any(common):
         raise ModelError("compare_tours: no scenario is feasible (a customer's demand exceeds the capacity in every "

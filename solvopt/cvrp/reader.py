@@ -50,6 +50,11 @@ MAX_COORDINATE = 1e150       # |x|, |y|: squared differences of coordinates stay
 _HEADER_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
+def _parse_int(token: str, path: str, line: int, what: str) -> int:
+    """:func:`parse_number` of an integer token, typed as ``int``."""
+    return int(parse_number(token, path, line, what, integer=True))
+
+
 def _keyword(line: str) -> str:
     """The first word of a line without a trailing colon (``DEMAND_SECTION :`` -> ``DEMAND_SECTION``)."""
     return line.split()[0].rstrip(":")
@@ -58,8 +63,8 @@ def _keyword(line: str) -> str:
 def _header(lines: LineReader) -> dict[str, tuple[int, str]]:
     """``KEY : value`` lines up to the first section keyword -> {KEY: (line, value)}."""
     fields: dict[str, tuple[int, str]] = {}
-    while not lines.at_end():
-        no, line = lines.peek()
+    while (head := lines.peek()) is not None:
+        no, line = head
         if _keyword(line) in SECTIONS or _keyword(line) == "EOF":
             break
         lines.next("a header line")
@@ -71,21 +76,23 @@ def _header(lines: LineReader) -> dict[str, tuple[int, str]]:
             key, value = key.strip(), value.strip()
         # other ``KEY : value`` fields of the VRPLIB family (e.g. a vendor's own) are kept but not used
         if key not in HEADER_KEYS and not (has_colon and _HEADER_KEY.match(key)):
-            raise InstanceFormatError(lines.path, no, f"expected a 'KEY : value' header line or a section, got {line[:40]!r}")
+            raise InstanceFormatError(lines.path, no,
+                                      f"expected a 'KEY : value' header line or a section, got {line[:40]!r}")
         fields[key] = (no, value)
     return fields
 
 
 def _required(lines: LineReader, fields, key: str, integer: bool = True):
     if key not in fields:
-        raise InstanceFormatError(lines.path, lines.peek()[0] if lines.peek() else lines.last_line,
+        head = lines.peek()
+        raise InstanceFormatError(lines.path, head[0] if head else lines.last_line,
                                   f"the header has no {key} field (expected before the sections)")
     no, value = fields[key]
     return parse_number(value, lines.path, no, key, integer=integer)
 
 
 def _rows(lines: LineReader, count: int, width: int, what: str) -> list[tuple[int, list[str]]]:
-    rows = []
+    rows: list[tuple[int, list[str]]] = []
     for _ in range(count):
         no, line = lines.next(f"{what} ({count} lines)")
         tokens = line.split()
@@ -99,12 +106,13 @@ def _rows(lines: LineReader, count: int, width: int, what: str) -> list[tuple[in
 
 
 def _node_ids(lines: LineReader, rows, dimension: int, section: str) -> list[int]:
-    ids = [parse_number(t[0], lines.path, no, f"node id in {section}", integer=True) for no, t in rows]
+    ids = [_parse_int(t[0], lines.path, no, f"node id in {section}") for no, t in rows]
     if sorted(ids) != list(range(1, dimension + 1)):
         seen = set()
         for (no, _), i in zip(rows, ids):
             if not 1 <= i <= dimension or i in seen:
-                raise InstanceFormatError(lines.path, no, f"node id {i} in {section}: expected each id 1..{dimension} once")
+                raise InstanceFormatError(lines.path, no,
+                                          f"node id {i} in {section}: expected each id 1..{dimension} once")
             seen.add(i)
     return ids
 
@@ -138,7 +146,8 @@ def read_vrplib(path: str, rounding: str | None = None) -> Instance:
     dimension = _required(lines, fields, "DIMENSION")
     capacity = _required(lines, fields, "CAPACITY")
     if dimension < 2:
-        raise InstanceFormatError(path, fields["DIMENSION"][0], f"DIMENSION must be >= 2 (a depot and a customer), got {dimension}")
+        raise InstanceFormatError(path, fields["DIMENSION"][0],
+                                  f"DIMENSION must be >= 2 (a depot and a customer), got {dimension}")
     if capacity <= 0:
         raise InstanceFormatError(path, fields["CAPACITY"][0], f"CAPACITY must be positive, got {capacity}")
     if capacity > MAX_INTEGER:
@@ -197,9 +206,9 @@ def read_vrplib(path: str, rounding: str | None = None) -> Instance:
             depots = _depot_section(lines, dimension)
         else:
             matrix = _explicit_matrix(lines, dimension, fmt or "FULL_MATRIX")
-    for name, value in (("DEMAND_SECTION", demands), ("DEPOT_SECTION", depots)):
-        if value is None:
-            raise InstanceFormatError(path, lines.last_line + 1, f"end of file without a {name}")
+    if demands is None or depots is None:
+        missing = "DEMAND_SECTION" if demands is None else "DEPOT_SECTION"
+        raise InstanceFormatError(path, lines.last_line + 1, f"end of file without a {missing}")
     if weight_type != "EXPLICIT" and not coords_for_distances:
         raise InstanceFormatError(path, lines.last_line + 1, "end of file without a NODE_COORD_SECTION "
                                                              f"(needed for {weight_type} distances)")
@@ -207,13 +216,17 @@ def read_vrplib(path: str, rounding: str | None = None) -> Instance:
         raise InstanceFormatError(path, lines.last_line + 1, "end of file without an EDGE_WEIGHT_SECTION")
     depot_line, depot = depots
     if demands[depot] != 0:
-        raise InstanceFormatError(path, depot_line, f"the depot (node {depot + 1}) has demand {demands[depot]}, expected 0")
+        raise InstanceFormatError(path, depot_line,
+                                  f"the depot (node {depot + 1}) has demand {demands[depot]}, expected 0")
 
     order = np.array([depot] + [i for i in range(dimension) if i != depot])
     coords = None if coords is None else coords[order]
     demands = demands[order]
-    distances = distance_matrix(weight_type, coords, rounding) if matrix is None else \
-        _round(matrix, rounding)[np.ix_(order, order)]
+    if matrix is None:
+        assert coords is not None       # the checks above: weights other than EXPLICIT have coordinates
+        distances = distance_matrix(weight_type, coords, rounding)
+    else:
+        distances = _round(matrix, rounding)[np.ix_(order, order)]
     name = fields.get("NAME", (None, instance_name(path)))[1]
     vehicles = _vehicles(path, fields, name)
     over = int(np.count_nonzero(demands > capacity))
@@ -230,13 +243,14 @@ def read_vrplib(path: str, rounding: str | None = None) -> Instance:
 def _depot_section(lines: LineReader, dimension: int) -> tuple[int, int]:
     """One depot id then ``-1`` -> (line, 0-based depot index)."""
     no, line = lines.next("the depot id")
-    depot = parse_number(line.split()[0], lines.path, no, "depot id", integer=True)
+    depot = _parse_int(line.split()[0], lines.path, no, "depot id")
     if not 1 <= depot <= dimension:
         raise InstanceFormatError(lines.path, no, f"depot id must be in 1..{dimension}, got {depot}")
     end_no, end = lines.next("-1 closing the DEPOT_SECTION")
     if end.split()[0] != "-1":
         value = parse_number(end.split()[0], lines.path, end_no, "-1 closing the DEPOT_SECTION", integer=True)
-        raise InstanceFormatError(lines.path, end_no, f"expected -1 closing the DEPOT_SECTION (one depot only), got {value}")
+        raise InstanceFormatError(lines.path, end_no,
+                                  f"expected -1 closing the DEPOT_SECTION (one depot only), got {value}")
     return no, depot - 1
 
 
@@ -330,7 +344,7 @@ def distance_matrix(weight_type: str, coords: np.ndarray, rounding: str = "nint"
 def _vehicles(path: str, fields, name: str) -> int | None:
     if "VEHICLES" in fields:
         no, value = fields["VEHICLES"]
-        return parse_number(value, path, no, "VEHICLES", integer=True)
+        return _parse_int(value, path, no, "VEHICLES")
     match = _VEHICLES_IN_NAME.search(name)
     return int(match.group(1)) if match else None
 
@@ -349,7 +363,7 @@ def read_vrplib_solution(path: str) -> Instance:
             label, sep, rest = line.partition(":")
             if not sep:
                 raise InstanceFormatError(path, no, "expected 'Route #i: customer ids'")
-            route = [parse_number(t, path, no, "customer id", integer=True) for t in rest.split()]
+            route = [_parse_int(t, path, no, "customer id") for t in rest.split()]
             if not route:
                 raise InstanceFormatError(path, no, "a route must visit at least one customer")
             for c in route:

@@ -117,7 +117,7 @@ def philox4x32_numpy(counter: np.ndarray, key: tuple[int, int], rounds: int = 10
     """Philox4x32-R on a (m, 4) array of 32-bit counters; the reference for the kernels."""
     c = [np.asarray(counter[:, i], dtype=np.uint64) & MASK32 for i in range(4)]
     k0, k1 = np.uint64(key[0]), np.uint64(key[1])
-    for r in range(rounds):
+    for _ in range(rounds):
         p0 = PHILOX_M0 * c[0]
         p1 = PHILOX_M1 * c[2]
         c = [(p1 >> SHIFT32) ^ c[1] ^ k0, p1 & MASK32, (p0 >> SHIFT32) ^ c[3] ^ k1, p0 & MASK32]

@@ -142,7 +142,7 @@ def stochastic_result(compiled: CompiledStochasticSplit, run: ChunkRun, keep_cos
                      "customer's demand exceeds the capacity) and excluded from the mean")
     if feasible < 2:
         notes.append("one feasible scenario: no confidence interval")
-    mean = solution["mean"]
+    mean = summary["mean"]                          # = solution["mean"]: feasible > 0 here
     term, status, gap = settle(mean, None, has_solution=True, stopped=run.stopped)
     return Result(term, status, objective=mean, bound=None, gap=gap, solution=solution, stats=stats,
                   guarantee=GUARANTEE_SAA, message="; ".join(notes))
@@ -153,7 +153,8 @@ class _SplitSolver(Solver):
     capabilities = ("split", "limited fleet", "soft capacity", "stochastic demands", "poisson sampling",
                     "demand matrix", "chunking")
     options = (
-        Option("chunk", int, None, f"stochastic split: scenarios per chunk (memory is O(chunk); default {DEFAULT_CHUNK})"),
+        Option("chunk", int, None,
+               f"stochastic split: scenarios per chunk (memory is O(chunk); default {DEFAULT_CHUNK})"),
         Option("keep_costs", bool, False, "stochastic split: every scenario's cost in solution['scenario_costs'] "
                                           "(inf = infeasible)"),
     )
@@ -215,7 +216,8 @@ class SplitNumba(_SplitSolver):
     def run_scenarios(self, compiled, options: SolveOptions, keep: bool, deadline):
         previous = numba.get_num_threads()
         if options.threads is not None:
-            numba.set_num_threads(min(options.threads, numba.config.NUMBA_NUM_THREADS))
+            # NUMBA_NUM_THREADS is set at import from the environment: not in numba's stubs
+            numba.set_num_threads(min(options.threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
         try:
             threads = numba.get_num_threads()
             run, stats = super().run_scenarios(compiled, options, keep, deadline)

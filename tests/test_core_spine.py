@@ -1,4 +1,5 @@
-"""The spine v2: family discovery (lazy, guarded), option schemas, the gap rule, stop requests, chunks."""
+"""The spine: solver registry dispatch, family discovery (lazy, guarded), option schemas, the gap rule,
+stop requests, chunks."""
 from __future__ import annotations
 
 import math
@@ -15,12 +16,56 @@ from solvopt.cli import main
 from solvopt.core import family as fam_mod
 from solvopt.core import registry
 from solvopt.core.chunks import Z95, ChunkPlan, ScenarioStats, run_chunks
-from solvopt.core.errors import ModelError
+from solvopt.core.errors import BackendUnavailable, ModelError
 from solvopt.core.interrupt import catching_sigint, request_stop, stop_requested
 from solvopt.core.options import Option, SolveOptions, parse_options
-from solvopt.core.registry import Solver
+from solvopt.core.registry import Availability, Solver
 from solvopt.core.result import Result, SolutionStatus, Termination
 from solvopt.core.status import settle
+
+
+# --- registry dispatch: default, unknown and unavailable methods -----------------------------
+class _Echo(Solver):
+    family = "_test"
+    name = "echo"
+    options = (Option("value", float, 1.0),)
+    default = True
+
+    def solve(self, compiled, options):
+        return Result(Termination.OPTIMAL, SolutionStatus.OPTIMAL, objective=compiled * options.extra["value"])
+
+
+class _Missing(Solver):
+    family = "_test"
+    name = "missing"
+    install_hint = "pip install something"
+
+    @classmethod
+    def available(cls):
+        return Availability.NOT_INSTALLED
+
+
+@pytest.fixture
+def test_family():
+    registry.register(_Echo)
+    registry.register(_Missing)
+    yield
+    registry._REGISTRY.pop(("_test", "echo"))
+    registry._REGISTRY.pop(("_test", "missing"))
+
+
+def test_registry_dispatch_default_unknown_and_unavailable(test_family):
+    assert registry.get_solver("_test") is _Echo
+    r = registry.solve("_test", 2.0, value=3.0)
+    assert r.objective == 6.0 and r.family == "_test" and r.method == "echo" and r.stats["wall_time"] >= 0
+    with pytest.raises(ModelError, match="unknown method 'nope'.*echo"):
+        registry.get_solver("_test", "nope")
+    with pytest.raises(BackendUnavailable, match="pip install something"):
+        registry.solve("_test", 1.0, method="missing")
+    with pytest.raises(ModelError, match="unknown option"):
+        registry.solve("_test", 1.0, colour="red")
+    with pytest.raises(ModelError, match="unknown family|no solvers"):
+        registry.get_solver("_no_such_family")
 
 
 # --- a fake family whose solver module fails to import -----------------------------------------
@@ -310,21 +355,6 @@ def test_parse_options_types():
             parse_options(bad, schema)
     with pytest.raises(ModelError):
         SolveOptions(threads=True)
-
-
-def test_huge_irp_demands_are_model_errors():
-    from solvopt.dsl import InventoryReinsertion
-    kw = dict(horizon=3, max_level=5, start_level=2, holding_cost=1.0, insertion_costs=[[1.0], [1.0], [1.0]])
-    for extra in (dict(mean_demand=1e300, scenarios=10), dict(demand=np.full((2, 3), 1e30))):
-        try:
-            model = InventoryReinsertion(**kw, **extra)
-        except TypeError:
-            pytest.skip("InventoryReinsertion's signature changed")
-        except ModelError as exc:
-            assert "2**53" in str(exc)
-            continue
-        with pytest.raises(ModelError):
-            model.solve()
 
 
 def test_bad_common_option_values_are_model_errors():
