@@ -13,9 +13,11 @@ import pathlib
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from solvopt.cli import main
-from solvopt.core.errors import InstanceFormatError, ModelError
+from solvopt.core.errors import InstanceFormatError, ModelError, SolvoptError
 from solvopt.games.expressions import parse, payoff
 from solvopt.games.gnep_library import problem, problems
 from solvopt.games.instance import model_from_instance
@@ -271,3 +273,40 @@ def test_the_copy_of_a_file_with_a_refused_cost_is_one_line(tmp_path):
     path.write_text(json.dumps(copy.deepcopy(doc)))
     with pytest.raises(InstanceFormatError, match=r"field players\[0\].cost: the cost is concave"):
         _model(path)
+
+
+# --- mutated expression trees: read, build and evaluate, or one SolvoptError -------------------------
+def _nodes(obj, where=()):
+    yield where
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        yield from _nodes(value, where + (key,))
+
+
+_REPLACEMENTS = st.one_of(
+    st.sampled_from([None, True, "x", {}, [], [1, 2], 0, -1, 0.5, 2, 1e308, -1e308, 10 ** 30, 1e-320,
+                     {"var": 0}, {"var": -1}, {"linear": []}, {"op": "pow", "args": [0, -1]},
+                     {"op": "log", "args": [0]}, {"op": "mul", "args": [{"var": 0}]}, {"op": "add"}]),
+    st.floats(allow_nan=False, allow_infinity=False), st.integers(-3, 12))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_expressions_are_built_and_evaluated_or_refused_in_one_line(tmp_path_factory, data):
+    stem = data.draw(st.sampled_from(["fk_a1", "fk_a16a"]))
+    doc = json.loads((FOLDER / f"{stem}.json").read_text())
+    player = data.draw(st.integers(0, len(doc["players"]) - 1))
+    tree = doc["players"][player]["cost"]
+    for _ in range(data.draw(st.integers(1, 3))):
+        where = data.draw(st.sampled_from(list(_nodes(tree))[1:]))
+        _set(tree, where, copy.deepcopy(data.draw(_REPLACEMENTS)))
+    path = tmp_path_factory.mktemp("mutated") / "m.json"
+    path.write_text(json.dumps(doc))
+    try:
+        utilities = _model(path).data().utilities
+        x = np.full(sum(p["size"] for p in doc["players"]), 0.3)
+        for u in utilities:
+            assert np.isfinite(u.value(x)) and np.all(np.isfinite(u.gradient(x)))
+    except SolvoptError as exc:
+        assert str(exc).strip() and "\n" not in str(exc)

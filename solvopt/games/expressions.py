@@ -260,11 +260,12 @@ def parse(tree, n: int, where=("expression",), depth: int = 0) -> Node:
     where = tuple(where)
     if depth > MAX_DEPTH:
         raise _error(where, f"expression nested deeper than {MAX_DEPTH} levels")
+    node: Node
     if not isinstance(tree, dict):
-        node = Const(_number(tree, where)) if not isinstance(tree, (list, str)) and tree is not None else None
-        if node is None:
+        if isinstance(tree, (list, str)) or tree is None:
             raise _error(where, "expected an expression: a number, {\"var\": k}, {\"linear\": [...]} or "
                                 f"{{\"op\": ..., \"args\": [...]}} with op one of {', '.join(OPS)}")
+        node = Const(_number(tree, where))
     elif "var" in tree:
         _keys(tree, {"var"}, where)
         k = tree["var"]
@@ -281,8 +282,9 @@ def parse(tree, n: int, where=("expression",), depth: int = 0) -> Node:
     elif "op" in tree:
         _keys(tree, {"op", "args"}, where)
         op, args = tree["op"], tree.get("args")
-        if op not in OPS:
-            raise _error(where + ("op",), f"unknown operation {op!r}; expected one of {', '.join(OPS)}")
+        if not isinstance(op, str) or op not in OPS:
+            shown = repr(op) if isinstance(op, str) and len(op) <= 40 else f"a {type(op).__name__}"
+            raise _error(where + ("op",), f"unknown operation {shown}; expected one of {', '.join(OPS)}")
         if not isinstance(args, list) or not args:
             raise _error(where + ("args",), "expected a non-empty list of arguments")
         arity = {"pow": 2, "log": 1}.get(op)

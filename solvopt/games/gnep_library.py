@@ -159,6 +159,7 @@ class GNEP:
             spec = {"name": self.names[i], "size": int(len(cols)),
                     "lb": _bound_list(self.lb[cols]), "ub": _bound_list(self.ub[cols])}
             if self.quadratic is None:
+                assert self.expressions is not None
                 spec["cost"] = {"expression": self.expressions[i]}
             else:
                 Q, c, k = self.quadratic[i]
