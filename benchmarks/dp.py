@@ -276,7 +276,8 @@ def markdown(meta: dict, rows: list[dict], memory: dict) -> str:
              "Tour: the instance's file order. Demands Poisson with the instance demand as mean. 'anchor' = the "
              "straightforward Numba kernel (one scenario per thread, scalar loop, NumPy Poisson sampling), "
              f"2 threads. 'ours' = SIMD blocks of {LANES} scenarios, fused Philox sampling. 'skipped' = over the "
-             "time budget; 'no matrix' = the (S, n) demand matrix would not fit in memory (the fused kernel needs none).", "",
+             "time budget; 'no matrix' = the (S, n) demand matrix would not fit in memory "
+             "(the fused kernel needs none).", "",
              "## Kernel only (same demand matrix)", "",
              "| instance | S | transitions/scen | numpy s | anchor s | ours 1t s | ours 2t s | anchor/ours 2t | "
              "numpy/ours 2t | ns/transition 1t | ns/transition 2t |" + (" cuda s |" if meta["gpu"] != "none" else ""),
@@ -285,21 +286,27 @@ def markdown(meta: dict, rows: list[dict], memory: dict) -> str:
     for r in rows:
         t, why = r["seconds"], r["skipped"]
         lines.append(f"| {r['instance']} | {r['S']:.0e} | {r['transitions_per_scenario']:.0f} "
-                     f"| {fmt(t['kernel numpy'], why.get('kernel numpy'))} | {fmt(t['kernel anchor'], why.get('kernel anchor'))} "
-                     f"| {fmt(t['kernel ours 1t'], why.get('kernel ours 1t'))} | {fmt(t['kernel ours 2t'], why.get('kernel ours 2t'))} "
-                     f"| {ratio(t['kernel anchor'], t['kernel ours 2t'])} | {ratio(t['kernel numpy'], t['kernel ours 2t'])} "
-                     f"| {r.get('ns_per_transition_1t', float('nan')):.3f} | {r.get('ns_per_transition_2t', float('nan')):.3f} |"
+                     f"| {fmt(t['kernel numpy'], why.get('kernel numpy'))} "
+                     f"| {fmt(t['kernel anchor'], why.get('kernel anchor'))} "
+                     f"| {fmt(t['kernel ours 1t'], why.get('kernel ours 1t'))} "
+                     f"| {fmt(t['kernel ours 2t'], why.get('kernel ours 2t'))} "
+                     f"| {ratio(t['kernel anchor'], t['kernel ours 2t'])} "
+                     f"| {ratio(t['kernel numpy'], t['kernel ours 2t'])} "
+                     f"| {r.get('ns_per_transition_1t', float('nan')):.3f} "
+                     f"| {r.get('ns_per_transition_2t', float('nan')):.3f} |"
                      + (f" {fmt(t.get('kernel cuda'), why.get('kernel cuda'))} |" if meta["gpu"] != "none" else ""))
     lines += ["", "## End to end (sampling included)", "",
               "| instance | S | numpy s | anchor s | ours 1t s | ours 2t s | anchor/ours 2t | us/scenario ours 2t "
               "| ours 2t CPU s (both threads) |" + (" cuda s |" if meta["gpu"] != "none" else ""),
-              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: |" if meta["gpu"] != "none" else "")]
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+              + (" ---: |" if meta["gpu"] != "none" else "")]
     for r in rows:
         t, why, c = r["seconds"], r["skipped"], r["cpu_seconds"]
         us = "-" if t["e2e ours 2t"] is None else f"{1e6 * t['e2e ours 2t'] / r['S']:.3g}"
         cuda = f" {fmt(t.get('e2e cuda'), why.get('e2e cuda'))} |" if meta["gpu"] != "none" else ""
         lines.append(f"| {r['instance']} | {r['S']:.0e} | {fmt(t['e2e numpy'], why.get('e2e numpy'))} "
-                     f"| {fmt(t['e2e anchor'], why.get('e2e anchor'))} | {fmt(t['e2e ours 1t'])} | {fmt(t['e2e ours 2t'])} "
+                     f"| {fmt(t['e2e anchor'], why.get('e2e anchor'))} "
+                     f"| {fmt(t['e2e ours 1t'])} | {fmt(t['e2e ours 2t'])} "
                      f"| {ratio(t['e2e anchor'], t['e2e ours 2t'])} | {us} | {fmt(c.get('e2e ours 2t'))} |{cuda}")
     lines += ["", "ns/transition = kernel time / (S x feasible (p, i) pairs per scenario). The limit of this "
               f"loop on one core: a predecessor step over {LANES} lanes issues about 6 vector uops per 4 lanes "
@@ -312,7 +319,8 @@ def markdown(meta: dict, rows: list[dict], memory: dict) -> str:
     m = memory
     lines += ["", "## Constant memory", "",
               f"{m['instance']}: {m['scenarios']:.0e} Poisson scenarios in chunks of {m['chunk']} on 2 threads: "
-              f"{m['seconds']:.1f} s ({m['us_per_scenario']:.3g} us/scenario), resident memory {m['rss_before_mib']:.0f} "
+              f"{m['seconds']:.1f} s ({m['us_per_scenario']:.3g} us/scenario), "
+              f"resident memory {m['rss_before_mib']:.0f} "
               f"MiB before, {m['rss_after_mib']:.0f} MiB after; SAA mean {m['mean']:.3f} +- {m['std_error']:.3g} (se)."
               + ("" if m["scenarios"] >= 10**8 else
                  f" Extrapolated to 10^8 scenarios: {m['extrapolated_1e8_s']:.0f} s (linear in S, same memory)."), ""]
@@ -346,7 +354,8 @@ def main() -> None:
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "cpu": cpu_name(),
             "cores": numba.config.NUMBA_NUM_THREADS, "numba": numba.__version__, "numpy": np.__version__, "gpu": gpu,
             "quick": args.quick, "repeats": repeats, "load_start": load_start, "load_end": os.getloadavg()[0],
-            "command": "python benchmarks/dp.py" + (" --quick" if args.quick else "") + (" --full" if args.full else "")}
+            "command": "python benchmarks/dp.py" + (" --quick" if args.quick else "")
+                       + (" --full" if args.full else "")}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "dp_split.json").write_text(json.dumps({"meta": meta, "rows": rows, "memory": memory}, indent=1))
     (RESULTS / "dp_split.md").write_text(markdown(meta, rows, memory))

@@ -56,7 +56,8 @@ def packing_data(nnz, seed=0):
     k = min(PACK_TERMS, cols)
     rng = np.random.default_rng(seed)
     stride = cols // k
-    idx = (rng.integers(0, cols, size=(rows, 1)) + np.arange(k) * stride + rng.integers(0, stride, size=(rows, k))) % cols
+    idx = (rng.integers(0, cols, size=(rows, 1)) + np.arange(k) * stride
+           + rng.integers(0, stride, size=(rows, k))) % cols
     idx.sort(axis=1)
     coef = rng.uniform(0, 1, size=(rows, k))
     b = rng.uniform(0.2, 0.4, size=rows) * k

@@ -4,10 +4,10 @@
     python benchmarks/games.py --quick        # smaller market, for a smoke run
 
 - Harker's game and the river-basin game: extragradient and nested to exploitability 1e-10 (and
-  VE gap 1e-10), certified every 5 (extragradient) or every (nested) iteration, the curve recorded. Anchor: nashopt (KKT system by
-  Powell's hybrid method / Levenberg-Marquardt, variational GNE) when installed: its wall time and
-  the *same* certified exploitability and VE gap evaluated at its answer. PATH through pyomo.mpec
-  is not compared: the PATH binary does not install through pip here.
+  VE gap 1e-10), certified every 5 (extragradient) or every (nested) iteration, the curve recorded.
+  Anchor: nashopt (KKT system by Powell's hybrid method / Levenberg-Marquardt, variational GNE) when
+  installed: its wall time and the *same* certified exploitability and VE gap evaluated at its answer.
+  PATH through pyomo.mpec is not compared: the PATH binary does not install through pip here.
 - A 1000 x 1000 linear Fisher market (uniform random valuations and budgets): eisenberg-gale
   (proportional response + exact polish) and plain proportional response to relative
   exploitability 1e-6; a 1000 x 1000 CES (rho = 0.5) market by eisenberg-gale (convex dual).
@@ -199,12 +199,13 @@ def run_polish(sizes, seed=2026):
         if before is None:
             print("not a git checkout: the polish before is not measured", flush=True)
             continue
-        current = EisenbergGale._check
-        EisenbergGale._check = before
+        # BEFORE's polish swapped in for one solve: the method is private, the comparison is the point
+        current = EisenbergGale._check  # noqa: SLF001
+        EisenbergGale._check = before  # noqa: SLF001
         try:
             row = market_row(label, market, "eisenberg-gale", float(B.sum()), tolerance=1e-6)
         finally:
-            EisenbergGale._check = current
+            EisenbergGale._check = current  # noqa: SLF001
         row["polish"] = f"before ({BEFORE})"
         rows.append(row)
     return rows
@@ -242,10 +243,12 @@ def write(static, markets, meta, polish=(), exchange=()):
              "`solvopt.games.exploitability`, the same code for every method and anchor.", ""]
     if parts:
         lines += ["Each part was run on its own (`--part`): " + "; ".join(
-            f"{name} {when['date']} (load average {when['load']:.1f})" for name, when in sorted(parts.items())) + ".", ""]
+            f"{name} {when['date']} (load average {when['load']:.1f})"
+            for name, when in sorted(parts.items())) + ".", ""]
     lines += [
              "## Static games (tolerance 1e-10 on exploitability and VE gap)", "",
-             "| game | method | termination | exploitability | VE gap | iterations | time to 1e-8 (s) | time to 1e-10 (s) | wall (s) |",
+             "| game | method | termination | exploitability | VE gap | iterations | time to 1e-8 (s) "
+             "| time to 1e-10 (s) | wall (s) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     fmt = lambda v: "-" if v is None else f"{v:.3g}"  # noqa: E731
     for r in static:
@@ -308,7 +311,8 @@ def main(argv=None):
                         help="run one part and keep the others from the existing games.json ('report': only redraw)")
     args = parser.parse_args(argv)
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": cpu_name(), "cpus": os.cpu_count(), "load": os.getloadavg()[0], "python": platform.python_version()}
+            "machine": cpu_name(), "cpus": os.cpu_count(), "load": os.getloadavg()[0],
+            "python": platform.python_version()}
     old = json.loads((RESULTS / "games.json").read_text()) if (RESULTS / "games.json").exists() else {}
     static = ([row for name, make in games().items() for row in run_static(name, make)]
               if args.part in ("all", "static") else old.get("static", []))
@@ -322,7 +326,8 @@ def main(argv=None):
     else:
         when = {"date": meta["date"], "load": meta["load"]}
         first = {"date": old.get("meta", {}).get("date"), "load": old.get("meta", {}).get("load", 0.0)}
-        meta["parts"] = {part: (when if args.part in ("all", part) else old.get("meta", {}).get("parts", {}).get(part, first))
+        meta["parts"] = {part: (when if args.part in ("all", part)
+                                else old.get("meta", {}).get("parts", {}).get(part, first))
                          for part in ("static", "markets", "polish", "exchange")}
     write(static, markets, meta, polish, exchange)
     print(f"wrote {RESULTS / 'games.md'}")

@@ -122,9 +122,9 @@ def markdown(meta, rows) -> str:
              "best responses (SLSQP over the original constraints) find at our point, and the max-norm distance "
              "to the appendix's published point. nashopt: total time of one call (problem built, JAX compiled, "
              "solved), time without the JIT compilation, its point's exploitability by our certificate, scipy's "
-             "regret there and its distance to the published point. ratio = our wall time / nashopt's. scipy's points are "
-             "accepted within 1e-9 of the constraints, so where a constraint binds its regret may exceed our certified "
-             "bound by up to the utility's slope times 1e-9 (A.16: slope about 28).", "",
+             "regret there and its distance to the published point. ratio = our wall time / nashopt's. "
+             "scipy's points are accepted within 1e-9 of the constraints, so where a constraint binds its regret "
+             "may exceed our certified bound by up to the utility's slope times 1e-9 (A.16: slope about 28).", "",
              "| problem | n | ours: time (s) | status | exploitability | VE gap | to 1e-6 (s) | scipy regret | "
              "dist. published | nashopt total (s) | w/o JIT (s) | nashopt exploit. | nashopt regret | "
              "nashopt dist. | ratio total | ratio w/o JIT |",
@@ -143,11 +143,14 @@ def markdown(meta, rows) -> str:
             _fmt(o["wall_s"] / a["solve_without_jit_s"], ".2f") if ok and a["solve_without_jit_s"] > 0 else "-",
         ]) + " |")
     lines += ["", "Observations (computed from the rows above):", ""]
-    ours_ok = [r for r in rows if r["ours"].get("scipy_max_regret") is not None and r["ours"]["scipy_max_regret"] <= 1e-5]
+    ours_ok = [r for r in rows
+               if r["ours"].get("scipy_max_regret") is not None and r["ours"]["scipy_max_regret"] <= 1e-5]
     lines.append(f"- our point is a GNE by scipy's best responses (regret <= 1e-5) on {len(ours_ok)} of {len(rows)}; "
                  "status `optimal` on " + str(sum(r["ours"]["termination"] == "optimal" for r in rows)) + ".")
-    fast = [r["problem"] for r in rows if r["ours"].get("time_to_1e-6_s") is not None and r["ours"]["time_to_1e-6_s"] <= 1.0]
-    lines.append(f"- certified exploitability <= 1e-6 within 1 s on {len(fast)} of {len(rows)}: {', '.join(fast) or 'none'}.")
+    fast = [r["problem"] for r in rows
+            if r["ours"].get("time_to_1e-6_s") is not None and r["ours"]["time_to_1e-6_s"] <= 1.0]
+    lines.append(f"- certified exploitability <= 1e-6 within 1 s on {len(fast)} of {len(rows)}: "
+                 f"{', '.join(fast) or 'none'}.")
     timed = [r for r in rows if "wall_s" in r.get("nashopt", {})]
     faster = [r["problem"] for r in timed if r["ours"]["wall_s"] < r["nashopt"]["wall_s"]]
     lines.append(f"- our wall time below nashopt's total (JIT included) on {len(faster)} of {len(timed)}: "
@@ -155,9 +158,9 @@ def markdown(meta, rows) -> str:
     loose = [r["problem"] for r in timed
              if r["nashopt"]["exploitability"] > 1e3 * r["nashopt"]["scipy_max_regret"] + 1e-6]
     if loose:
-        lines.append(f"- at nashopt's point on {', '.join(loose)}, our certified exploitability is far above the regret "
-                     "scipy finds (an upper bound, but a loose one: the certificate of library forms and callables "
-                     "at points where the gradient vanishes exactly).")
+        lines.append(f"- at nashopt's point on {', '.join(loose)}, our certified exploitability is far above "
+                     "the regret scipy finds (an upper bound, but a loose one: the certificate of library forms "
+                     "and callables at points where the gradient vanishes exactly).")
     lines += ["", "Notes from the library (`solvopt.games.gnep_library`):", ""]
     for row in rows:
         if row["notes"]:
@@ -169,7 +172,8 @@ def _command(args) -> str:
     pin = len(os.sched_getaffinity(0)) == 1
     threads = os.environ.get("OMP_NUM_THREADS")
     return ((f"OMP_NUM_THREADS={threads} " if threads else "") + ("taskset -c 0 " if pin else "")
-            + "python benchmarks/games_gnep.py" + (f" --time-limit {args.time_limit:g}" if args.time_limit != 60.0 else "")
+            + "python benchmarks/games_gnep.py"
+            + (f" --time-limit {args.time_limit:g}" if args.time_limit != 60.0 else "")
             + (" --no-nashopt" if args.no_nashopt else ""))
 
 
@@ -200,7 +204,8 @@ def main(argv=None):
                 print(f"{name:6s} nashopt {anchor}", flush=True)
         rows.append(row)
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0)), "load": " ".join(f"{v:.1f}" for v in os.getloadavg()),
+            "cpus": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0)),
+            "load": " ".join(f"{v:.1f}" for v in os.getloadavg()),
             "time_limit": args.time_limit, "python": sys.version.split()[0],
             "command": _command(args)}
     out = pathlib.Path(args.out)

@@ -59,7 +59,8 @@ def run_case(consumers, goods, assets, states, utility, stochastic, time_limit, 
         "exploitability": result.objective, "relative_exploitability": result.objective / scale,
         "exploitability_lower": m["exploitability_lower"], "endowment_value": scale,
         "excess_demand_rel": m["excess_demand"], "excess_demand_abs": m["excess_demand_abs"],
-        "asset_excess_demand": m["asset_excess_demand"], "excess_demand_msq": m.get("excess_demand_msq"), "bellman_error": m["bellman_error"],
+        "asset_excess_demand": m["asset_excess_demand"], "excess_demand_msq": m.get("excess_demand_msq"),
+        "bellman_error": m["bellman_error"],
         "portfolio_foc": m["portfolio_foc"], "budget_violation": m["budget_violation"],
         "time_limit": time_limit, "history": hist,     # the final metrics are above; their histories stay in Result
     }
@@ -77,14 +78,16 @@ def markdown(meta, rows) -> str:
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         goal = f"{r['time_to_goal']:.1f}" if r["time_to_goal"] is not None else f"not within {r['time_limit']:g}"
-        out.append(f"| {r['size']} | {r['utility']} | {r['transitions']} | {r['method']} | {r['termination']} | {goal} | "
+        out.append(f"| {r['size']} | {r['utility']} | {r['transitions']} | {r['method']} | {r['termination']} "
+                   f"| {goal} | "
                    f"{r['exploitability']:.3g} ({r['relative_exploitability']:.2g}) | "
                    f"{r['excess_demand_rel']:.2g} / {r['excess_demand_abs']:.2g} | {r['asset_excess_demand']:.1g} | "
                    f"{r['bellman_error']:.1g} | {r['iterations']} |")
     reached = sum(r["time_to_goal"] is not None for r in rows)
     out += ["", f"{reached} of {len(rows)} runs reached the goal within the time limit."]
     out += [f"Appended later by `--add-large`: {a}." for a in meta.get("appended", [])] + [""]
-    pairs = [(a, b) for a in rows for b in rows if a["method"] == "markov-newton" and b["method"] == "markov-tatonnement"
+    pairs = [(a, b) for a in rows for b in rows
+             if a["method"] == "markov-newton" and b["method"] == "markov-tatonnement"
              and (a["size"], a["utility"], a["transitions"]) == (b["size"], b["utility"], b["transitions"])]
     if pairs:
         out += ["Side by side (same economy, same machine; the 10x10 pairs in one process): time to goal and final "
@@ -120,7 +123,8 @@ def anchor_table(time_limit):
                          "termination": result.termination.value, "seconds": result.stats["wall_time"],
                          "relative_exploitability": m["relative_exploitability"],
                          "excess_demand_msq": m["excess_demand_msq"], "excess_demand_abs": m["excess_demand_abs"]})
-    lines = ["# Markov exchange economies: excess demand by the anchor's formula — " + datetime.date.today().isoformat(),
+    lines = ["# Markov exchange economies: excess demand by the anchor's formula — "
+             + datetime.date.today().isoformat(),
              "", "Each 10x10x1x5 economy solved to the goal (relative exploitability 1e-4; markov-newton for "
              "Cobb-Douglas and Leontief, markov-tatonnement for linear) and stopped there. The "
              "anchor's 'excess demand' (seller first-order violation) is mean_j z_j^2 + mean_k Y_k^2, averaged over "
@@ -133,7 +137,8 @@ def anchor_table(time_limit):
              "max excess demand (goods units) |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['utility']} | {r['transitions']} | {r['termination']} | {r['seconds']:.1f} | "
-                     f"{r['relative_exploitability']:.2g} | {r['excess_demand_msq']:.2g} | {r['excess_demand_abs']:.2g} |")
+                     f"{r['relative_exploitability']:.2g} | {r['excess_demand_msq']:.2g} | "
+                     f"{r['excess_demand_abs']:.2g} |")
     return rows, "\n".join(lines) + "\n"
 
 
@@ -185,13 +190,15 @@ LOGGED = {
                 "consumer_first_order_violation": 0.9429396986961365, "bellman_error": 0.000796758511569351}},
     "markov_paper_leontief_deterministic": {
         "GAP": {"exploitability": -9.988540649414062, "excess_demand": 0.9499001502990723,
-                "consumer_first_order_violation": 0.010130609385669231, "total_first_order_violation": 0.960030734539032,
+                "consumer_first_order_violation": 0.010130609385669231,
+                "total_first_order_violation": 0.960030734539032,
                 "bellman_error": 0.7272742986679077},
         "NPM": {"exploitability": 133.3982696533203, "excess_demand": 16.50540542602539,
                 "consumer_first_order_violation": 0.018869837746024132, "bellman_error": 1.9298999309539795}},
     "markov_paper_leontief_stochastic": {
         "GAP": {"exploitability": -36.157066345214844, "excess_demand": 0.8950519561767578,
-                "consumer_first_order_violation": 2.4855870606188546e-07, "total_first_order_violation": 0.8950521945953369,
+                "consumer_first_order_violation": 2.4855870606188546e-07,
+                "total_first_order_violation": 0.8950521945953369,
                 "bellman_error": 1.6434397245856935e-11},
         "NPM": {"exploitability": 716.1488647460938, "excess_demand": 13.386407852172852,
                 "consumer_first_order_violation": 0.006814643274992704, "bellman_error": 9.72573184967041}},
@@ -343,9 +350,12 @@ def paper_metrics(econ, result) -> dict:
     rate = ec.money_rates(econ)
     up, _, _ = ec.consumer_best_value(econ, chain, p, prof.asset_prices, ec.bang_per_buck(econ, p) / rate)
     stationary = float(np.maximum(up - chain.occupancy @ (u / rate), 0.0).sum())
-    return {"stationary_consumer_regret": stationary, "cumulative_regret": result.objective, "relative_exploitability": m["relative_exploitability"],
-            "excess_demand_start": float(msq[start]), "excess_demand_avg": float(chain.occupancy @ msq / chain.occupancy.sum()),
-            "consumer_foc_start": float(fov[start]), "portfolio_foc": m["portfolio_foc"], "bellman_error": m["bellman_error"],
+    return {"stationary_consumer_regret": stationary, "cumulative_regret": result.objective,
+            "relative_exploitability": m["relative_exploitability"],
+            "excess_demand_start": float(msq[start]),
+            "excess_demand_avg": float(chain.occupancy @ msq / chain.occupancy.sum()),
+            "consumer_foc_start": float(fov[start]), "portfolio_foc": m["portfolio_foc"],
+            "bellman_error": m["bellman_error"],
             "endowment_value": m["endowment_value"]}
 
 
@@ -391,7 +401,8 @@ def paper_markdown(meta, rows) -> str:
            "certified over every deviation (the certificate of docs/markov_games.md), in money (each consumer's "
            "utility divided by what one unit of money buys it at uniform prices), as are the regrets below.", "",
            "| economy | method | status | time to 1e-4 (s) | certified exploitability / endowment value | "
-           "consumer / auctioneer regret | consumer regret over stationary deviations |", "|---|---|---|---|---|---|---|"]
+           "consumer / auctioneer regret | consumer regret over stationary deviations |",
+           "|---|---|---|---|---|---|---|"]
     for r in rows:
         o = r["ours"]
         goal = _seconds(r["time_to_goal"]) if r["time_to_goal"] is not None else f"not within {meta['time_limit']:g}"
@@ -415,7 +426,8 @@ def paper_markdown(meta, rows) -> str:
             "|---|---|---|---|---|---|"]
     for r in rows:
         o = r["ours"]
-        out.append(f"| {r['name'][13:]} | ours (certified) | {o['cumulative_regret']:.3g} | {o['excess_demand_start']:.3g} "
+        out.append(f"| {r['name'][13:]} | ours (certified) | {o['cumulative_regret']:.3g} "
+                   f"| {o['excess_demand_start']:.3g} "
                    f"(avg {o['excess_demand_avg']:.3g}) | {o['consumer_foc_start']:.3g} | {o['bellman_error']:.2g} |")
         for method, logged in r["logged"].items():
             out.append(f"| | notebook {method} | {logged['exploitability']:.3g} | {logged['excess_demand']:.3g} | "

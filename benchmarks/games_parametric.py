@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")      # a multithreaded LU of 363 x 363 took 30-170 ms on the loaded 2 cores, 4 ms on one
+    # a multithreaded LU of 363 x 363 took 30-170 ms on the loaded 2 cores, 4 ms on one
+    os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402  (after the thread settings)
 
@@ -124,11 +125,15 @@ def markdown(meta, rows, sampled) -> str:
            "(the classical coupled-Riccati iteration), same games.", "",
            "| size | status | seconds | iterations | exploitability | perfect residual | time to 1e-6 (s) | "
            "IBR time to 1e-6 (s) | IBR final |", "|---|---|---|---|---|---|---|---|---|"]
+
+    def fmt(t):
+        return "—" if t is None else f"{t:.2f}"
+
     for r in rows:
-        fmt = (lambda t: "—" if t is None else f"{t:.2f}")
         out.append(f"| {r['size']} | {r['termination']} | {r['seconds']:.2f} | {r['iterations']} | "
                    f"{r['exploitability']:.2g} | {r['perfect_residual']:.2g} | {fmt(r['time_to_1e-6'])} | "
-                   f"{fmt(r['ibr_time_to_1e-6'])} | {r['ibr_final']:.2g}{' then overflow' if r['ibr_overflowed'] else ''} |")
+                   f"{fmt(r['ibr_time_to_1e-6'])} | "
+                   f"{r['ibr_final']:.2g}{' then overflow' if r['ibr_overflowed'] else ''} |")
     if sampled:
         out += ["", "Sampled path (action boxes): an ESTIMATE of the exploitability relative to clipped affine "
                 "policies, on batches independent of GDA's training batch (each deviation fitted by L-BFGS-B on the "
@@ -136,7 +141,8 @@ def markdown(meta, rows, sampled) -> str:
                 "fixed point it is mostly the training batch's sampling error.", "",
                 "| size | status | seconds | iterations | samples x horizon | estimate | stderr |",
                 "|---|---|---|---|---|---|---|",
-                f"| {sampled['size']} | {sampled['termination']} | {sampled['seconds']:.1f} | {sampled['iterations']} | "
+                f"| {sampled['size']} | {sampled['termination']} | {sampled['seconds']:.1f} | "
+                f"{sampled['iterations']} | "
                 f"{sampled['samples']} x {sampled['horizon']} | {sampled['estimate']:.3g} | {sampled['stderr']:.2g} |"]
     return "\n".join(out) + "\n"
 
@@ -188,7 +194,8 @@ def main(argv=None):
         print(f"{r['size']}: {r['termination']} {r['seconds']:.2f}s exploitability {r['exploitability']:.2g} "
               f"(IBR final {r['ibr_final']:.2g})", flush=True)
     sampled = sampled_case(limit, args.samples)
-    print(f"sampled: {sampled['termination']} estimate {sampled['estimate']:.3g} +- {sampled['stderr']:.2g}", flush=True)
+    print(f"sampled: {sampled['termination']} estimate {sampled['estimate']:.3g} +- {sampled['stderr']:.2g}",
+          flush=True)
     commit = os.popen("git -C " + str(Path(__file__).resolve().parent) + " rev-parse --short HEAD").read().strip()
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": platform.processor() or platform.machine(), "cores": os.cpu_count(),

@@ -227,7 +227,7 @@ def phase_setup(args, record: dict) -> bool:
             __import__(name)
         except ImportError:
             say(f"setup: {name} is missing: cannot run (pip install -e . first)")
-            raise SystemExit(2)
+            raise SystemExit(2) from None
     sys.path.insert(0, str(ROOT))
     import solvopt  # noqa: F401  the checkout's package (maps solvopt.dsl / solvopt.gpu to dsl/ and gpu/)
     wheels = sorted(glob.glob(str(STAGE / "whl" / "*.whl")))
@@ -245,7 +245,8 @@ def phase_setup(args, record: dict) -> bool:
         say(f"setup: {notes['cupy']}")
         return True
     if args.no_install or args.dry_run or args.cpu_only:
-        notes["cupy"] = "CuPy not installed (install not tried: " + ("--cpu-only" if args.cpu_only else "--no-install") + ")"
+        notes["cupy"] = ("CuPy not installed (install not tried: "
+                         + ("--cpu-only" if args.cpu_only else "--no-install") + ")")
         say(f"setup: {notes['cupy']}")
         return False
     if not nvidia_driver_visible():
@@ -348,7 +349,8 @@ class Sink:
             say(f"  {rec['case']:<28} {rec['size']:>11,} {rec['backend']:<4} {rec['what']:<10} "
                 f"{rec['seconds']:10.4f} s{flag}")
         elif kind == "same":
-            say(f"  same {rec['case']:<28} {rec['what']:<24} n={rec['n']:,}: {'bit-identical' if rec['equal'] else 'DIFFERENT'}"
+            say(f"  same {rec['case']:<28} {rec['what']:<24} n={rec['n']:,}: "
+                f"{'bit-identical' if rec['equal'] else 'DIFFERENT'}"
                 + ("" if rec['equal'] else f" ({rec['detail']})"))
         elif kind in ("skip", "note"):
             say(f"  {kind}: {rec['text']}")
@@ -594,8 +596,8 @@ def item_split_1001(args, sink, budget, gpu, pk, inst):
         t_small, _ = wall(lambda: warm.solve(method="split-cuda", seed=2), True)
         predicted = t_small * S / 10**4
         if not budget.fits(predicted + 5):
-            sink("skip", text=f"GPU X-n1001-k43 10^6: predicted {predicted:.1f} s from 10^4, {budget.left():.0f} s left; "
-                              "10^5 instead")
+            sink("skip", text=f"GPU X-n1001-k43 10^6: predicted {predicted:.1f} s from 10^4, "
+                              f"{budget.left():.0f} s left; 10^5 instead")
             S_gpu, gmodel = 10**5, split_parts(inst["X-n1001-k43"], 10**5)[0]
         else:
             S_gpu, gmodel = S, model
@@ -654,8 +656,8 @@ def item_irp(args, sink, budget, gpu, pk, inst):
                 t_small, _ = wall(lambda: small.solve(method, seed=1), backend == "gpu")
                 predicted = t_small * W / 1000
                 if not budget.fits(predicted + 2):
-                    sink("skip", text=f"IRP {path.stem} W={W:.0e} on the {backend.upper()}: predicted {predicted:.1f} s "
-                                      f"from W=1000, {budget.left():.0f} s left")
+                    sink("skip", text=f"IRP {path.stem} W={W:.0e} on the {backend.upper()}: "
+                                      f"predicted {predicted:.1f} s from W=1000, {budget.left():.0f} s left")
                     continue
                 t, r = wall(lambda: model.solve(method, seed=3, **keep), backend == "gpu")
                 times[backend] = r
@@ -698,8 +700,8 @@ def irp_kernels(sink, pk, gpu, case, compiled, count):
     call()
     dev_t = statistics.median(event_time(call) for _ in range(3))
     _row(sink, case, count, "gpu", "kernel", dev_t, group="irp", note="minplus forward device time (CUDA events)")
-    sink("same", case=case, what="kernel values (one chunk)", n=count, equal=bool(np.array_equal(cp.asnumpy(out_d), out)),
-         detail="Numba forward vs CUDA forward")
+    sink("same", case=case, what="kernel values (one chunk)", n=count,
+         equal=bool(np.array_equal(cp.asnumpy(out_d), out)), detail="Numba forward vs CUDA forward")
     transitions = compiled.model.n_transitions * count
     item = np.dtype(compiled.dtype).itemsize
     layer_values = sum(int(a) + int(b) for a, b in zip(compiled.n_states[:-1], compiled.n_states[1:])) * count * item
@@ -848,7 +850,7 @@ def item_transport(args, sink, budget, gpu, pk, inst):
             else:
                 sink("skip", text=f"Distances at n={n:.0e}: the CPU side is predicted at {predicted:.0f} s, "
                                   f"{budget.left():.0f} s left")
-        del c, g
+        c = g = None                # drop this size's CPU and GPU arrays before the next size allocates
 
 
 def transport_roofline(sink, pk, name, n, k, d, seconds, nnz):
@@ -1013,7 +1015,8 @@ def markdown(record: dict) -> str:
          "predicted time did not fit the run's budget.", "",
          "## Phases", "", "| phase | status | seconds | budget s | note |", "| --- | --- | ---: | ---: | --- |"]
     for name, p in record["phases"].items():
-        L.append(f"| {name} | {p['status']} | {p.get('seconds', 0):.1f} | {p.get('budget', 0):.0f} | {p.get('note', '')} |")
+        L.append(f"| {name} | {p['status']} | {p.get('seconds', 0):.1f} | {p.get('budget', 0):.0f} "
+                 f"| {p.get('note', '')} |")
     t = record.get("tests", {})
     L += ["", "## GPU tests", "", f"`{t.get('command', '')}`: **{t.get('summary', 'not run')}**"]
     for line in t.get("failures", []):
@@ -1027,15 +1030,18 @@ def markdown(record: dict) -> str:
     L += ["", "## Bit-identical CPU and GPU results", "", "| case | what | n | identical | detail |",
           "| --- | --- | ---: | --- | --- |"]
     for s in record["same"]:
-        L.append(f"| {s['case']} | {s['what']} | {size_text(s['n'])} | {'yes' if s['equal'] else '**no**'} | {s['detail']} |")
+        L.append(f"| {s['case']} | {s['what']} | {size_text(s['n'])} | {'yes' if s['equal'] else '**no**'} "
+                 f"| {s['detail']} |")
     pk = record["peaks"]
     L += ["", "## Roofline", "",
           f"Ceilings used: memory {pk['bandwidth'] / 1e12:.1f} TB/s (H200 datasheet, HBM3e); FP64 "
-          f"{pk['fp64'] / 1e12:.1f} TFLOP/s = {pk['sms']} SMs x {FP64_LANES} lanes x 2 (FMA) x {pk['clock_ghz']:.2f} GHz, "
+          f"{pk['fp64'] / 1e12:.1f} TFLOP/s = {pk['sms']} SMs x {FP64_LANES} lanes x 2 (FMA) x "
+          f"{pk['clock_ghz']:.2f} GHz, "
           f"no tensor cores; INT32 {pk['int32'] / 1e12:.1f} Tops/s = {pk['sms']} x {INT32_LANES} x "
           f"{pk['clock_ghz']:.2f} GHz. Bytes and operations are counted from the kernel's code (see the note); "
           "*share* = the time the ceiling would allow / the measured time.", "",
-          "| kernel | case | size | device s | GB/s | bandwidth share | operation shares | bound | at % of roofline | note |",
+          "| kernel | case | size | device s | GB/s | bandwidth share | operation shares | bound "
+          "| at % of roofline | note |",
           "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |"]
     for r in record["roofline"]:
         shares = ", ".join(f"{k} {100 * v:.1f}%" for k, v in r["op_shares"].items())
@@ -1109,7 +1115,8 @@ def assemble(args, record: dict, partial: Path) -> None:
     reported = {i["id"] for i in record["items"]}
     if record["rows"] or reported:
         record["notes"] += [f"measure item {item['id']}: not finished (the measure phase ended first)"
-                            for item in measure_plan(record["meta"].get("mode") == "quick") if item["id"] not in reported]
+                            for item in measure_plan(record["meta"].get("mode") == "quick")
+                            if item["id"] not in reported]
     record["ratios"] = ratios(record["rows"])
     record["peaks"] = peaks(record["device"])
 
@@ -1182,7 +1189,8 @@ def dry_run(args, phases: dict, total: float) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="a subset: smaller sizes, fewer repeats, the new GPU tests only")
+    p.add_argument("--quick", action="store_true",
+                   help="a subset: smaller sizes, fewer repeats, the new GPU tests only")
     p.add_argument("--dry-run", action="store_true", help="print the plan (phases, budgets, sizes) and exit")
     p.add_argument("--stage", action="store_true", help="prepare build/gpu_stage (instances, wheels) and exit")
     p.add_argument("--cpu-only", action="store_true",
@@ -1247,7 +1255,8 @@ def main(argv=None) -> int:
     device: dict = {}
 
     def dev(budget):
-        status, code, out = run_child([sys.executable, __file__, "--phase", "device", "--partial", str(partial)], budget)
+        status, code, out = run_child([sys.executable, __file__, "--phase", "device", "--partial", str(partial)],
+                                      budget)
         device.update(next((r for r in read_partial(partial) if r.get("kind") == "device"), {}))
         return status, device.get("name") or device.get("error", "no device")
     if args.cpu_only:

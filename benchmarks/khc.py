@@ -126,7 +126,8 @@ def summarise(rows: dict[str, dict[str, dict]], methods: list[str], time_limit: 
                   and rows[n][REFERENCE]["time"] > 0]
         open_gaps = [r["gap"] for r in runs if not solved(r) and r["gap"] is not None]
         out.append({"method": label, "runs": len(runs), "solved": len(solved_runs),
-                    "sgm_time": shifted_geomean(times), "median_ratio_to_ref": statistics.median(ratios) if ratios else None,
+                    "sgm_time": shifted_geomean(times),
+                    "median_ratio_to_ref": statistics.median(ratios) if ratios else None,
                     "common": len(ratios), "median_open_gap": statistics.median(open_gaps) if open_gaps else None,
                     "errors": sum(1 for r in runs if r.get("error"))})
     return out
@@ -168,7 +169,8 @@ def write(rows, methods, args, finished: bool) -> None:
                   f"{args.time_limit:g} s limit (the full run is all {total} instances at 300 s: "
                   "`python benchmarks/khc.py`). Unsolved here may be solved with the full limit.", ""]
     lines += [
-        f"Solved = the method proved optimality (rel_gap 1e-6) or relative gap <= {SOLVED_GAP:g}. SGM = shifted geometric mean of the wall time (shift 1 s, unsolved "
+        f"Solved = the method proved optimality (rel_gap 1e-6) or relative gap <= {SOLVED_GAP:g}. "
+        "SGM = shifted geometric mean of the wall time (shift 1 s, unsolved "
         f"runs count as the limit). Ratio = median of time / time of `{REFERENCE}` on the instances both solved. "
         f"Largest objective disagreement between methods that proved optimality: {agreement(rows):.2g} (relative).",
         "",
@@ -177,7 +179,8 @@ def write(rows, methods, args, finished: bool) -> None:
     ]
     for s in summary:
         lines.append(f"| {s['method']} | {s['solved']} / {s['runs']} | {s['sgm_time']:.3g} | "
-                     f"{fmt(s['median_ratio_to_ref'], 3)} ({s['common']}) | {fmt(s['median_open_gap'], 3)} | {s['errors']} |")
+                     f"{fmt(s['median_ratio_to_ref'], 3)} ({s['common']}) | {fmt(s['median_open_gap'], 3)} | "
+                     f"{s['errors']} |")
     lines += ["", "## Per instance (time s / gap when unsolved)", "",
               "| instance | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
     for name, runs in rows.items():

@@ -118,7 +118,8 @@ def write_markdown(rows: list[dict], args) -> Path:
         "",
         f"- bnb proved optimality on **{solved} / {len(rows)}** instances within {args.time_limit:g} s "
         f"(shared instances: {sum(r['termination'] == 'optimal' for r in shared)} / {len(shared)}, max time "
-        f"{max((r['time'] for r in shared), default=0):.3f} s; m <= 20: {sum(r['termination'] == 'optimal' for r in small)}"
+        f"{max((r['time'] for r in shared), default=0):.3f} s; "
+        f"m <= 20: {sum(r['termination'] == 'optimal' for r in small)}"
         f" / {len(small)}, max {max(r['time'] for r in small):.3f} s).",
         f"- with the Russian-doll suffix bounds (`dolls`, limit {args.dolls_limit:g} s): {dolls_solved} / {len(rows)}"
         f" solved; median time ratio dolls / bnb on the instances both solved: "
@@ -127,12 +128,15 @@ def write_markdown(rows: list[dict], args) -> Path:
         f"{sum(r['dynamic_solved'] for r in rows)} / {len(rows)} solved; median time ratio dynamic / bnb on the "
         f"instances both solved: {statistics.median(dyn_ratios):.3g}" if dyn_ratios else "- dynamic solved none",
         f"- heuristic (k-plane, 10 restarts) objective / optimum: median "
-        f"{statistics.median(r['heuristic_ratio'] for r in rows):.4f}, max {max(r['heuristic_ratio'] for r in rows):.4f}.",
+        f"{statistics.median(r['heuristic_ratio'] for r in rows):.4f}, "
+        f"max {max(r['heuristic_ratio'] for r in rows):.4f}.",
         "",
-        "Times are medians of the repeats (runs over 5 s are not repeated; wall clock, including the incumbent heuristic), in one process "
+        "Times are medians of the repeats (runs over 5 s are not repeated; wall clock, including the incumbent "
+        "heuristic), in one process "
         "after warming the Numba kernels.",
         "",
-        "| instance | m | n | k | termination | objective | bound | gap | nodes | time s | dolls | dolls s | dolls / bnb time | dynamic nodes | dynamic s | dynamic / bnb time | heuristic / opt |",
+        "| instance | m | n | k | termination | objective | bound | gap | nodes | time s | dolls | dolls s "
+        "| dolls / bnb time | dynamic nodes | dynamic s | dynamic / bnb time | heuristic / opt |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:

@@ -3,10 +3,10 @@
 Fixed instances (m, n, k, kind, seed): ``uniform`` points in [0, 10]^n, or ``planted``: points
 uniform in [0, 10]^n projected onto k random hyperplanes (random normal, through a random point
 of the box) plus Gaussian noise of standard deviation ``--sigma`` (default 0.1) in every
-coordinate; ``noisy``: the same with noise 5 sigma. Every instance is solved by each variant of :func:`solvopt.khc.bnb.solve_bnb` in
-one process, side by side (same incumbent: the heuristic runs inside each solve with the same
-seed), so the node and time ratios between variants are what to read; the machine is shared
-(2 cores, other engineers' jobs), absolute times are noisy.
+coordinate; ``noisy``: the same with noise 5 sigma. Every instance is solved by each variant of
+:func:`solvopt.khc.bnb.solve_bnb` in one process, side by side (same incumbent: the heuristic runs
+inside each solve with the same seed), so the node and time ratios between variants are what to
+read; the machine is shared (2 cores, other engineers' jobs), absolute times are noisy.
 
 Variants: ``plain`` (farthest order, no charge, no dolls: the search of the bnb before issue 12;
 its first incumbent now adds the extra restarts), ``charge`` (plus the unassigned-point charge
@@ -244,7 +244,8 @@ def main() -> None:
 
 def write(out: Path, rows: list, variants: list, args) -> None:
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": f"{platform.node()} ({os.cpu_count()} cores, shared), {platform.processor() or platform.machine()}",
+            "machine": f"{platform.node()} ({os.cpu_count()} cores, shared), "
+                       f"{platform.processor() or platform.machine()}",
             "time_limit": args.time_limit, "restarts": args.restarts, "sigma": args.sigma, "seed": args.seed}
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     compare = len(variants) > 1   # ratio columns only between two variants

@@ -112,7 +112,8 @@ def plot(records: list[dict], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(10, 4.5))
     x = np.arange(len(records))
     ax.scatter(x, [r["ratio_without"] for r in records], marker="x", color="tab:orange", label="seeded restarts only")
-    ax.scatter(x, [r["ratio"] for r in records], marker="o", color="tab:blue", label="with the projection-pursuit start")
+    ax.scatter(x, [r["ratio"] for r in records], marker="o", color="tab:blue",
+               label="with the projection-pursuit start")
     ax.axhline(1.01, color="gray", lw=0.8, ls="--", label="1% above the planted cost")
     ax.set_yscale("log")
     ax.set_xticks(x, [f"m={r['m']:.0e}, n={r['n']}, k={r['k']}" for r in records], fontsize=7, rotation=60,

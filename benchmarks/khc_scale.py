@@ -127,7 +127,7 @@ def run_bnb(limit: float, before: str, quick: bool, sigma: float) -> list[dict]:
     sizes = [40, 60, 80] if quick else [40, 60, 80, 100, 150]
     ks = [2, 3] if quick else [2, 3, 4]
     rows = []
-    for name, solve in solvers.items():   # compile / load both kernels before timing
+    for solve in solvers.values():   # compile / load both kernels before timing
         solve(np.random.default_rng(0).normal(size=(12, 2)), 2, restarts=1)
         solve(np.random.default_rng(0).normal(size=(12, 3)), 2, restarts=1)
     for kind in ("planted", "uniform"):
@@ -177,7 +177,8 @@ def markdown(data: dict) -> str:
         lines.append("")
     if data.get("bnb"):
         rows = data["bnb"]
-        lines += [f"## Exact bnb: working tree against `{data['before']}`, {data['bnb_limit']:g} s limit, one thread", "",
+        lines += [f"## Exact bnb: working tree against `{data['before']}`, {data['bnb_limit']:g} s limit, "
+                  "one thread", "",
                   f"Measured {data.get('bnb_date', data['date'])}.", "",
                   "| data | m | n | k | before: time s / gap / nodes | after: time s / gap / nodes |",
                   "|---|---|---|---|---|---|"]

@@ -418,7 +418,8 @@ def games_markets(json_path, png_path) -> bool:
                title="Linear Fisher market, 1000 buyers x 1000 goods")
         ax.grid(True, which="major", color="0.9")
         ax.legend(loc="lower left")
-        _save(plt, fig, png_path, "The exact active-set polish reaches the equilibrium; the others stop at 1e-6 or above",
+        _save(plt, fig, png_path,
+              "The exact active-set polish reaches the equilibrium; the others stop at 1e-6 or above",
               data.get("meta", {}), y=0.99, rect=(0, 0.03, 1, 0.95))
     return True
 

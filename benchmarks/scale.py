@@ -162,7 +162,8 @@ def main(argv=None) -> int:
               + (f", k-HC {row['khc']['wall']:.2f} s" if paths else ""), file=sys.stderr, flush=True)
     meta = {"date": started.strftime("%Y-%m-%d %H:%M UTC"), "cpu": cpu_name(), "cores": os.cpu_count(),
             "load_before": load_before, "load_after": os.getloadavg(), "scenarios": scenarios,
-            "chunk": args.chunk, "sweep_scenarios": int(args.sweep_scenarios), "instance": CVRP.name, "khc_instances": len(paths),
+            "chunk": args.chunk, "sweep_scenarios": int(args.sweep_scenarios), "instance": CVRP.name,
+            "khc_instances": len(paths),
             "command": "python benchmarks/scale.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     for row in [baseline["khc"], *[c["khc"] for c in configs]]:
         if row is not None:
@@ -219,7 +220,8 @@ def markdown(data: dict) -> str:
                                          "yes" if s["identical"] else "NO", *khc_cells(c["khc"])]) + " |")
     if khc0 is not None:
         lines += ["", f"k-HC work inside the solves (sum of solve wall times, 1 process): {khc0['work_s']:.2f} s "
-                  f"for {khc0['instances']} instances ({1000 * khc0['work_s'] / khc0['instances']:.0f} ms each on average)."]
+                  f"for {khc0['instances']} instances "
+                  f"({1000 * khc0['work_s'] / khc0['instances']:.0f} ms each on average)."]
     if data["overhead"]:
         o = data["overhead"]
         lines += ["", f"**Overhead per task** (no-op tasks through `map_tasks`, 2 workers, median of 3 runs of "
@@ -227,7 +229,8 @@ def markdown(data: dict) -> str:
     if data["sweep"]:
         lines += ["", f"**Chunk size** ({meta['sweep_scenarios']:,} scenarios; 2 workers vs 1 process on the same "
                   "chunks):", "",
-                  "| chunk | chunks | 1 process s | 2 workers s | speed-up | bit-identical |", "|---|---|---|---|---|---|"]
+                  "| chunk | chunks | 1 process s | 2 workers s | speed-up | bit-identical |",
+                  "|---|---|---|---|---|---|"]
         for r in data["sweep"]:
             lines.append(f"| {r['chunk']:,} | {r['chunks']} | {r['one_process_s']:.2f} | {r['two_workers_s']:.2f} | "
                          f"{r['speedup']:.2f} | {'yes' if r['identical'] else 'NO'} |")
@@ -244,9 +247,11 @@ def plot(data: dict, path: Path) -> None:
     workers = [c["workers"] for c in data["configs"]]
     fig, ax = plt.subplots(1, 2 if data["sweep"] else 1, figsize=(10, 4), squeeze=False)
     a = ax[0][0]
-    a.plot(workers, [base["split"]["wall"] / c["split"]["wall"] for c in data["configs"]], "o-", label="stochastic split")
+    a.plot(workers, [base["split"]["wall"] / c["split"]["wall"] for c in data["configs"]], "o-",
+           label="stochastic split")
     if base["khc"] is not None:
-        a.plot(workers, [base["khc"]["wall"] / c["khc"]["wall"] for c in data["configs"]], "s-", label="k-HC batch (bnb)")
+        a.plot(workers, [base["khc"]["wall"] / c["khc"]["wall"] for c in data["configs"]], "s-",
+               label="k-HC batch (bnb)")
     a.plot(workers, [min(w, data["meta"]["cores"]) for w in workers], "k:", label="ideal on this machine's cores")
     a.axvspan(data["meta"]["cores"] + 0.01, max(workers) + 0.5, color="0.9", label="oversubscribed")
     a.set_xscale("log", base=2)

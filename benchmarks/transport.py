@@ -301,10 +301,12 @@ def markdown(rows, meta):
              "single runs above (the methods take turns within each repeat). ours = "
              "`Transport(x, y, p=p).solve('approx')`; emd = `ot.emd` (numItermax 10^9) and lsa = "
              "`linear_sum_assignment`, both including the dense cost matrix; bottleneck = the exact W_inf "
-             "solver; floor = one 2-thread pass over all n^2 distances (the fastest of 5 at n <= 10^4). ratio = W_p(ours) / W_p(exact) "
+             "solver; floor = one 2-thread pass over all n^2 distances (the fastest of 5 at n <= 10^4). "
+             "ratio = W_p(ours) / W_p(exact) "
              "(exact: emd for p < inf, checked against lsa; bottleneck for p = inf); obj/bound = ours' "
              "objective over its certified lower bound (an upper bound on the true ratio, available at every "
-             "size); factor = the factor ours states as proven (3, or a hair above with rounded flow costs); peak = resident memory above the level before the call (MiB). '-' = not run at that size.",
+             "size); factor = the factor ours states as proven (3, or a hair above with rounded flow costs); "
+             "peak = resident memory above the level before the call (MiB). '-' = not run at that size.",
              "",
              "| case | d | p | n | ours (s) | emd (s) | lsa (s) | bottleneck (s) | floor (s) | emd / ours "
              "| lsa / ours | bottleneck / ours | ours / floor | ratio | obj / bound | factor | ours peak | emd peak "
@@ -347,7 +349,8 @@ def goal_lines(rows):
         if r["n"] == 2000 and r["p"] == "inf" and "bottleneck" in r and "ratio" in r:
             speed, ratio = _secs(r, "bottleneck") / ours, r["ratio"]
             ok = speed >= 20 and ratio <= 2
-            out.append(f"- {r['case']}, p = inf, n = 2000: {speed:.1f}x faster than the exact bottleneck (goal >= 20x), "
+            out.append(f"- {r['case']}, p = inf, n = 2000: {speed:.1f}x faster than the exact bottleneck "
+                       "(goal >= 20x), "
                        f"ratio {ratio:.4f} (goal <= 2): {'met' if ok else 'NOT met'}")
         if r["n"] == 100000 and ours is not None:
             peak = r["ours"]["peak_mib"]
@@ -373,7 +376,8 @@ def code_version():
     import subprocess
     root = Path(__file__).resolve().parents[1]
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
+                              capture_output=True, text=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "solvopt/transport", "dsl/transport.py"],
                                cwd=root, capture_output=True, text=True).stdout.split("\n")
     except OSError:
@@ -411,11 +415,13 @@ def main(argv=None):
     ap.add_argument("--lsa-max", type=int, default=None, help="largest n for lsa (default: --exact-max)")
     ap.add_argument("--bottleneck-max", type=int, default=2000, help="largest n for the exact bottleneck")
     ap.add_argument("--repeats", type=int, default=3, help="repeats at n <= 1000")
-    ap.add_argument("--code", default=None, help="what code is measured, when not this checkout (e.g. a snapshot of a commit)")
+    ap.add_argument("--code", default=None,
+                    help="what code is measured, when not this checkout (e.g. a snapshot of a commit)")
     ap.add_argument("--merge", action="store_true",
                     help="merge into the recorded results (method by method) instead of replacing them")
     ap.add_argument("--output", type=Path, default=RESULTS / "transport", help="results path without extension")
-    ap.add_argument("--redraw", action="store_true", help="rewrite the .md and .png from the recorded .json (runs nothing)")
+    ap.add_argument("--redraw", action="store_true",
+                    help="rewrite the .md and .png from the recorded .json (runs nothing)")
     args = ap.parse_args(argv)
     if args.redraw:
         recorded = json.loads(args.output.with_suffix(".json").read_text())

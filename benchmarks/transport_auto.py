@@ -9,7 +9,7 @@ approximation with its dual certificate, as ``auto`` runs it) and, for p = inf, 
 model built once, outside the timing; every kernel compiled before) and each objective's ratio
 to the optimum.
 
-    nice python benchmarks/transport_auto.py               # about 5 minutes; writes benchmarks/results/transport_auto.{md,json}
+    nice python benchmarks/transport_auto.py      # about 5 minutes; writes benchmarks/results/transport_auto.{md,json}
     python benchmarks/transport_auto.py --sizes 300 --ps 2 --repeats 1 --no-write     # a smoke run
 """
 from __future__ import annotations
@@ -73,7 +73,8 @@ def warm_up() -> None:
 def markdown(rows: list[dict], meta: dict) -> str:
     lines = ["# Transport: exact against approx (the crossover of method `auto`)", "",
              f"{meta['date']}, {meta['machine']}; uniform points in [0, 1]^d, n = m, median of "
-             f"{meta['repeats']} interleaved runs (one run for p = inf with random masses) of `model.solve(method)` (the machine is shared: compare "
+             f"{meta['repeats']} interleaved runs (one run for p = inf with random masses) of `model.solve(method)` "
+             "(the machine is shared: compare "
              "within a row). `ratio`: objective over the optimum found.", "",
              "| d | p | masses | n | n x m | exact s | approx s | approx ratio | bottleneck s | cheaper |",
              "|---:|---|---|---:|---:|---:|---:|---:|---:|---|"]
