@@ -9,6 +9,8 @@ This module knows nothing of the family that calls it: it imports only the core 
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from solvopt.core.chunks import ScenarioStats
@@ -47,6 +49,7 @@ def scenario_costs(first, demands, key, cdf, cdf_start, guide, guide_start, tour
     module = load_module("cvrp.cu")
     tail = (tour0, np.int32(n), entry, exit_, np.int32(capacity), np.float64(penalty), np.int32(bool(penalise)),
             value, prefix, dev_out, np.int32(use_shared))
+    head: tuple[Any, ...]   # the kernel's leading arguments: the demand matrix, or the sampler's tables
     if demands.size:
         demands = cp.asarray(demands, dtype=cp.int32)
         head = (cp.ascontiguousarray(demands), np.int32(demands.shape[1]), np.int64(count))

@@ -59,6 +59,7 @@ def forward(initial, ptr, src, cost, choice, n_states, sentinel, out, slots, sch
         layer_choice = choice[layer] if has_choice else no_choice
         common = (cur, nxt, layer_slots, ptr[layer], src[layer], cost[layer], layer_choice, i32(has_choice))
         widths = (i32(src.shape[2]), i32(cost.shape[2]), real(sentinel), i32(track))
+        grid: tuple[int, ...]
         if schedule == "scenarios":
             grid = ((n + THREADS - 1) // THREADS, n_max)
             kernel(grid, (THREADS,), common + (i32(n), i32(n_states[layer + 1])) + widths)

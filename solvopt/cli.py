@@ -186,7 +186,8 @@ def cmd_solve(args) -> int:
         from .io.results import output_names
         os.makedirs(args.out, exist_ok=True)
         args.out_names = output_names(args.instances)  # from the paths, sanitised, unique in this run
-    rows, status = [], EXIT_OK
+    rows: list[list[str]] = []
+    status = EXIT_OK
     try:
         with catching_sigint():
             status = _solve_batch(args, options, given, rows)
@@ -330,6 +331,8 @@ def load_factory(path: str, file: str, name: str):
     if not os.path.isfile(file):
         raise CliError(f"{path}: no such file: {file}")
     spec = importlib.util.spec_from_file_location(f"solvopt_factory_{abs(hash(os.path.abspath(file)))}", file)
+    if spec is None or spec.loader is None:
+        raise CliError(f"{path}: {file} cannot be imported (not a Python source file)")
     module = importlib.util.module_from_spec(spec)
     folder = os.path.dirname(os.path.abspath(file))
     sys.path.insert(0, folder)
@@ -344,16 +347,15 @@ def load_factory(path: str, file: str, name: str):
     if factory is None:
         found = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_")
                        and getattr(v, "__module__", None) == module.__name__)
-        raise CliError(f"{path}: no function {name!r} in {file}" + (f" (it defines: {', '.join(found)})" if found else ""))
+        defines = f" (it defines: {', '.join(found)})" if found else ""
+        raise CliError(f"{path}: no function {name!r} in {file}{defines}")
     if not callable(factory):
         raise CliError(f"{path}: {name} in {file} is not a function ({type(factory).__name__})")
     try:
         model = factory()
     except Exception as exc:
         raise CliError(f"{path}: {name}() raised {exception_message(exc)}") from None
-    if not isinstance(model_family(model), str) or not callable(getattr(model, "solve", None)):
-        raise CliError(f"{path}: {name}() returned {type(model).__name__}, not a solvopt model "
-                       "(return a model of solvopt.dsl: Model, Transport, HyperplaneClustering, LayeredDP, ...)")
+    factory_family(path, name, model)
     return model
 
 
@@ -363,6 +365,15 @@ def model_family(model) -> str | None:
     return "lp" if isinstance(model, Model) else getattr(model, "family", None)
 
 
+def factory_family(path: str, name: str, model) -> str:
+    """The family of the model ``name()`` returned; a CliError when it is not a solvopt model."""
+    family = model_family(model)
+    if not isinstance(family, str) or not callable(getattr(model, "solve", None)):
+        raise CliError(f"{path}: {name}() returned {type(model).__name__}, not a solvopt model "
+                       "(return a model of solvopt.dsl: Model, Transport, HyperplaneClustering, LayeredDP, ...)")
+    return family
+
+
 def factory_instance(path: str, file: str, name: str, model):
     """The :class:`~solvopt.io.base.Instance` standing for a model built by a factory (reports, ``info``)."""
     from .io.base import Instance, instance_name
@@ -370,7 +381,8 @@ def factory_instance(path: str, file: str, name: str, model):
     text = repr(model)
     if not text.startswith("<"):  # a model's own description, not object.__repr__
         meta["description"] = text
-    return Instance(family=model_family(model), format="python", name=instance_name(file), path=path, meta=meta)
+    return Instance(family=factory_family(path, name, model), format="python", name=instance_name(file), path=path,
+                    meta=meta)
 
 
 def solve_factory(path: str, file: str, name: str, family: str | None, method: str | None, options: dict,
@@ -382,7 +394,7 @@ def solve_factory(path: str, file: str, name: str, family: str | None, method: s
     """
     from .core.family import get_family
     model = load_factory(path, file, name)
-    own = model_family(model)
+    own = factory_family(path, name, model)
     if family is not None and family != own:
         raise CliError(f"{path}: {name}() returned a {own} model; --family {family} cannot solve it")
     try:
@@ -613,7 +625,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "e.g. presolve=off; for HiGHS, SCIP and Gurobi any other NAME is the backend's own "
                         "parameter (mip_rel_gap=1e-4, limits/gap=0.01, MIPFocus=1)")
     s.add_argument("--json", action="store_true", help="one JSON object per instance on stdout")
-    s.add_argument("--out", metavar="DIR", help="write each result to DIR/<name>.json (plain JSON; plus <name>.sol for split routes)")
+    s.add_argument("--out", metavar="DIR",
+                   help="write each result to DIR/<name>.json (plain JSON; plus <name>.sol for split routes)")
     s.add_argument("--workers", type=_positive_int, metavar="N",
                    help="solve on a dask LocalCluster of N one-thread worker processes (extra 'dist'): several "
                         "instances run as tasks, one instance fans its scenario chunks out")

@@ -151,7 +151,7 @@ def _solvopt_dispatchers() -> dict[str, object]:
     if numba is None:
         return {}
     from numba.core.dispatcher import Dispatcher
-    out = {}
+    out: dict[str, object] = {}
     for modname, module in list(sys.modules.items()):
         if module is None or not (modname == "solvopt" or modname.startswith("solvopt.")):
             continue
@@ -173,9 +173,10 @@ def warmup(families: list[str] | None = None, progress: Callable[[str], None] | 
     ``compile_time`` (of which compiling; 0.0 when everything came from the cache), ``cached``
     (True when nothing had to be compiled), ``solves`` (``"case/method"`` -> ``{"seconds",
     "compile_time", "termination"}``; a direct kernel call of :data:`EXTRA_CALLS` by its name, with
-    termination None; ``{"error": message}`` for one that failed, which does not stop the others), ``kernels`` (each jitted function of the family's modules first
-    used here -> ``{"compiled": signatures compiled now, "from_cache": signatures loaded}``) and,
-    for a family without scale cases, ``skipped`` (why). ``progress`` gets one line per family.
+    termination None; ``{"error": message}`` for one that failed, which does not stop the others),
+    ``kernels`` (each jitted function of the family's modules first used here -> ``{"compiled":
+    signatures compiled now, "from_cache": signatures loaded}``) and, for a family without scale
+    cases, ``skipped`` (why). ``progress`` gets one line per family.
     An unknown family name is a :class:`~solvopt.core.errors.ModelError` listing the known ones.
     """
     from solvopt.core.errors import ModelError

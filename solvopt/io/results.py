@@ -122,7 +122,7 @@ def output_names(paths) -> list[str]:
 
 
 def write_result(out_dir: str | os.PathLike, record: dict, result, instance=None, *, name: str | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> list[str]:
+                 should_stop: Callable[[], bool] | None = None) -> Written:
     """Write ``DIR/<name>.json`` (plain JSON) and, for split routes, ``DIR/<name>.sol``, each atomically.
 
     ``record`` is the CLI's record (``instance``: the name, ``path``: the file); ``instance`` (the

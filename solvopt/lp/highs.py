@@ -63,7 +63,8 @@ def _stop_reason(model_status) -> Termination | None:
         S.kInfeasible: Termination.INFEASIBLE, S.kUnbounded: Termination.UNBOUNDED,
         S.kTimeLimit: Termination.TIME_LIMIT, S.kIterationLimit: Termination.ITERATION_LIMIT,
         S.kSolutionLimit: Termination.ITERATION_LIMIT,   # also HiGHS' node limit
-        S.kInterrupt: Termination.INTERRUPTED, S.kHighsInterrupt: Termination.INTERRUPTED,
+        S.kInterrupt: Termination.INTERRUPTED,
+        S.kHighsInterrupt: Termination.INTERRUPTED,  # type: ignore[attr-defined]  # in highspy, not in its stubs
     }
     return table.get(model_status, Termination.ERROR)
 
@@ -95,7 +96,8 @@ def solve_with_highs(sf: StandardForm, options: SolveOptions) -> Result:
     logged = None if _option(h, "solver") == "pdlp" else sink
     with watch_interrupt(h), forward_log(h, logged):
         status = h.run()
-        if status != highspy.HighsStatus.kError and h.getModelStatus() == highspy.HighsModelStatus.kUnboundedOrInfeasible:
+        either = highspy.HighsModelStatus.kUnboundedOrInfeasible
+        if status != highspy.HighsStatus.kError and h.getModelStatus() == either:
             # presolve could not tell which: settle it without presolve (the answer differs for users)
             h.setOptionValue("presolve", "off")
             status = h.run()
