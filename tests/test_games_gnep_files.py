@@ -178,13 +178,67 @@ def test_a_cost_proven_concave_in_its_own_action_is_refused():
         _player({"var": 1}, Q=[[-2.0, 0.0], [0.0, 0.0]])
 
 
-def test_products_of_own_factors_are_vouched_for():
+def test_library_products_are_proven_on_their_boxes_and_vouched_for_without_bounds():
+    """x_i S^-1 (A.1, A.14) and x_i S^(-1/gamma) (A.16) are decided by the variables' bounds."""
     for p in problems():
         if p.expressions is None:
             continue
         for i, tree in enumerate(p.expressions):
-            pay = payoff({"expression": tree}, p.n, p.blocks[i], -1.0, ("players", i, "cost"))
-            assert pay.concavity == "vouched"
+            spec = {"expression": tree}
+            assert payoff(spec, p.n, p.blocks[i], -1.0, ("players", i, "cost"), lb=p.lb, ub=p.ub).concavity == "proven"
+            assert payoff(spec, p.n, p.blocks[i], -1.0, ("players", i, "cost")).concavity == "vouched"
+    # x_1 S^-1 with the others' actions allowed negative: not concave in x_1 there, so not proven
+    tree = {"op": "mul", "args": [{"var": 0}, {"op": "pow", "args": [{"linear": [1.0, 1.0]}, -1.0]}]}
+    assert payoff({"expression": tree}, 2, [0], 1.0, ("u",), lb=[0.0, -1.0], ub=[1.0, 1.0]).concavity == "vouched"
+    assert payoff({"expression": tree}, 2, [0], 1.0, ("u",), lb=[0.0, 0.5], ub=[1.0, 1.0]).concavity == "proven"
+
+
+def _second_differences_agree(node, frame_lb, frame_ub, own_dirs, curv, rng, points=30):
+    """Second differences along own directions at random box points have the sign curv claims."""
+    checked = 0
+    t = 1e-2 * min(1.0, float(np.min(frame_ub - frame_lb)))
+    for _ in range(points):
+        x = rng.uniform(frame_lb + 2 * t, frame_ub - 2 * t)       # x +- t d stays in the box
+        for d in own_dirs:
+            try:
+                v = node.evaluate(x)[0]
+                second = node.evaluate(x + t * d)[0] + node.evaluate(x - t * d)[0] - 2 * v
+            except ModelError:
+                continue
+            scale = max(1.0, abs(v))
+            if curv.convex:
+                assert second >= -1e-9 * scale
+            if curv.concave:
+                assert second <= 1e-9 * scale
+            checked += 1
+    return checked
+
+
+def test_the_product_rule_is_sound_on_random_boxes():
+    """h * g^p with random affine h, g, exponents and boxes: every decided claim holds at random points
+    (the box's points, along the own action), and the rule decides a fair share of them."""
+    from solvopt.games.expressions import Frame
+    rng = np.random.default_rng(5)
+    n, decided, checked = 3, 0, 0
+    for trial in range(300):
+        lb = rng.uniform(-1.0, 1.0, n)
+        ub = lb + rng.uniform(0.1, 2.0, n)
+        own = np.array([True, False, False]) if trial % 2 else np.array([True, True, False])
+        wg = rng.uniform(-0.5, 1.0, n)
+        wh = rng.uniform(-1.0, 1.0, n)
+        if own.sum() == 2:                      # a parallel own gradient, else the rule stays out
+            wh[:2] = rng.uniform(-2, 2) * wg[:2]
+        p = float(rng.choice([-1.0, -2.0, -1 / 1.1, -0.5, 0.5, 1.5, 2.0, 3.0]))
+        h = {"linear": wh.tolist(), "constant": float(rng.uniform(-1, 1))}
+        g = {"linear": wg.tolist(), "constant": float(rng.uniform(0, 2))}
+        tree = {"op": "mul", "args": [float(rng.choice([-2.0, 1.0])), h, {"op": "pow", "args": [g, p]}]}
+        node = parse(tree, n)
+        curv = node.curvature(Frame(own, lb, ub))
+        if curv.convex or curv.concave:
+            decided += 1
+            dirs = [np.eye(n)[0]] if own.sum() == 1 else [np.eye(n)[0], np.eye(n)[1], np.array([1.0, -1.0, 0.0])]
+            checked += _second_differences_agree(node, lb, ub, dirs, curv, rng)
+    assert decided >= 30 and checked >= 300
 
 
 def test_quadratic_part_and_expression_add_up():
@@ -230,12 +284,14 @@ def _random_tree(rng, n, depth):
 
 
 def test_random_expressions_have_exact_gradients_and_honest_curvature():
+    from solvopt.games.expressions import Frame
     rng = np.random.default_rng(11)
     n, checked = 3, 0
     own = np.array([True, False, False])
+    frame = Frame(own, np.full(n, 0.3 - 0.01), np.full(n, 2.0 + 0.01))    # the points below, with the steps
     for _ in range(400):
         node = parse(_random_tree(rng, n, 4), n)
-        curv = node.curvature(own)
+        curv = node.curvature(frame)
         for _ in range(3):
             x = rng.uniform(0.3, 2.0, n)
             try:

@@ -18,11 +18,13 @@ node, which the solvers treat as outside the utility's domain (the start is move
 
 Concavity in the player's own action (what the equilibrium certificates assume) is checked by
 curvature rules (constant, affine, convex, concave, as in disciplined convex programming, with
-the other players' actions held fixed): a utility proven convex and not affine in its own action
-(a cost proven concave) is refused. Where the rules cannot decide (a product of two factors that
-both move with the player's own action, as in x_i * S^-1) the user vouches for concavity; the
-solvers still check the supergradient inequality at every point they evaluate and stop with an
-error where it fails.
+the other players' actions held fixed; signs of linear forms come from the variables' bounds).
+A product h * g^p of two affine forms that both move with the player's action (the library's
+x_i S^-1, x_i S^(-1/gamma)) is decided exactly on the bounds' box. A utility proven convex and
+not affine in its own action (a cost proven concave) is refused. Where the rules cannot decide
+(other products, a power of a form whose sign the bounds do not fix) the user vouches for
+concavity; the solvers still check the supergradient inequality along their best responses and
+stop with an error where it fails.
 """
 from __future__ import annotations
 
@@ -88,6 +90,27 @@ AFFINE = Curvature(False, True, True)
 UNKNOWN = Curvature(False, False, False)
 
 
+@dataclass
+class Frame:
+    """Where curvature is judged: the player's own entries of the joint action and the variables' box."""
+
+    own: np.ndarray     # bool mask over the joint action
+    lb: np.ndarray
+    ub: np.ndarray
+
+    def range(self, w: np.ndarray, b: float) -> tuple[float, float]:
+        """min and max of w . a + b over the box (exact: the form is affine)."""
+        nz = w != 0.0
+        w, lo, hi = w[nz], self.lb[nz], self.ub[nz]
+        low = b + float(np.sum(np.where(w > 0, w * lo, w * hi)))
+        high = b + float(np.sum(np.where(w > 0, w * hi, w * lo)))
+        return low, high
+
+    def sign(self, w: np.ndarray, b: float) -> int:
+        low, high = self.range(w, b)
+        return 1 if low >= 0.0 else (-1 if high <= 0.0 else 0)
+
+
 # --- nodes -------------------------------------------------------------------------------------
 class Node:
     """One parsed expression node: ``evaluate(a) -> (value, gradient or None when constant)``."""
@@ -97,8 +120,12 @@ class Node:
     def evaluate(self, a):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def curvature(self, own) -> Curvature:  # pragma: no cover - abstract
+    def curvature(self, frame: Frame) -> Curvature:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def affine(self) -> tuple[np.ndarray, float] | None:
+        """(w, b) when the node is the affine form w . a + b (a var or a linear node), else None."""
+        return None
 
 
 @dataclass
@@ -108,7 +135,7 @@ class Const(Node):
     def evaluate(self, a):
         return self.v, None
 
-    def curvature(self, own):
+    def curvature(self, frame):
         return Curvature(True, True, True, int(np.sign(self.v)))
 
 
@@ -120,8 +147,12 @@ class Linear(Node):
     def evaluate(self, a):
         return float(self.w @ a) + self.b, self.w
 
-    def curvature(self, own):
-        return AFFINE if np.any(self.w[own] != 0.0) else CONST
+    def curvature(self, frame):
+        moving = bool(np.any(self.w[frame.own] != 0.0))
+        return Curvature(not moving, True, True, frame.sign(self.w, self.b))
+
+    def affine(self):
+        return self.w, self.b
 
 
 @dataclass
@@ -137,8 +168,15 @@ class Var(Node):
             self.e[self.k] = 1.0
         return float(a[self.k]), self.e
 
-    def curvature(self, own):
-        return AFFINE if own[self.k] else CONST
+    def curvature(self, frame):
+        k = self.k
+        return Curvature(not frame.own[k], True, True,
+                         1 if frame.lb[k] >= 0.0 else (-1 if frame.ub[k] <= 0.0 else 0))
+
+    def affine(self):
+        w = np.zeros(self.n)
+        w[self.k] = 1.0
+        return w, 0.0
 
 
 @dataclass
@@ -154,8 +192,8 @@ class Add(Node):
                 grad = g.copy() if grad is None else grad + g
         return total, grad
 
-    def curvature(self, own):
-        cs = [arg.curvature(own) for arg in self.args]
+    def curvature(self, frame):
+        cs = [arg.curvature(frame) for arg in self.args]
         signs = {c.sign for c in cs}
         return Curvature(all(c.constant for c in cs), all(c.convex for c in cs), all(c.concave for c in cs),
                          signs.pop() if len(signs) == 1 else 0)
@@ -175,8 +213,8 @@ class Mul(Node):
                 grad = rest * g if grad is None else grad + rest * g
         return value, grad
 
-    def curvature(self, own):
-        cs = [arg.curvature(own) for arg in self.args]
+    def curvature(self, frame):
+        cs = [arg.curvature(frame) for arg in self.args]
         sign = 1
         for c in cs:
             if c.constant:
@@ -186,8 +224,11 @@ class Mul(Node):
         moving = [c for c in cs if not c.constant]
         if not moving:
             return Curvature(True, True, True, sign if all(c.sign for c in cs) else 0)
+        if len(moving) == 2 and sign != 0:      # h * g^p, both affine in the own action: exact on the box
+            kids = [arg for arg, c in zip(self.args, cs) if not c.constant]
+            return _affine_times_power(kids, frame).scaled(sign)
         if len(moving) > 1:
-            return UNKNOWN                       # a product of own-dependent factors: the user vouches
+            return UNKNOWN                       # another product of own-dependent factors: the user vouches
         return moving[0].scaled(sign)
 
 
@@ -216,8 +257,8 @@ class Pow(Node):
             raise ModelError(f"{field_name(self.where)}: power {p:g} of {v:.6g} overflows") from None
         return value, d * g
 
-    def curvature(self, own):
-        c, p = self.base.curvature(own), self.p
+    def curvature(self, frame):
+        c, p = self.base.curvature(frame), self.p
         integer, even = p.is_integer(), p.is_integer() and int(p) % 2 == 0
         nonneg = 1 if (not integer or even or c.sign > 0) else 0
         if c.constant or p == 0.0:
@@ -229,7 +270,7 @@ class Pow(Node):
             return Curvature(False, False, c.concave, 1)
         if p > 1.0 and (not integer or c.sign > 0):   # convex, increasing on e >= 0
             return Curvature(False, c.convex, False, 1)
-        if even:                                  # convex on the reals, not monotone
+        if even and p > 0.0:                      # convex on the reals, not monotone
             return Curvature(False, affine, False, 1)
         if p < 0.0 and (not integer or c.sign > 0):   # convex, decreasing on e > 0
             return Curvature(False, c.concave, False, 1)
@@ -246,11 +287,40 @@ class Log(Node):
             raise ModelError(f"{field_name(self.where)}: log of a non-positive number ({v:.6g})")
         return math.log(v), (None if g is None else g / v)
 
-    def curvature(self, own):
-        c = self.arg.curvature(own)
+    def curvature(self, frame):
+        c = self.arg.curvature(frame)
         if c.constant:
             return CONST
         return Curvature(False, False, c.concave)
+
+
+def _affine_times_power(kids: list, frame: Frame) -> Curvature:
+    """The curvature in the own action of h * g^p, h and g affine, on the box (UNKNOWN when undecided).
+
+    With h's own gradient a multiple lambda of g's (always so for a single-variable player; else
+    the Hessian is indefinite or the rule does not apply), the Hessian along the own action is
+    delta delta' p g^(p-2) L with L = 2 lambda g + (p - 1) h, an affine function: its sign on the box
+    is exact (min and max over the box's corners), and g^(p-2) >= 0 where the power is defined.
+    This decides the library's x_i S^-1 and x_i S^(-1/gamma) forms from the variables' bounds.
+    """
+    power = next((k for k in kids if isinstance(k, Pow) and k.base.affine() is not None), None)
+    other = next((k for k in kids if k is not power), None)
+    h = None if other is None else other.affine()
+    g = None if power is None else power.base.affine()
+    if power is None or h is None or g is None:
+        return UNKNOWN
+    (wh, bh), (wg, bg), p = h, g, power.p
+    alpha, delta = wh[frame.own], wg[frame.own]
+    lam = float(alpha @ delta) / float(delta @ delta)
+    if not np.allclose(alpha, lam * delta, rtol=0.0, atol=1e-12 * float(np.abs(alpha).max())):
+        return UNKNOWN
+    integer, even = p.is_integer(), p.is_integer() and int(p) % 2 == 0
+    if integer and (p < 0.0 or not even) and frame.range(wg, bg)[0] < 0.0:
+        return UNKNOWN                      # g^(p-2) changes sign with g, or the domain is split at g = 0
+    low, high = frame.range(2.0 * lam * wg + (p - 1.0) * wh, 2.0 * lam * bg + (p - 1.0) * bh)
+    concave = low >= 0.0 if p < 0.0 else high <= 0.0
+    convex = high <= 0.0 if p < 0.0 else low >= 0.0
+    return Curvature(False, convex, concave)
 
 
 # --- parsing -----------------------------------------------------------------------------------
@@ -316,11 +386,14 @@ class Payoff:
     the utility in the player's own action: ``"proven"`` or ``"vouched"`` (refused when disproved).
     """
 
-    def __init__(self, Q, c, constant: float, expression: Node, sign: float, own: np.ndarray):
+    def __init__(self, Q, c, constant: float, expression: Node, sign: float, own: np.ndarray, lb=None, ub=None):
         self.Q, self.c, self.k, self.expr, self.sign = Q, c, float(constant), expression, float(sign)
-        mask = np.zeros(len(c), bool)
+        n = len(c)
+        mask = np.zeros(n, bool)
         mask[own] = True
-        curv = expression.curvature(mask)
+        lb = np.full(n, -np.inf) if lb is None else np.broadcast_to(np.asarray(lb, float), (n,))
+        ub = np.full(n, np.inf) if ub is None else np.broadcast_to(np.asarray(ub, float), (n,))
+        curv = expression.curvature(Frame(mask, lb, ub))
         quad = _quadratic_curvature(Q[np.ix_(own, own)]) if Q is not None else CONST
         total = Curvature(curv.constant and quad.constant, curv.convex and quad.convex, curv.concave and quad.concave)
         if sign < 0:
@@ -352,16 +425,17 @@ def _quadratic_curvature(own_block) -> Curvature:
     return Curvature(False, bool(eig.min() >= -tol), bool(eig.max() <= tol))
 
 
-def payoff(spec: dict, n: int, own, sign: float, where, Q=None, c=None) -> Payoff:
+def payoff(spec: dict, n: int, own, sign: float, where, Q=None, c=None, lb=None, ub=None) -> Payoff:
     """The compiled payoff of one player's ``utility`` / ``cost`` spec holding an ``expression``.
 
-    ``Q`` and ``c`` are the spec's quadratic part, already checked by the caller (None: absent).
+    ``Q`` and ``c`` are the spec's quadratic part, already checked by the caller (None: absent);
+    ``lb`` / ``ub`` the joint action's bounds (signs of linear forms, products decided on the box).
     A utility proven convex and not affine in the player's own action (a cost proven concave) is
     a ModelError naming the field.
     """
     node = parse(spec["expression"], n, tuple(where) + ("expression",))
     p = Payoff(Q, np.zeros(n) if c is None else np.asarray(c, float), spec.get("constant", 0.0), node, sign,
-               np.asarray(own, int))
+               np.asarray(own, int), lb, ub)
     if p.disproved:
         what = "cost is concave, not convex" if sign < 0 else "utility is convex, not concave"
         raise _error(tuple(where), f"the {what}, in the player's own action (a player maximises a concave "

@@ -69,14 +69,15 @@ def _compare(expr, sense, rhs):
     return expr <= rhs if sense == "<=" else (expr >= rhs if sense == ">=" else expr == rhs)
 
 
-def _expression_payoff(spec, n, own, sign, where, name):
-    """A player's payoff with an ``expression`` (and optionally a quadratic part), compiled."""
+def _expression_payoff(spec, n, own, sign, where, name, box):
+    """A player's payoff with an ``expression`` (and optionally a quadratic part), compiled; ``box``:
+    the joint action's bounds (lb, ub), on which the concavity rules decide products."""
     from .expressions import payoff
     Q = _matrix(spec["Q"], (n, n), f"player {name!r}: Q") if "Q" in spec else None
     if Q is not None and not np.allclose(Q, Q.T):
         raise ModelError(f"player {name!r}: Q must be symmetric")
     c = _matrix(spec["c"], (n,), f"player {name!r}: c") if "c" in spec else None
-    return payoff(spec, n, own, sign, where, Q, c)
+    return payoff(spec, n, own, sign, where, Q, c, *box)
 
 
 def game_from_json(data: dict) -> PseudoGame:
@@ -98,8 +99,10 @@ def game_from_json(data: dict) -> PseudoGame:
             game.maximize(var, form_from_json(p["form"]))
         elif "expression" in p.get("utility", p.get("cost")):   # beyond quadratics (solvopt.games.expressions)
             key = "utility" if "utility" in p else "cost"
+            box = [np.concatenate([np.broadcast_to(getattr(v, b), v.shape).ravel() for v in vars_])
+                   for b in ("lb", "ub")]
             pay = _expression_payoff(p[key], n, np.arange(offsets[i], offsets[i + 1]),
-                                     1.0 if key == "utility" else -1.0, ("players", i, key), p["name"])
+                                     1.0 if key == "utility" else -1.0, ("players", i, key), p["name"], box)
             game.utility(var, pay.value, pay.gradient)
         else:
             spec = p.get("utility", p.get("cost"))
