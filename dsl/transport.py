@@ -1,8 +1,9 @@
 """The W_p optimal-transport family model: two weighted point sets (or a matrix) and p.
 
 W_p(a, b) = (min over plans pi of sum_ij pi_ij d(i, j)^p)^(1/p), the plans pi >= 0 having row
-sums a and column sums b (with a ready cost matrix C, as POT's ``M``: (min sum pi_ij C_ij)^(1/p)); for p = inf, the smallest possible largest distance d(i, j) that a
-plan puts mass on (the bottleneck distance). The model validates its data at construction
+sums a and column sums b (with a ready cost matrix C, as POT's ``M``: (min sum pi_ij C_ij)^(1/p));
+for p = inf, the smallest possible largest distance d(i, j) that a plan puts mass on (the
+bottleneck distance). The model validates its data at construction
 (:func:`validate_points`, :func:`validate_weights`, :func:`validate_p`, ...: the one validation
 the ``.npz`` reader and every method share) and gives the methods the distances they need one
 block at a time (:meth:`Transport.distance_block`, :meth:`Transport.pair_distances`), so no
@@ -92,7 +93,8 @@ def validate_cost(cost: Any, name: str = "cost") -> FloatArray:
     if arr.ndim != 2:
         raise ModelError(f"{name!r} must be a 2-D (n, m) matrix of {what}, got shape {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ModelError(f"{name!r} is empty (shape {arr.shape}): a transport problem needs at least one point on each side")
+        raise ModelError(f"{name!r} is empty (shape {arr.shape}): a transport problem needs at least one point "
+                         "on each side")
     if np.any(arr < 0):
         where = tuple(int(i) for i in np.argwhere(arr < 0)[0])
         raise ModelError(f"{name!r} has a negative {what[:-1]} at {where}")
@@ -217,7 +219,8 @@ class Transport(FamilyModel):
             self.x = validate_points(x, "x")
             self.y = validate_points(y, "y")
             if self.x.shape[1] != self.y.shape[1]:
-                raise ModelError(f"'x' and 'y' must have the same dimension, got {self.x.shape[1]} and {self.y.shape[1]}")
+                raise ModelError(f"'x' and 'y' must have the same dimension, got {self.x.shape[1]} and "
+                                 f"{self.y.shape[1]}")
             self.metric = _metric(metric)
             self.n, self.m = self.x.shape[0], self.y.shape[0]
             self.dimension = self.x.shape[1]
@@ -298,8 +301,11 @@ class Transport(FamilyModel):
         return self._distance_scale
 
     def __repr__(self) -> str:
-        what = (f"{'cost' if self.ready_cost is not None else 'distance'} {self.n}x{self.m}") if self.cost is not None else \
-            f"x {self.n}x{self.dimension}, y {self.m}x{self.dimension}, metric={getattr(self.metric, '__name__', self.metric)}"
+        if self.cost is not None:
+            what = f"{'cost' if self.ready_cost is not None else 'distance'} {self.n}x{self.m}"
+        else:
+            metric = getattr(self.metric, "__name__", self.metric)
+            what = f"x {self.n}x{self.dimension}, y {self.m}x{self.dimension}, metric={metric}"
         return f"Transport({what}, p={self.p:g}, mass={self.mass:g})"
 
     def distance_block(self, rows: Index = slice(None), cols: Index | None = None) -> FloatArray:
@@ -315,12 +321,13 @@ class Transport(FamilyModel):
         xs = np.atleast_2d(x[rows])
         ys = y if cols is None else np.atleast_2d(y[cols])
         if callable(self.metric):
-            return self._callable_block(xs, ys)
+            return self.callable_block(xs, ys)
         from scipy.spatial.distance import cdist  # exact differences (no |x|^2 + |y|^2 - 2xy cancellation)
         dist: FloatArray = cdist(xs, ys, self.metric)
         return dist
 
-    def _callable_block(self, xs: FloatArray, ys: FloatArray) -> FloatArray:
+    def callable_block(self, xs: FloatArray, ys: FloatArray) -> FloatArray:
+        """The callable metric's (len(xs), len(ys)) distances between two point blocks, checked."""
         metric = self.metric
         name = getattr(metric, "__name__", type(metric).__name__)
         if not callable(metric):
@@ -365,5 +372,5 @@ class Transport(FamilyModel):
             ks = order[start:start + PAIR_CHUNK]
             rows, row_at = np.unique(i[ks], return_inverse=True)
             cols, col_at = np.unique(j[ks], return_inverse=True)
-            out[ks] = self._callable_block(x[rows], y[cols])[row_at, col_at]
+            out[ks] = self.callable_block(x[rows], y[cols])[row_at, col_at]
         return out

@@ -59,5 +59,5 @@ def emd2(a, b, M, method: str = "exact", return_result: bool = False, **options)
     shift = float(costs.min()) if costs.size and costs.min() < 0 else 0.0
     model = Transport(cost=costs - shift if shift else costs, a=_masses(a), b=_masses(b), p=1)
     result = model.solve(method, **options)
-    value = result.objective + shift * model.mass
+    value = None if result.objective is None else result.objective + shift * model.mass
     return (value, result) if return_result else value

@@ -37,6 +37,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -91,8 +94,10 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
     nr, nc = len(rows), len(cols)
     order = MINKOWSKI[model.metric]
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
-    stop = (lambda: stop_reason(deadline) is not None)
-    state = {"plan": None, "bound": None, "tests": 0, "pairs": 0, "k": 0}
+
+    def stop() -> bool:
+        return stop_reason(deadline) is not None
+    state: dict[str, Any] = {"plan": None, "bound": None, "tests": 0, "pairs": 0, "k": 0}
 
     def test(r, c):
         """A plan on the pairs (r[k], c[k]) (local indices), or None when none exists."""
@@ -247,8 +252,8 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
             poll_stop()
             kc, kr = min(k, nc), min(k, nr)
             state["k"] = k
-            _, jc = run_abandonable(lambda: ty.query(model.x[rows], k=kc, p=order), stop)
-            _, ir = run_abandonable(lambda: tx.query(model.y[cols], k=kr, p=order), stop)
+            _, jc = run_abandonable(partial(ty.query, model.x[rows], k=kc, p=order), stop)
+            _, ir = run_abandonable(partial(tx.query, model.y[cols], k=kr, p=order), stop)
             jc, ir = jc.reshape(nr, kc), ir.reshape(nc, kr)
             r = np.concatenate([np.repeat(np.arange(nr), kc), ir.ravel()])
             c = np.concatenate([jc.ravel(), np.repeat(np.arange(nc), kr)])
@@ -297,7 +302,7 @@ def _tree(points):
     return cKDTree(points)
 
 
-_KERNEL = []
+_KERNEL: list[Callable] = []     # the compiled kernel, once built
 
 
 class _Done(Exception):
@@ -390,7 +395,8 @@ def _hopcroft_karp_kernel():
 class BottleneckTransport(Solver):
     family = "transport"
     name = "bottleneck"
-    description = "exact W_inf: search over the sorted distances with max-flow (or matching) feasibility tests (p = inf)"
+    description = ("exact W_inf: search over the sorted distances with max-flow (or matching) feasibility tests "
+                   "(p = inf)")
     options = (engine_option(BOTTLENECK_ENGINES, "feasibility test (hopcroft-karp: n = m uniform weights only)"),)
 
     def solve(self, model, options):

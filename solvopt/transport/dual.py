@@ -80,8 +80,10 @@ def _grid(src, dst, pot, unit, p, code, stop):
     return out, order[arg]
 
 
-def c_transform(src, dst, pot, unit: float, p: float, metric: str, *, method: str = "auto", stop=None) -> np.ndarray:
-    """out_k = min_i ((d(src_i, dst_k) / unit)^p - pot_i) for every row k of ``dst`` (points, named metric).
+def c_transform(src, dst, pot, unit: float, p: float, metric: str, *, method: str = "auto",
+                stop=None) -> tuple[np.ndarray, np.ndarray]:
+    """(out, arg): out_k = min_i ((d(src_i, dst_k) / unit)^p - pot_i) for every row k of ``dst``
+    (points, named metric), arg_k the minimising i.
 
     ``method``: "brute" (Numba, any metric and p), "tree" (p = 2 euclidean only), "auto" (the tree
     for p = 2 euclidean from :data:`TREE_FROM_PAIRS` pairs on). Raises :class:`Stopped` when
@@ -113,7 +115,7 @@ def c_transform(src, dst, pot, unit: float, p: float, metric: str, *, method: st
     return out, arg
 
 
-def _tree(src, dst, pot, unit, stop) -> np.ndarray:
+def _tree(src, dst, pot, unit, stop) -> tuple[np.ndarray, np.ndarray]:
     """p = 2 euclidean: a nearest-neighbour query among the lifted sources (x_i / unit, sqrt(top - u_i));
     the value at the neighbour found is then recomputed directly (any rounding of the tree is
     within the margin of :func:`certified_bound`)."""
@@ -133,7 +135,7 @@ def _tree(src, dst, pot, unit, stop) -> np.ndarray:
     return out, arg
 
 
-def _model_transform(model, rows, cols, pot, unit, axis, stop) -> np.ndarray:
+def _model_transform(model, rows, cols, pot, unit, axis, stop) -> tuple[np.ndarray, np.ndarray]:
     """The c-transform through the model's own distances (cost matrix, callable metric), row blocks."""
     p = model.p
     step = max(1, CHUNK_ENTRIES // 4 // max(1, len(cols)))

@@ -93,7 +93,7 @@ def scaled_costs(distances: np.ndarray, p: float, reference: float | None = None
 
 def uniform_square(model) -> bool:
     """n = m with all weights equal: an optimal plan is a permutation (Birkhoff)."""
-    return model.n == model.m and np.all(model.a == model.a[0]) and np.all(model.b == model.b[0])
+    return bool(model.n == model.m and np.all(model.a == model.a[0]) and np.all(model.b == model.b[0]))
 
 
 def permutation_plan(model, cols: np.ndarray):
@@ -110,13 +110,13 @@ def bipartite_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray,
     Returns (plan (n x m CSR, the model's masses), FlowSolution).
     """
     import scipy.sparse as sp
-    r = np.empty((len(rows), len(cols)), dtype=np.int64)
-    r[:] = np.arange(len(rows))[:, None]                 # broadcast copies: several times faster than repeat/tile
+    r_grid = np.empty((len(rows), len(cols)), dtype=np.int64)
+    r_grid[:] = np.arange(len(rows))[:, None]            # broadcast copies: several times faster than repeat/tile
     if stop is not None and stop():
         raise FlowStopped
-    c = np.empty((len(rows), len(cols)), dtype=np.int64)
-    c[:] = np.arange(len(rows), len(rows) + len(cols))[None, :]
-    r, c = r.ravel(), c.ravel()
+    c_grid = np.empty((len(rows), len(cols)), dtype=np.int64)
+    c_grid[:] = np.arange(len(rows), len(rows) + len(cols))[None, :]
+    r, c = r_grid.ravel(), c_grid.ravel()
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
     if stop is not None and stop():
         raise FlowStopped
@@ -167,7 +167,7 @@ def flow_bound(model, costs, scale, plan, sol, rows, cols, cap: float = math.inf
     convention), the support's tree potentials, and the engine's stated cost error. ``cap``: the
     cap the costs were computed with; ``stop``: when it turns true, the passes not yet made are
     skipped (the bound so far stays valid)."""
-    candidates = []
+    candidates: list[float | None] = []
     if sol.potentials is not None:
         full = np.zeros(model.n)
         for sign in (1.0, -1.0):
@@ -248,8 +248,8 @@ class ExactTransport(Solver):
         # with HiGHS, whose duals certify a degenerate optimum that support potentials cannot).
         # (in the large-p frame the optimum is already between the smallest mass fraction and 1)
         unit = math.sqrt(low) if low > 0 and reference is None else 1.0
-        engine = options.extra["engine"]
-        for attempt, engine in enumerate((engine, "highs" if engine == "auto" else engine)):
+        chosen = options.extra["engine"]
+        for attempt, engine in enumerate((chosen, "highs" if chosen == "auto" else chosen)):
             try:
                 plan, sol = bipartite_flow(model, sub / unit, rows, cols, engine, stop=stop)
             except FlowStopped:
@@ -406,7 +406,8 @@ def threshold_plan(model, pairs: np.ndarray, rows, cols, matching: bool, engine:
 class PotTransport(Solver):
     family = "transport"
     name = "pot"
-    description = "POT's exact network simplex ot.emd on the full matrix (finite p), iteration limit set to reach the optimum"
+    description = ("POT's exact network simplex ot.emd on the full matrix (finite p), iteration limit set to reach "
+                   "the optimum")
     honours = frozenset({"iteration_limit", "threads"})
     requires_modules = ("ot",)
     backend_packages = ("pot",)

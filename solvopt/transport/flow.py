@@ -137,7 +137,8 @@ def auto_engine(supplies, capacities=None, costs=None) -> str:
     """The default engine: our network simplex for uncapacitated arcs of costs >= 0 (measured the
     fastest on the transport graphs, see the module docstring), else OR-Tools where installed and
     the supplies are integer multiples of one unit, else HiGHS."""
-    if (capacities is None or not np.any(np.isfinite(capacities))) and (costs is None or not len(costs) or costs.min() >= 0):
+    uncapacitated = capacities is None or not np.any(np.isfinite(capacities))
+    if uncapacitated and (costs is None or not len(costs) or costs.min() >= 0):
         return "simplex"
     try:
         import ortools.graph.python.min_cost_flow  # noqa: F401
@@ -221,7 +222,7 @@ def _highs(tails, heads, costs, supplies, n_nodes, capacities, stop=None) -> Flo
         with watch_interrupt(h):
             h.run()
     else:                      # HiGHS asks at every simplex iteration: the caller's stop (time limit, Ctrl-C)
-        stopped = []
+        stopped: list[bool] = []
 
         def ask(event):
             if not stopped and stop():

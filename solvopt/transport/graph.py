@@ -164,7 +164,7 @@ class Distances:
             self.k.distances(np.ascontiguousarray(model.y[centres]), model.y, self.code, out)
         elif self.on_points:
             for rows in kernels_numpy.row_blocks(len(centres), model.m):
-                out[rows] = model._callable_block(model.y[centres[rows]], model.y)
+                out[rows] = model.callable_block(model.y[centres[rows]], model.y)
         else:
             for h, (c, sources) in enumerate(zip(centres, members)):
                 best = np.full(model.m, np.inf)
@@ -216,7 +216,8 @@ class TwoHopGraph:
         bunch_tails = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.bunch_indptr))
         tails = np.concatenate([bunch_tails, np.arange(n, dtype=np.int64),
                                 np.repeat(np.arange(hubs, dtype=np.int64) + n + m, m)])
-        heads = np.concatenate([self.bunch_cols + n, self.hub_of + n + m, np.tile(np.arange(m, dtype=np.int64) + n, hubs)])
+        heads = np.concatenate([self.bunch_cols + n, self.hub_of + n + m,
+                                np.tile(np.arange(m, dtype=np.int64) + n, hubs)])
         return tails, heads
 
     def arc_lengths(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -301,7 +301,7 @@ def _leaf_pairs(active, cell_of, pa, pb, src_leaf, tgt_on, tgt_leaf, src_on, mem
 def build_grid(model, rng: np.random.Generator, leaf: int = LEAF_PARTNERS, stop=None) -> GridGraph:
     """The grid-hierarchy graph of a point model (module docstring): a side leaves the hierarchy
     with direct arcs once at most ``leaf`` partners are near it. ``stop``: polled per level."""
-    metric, p = model.metric, model.p
+    metric = model.metric
     rows = np.flatnonzero(model.a > 0)
     cols = np.flatnonzero(model.b > 0)
     pts = np.concatenate([model.x[rows], model.y[cols]])
@@ -422,7 +422,8 @@ def build_grid(model, rng: np.random.Generator, leaf: int = LEAF_PARTNERS, stop=
         n_in += len(both)
         n_out += len(both)
     if dir_parts:
-        key = _sorted_unique(np.concatenate([r for r, _ in dir_parts]) * model.m + np.concatenate([c for _, c in dir_parts]))
+        key = _sorted_unique(np.concatenate([r for r, _ in dir_parts]) * model.m
+                             + np.concatenate([c for _, c in dir_parts]))
         dir_src, dir_tgt = key // model.m, key % model.m
     else:
         dir_src = dir_tgt = np.zeros(0, dtype=np.int64)
@@ -432,5 +433,5 @@ def build_grid(model, rng: np.random.Generator, leaf: int = LEAF_PARTNERS, stop=
     src, src_hub, src_len = (np.concatenate(x) for x in zip(*src_parts))
     mid_in, mid_out, mid_len = (np.concatenate(x) for x in zip(*mid_parts))
     tgt, tgt_hub, tgt_len = (np.concatenate(x) for x in zip(*tgt_parts))
-    return GridGraph(model.n, model.m, n_in, n_out, dir_src, dir_tgt, dir_len, src, src_hub, src_len, mid_in, mid_out, mid_len,
-                     tgt_hub, tgt, tgt_len, level, factor(metric, dim))
+    return GridGraph(model.n, model.m, n_in, n_out, dir_src, dir_tgt, dir_len, src, src_hub, src_len,
+                     mid_in, mid_out, mid_len, tgt_hub, tgt, tgt_len, level, factor(metric, dim))

@@ -56,7 +56,8 @@ def _directions(model) -> list[np.ndarray]:
     out = []
     if model.metric == "euclidean" and dim > 1:
         out.append(_principal(xs, ys))
-        diff = np.average(xs, axis=0, weights=model.a[model.a > 0]) - np.average(ys, axis=0, weights=model.b[model.b > 0])
+        diff = (np.average(xs, axis=0, weights=model.a[model.a > 0])
+                - np.average(ys, axis=0, weights=model.b[model.b > 0]))
         norm = float(np.sqrt(diff @ diff))
         if norm > 0 and math.isfinite(norm):
             out.append(diff / norm)

@@ -33,7 +33,8 @@ def read_transport_npz(path: str) -> Instance:
     arrays = _load(path)
     unknown = sorted(set(arrays) - set(KNOWN_ARRAYS))
     if unknown:
-        raise InstanceFormatError(path, None, f"unknown array(s) {', '.join(unknown)}; expected {', '.join(KNOWN_ARRAYS)}")
+        raise InstanceFormatError(path, None,
+                                  f"unknown array(s) {', '.join(unknown)}; expected {', '.join(KNOWN_ARRAYS)}")
     if "cost" not in arrays and "distance" not in arrays:
         for name in ("x", "y"):
             if name not in arrays:

@@ -11,10 +11,13 @@ POT's ``ot.emd`` do (measured: the calling thread kept running every 30 ms durin
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from solvopt.core.interrupt import ABANDONED_THREAD_NAME
 
 POLL_SECONDS = 0.05
+T = TypeVar("T")
 
 
 class Stopped(Exception):
@@ -27,16 +30,16 @@ def poll(stop) -> None:
         raise Stopped
 
 
-def run_abandonable(fn, stop):
+def run_abandonable(fn: Callable[[], T], stop: Callable[[], bool] | None) -> T:
     """``fn()``, or :class:`Stopped` as soon as ``stop()`` turns true (the call is then abandoned).
 
     Exceptions of ``fn`` are raised in the caller. Without ``stop``, ``fn()`` runs in place."""
     if stop is None:
         return fn()
     poll(stop)
-    box: dict = {}
+    box: dict[str, Any] = {}
 
-    def work():
+    def work() -> None:
         try:
             box["value"] = fn()
         except BaseException as exc:          # handed to the caller
