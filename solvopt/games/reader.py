@@ -4,7 +4,9 @@ The top-level ``kind`` says what the file holds: ``pseudo_game``, ``fisher_marke
 ``arrow_debreu_market`` (this family's :mod:`solvopt.games.instance` builds them) or
 ``markov_pseudo_game`` / ``markov_exchange_economy`` (validated here against
 ``schema_markov.json`` when present; built by :mod:`solvopt.games.markov_instance`). A malformed
-file is one :class:`InstanceFormatError` naming the file and the field (``players[0].cost.Q``).
+file is one :class:`InstanceFormatError` naming the file and the field (``players[0].cost.Q``);
+utility ``expression`` trees are parsed here too (:mod:`solvopt.games.expressions`), so a bad node
+is named by its path (``players[2].cost.expression.args[0].op``).
 The schema is ``solvopt/games/schema.json``; docs/games.md describes it.
 """
 from __future__ import annotations
