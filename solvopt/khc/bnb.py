@@ -123,11 +123,11 @@ def _doll_incumbent(X: np.ndarray, k: int, previous: np.ndarray | None, seed: in
     of a run's time."""
     candidates = []
     new = 0 if previous is None else len(X) - len(previous)
-    if new == 1:
+    if previous is not None and new == 1:
         for j in range(k):
             labels = local_search(X, np.concatenate(([j], previous)), k, deadline=deadline)
             candidates.append((assignment_cost(X, labels, k), labels))
-    elif new > 1:
+    elif previous is not None and new > 1:
         normals, offsets, _ = fit_planes(X[new:], previous, k)
         nearest = np.argmin(point_distances(X[:new], normals, offsets), axis=1)
         labels = local_search(X, np.concatenate((nearest, previous)), k, deadline=deadline)
@@ -280,6 +280,7 @@ class _Chain:
                 if inner is not None:
                     R[:inner - s] = self.R[inner]
                     ends[:inner - s] = inner - s
+            search: ParallelSearch | DollSearch
             if self.threads > 1:
                 search = ParallelSearch(Xs, R, k, inc_cost, inc_labels, dynamic=self.order == "dynamic",
                                         charge=self.charge, threads=self.threads, ends=ends)
@@ -299,7 +300,7 @@ class _Chain:
             solved_bound = self.R[s]
         raise AssertionError("the last doll is the whole problem")
 
-    def _drive(self, search: DollSearch, s: int, dolls: bool, gap_rel: float, gap_abs: float,
+    def _drive(self, search: DollSearch | ParallelSearch, s: int, dolls: bool, gap_rel: float, gap_abs: float,
                deadline: float | None, node_limit: int | None) -> Termination | None:
         """Run one doll's kernel in batches until it is done or stopped; the stop reason."""
         m = len(self.X)
@@ -340,10 +341,11 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     ``"auto"`` (default) searches without them for the first half of a time limit and, if that
     did not finish, spends the second half on the dolls (in the farthest order when ``order``
     is dynamic), so that a stopped run reports the dolls' bound (the depth-first search's open
-    nodes near the root bound next to nothing); without a time limit "auto" is False. ``charge_bound=True`` adds the unassigned-point charge of
-    :mod:`solvopt.khc.bounds` (static orders). ``restarts``, ``extra_restarts``: see
-    :func:`first_incumbent`. ``order``: see :func:`branching_order`; "auto" is "dynamic" from
-    DYNAMIC_FROM points on (unless ``suffix_bounds`` or ``charge_bound`` is True) (measured: far fewer nodes and less time at m >= 40, see
+    nodes near the root bound next to nothing); without a time limit "auto" is False.
+    ``charge_bound=True`` adds the unassigned-point charge of :mod:`solvopt.khc.bounds` (static orders).
+    ``restarts``, ``extra_restarts``: see :func:`first_incumbent`. ``order``: see :func:`branching_order`;
+    "auto" is "dynamic" from DYNAMIC_FROM points on (unless ``suffix_bounds`` or ``charge_bound`` is
+    True) (measured: far fewer nodes and less time at m >= 40, see
     benchmarks/results/khc_bnb_scale.md), "farthest" below.
     Between kernel batches (at most ~0.4 s apart) and before every doll the search checks the time
     and node limits and a stop request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`): a stopped search
@@ -387,10 +389,11 @@ def solve_bnb(points, k: int, time_limit: float | None = None, node_limit: int |
     if mode is True:
         bound, complete, stopped = chain.run(split if order == "dynamic" else dolls, deadline, node_limit)
     else:
-        half = None if mode is False else start + 0.5 * time_limit
+        half = None if mode is False or time_limit is None else start + 0.5 * time_limit  # "auto": a limit
         bound, complete, stopped = chain.run(split if mode == "auto" else [0], half if half is not None else deadline,
                                              node_limit)
-        if mode == "auto" and stopped is Termination.TIME_LIMIT and time.perf_counter() < deadline:
+        if (mode == "auto" and stopped is Termination.TIME_LIMIT and deadline is not None
+                and time.perf_counter() < deadline):
             plain_bound = bound
             chain.R[:] = 0.0
             chain.split = False

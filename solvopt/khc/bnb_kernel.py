@@ -34,7 +34,8 @@ from .bounds import (
 )
 
 PRODUCT_FLOOR = 0.05              # dynamic order's pick: prod_j (d_j + f s), s the node's slack
-LOOKAHEAD = 3                    # dynamic order: points whose joint increase bounds each node (3: fewest seconds at m = 60)
+LOOKAHEAD = 3                    # dynamic order: points whose joint increase bounds each node
+                                 # (3: fewest seconds at m = 60)
 
 # kernel return codes
 _DONE, _BUDGET = 0, 1
@@ -766,8 +767,8 @@ class DollSearch:
         code = _search(self.X, self.R, int(self.k), a["cnt"], a["mean"], a["S"], a["lam"], a["used"], a["base"],
                        a["bound"], a["child_j"], a["child_b"], a["child_lam"], a["nchild"], a["pos"], a["branch_point"],
                        a["assigned"], a["dynamic"], a["assign"], a["best"], a["scal"], a["iscal"],
-                       int(max_nodes), float(rel_gap), float(abs_gap), a["tmp_S"], a["work"], a["spec"], a["psi"], a["jac"],
-                       self.shared, a["path"], a["front_paths"], a["front_b"])
+                       int(max_nodes), float(rel_gap), float(abs_gap), a["tmp_S"], a["work"], a["spec"], a["psi"],
+                       a["jac"], self.shared, a["path"], a["front_paths"], a["front_b"])
         self.nodes = int(a["iscal"][1])
         self.incumbent = float(a["scal"][0])
         self.incumbent_assignment = a["best"].copy()
@@ -802,7 +803,8 @@ class DollSearch:
 
     def split_open(self) -> list[tuple[float, np.ndarray]]:
         """Hand over the open children of the shallowest level that has some (below the path):
-        (bound, path) of each (path as in :meth:`frontier`); this search will not visit them (work sharing between threads).
+        (bound, path) of each (path as in :meth:`frontier`); this search will not visit them (work sharing
+        between threads).
         Call only while the kernel is not running on this search."""
         a = self.arrays
         depth = int(a["iscal"][0])

@@ -8,9 +8,9 @@ unit-norm rows as quadratic constraints; the ``lp`` family's SCIP (pyscipopt) an
 the solver's own value); ``bound`` is the solver's dual bound (for a p-norm model: a bound on
 LB_p, hence on OPT_2), both in the user's units. Termination and status follow the one gap rule
 (:func:`solvopt.core.status.settle`) on those numbers; the backend's feasibility tolerance is
-tightened to 1e-8 (option ``feastol``) so that its verdicts can meet the 1e-6 gap of OPTIMAL. A Ctrl-C reaches the backend through the
-``lp`` method (SCIP: ``interruptSolve`` from its event handler; Gurobi: its callback), which
-returns its incumbent and bound: reported here as INTERRUPTED.
+tightened to 1e-8 (option ``feastol``) so that its verdicts can meet the 1e-6 gap of OPTIMAL. A
+Ctrl-C reaches the backend through the ``lp`` method (SCIP: ``interruptSolve`` from its event
+handler; Gurobi: its callback), which returns its incumbent and bound: reported here as INTERRUPTED.
 """
 from __future__ import annotations
 

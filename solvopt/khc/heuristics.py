@@ -112,8 +112,10 @@ class ClusterStats:
         d_all = points[:, None, :] - self.centroids[None, :, :]
         added = self.scatters[None] + (counts / (counts + 1.0))[None, :, None, None] * np.einsum(
             "mki,mkj->mkij", d_all, d_all)
-        added_cost = np.where(counts[None, :] >= 1, np.linalg.eigvalsh(added.reshape(m * k, n, n))[:, 0].reshape(m, k), 0.0)
-        gains = (self.costs[labels] - np.maximum(removed_cost, 0.0))[:, None] + self.costs[None, :] - np.maximum(added_cost, 0.0)
+        added_cost = np.where(counts[None, :] >= 1,
+                              np.linalg.eigvalsh(added.reshape(m * k, n, n))[:, 0].reshape(m, k), 0.0)
+        gains = ((self.costs[labels] - np.maximum(removed_cost, 0.0))[:, None]
+                 + self.costs[None, :] - np.maximum(added_cost, 0.0))
         gains[np.arange(m), labels] = 0.0
         gains[own <= 1] = 0.0  # emptying a cluster never helps
         return gains
@@ -250,7 +252,7 @@ def _seed_planes(points: np.ndarray, k: int, rng: np.random.Generator, local: bo
 
 def _starts(points: np.ndarray, k: int, restarts: int, rng: np.random.Generator):
     """Initial assignments, in turn: local k-plane++, k-plane++, uniformly random labels."""
-    m = points.shape[0]
+    m: int = points.shape[0]
     for r in range(restarts):
         if r % 3 == 2:
             labels = rng.integers(0, k, size=m)
@@ -334,10 +336,10 @@ def kplane(points, k: int, restarts: int = 10, seed: int = 0, max_iter: int = 10
     """Best k-HC2 assignment found by seeded k-plane restarts plus local search: ``(assignment, cost)``.
 
     ``init`` (an assignment) is used as an extra first start. ``pursuit`` adds the projection-pursuit
-    start (:mod:`solvopt.khc.pursuit`): True, False, or None / "auto" (see :func:`use_pursuit`). ``time_limit`` (seconds) or a stop
-    request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`) stops starting new restarts
-    and cuts the running one short; at least one start always yields an assignment. ``cost`` equals
-    ``assignment_cost(points, assignment, k)``.
+    start (:mod:`solvopt.khc.pursuit`): True, False, or None / "auto" (see :func:`use_pursuit`).
+    ``time_limit`` (seconds) or a stop request (Ctrl-C, :func:`~solvopt.core.interrupt.request_stop`)
+    stops starting new restarts and cuts the running one short; at least one start always yields an
+    assignment. ``cost`` equals ``assignment_cost(points, assignment, k)``.
     """
     pts, k, init = _validate(points, k, restarts, max_iter, init)
     m, n = pts.shape

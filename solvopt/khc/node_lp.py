@@ -228,7 +228,10 @@ class NodeLP:
         d = col_value[self.cd]
         t = col_value[self.ct]
         viol = np.flatnonzero(t < d * d - (1e-9 + 1e-8 * d * d))
-        starts, index, value, lower = [], [], [], []
+        starts: list[int] = []
+        index: list[int] = []
+        value: list[float] = []
+        lower: list[float] = []
         for p in viol:
             d0 = d[p]
             starts.append(len(index))

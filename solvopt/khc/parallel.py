@@ -6,8 +6,9 @@ one problem with ``threads`` workers:
 
 1. **Frontier.** A first search expands the tree down to a split depth and records the nodes
    there instead of expanding them (the depth grows until there are FRONTIER_PER_THREAD nodes
-   per thread, or the count stops growing from one depth to the next, or the tree ends). They go into a queue ordered by bound: the workers take the
-   most promising subtree first (best-first at the top levels, depth-first below).
+   per thread, or the count stops growing from one depth to the next, or the tree ends). They go
+   into a queue ordered by bound: the workers take the most promising subtree first (best-first at
+   the top levels, depth-first below).
 2. **Workers.** Each ``run`` call is a window: ``threads`` Python threads each take a subtree
    (a paused search first, else the queue's best), run the kernel on it in chunks (the kernel
    releases the GIL, so the threads run at once) until the subtree is done, the window's node
@@ -68,7 +69,8 @@ def default_threads() -> int:
     except (AttributeError, OSError):  # not every platform has affinity masks
         cores = os.cpu_count() or 1
     from numba import config
-    return max(1, min(cores, MAX_THREADS, int(config.NUMBA_NUM_THREADS)))
+    # NUMBA_NUM_THREADS is set at import from the environment: not in numba's stubs
+    return max(1, min(cores, MAX_THREADS, int(config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
 
 
 class ParallelSearch:

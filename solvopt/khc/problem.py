@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import overload
 
 import numpy as np
 
@@ -90,7 +91,12 @@ class KhcProblem:
         return replace(self, unit=self.unit * factor, scale=self.scale / factor)
 
     # --- units ------------------------------------------------------------------------------
-    def cost(self, value: float) -> float:
+    @overload
+    def cost(self, value: float) -> float: ...
+    @overload
+    def cost(self, value: float | None) -> float | None: ...
+
+    def cost(self, value: float | None) -> float | None:
         """A unit-scale cost in the user's units (times scale^2, without an intermediate overflow)."""
         if value is None or not math.isfinite(value):
             return value

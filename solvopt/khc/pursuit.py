@@ -155,7 +155,7 @@ def welsch_fit(points: np.ndarray, normal: np.ndarray, offset: float, first: flo
         r = np.abs(points @ normal - offset)
         scale = max(float(np.sqrt(max(values[0], 0.0))), last)
         in_band = np.count_nonzero(r < 4.0 * scale)
-        background = max(np.count_nonzero(r < first), 1) / (2.0 * first)
+        background = max(int(np.count_nonzero(r < first)), 1) / (2.0 * first)
         ratio = in_band / (background * 8.0 * scale)
         if in_band >= min_points and (best is None or ratio > best.ratio):
             best = Candidate(normal.copy(), offset, scale, ratio)
@@ -257,7 +257,9 @@ def pursuit_planes(points, k: int, rng: np.random.Generator, deadline: float | N
     pts = np.asarray(points, dtype=np.float64)
     m, n = pts.shape
     spread = float(np.sqrt(np.mean(np.var(pts, axis=0))))
-    normals, offsets, widths = [], [], []
+    normals: list[np.ndarray] = []
+    offsets: list[float] = []
+    widths: list[float] = []
     remaining = np.arange(m)
     while (spread > 0.0 and len(normals) < k and len(remaining) >= MIN_POINTS_PER_DIM * n
            and stop_reason(deadline) is None):
@@ -289,12 +291,15 @@ def pursuit_assignment(points, k: int, rng: np.random.Generator, deadline: float
     m = pts.shape[0]
     best = None
     for _ in range(ATTEMPTS):
-        work = pts if sample_size is None or m <= sample_size else pts[rng.choice(m, size=sample_size, replace=False)]
+        small = sample_size is None or m <= sample_size
+        work = pts if small else pts[rng.choice(m, size=sample_size, replace=False)]
         planes = pursuit_planes(work, k, rng, deadline)
         if best is None or len(planes[0]) > len(best[0]):
             best = planes
-        if len(best[0]) == k or len(best[0]) == 0 or stop_reason(deadline) is not None:   # none found: no planes to find
+        # none found: no planes to find
+        if len(best[0]) == k or len(best[0]) == 0 or stop_reason(deadline) is not None:
             break
+    assert best is not None             # ATTEMPTS >= 1
     normals, offsets, widths = best
     found = len(normals)
     if found == 0:

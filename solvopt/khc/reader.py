@@ -38,7 +38,8 @@ def khc_instance(path: str, fmt: str, points: np.ndarray, k: int | None, k_from_
     """
     m, n = points.shape
     if m == 0 or n == 0:
-        raise InstanceFormatError(path, None, f"expected at least one point with at least one coordinate, got shape {points.shape}")
+        raise InstanceFormatError(path, None,
+                                  f"expected at least one point with at least one coordinate, got shape {points.shape}")
     if k is None:
         raise ModelError(f"{path}: k-HC point files carry no k; pass the number of hyperplanes (CLI: --k K)")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
@@ -67,9 +68,8 @@ def read_csv_points(path: str) -> np.ndarray:
     A leading UTF-8 byte-order mark is skipped.
     """
     lines = LineReader(path, comment="#")  # drops a leading UTF-8 byte-order mark
-    if lines.at_end():
-        lines.next("a row of comma-separated coordinates")  # raises: the file has no data
-    _, first = lines.peek()
+    # the file has no data: next() raises, naming what was expected
+    _, first = lines.peek() or lines.next("a row of comma-separated coordinates")
     header = None
     if not any(_is_number(t.strip()) for t in first.split(",")):
         header = [t.strip() for t in first.split(",")]
@@ -97,7 +97,8 @@ def read_npy_points(path: str) -> np.ndarray:
     except (ValueError, OSError, EOFError) as exc:
         raise InstanceFormatError(path, None, f"not a readable .npy array ({exc})") from None
     if not isinstance(array, np.ndarray) or array.ndim != 2:
-        raise InstanceFormatError(path, None, f"expected a 2-D array (points x coordinates), got shape {getattr(array, 'shape', '?')}")
+        raise InstanceFormatError(path, None, "expected a 2-D array (points x coordinates), "
+                                              f"got shape {getattr(array, 'shape', '?')}")
     if not (np.issubdtype(array.dtype, np.number) and not np.issubdtype(array.dtype, np.complexfloating)):
         raise InstanceFormatError(path, None, f"expected a real numeric array, got dtype {array.dtype}")
     bad = np.argwhere(~np.isfinite(array))
@@ -205,7 +206,7 @@ class _Statements:
         return no
 
     def until_semicolon(self, what: str) -> list[tuple[int, str]]:
-        items = []
+        items: list[tuple[int, str]] = []
         while True:
             no, tok = self.take(f"{what} or ';'")
             if tok == ";":

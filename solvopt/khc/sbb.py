@@ -127,7 +127,7 @@ class SpatialBranchAndBound:
         self.upper = math.inf            # best feasible value of the model being solved (k-HC2 or LB_p problem)
         self.pruned_floor = math.inf     # smallest bound of a node pruned only thanks to the gap tolerance
         self.seen_roundings: set[bytes] = set()
-        self.stats = {"nodes": 0, "lp_iterations": 0, "cut_rounds": 0, "max_depth": 0,
+        self.stats: dict[str, float] = {"nodes": 0, "lp_iterations": 0, "cut_rounds": 0, "max_depth": 0,
                       "branch_point": 0, "branch_binary": 0, "branch_orthant": 0, "branch_bisect": 0,
                       "pruned_by_assignment_bound": 0, "infeasible_nodes": 0, "lp_raised_bound": 0}
         self.counter = itertools.count()
@@ -163,7 +163,8 @@ class SpatialBranchAndBound:
 
     def canonical_labels(self, assignment: np.ndarray) -> np.ndarray:
         """Relabel clusters in order of first appearance (the symmetry-breaking order)."""
-        mapping, out = {}, np.empty_like(assignment)
+        mapping: dict[int, int] = {}
+        out = np.empty_like(assignment)
         for i, c in enumerate(assignment):
             out[i] = mapping.setdefault(int(c), len(mapping))
         return out
@@ -231,14 +232,14 @@ class SpatialBranchAndBound:
             if frac_s.max() > INTEGRALITY_TOL:
                 j, l = np.unravel_index(np.argmax(frac_s), frac_s.shape)
                 self.stats["branch_binary"] += 1
-                return self.split(node, j, l, 0.0, bound, prefer_upper=sol.s[j, l] >= 0.5)
+                return self.split(node, int(j), int(l), 0.0, bound, prefer_upper=sol.s[j, l] >= 0.5)
         used = np.unique(labels)
         if self.two_norm:
             sq = np.sum(sol.w * sol.w, axis=1)
             short = [j for j in used if sq[j] < 1.0 - NORM_TOL]
             if short:
                 j = max(short, key=lambda c: 1.0 - sq[c])
-                return self.spatial_children(node, j, sol.w[j], bound)
+                return self.spatial_children(node, int(j), sol.w[j], bound)
         value = self.model_value(labels, sol.w, sol.g)
         self.improve_upper(value, labels)           # the LP point is feasible for the model
         if value <= sol.value + max(self.tolerance(), 1e-9 * (1.0 + abs(value))):
@@ -431,8 +432,8 @@ class SpatialBranchAndBound:
         pb = self.problem
         stats = dict(self.stats, wall_time=wall, cuts=self.lp.num_cuts, norms=sorted(self.norms),
                      big_m=self.big_m * pb.scale, assignment_bound=self.assignment_bound, backend="highs", threads=1)
-        if "root_lp_bound" in stats:
-            stats["root_lp_bound"] = pb.cost(stats["root_lp_bound"])
+        if "root_lp_bound" in self.stats:
+            stats["root_lp_bound"] = pb.cost(self.stats["root_lp_bound"])
         message = _WHY[stopped]
         if not self.two_norm:
             stats["p_norm_bound"] = pb.cost(lower)
@@ -440,7 +441,8 @@ class SpatialBranchAndBound:
             # the p-norm solution rescaled to unit 2-norm planes (refitted): a k-HC2 solution
             stats["p_norm_solution_cost"] = pb.cost(assignment_cost(self.points, self.upper_assignment, self.k))
             stats["p_norm_status"] = "solved" if stopped is None else "stopped"
-            message += (f"; solved the {'+'.join(sorted(self.norms))}-norm relaxation: bound = its optimum LB_p <= OPT_2,"
+            message += (f"; solved the {'+'.join(sorted(self.norms))}-norm relaxation: "
+                       "bound = its optimum LB_p <= OPT_2,"
                        " objective = the best k-HC2 solution met (the p-norm solution refitted:"
                        " stats['p_norm_solution_cost'])")
         return pb.result(self.best_assignment, lower, stopped=stopped, method="sbb", stats=stats, message=message)
@@ -466,10 +468,9 @@ class SBBSolver(KhcSolver):
         problem = KhcProblem.of(compiled)
         extra = options.extra
         # the heuristic's cost sets the scale of the node LPs; with restarts=0 one start only estimates it
-        initial, cost = kplane(problem.unit, problem.k, restarts=max(extra["restarts"], 1), seed=options.seed,
-                               time_limit=options.time_limit)
-        if extra["restarts"] == 0:
-            initial = None
+        start, cost = kplane(problem.unit, problem.k, restarts=max(extra["restarts"], 1), seed=options.seed,
+                             time_limit=options.time_limit)
+        initial = None if extra["restarts"] == 0 else start
         problem = problem.rescaled(cost_scale(problem.unit, cost))
         sbb = SpatialBranchAndBound(problem.unit, problem.k, problem_norms(problem, extra["norms"]),
                                     problem.unit_options(options), big_m=problem.unit_big_m(),

@@ -53,7 +53,8 @@ class BnbSolver(KhcSolver):
         extra = options.extra
         out = solve_bnb(problem.unit, problem.k, time_limit=options.time_limit, node_limit=options.node_limit,
                         rel_gap=options.rel_gap, abs_gap=problem.unit_abs_gap(options.abs_gap),
-                        restarts=extra["restarts"], extra_restarts=extra["extra_restarts"], seed=options.seed, order=extra["order"],
+                        restarts=extra["restarts"], extra_restarts=extra["extra_restarts"], seed=options.seed,
+                        order=extra["order"],
                         progress=Progress(options.progress, log=options.log), suffix_bounds=extra["suffix_bounds"],
                         charge_bound=extra["charge_bound"], cost_unit=problem.cost(1.0), threads=options.threads)
         message = _WHY[out.stopped_by]
