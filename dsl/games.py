@@ -8,10 +8,13 @@ A :class:`PseudoGame` has players whose actions are DSL variables (``game.player
   Leontief, log);
 - or a user callable of the joint action with a user-given exact gradient.
 
-Constraints are linear: a player's own (``game.constrain(x, ...)``: only that player's variables)
-and shared ones (``game.share(...)``: one jointly convex set that binds every player), plus
-variable bounds. Player i's feasible set given the others is
-X_i(a_-i) = {b_i : bounds, own rows, shared rows with a_-i fixed}. The game compiles into flat
+Constraints are linear: a player's own (``game.constrain(x, ...)``), which may involve the other
+players' actions too (a *player-specific coupled* row: it binds that player only, with the others'
+actions as data), and shared ones (``game.share(...)``: one jointly convex set that binds every
+player), plus variable bounds. Player i's feasible set given the others is
+X_i(a_-i) = {b_i : bounds, its own rows and the shared rows with a_-i fixed}. The equilibrium
+sought (:attr:`GameData.concept`): the variational equilibrium (``"VE"``) when every coupled row is
+shared, a generalized Nash equilibrium (``"GNE"``) when some row is player-specific. The game compiles into flat
 arrays over the joint action vector a (see :meth:`PseudoGame.data`), which the solvers read.
 
 :class:`FisherMarket` (buyers with budgets) and :class:`ArrowDebreuMarket` (consumers with
@@ -148,12 +151,31 @@ class GameData:
     def all_quadratic(self) -> bool:
         return all(u.quadratic for u in self.utilities)
 
+    @property
+    def coupled_rows(self) -> npt.NDArray[np.int_]:
+        """Rows owned by one player that also involve other players' actions (player-specific coupling)."""
+        out = []
+        for r in np.flatnonzero(self.owner >= 0):
+            cols = self.A.indices[self.A.indptr[r]:self.A.indptr[r + 1]]
+            if np.setdiff1d(cols, self.blocks[self.owner[r]]).size:
+                out.append(r)
+        return np.asarray(out, dtype=int)
+
+    @property
+    def concept(self) -> str:
+        """"GNE" when some row is player-specific and coupled, else "VE" (every coupled row is shared)."""
+        return "GNE" if self.coupled_rows.size else "VE"
+
 
 class PseudoGame(FamilyModel):
     """A static pseudo-game: players, utilities, own and shared linear constraints (see the module doc)."""
 
     family = "games"
-    default_method = "extragradient"
+
+    @property
+    def default_method(self) -> str:
+        """extragradient (a variational equilibrium) unless some row is player-specific: then gnep-kkt (a GNE)."""
+        return "gnep-kkt" if self.data().concept == "GNE" else "extragradient"
 
     def __init__(self, name: str = "game"):
         self.name = name
@@ -210,7 +232,13 @@ class PseudoGame(FamilyModel):
         self._data = None
 
     def constrain(self, player: Var, constraint: Constraint) -> None:
-        """A linear constraint on ``player``'s own action (it may not involve other players)."""
+        """A linear constraint of ``player`` alone: it bounds that player's action and may involve the others'.
+
+        A row that involves other players' actions is player-specific and coupled: it binds only
+        ``player`` (the others' actions enter it as data), so the game becomes a generalized Nash
+        problem proper and its default method computes a generalized Nash equilibrium (gnep-kkt).
+        The row must involve at least one of ``player``'s own variables.
+        """
         self._own.append((self._index(player), self._linear(constraint)))
         self._data = None
 
@@ -251,10 +279,11 @@ class PseudoGame(FamilyModel):
             assert isinstance(body, LinExpr)  # _linear refused quadratic constraints
             coef = sp.csr_matrix(body.coef, shape=(body.coef.shape[0], n)) if body.coef.shape[1] < n else body.coef
             if who >= 0:
-                others = np.setdiff1d(np.unique(coef.indices), blocks[who])
-                if len(others):
-                    raise ModelError(f"an own constraint of player {self._players[who].name!r} involves other "
-                                     "players' actions; state coupling constraints with game.share")
+                empty = np.flatnonzero(np.asarray(abs(coef[:, blocks[who]]).sum(axis=1)).ravel() == 0)
+                if len(empty):
+                    raise ModelError(f"a constraint of player {self._players[who].name!r} (game.constrain) does not "
+                                     "involve any of its own variables: it cannot bind that player (state a "
+                                     "condition on other players with their own game.constrain, or game.share)")
             rhs = -body.const
             rows.append(coef)
             lo.append(rhs if con.sense in (">=", "==") else np.full(rhs.size, -np.inf))

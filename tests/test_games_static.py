@@ -260,12 +260,13 @@ def test_nan_data_is_refused():
         g.solve()
 
 
-def test_own_constraints_may_not_couple_players():
+def test_a_players_coupled_row_makes_a_generalized_nash_problem():
     g = harker()
     x1, x2 = g.model.vars
-    with pytest.raises(ModelError, match="game.share"):
-        g.constrain(x1, x1 + x2 <= 12)
-        g.data()
+    g.constrain(x1, x1 + x2 <= 12)          # binds x1 only: a GNEP proper, solved by gnep-kkt
+    assert g.data().concept == "GNE" and g.default_method == "gnep-kkt"
+    with pytest.raises(ModelError, match="gnep-kkt"):
+        g.solve(method="extragradient")
 
 
 def test_player_without_utility():

@@ -8,7 +8,7 @@ from solvopt.core.family import Family, Param
 FAMILY = Family(
     name="games",
     description="generalized Nash equilibria of pseudo-games, market equilibria (exploitability minimisation)",
-    solver_modules=("solvopt.games.static", "solvopt.games.markets", "solvopt.games.auto",
+    solver_modules=("solvopt.games.static", "solvopt.games.gnep_kkt", "solvopt.games.markets", "solvopt.games.auto",
                     "solvopt.games.markov_solvers", "solvopt.games.parametric_solvers",
                     "solvopt.games.exchange"),
     reader_modules=("solvopt.games.reader",),

@@ -149,8 +149,17 @@ class GNEP:
         return np.array(regrets)
 
     # --- solvopt's model and instance ----------------------------------------------------------
+    @property
+    def coupled(self) -> bool:
+        """True when some row owned by one player involves other players' actions (a GNEP proper)."""
+        blocks = self.blocks
+        return any(r.owner >= 0 and np.any(np.delete(r.A, blocks[r.owner], axis=1) != 0) for r in self.rows)
+
     def instance(self) -> dict:
         """The JSON instance (``kind: pseudo_game``): quadratic costs as Q, c; the others as expressions."""
+        if self.coupled:
+            raise ModelError(f"problem {self.name}: its player-specific coupled rows have no JSON statement yet "
+                             "(use GNEP.model())")
         if self.quadratic is None and self.expressions is None:
             raise ModelError(f"problem {self.name}: its costs have no JSON statement (use GNEP.model())")
         blocks = self.blocks
@@ -196,7 +205,7 @@ class GNEP:
 
     def model(self):
         """The problem as a :class:`~solvopt.dsl.PseudoGame` (a new one on every call)."""
-        if self.quadratic is not None:
+        if self.quadratic is not None and not self.coupled:
             from .instance import game_from_json
             return game_from_json(self.instance())
         from solvopt.dsl import PseudoGame
@@ -208,9 +217,14 @@ class GNEP:
             return sum(A[:, cols] @ v for cols, v in zip(blocks, vars_))
 
         for i, var in enumerate(vars_):
-            game.utility(var, (lambda x, i=i: -self.cost(i, x)), (lambda x, i=i: -self.cost_gradient(i, x)))
+            if self.quadratic is not None:            # a quadratic expression of the joint action
+                Q, c, k = self.quadratic[i]
+                X = joint(np.eye(self.n))
+                game.minimize(var, 0.5 * (X * (np.asarray(Q, float) @ X)).sum() + np.asarray(c, float) @ X + k)
+            else:
+                game.utility(var, (lambda x, i=i: -self.cost(i, x)), (lambda x, i=i: -self.cost_gradient(i, x)))
         for r in self.rows:
-            for con in _dsl_rows(joint(r.A) if r.owner == -1 else r.A[:, blocks[r.owner]] @ vars_[r.owner], r.lo, r.hi):
+            for con in _dsl_rows(joint(r.A), r.lo, r.hi):
                 (game.share(con) if r.owner == -1 else game.constrain(vars_[r.owner], con))
         return game
 
@@ -534,10 +548,10 @@ NAMES = list(FACTORIES)
 
 def problem(name: str) -> GNEP:
     """The library problem ``name`` (``"A.1"``, ``"A.11"`` ... ``"A.16a"`` ... ``"A.18"``)."""
-    try:
-        return FACTORIES[name]()
-    except KeyError:
-        raise ModelError(f"unknown problem {name!r}; the library has {', '.join(NAMES)}") from None
+    factory = FACTORIES.get(name) or GENERAL.get(name)
+    if factory is None:
+        raise ModelError(f"unknown problem {name!r}; the library has {', '.join(NAMES + list(GENERAL))}")
+    return factory()
 
 
 def problems() -> list[GNEP]:
@@ -559,5 +573,164 @@ def write_instances(folder) -> list[str]:
     return paths
 
 
-__all__ = ["GNEP", "Rows", "NAMES", "FACTORIES", "problem", "problems", "write_instances", "a1", "a11", "a12",
-           "a13", "a14", "a15", "a16", "a17", "a18"]
+__all__ = ["GNEP", "Rows", "NAMES", "FACTORIES", "GENERAL", "problem", "problems", "write_instances", "a1", "a11",
+           "a12", "a13", "a14", "a15", "a16", "a17", "a18", "a3", "a5", "a7", "a8"]
+
+
+# --- the generalized Nash problems proper: player-specific coupled rows (A.3, A.5, A.7, A.8) --------
+# Each row below binds one player only while it involves the others' actions: the player's
+# feasible set moves with them. These compute a generalized Nash equilibrium (``concept="GNE"``,
+# default method gnep-kkt). Statements as in the appendix (read alongside the public Python port
+# andrespty/GNEProblems, whose rows disagree with its own gradients in places: where they do,
+# the variant of which the published point is an equilibrium is kept, and ``notes`` says so).
+def _block_quadratic(blocks, Amats, Bmats, bvecs, n):
+    """theta_i = 0.5 x_i'A_i x_i + x_i'(B_i x_-i + b_i) as (Q, c) over the joint action (x_-i in order)."""
+    Qs, cs = [], []
+    for cols, Ai, Bi, bi in zip(blocks, Amats, Bmats, bvecs):
+        others = np.setdiff1d(np.arange(n), cols)
+        Q, c = np.zeros((n, n)), np.zeros(n)
+        Q[np.ix_(cols, cols)] = Ai
+        Q[np.ix_(cols, others)] = Bi
+        Q[np.ix_(others, cols)] = np.asarray(Bi).T
+        c[cols] = bi
+        Qs.append(Q)
+        cs.append(c)
+    return _quadratic(Qs, cs)
+
+
+def _row(n, coefs: dict, rhs: float, owner: int) -> Rows:
+    """One row sum coefs[j] x_j <= rhs of player ``owner`` (joint indices)."""
+    A = np.zeros((1, n))
+    for j, v in coefs.items():
+        A[0, j] = v
+    return Rows(A, np.array([-np.inf]), np.array([float(rhs)]), owner=owner)
+
+
+def _three_players(name, title, Amats, Bmats, bvecs, lb, ub, rows, published, notes):
+    sizes, n = [3, 2, 2], 7
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    blocks = [np.arange(offsets[i], offsets[i + 1]) for i in range(3)]
+    costs, grads, quad = _block_quadratic(blocks, [np.array(A, float) for A in Amats],
+                                          [np.array(B, float) for B in Bmats], [np.array(b, float) for b in bvecs], n)
+    return GNEP(name, title, sizes, np.full(n, float(lb)), np.full(n, float(ub)), rows, costs, grads,
+                np.array(published), quadratic=quad, concept="GNE", unique=False, notes=notes)
+
+
+def a3() -> GNEP:
+    """Problem A.3: three players (3 + 2 + 2 variables), quadratic costs, player-specific coupled rows.
+
+    theta_i = 0.5 x_i'A_i x_i + x_i'(B_i x_-i + b_i), -10 <= x <= 10; player 1:
+    x11 + x12 + x13 <= 20 and x11 + x12 - x13 <= x21 - x32 + 5; player 2:
+    x21 - x22 <= x12 + x13 - x31 + 7; player 3: x32 <= x11 + x13 - x21 + 4.
+    """
+    rows = [_row(7, {0: 1, 1: 1, 2: 1}, 20, 0), _row(7, {0: 1, 1: 1, 2: -1, 3: -1, 6: 1}, 5, 0),
+            _row(7, {3: 1, 4: -1, 1: -1, 2: -1, 5: 1}, 7, 1), _row(7, {6: 1, 0: -1, 2: -1, 3: 1}, 4, 2)]
+    return _three_players(
+        "A.3", "Three players (3 + 2 + 2 variables), quadratic costs, player-specific coupled rows",
+        [[[20, 5, 3], [5, 5, -5], [3, -5, 15]], [[11, -1], [-1, 9]], [[48, 39], [39, 53]]],
+        [[[-6, 10, 11, 20], [10, -4, -17, 9], [15, 8, -22, 21]], [[20, 1, -3, 12, 1], [10, -4, 8, 16, 21]],
+         [[10, -2, 22, 12, 16], [9, 19, 21, -4, 20]]],
+        [[1, -1, 1], [1, 0], [-1, 2]], -10, 10, rows,
+        [-0.38046562696258, -0.12266997083581, -0.99322817120517, 0.39034789080544, 1.16385412687962,
+         0.05039533464000, 0.01757740533460],
+        "no row is active at the published point: it is the interior Nash point of the costs (one linear system)")
+
+
+def a5() -> GNEP:
+    """Problem A.5: A.3's structure with other matrices and 0 <= x <= 10.
+
+    Player 1: x11 + ... + x32 <= 20 (all seven variables) and x11 + x12 - x13 <= x21 - x32 + 5;
+    player 2: x21 + x22 <= x12 + x13 - x31 + 7 ... as stated by the rows below (see ``notes``).
+    """
+    rows = [_row(7, dict.fromkeys(range(7), 1), 20, 0), _row(7, {0: 1, 1: 1, 2: -1, 3: -1, 6: 1}, 5, 0),
+            _row(7, {3: 1, 4: 1, 1: -1, 2: -1, 5: 1}, 7, 1), _row(7, {6: 1, 0: -1, 2: -1, 3: 1}, 4, 2)]
+    return _three_players(
+        "A.5", "Three players (3 + 2 + 2 variables), quadratic costs, player-specific coupled rows, 0 <= x <= 10",
+        [[[20, 6, 0], [6, 6, -1], [0, -1, 8]], [[11, 1], [1, 7]], [[28, 14], [14, 29]]],
+        [[[-1, -2, -4, -3], [0, -3, 0, -4], [0, 1, 9, 6]], [[-1, 0, 0, -7, 4], [-2, -3, 1, 4, 11]],
+         [[-4, 0, 9, -7, 4], [-3, -4, 6, 4, 11]]],
+        [[1, -1, 1], [1, 0], [-1, 2]], 0, 10, rows,
+        [-0.00006229891126, 0.20279012064850, -0.00003469558295, -0.00028322020054, 0.07258934064261,
+         0.02531280162415, -0.00007396699835],
+        "the published point lies up to 2.8e-4 below the bounds 0 (the penalty method's inexact point); the exact "
+        "GNE has those coordinates at 0")
+
+
+_A7_MATRIX = np.array([
+    [110, -3, 22, -14, -27, 1, 9, 19, -2, 23, -7, -20, -4, 22, -19, 22, 3, 13, -12, 18],
+    [-3, 79, -9, -21, 18, 61, 0, 14, 58, -11, 4, -16, 20, -19, 13, -17, -1, 24, 22, 5],
+    [22, -9, 90, 28, 22, -9, -21, -1, -5, 29, 15, -7, 4, 30, 2, 9, -1, -19, -60, 4],
+    [-14, -21, 28, 106, 11, -33, -42, 14, 28, -10, 3, 6, 13, 22, -8, 6, -3, 15, -3, 0],
+    [-27, 18, 22, 11, 134, 4, -4, -29, 39, -62, 74, 2, 4, -34, -1, 13, 8, 18, 12, 35],
+    [1, 61, -9, -33, 4, 119, -14, 12, 12, -6, -23, -14, 16, -4, 15, -2, 8, 16, 9, -9],
+    [9, 0, -21, -42, -4, -14, 72, -14, 6, -9, 12, 2, -24, 13, 29, 17, 13, -1, 19, 21],
+    [19, 14, -1, 14, -29, 12, -14, 92, -10, 5, 8, 0, -4, 23, 8, -50, -11, 48, -8, 3],
+    [-2, 58, -5, 28, 39, 12, 6, -10, 124, -39, -4, -16, 24, -18, 26, 4, 13, 29, 43, 23],
+    [23, -11, 29, -10, -62, -6, -9, 5, -39, 130, -42, -21, 21, 68, -24, -21, -30, -54, -23, 9],
+    [-7, 4, 15, 3, 74, -23, 12, 8, -4, -42, 138, -4, -24, -12, -27, 24, 21, 2, -10, 18],
+    [-20, -16, -7, 6, 2, -14, 2, 0, -16, -21, -4, 89, -11, -14, -16, -32, -7, -5, 13, -4],
+    [-4, 20, 4, 13, 4, 16, -24, -4, 24, 21, -24, -11, 107, 31, -3, -2, -22, 17, 4, 22],
+    [22, -19, 30, 22, -34, -4, 13, 23, -18, 68, -12, -14, 31, 116, -1, 5, -18, -16, -43, 27],
+    [-19, 13, 2, -8, -1, 15, 29, 8, 26, -24, -27, -16, -3, -1, 98, -4, -2, 50, 23, 8],
+    [22, -17, 9, 6, 13, -2, 17, -50, 4, -21, 24, -32, -2, 5, -4, 102, 46, -29, -17, -1],
+    [3, -1, -1, -3, 8, 8, 13, -11, 13, -30, 21, -7, -22, -18, -2, 46, 110, -16, 24, 12],
+    [13, 24, -19, 15, 18, 16, -1, 48, 29, -54, 2, -5, 17, -16, 50, -29, -16, 102, 45, 14],
+    [-12, 22, -60, -3, 12, 9, 19, -8, 43, -23, -10, 13, 4, -43, 23, -17, 24, 45, 119, 21],
+    [18, 5, 4, 0, 35, -9, 21, 3, 23, 9, 18, -4, 22, 27, 8, -1, 12, 14, 21, 59]], dtype=float)
+
+
+def a7() -> GNEP:
+    """Problem A.7: four players with five variables each, theta_i = 0.5 x_i'M_ii x_i + x_i'M_i,-i x_-i.
+
+    M is the appendix's 20 x 20 matrix, 1 <= x <= 5, and one player-specific coupled row each
+    (its own variables and some of the others'), as stated below.
+    """
+    n, M = 20, _A7_MATRIX
+    blocks = [np.arange(5 * i, 5 * i + 5) for i in range(4)]
+    Qs, cs = [], []
+    for cols in blocks:
+        Q = np.zeros((n, n))
+        Q[cols, :] = M[cols, :]
+        Q[:, cols] = M[cols, :].T
+        Q[np.ix_(cols, cols)] = M[np.ix_(cols, cols)]
+        Qs.append(Q)
+        cs.append(np.zeros(n))
+    costs, grads, quad = _quadratic(Qs, cs)
+    rows = [_row(n, {0: 1, 1: 2, 2: -1, 3: 3, 4: -4, 6: 1, 7: -3}, 2, 0),
+            _row(n, {5: -1, 6: 3, 7: -2, 8: 1, 9: 3, 10: 1, 14: -3, 17: 2}, 4, 1),
+            _row(n, {10: -2, 11: 3, 12: 1, 13: -1, 14: -2, 0: 1, 19: -4}, 4, 2),
+            _row(n, {15: 4, 16: -2, 17: -3, 18: -6, 19: 5, 0: 1, 1: 1, 5: -1, 6: -1}, 3, 3)]
+    published = np.array([0.99988245735506, 0.99985542095046, 0.99989138444537, 0.99988866261891, 0.99984494662577,
+                          0.99986703246906, 0.99986897052169, 0.99992059068103, 0.99981225576918, 1.00013812006334,
+                          0.99987211313045, 1.84253230021096, 0.99986555230493, 0.99987070302597, 0.99987574778109,
+                          0.99993185140789, 0.99988068741824, 0.99984157413000, 0.99986193178624, 0.99983143496263])
+    return GNEP("A.7", "Four players x 5 variables, quadratic costs, player-specific coupled rows, 1 <= x <= 5",
+                [5, 5, 5, 5], np.ones(n), np.full(n, 5.0), rows, costs, grads, published, quadratic=quad,
+                concept="GNE", unique=False,
+                notes="the published point lies up to 1.9e-4 below the bounds 1 (the penalty method's inexact point)")
+
+
+def a8() -> GNEP:
+    """Problem A.8: three one-variable players; players 1 and 2 each have x1 + x2 <= 1 and x3 <= x1 + x2.
+
+    theta_1 = -x1, theta_2 = (x2 - 1/2)^2, theta_3 = (x3 - 3/2 x1)^2, x1, x2 in [0, 100],
+    x3 in [0, 2]. The GNEs form the segment {(t, 1 - t, 3t/2) : 1/2 <= t <= 2/3}.
+    """
+    costs, grads, quad = _quadratic([np.zeros((3, 3)), np.diag([0.0, 2.0, 0.0]),
+                                     np.array([[4.5, 0, -3], [0, 0, 0], [-3, 0, 2]])],
+                                    [[-1.0, 0, 0], [0, -1.0, 0], [0, 0, 0]], [0.0, 0.25, 0.0])
+    rows = []
+    for owner in (0, 1):
+        rows.append(_row(3, {0: 1, 1: 1}, 1, owner))
+        rows.append(_row(3, {2: 1, 0: -1, 1: -1}, 0, owner))
+    return GNEP("A.8", "Three one-variable players, rows of players 1 and 2 coupling all three", [1, 1, 1],
+                np.zeros(3), np.array([100.0, 100.0, 2.0]), rows, costs, grads,
+                np.array([0.62503131162143, 0.37500031253875, 0.93754579549990]), quadratic=quad,
+                concept="GNE", unique=False,
+                notes="the GNEs form the segment {(t, 1 - t, 3t/2) : 1/2 <= t <= 2/3}; the published point (5/8, 3/8, "
+                      "15/16) is on it up to 4.6e-5; x3 <= x1 + x2 binds players 1 and 2 only (player 3 is free in "
+                      "[0, 2])")
+
+
+GENERAL: dict[str, Callable[[], GNEP]] = {"A.3": a3, "A.5": a5, "A.7": a7, "A.8": a8}
+"""The generalized Nash problems proper (player-specific coupled rows); ``problem`` finds them too."""

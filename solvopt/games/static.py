@@ -186,6 +186,10 @@ class _StaticSolver(Solver):
         if not isinstance(model, PseudoGame):
             raise ModelError(f"method {cls.name!r} solves pseudo-games; for markets use eisenberg-gale, "
                              "proportional-response or tatonnement")
+        if model.data().concept == "GNE":
+            raise ModelError(f"method {cls.name!r} computes variational equilibria, where every coupled row is shared; "
+                             "this game has player-specific coupled rows (game.constrain involving other players): "
+                             "use method 'gnep-kkt'")
         return model
 
     def solve(self, model, options):
@@ -223,7 +227,7 @@ class _StaticSolver(Solver):
                         break
         best = run.best_point
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
-        return run.result(solution, payoff_scale=scale)
+        return run.result(solution, payoff_scale=scale, equilibrium="VE")
 
     def iterate(self, game, K, a, options):  # pragma: no cover - abstract
         raise NotImplementedError
