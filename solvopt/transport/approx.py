@@ -251,7 +251,7 @@ def _finite(model, graph: TwoHopGraph | GridGraph, distances: Distances, extra, 
     proven = pair_cost <= sol.cost * (1 + COST_RTOL) + error
     # potentials for the certified dual bound: the flow's (graph costs, units of scale^p), replaced
     # below by the re-solve's (true costs over the candidate pairs: a tighter bound)
-    duals = None if sol.potentials is None else (sol.potentials[:model.n], scale)
+    duals: tuple | None = None if sol.potentials is None else (sol.potentials[:model.n], scale)
     if extra["improve"] and stopped is None:
         t0 = time.perf_counter()
         cand_rows, cand_cols = _candidates(graph, sol.flow, rows, cols)
@@ -273,7 +273,7 @@ def _finite(model, graph: TwoHopGraph | GridGraph, distances: Distances, extra, 
             improved = _plan(model, cand_rows[keep], cand_cols[keep], better.flow[keep] * mass)
             if plan_cost(model, improved)[0] < plan_cost(model, plan)[0]:
                 plan = improved
-    if p > LARGE_P and stopped is None:
+    if p > LARGE_P and stopped is None and isinstance(graph, TwoHopGraph):     # (the grid: p <= LARGE_P)
         # the costs resolve only the longest arcs: the p = inf search's plan (bottleneck <= 3 W_inf,
         # so W_p <= 3 M^(1/p) W_inf) may be cheaper, and the projections may bound W_p better
         _, flow_inf, stopped, _ = _threshold_search(tails, heads, graph.arc_thresholds(),
@@ -287,7 +287,7 @@ def _finite(model, graph: TwoHopGraph | GridGraph, distances: Distances, extra, 
         cheap = quick_bound(model)
         bound = max(bound, cheap) if cheap is not None else bound
     if duals is not None and stopped is None and p <= LARGE_P and extra["certificate"] == "dual":
-        priced = []
+        priced: list = []
         bound, stopped = _with_dual_bound(model, duals, bound, deadline, progress, stats, extra["engine"],
                                            DUAL_TARGET * plan_cost(model, plan)[0], priced)
         if priced:          # the pricing's last restricted optimum: a plan, kept when cheaper (factor unchanged)
@@ -445,7 +445,7 @@ def _feasible_at(tails, heads, thresholds, supplies, n_nodes, engine, t):
     return full
 
 
-def _length_scale(graph: TwoHopGraph, p: float) -> float:
+def _length_scale(graph: TwoHopGraph | GridGraph, p: float) -> float:
     """The largest effective arc length (costs are (length / scale)^p, in [0, 1]: no overflow for any p)."""
     top = max((float(x.max()) for x in graph.effective_lengths(p) if x.size), default=0.0)
     return top if top > 0 else 1.0
@@ -478,7 +478,7 @@ def _pairing(graph: TwoHopGraph | GridGraph, flow: np.ndarray):
     return tuple(np.concatenate(x) for x in zip(*parts))
 
 
-def _candidates(graph: TwoHopGraph, flow, rows, cols):
+def _candidates(graph: TwoHopGraph | GridGraph, flow, rows, cols):
     """Candidate pairs for the re-solve: the pairing's own pairs (bunch arcs with flow, hub pairs:
     so the pairing is a feasible plan of the re-solve) and, at each hub, every source sending to
     it x every target it serves (when not too many)."""
