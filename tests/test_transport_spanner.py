@@ -189,5 +189,24 @@ def test_grid_build_polls_its_stop_per_level():
     model = Transport(rng.uniform(size=(300, 2)), rng.uniform(size=(300, 2)), p=1)
     polls = []
     with pytest.raises(Stopped):
-        build_grid(model, np.random.default_rng(0), stop=lambda: polls.append(1) or len(polls) > 2)
-    assert len(polls) == 3
+        build_grid(model, np.random.default_rng(0), stop=lambda: polls.append(1) or len(polls) > 4)
+    assert len(polls) == 5
+    polls.clear()
+    build_grid(model, np.random.default_rng(0), stop=lambda: polls.append(1) and False)
+    assert len(polls) > 10                      # about three polls per level
+
+
+@pytest.mark.parametrize("metric", sorted(SCIPY_METRIC))
+def test_far_apart_clusters_with_fine_structure(metric):
+    """Two clusters 1 apart, each spread over 1e-9 (d = 3): at the fine levels the cells' indices
+    span 2^30 per axis and are ranked before keying; both lemmas still hold."""
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.uniform(size=(4, 3)) * 1e-9, 1 + rng.uniform(size=(4, 3)) * 1e-9])
+    y = np.concatenate([rng.uniform(size=(3, 3)) * 1e-9, 1 + rng.uniform(size=(5, 3)) * 1e-9])
+    model = Transport(x, y, p=2, metric=metric)
+    graph = build_grid(model, np.random.default_rng(1), leaf=0)
+    assert graph.levels > 30
+    d = cdist(x, y, SCIPY_METRIC[metric])
+    r, c, cost = _every_path_cost(graph, 2.0)
+    assert np.all(cost >= d[r, c] ** 2 * (1 - 1e-9))
+    assert np.all(_cheapest_paths(graph, 2.0) <= (graph.factor * d) ** 2 * (1 + 1e-9))

@@ -373,6 +373,7 @@ def build_grid(model, rng: np.random.Generator, leaf: int = LEAF_PARTNERS, stop=
             pair_a.append(np.flatnonzero(found))
             pair_b.append(pos[found])
         pa, pb = np.concatenate(pair_a), np.concatenate(pair_b)
+        poll(stop)
         partners_s = near_t[cell_of] - n_tpts[active] * a_t       # targets near a source, at other positions
         partners_t = near_s[cell_of] - n_spts[active] * a_s
         src_on = a_s & (partners_s > 0)
@@ -384,6 +385,7 @@ def build_grid(model, rng: np.random.Generator, leaf: int = LEAF_PARTNERS, stop=
         if src_leaf.any() or tgt_leaf.any():
             dir_parts.append(_leaf_pairs(active, cell_of, pa, pb, src_leaf, tgt_on, tgt_leaf, src_on,
                                          members_s, members_t))
+        poll(stop)
         src_hub_on = src_on & ~src_leaf
         tgt_hub_on = tgt_on & ~tgt_leaf
         if src_hub_on.any() and tgt_hub_on.any():
