@@ -23,7 +23,7 @@ FAMILY = Family(
     name="transport",
     description="W_p optimal transport between weighted point sets (or over a cost matrix), p in [1, inf]",
     solver_modules=("solvopt.transport.exact", "solvopt.transport.bottleneck", "solvopt.transport.approx",
-                    "solvopt.transport.one_d", "solvopt.transport.auto"),
+                    "solvopt.transport.one_d", "solvopt.transport.sparse_exact", "solvopt.transport.auto"),
     reader_modules=("solvopt.transport.reader",),
     models=("solvopt.dsl.transport:Transport",),
     params=(

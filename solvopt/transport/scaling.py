@@ -6,7 +6,7 @@ W_p^p = sum pi d^p by ``f``, so W_p by ``f^(1/p)`` (W_inf does not change). The 
 settled in units of D M^(1/p) (:func:`solvopt.transport.result.status_scale`), which moves the
 same way, so the termination is the same at every factor. Cases cover every method on the
 inputs it takes: ``approx``, ``exact`` (assignment and min-cost flow, and the large-p frame),
-``bottleneck`` (p = inf), ``pot`` where POT is installed, ``1d`` and ``auto`` (points on the line,
+``bottleneck`` (p = inf), ``pot`` where POT is installed, ``sparse-exact`` (points), ``1d`` and ``auto`` (points on the line,
 a ready cost: W_p moves by ``f^(1/p)`` when the cost is multiplied by ``f``).
 
 Stop: uniform points far past what each method finishes in a second (``approx``: n = 20000
@@ -74,13 +74,14 @@ def scale_cases() -> list[ScaleCase]:
     finite = _available(("auto", "approx", "exact", "pot"))
     infinite = _available(("auto", "approx", "exact", "bottleneck"))
     exact = _available(("exact", "pot"))
+    points = finite + ("sparse-exact",)          # point inputs with a named metric only
     return [
-        ScaleCase("points-p2", lambda f: _on_points(f, 2), linear, finite),
-        ScaleCase("points-p1-cityblock", lambda f: _on_points(f, 1, metric="cityblock"), linear, finite),
-        ScaleCase("points-square-p2", lambda f: _on_points(f, 2, n=20, m=20, weighted=False), linear, finite),
+        ScaleCase("points-p2", lambda f: _on_points(f, 2), linear, points),
+        ScaleCase("points-p1-cityblock", lambda f: _on_points(f, 1, metric="cityblock"), linear, points),
+        ScaleCase("points-square-p2", lambda f: _on_points(f, 2, n=20, m=20, weighted=False), linear, points),
         ScaleCase("points-pinf", lambda f: _on_points(f, "inf"), linear, infinite),
         ScaleCase("points-p20", lambda f: _on_points(f, 20), linear, exact),
-        ScaleCase("masses-p2", lambda f: _on_masses(f, 2), _root(2.0), finite),
+        ScaleCase("masses-p2", lambda f: _on_masses(f, 2), _root(2.0), points),
         ScaleCase("masses-pinf", lambda f: _on_masses(f, "inf"), invariant, infinite),
         ScaleCase("cost-p2", lambda f: _on_cost(f, 2), linear, finite),
         ScaleCase("ready-cost-p2", lambda f: _on_ready_cost(f, 2), _root(2.0), ("exact", "auto")),
