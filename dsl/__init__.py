@@ -23,6 +23,7 @@ from .split import Split, StochasticSplit
 from .standard_form import QuadConstraint, StandardForm
 from .transport import Transport
 
-__all__ = ["ArrowDebreuMarket", "Components", "Constraint", "FamilyModel", "FisherMarket", "HyperplaneClustering", "InventoryReinsertion", "LayeredDP",
-           "LinExpr", "LinearQuadraticMarkovGame", "MarkovExchangeEconomy", "MarkovPseudoGame", "Model", "Param", "PseudoGame", "QuadConstraint", "QuadExpr", "Split", "StandardForm", "StochasticSplit",
-           "Transitions", "Transport", "Var"]
+__all__ = ["ArrowDebreuMarket", "Components", "Constraint", "FamilyModel", "FisherMarket", "HyperplaneClustering",
+           "InventoryReinsertion", "LayeredDP", "LinExpr", "LinearQuadraticMarkovGame", "MarkovExchangeEconomy",
+           "MarkovPseudoGame", "Model", "Param", "PseudoGame", "QuadConstraint", "QuadExpr", "Split", "StandardForm",
+           "StochasticSplit", "Transitions", "Transport", "Var"]

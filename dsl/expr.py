@@ -256,7 +256,7 @@ class _Operand:
         pandas asks for it only where it would compute with the expression itself (``series @ x``
         and ``frame @ x`` do not defer, a Series of expressions): a ModelError saying what to write.
         """
-        caller = sys._getframe(1).f_globals.get("__name__", "")
+        caller = sys._getframe(1).f_globals.get("__name__", "")  # noqa: SLF001  # documented in sys, not private
         if caller.startswith("pandas"):
             raise ModelError("pandas cannot compute with solvopt expressions itself: `series @ x` and `frame @ x` are "
                              "pandas' own operators (write `x @ series`, or `x @ frame.T` for `frame @ x`: the same "
@@ -326,7 +326,8 @@ class _Operand:
     __hash__ = object.__hash__
 
     def __bool__(self) -> NoReturn:
-        raise ExpressionUseError("an expression has no truth value; did you mean to add a constraint with model.add(...)?")
+        raise ExpressionUseError("an expression has no truth value; did you mean to add a constraint with "
+                                 "model.add(...)?")
 
     # --- labels and pandas ---------------------------------------------------------------------
     def _with_pandas(self, value: Any, what: str, op: Callable[[FloatArray], Expr]) -> Expr:
@@ -366,10 +367,12 @@ class LinExpr(_Operand):
         n = arr.size
         return cls(sp.csr_matrix((n, ncols)), arr.ravel(), arr.shape, model)
 
-    def _ncols(self) -> int:
+    def ncols(self) -> int:
+        """Columns of ``coef``: the model's variables when the expression was built."""
         return int(self.coef.shape[1])
 
-    def _select(self, rows: IndexArray, shape: tuple[int, ...]) -> LinExpr:
+    def select_rows(self, rows: IndexArray, shape: tuple[int, ...]) -> LinExpr:
+        """The expression's elements at the flat positions ``rows``, shaped ``shape``."""
         return LinExpr(_take_rows(self.coef, rows), self.const[rows], shape, self.model)
 
     def _coerce(self, other: Any) -> LinExpr:
@@ -378,7 +381,7 @@ class LinExpr(_Operand):
             return other
         if isinstance(other, QuadExpr):
             raise TypeError("internal: quadratic operand")
-        return LinExpr.constant(other, self._ncols(), self.model)
+        return LinExpr.constant(other, self.ncols(), self.model)
 
     # --- array protocol --------------------------------------------------------------------
     def __getitem__(self, key: Any) -> LinExpr:
@@ -388,7 +391,7 @@ class LinExpr(_Operand):
         except (IndexError, TypeError, ValueError) as exc:
             raise ModelError(f"bad index {key!r} for an expression of shape {self.shape}: {exc}") from None
         sel = np.asarray(sel)
-        return self._select(sel.ravel(), sel.shape)
+        return self.select_rows(sel.ravel(), sel.shape)
 
     def sel(self, **labels: Any) -> LinExpr:
         """Select by label on a labelled expression, as linopy's / xarray's ``sel``:
@@ -420,7 +423,7 @@ class LinExpr(_Operand):
         if labels:
             raise ModelError(f"sel: no dimension named {', '.join(map(repr, labels))} (the expression's "
                              f"dimensions: {', '.join(map(repr, self.dims or ()))})")
-        return _labelled(self._select(idx.ravel(), idx.shape), tuple(coords))
+        return _labelled(self.select_rows(idx.ravel(), idx.shape), tuple(coords))
 
     def reshape(self, *shape: Any) -> LinExpr:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -445,7 +448,7 @@ class LinExpr(_Operand):
             idx = np.arange(self.size, dtype=np.int64).reshape(self.shape).transpose(*(axes or ()))
         except (TypeError, ValueError) as exc:
             raise ModelError(f"cannot transpose an expression of shape {self.shape} by {axes}: {exc}") from None
-        out = self._select(idx.ravel(), idx.shape)
+        out = self.select_rows(idx.ravel(), idx.shape)
         if self.coords is not None:
             order = tuple(axes) if axes else tuple(range(self.ndim - 1, -1, -1))
             coords = self.coords
@@ -461,7 +464,7 @@ class LinExpr(_Operand):
             rows = _broadcast_rows(self.shape, target)
         except ValueError:
             raise ModelError(f"cannot broadcast an expression of shape {self.shape} to {target}") from None
-        return self._select(rows, target)
+        return self.select_rows(rows, target)
 
     def sum(self, axis: Any = None) -> LinExpr:
         """Sum over ``axis`` (all axes when None), as NumPy's ``sum``.
@@ -477,10 +480,10 @@ class LinExpr(_Operand):
         const = self.const if perm is None else self.const[perm]
         m = int(np.prod(out_shape, dtype=np.int64))
         if group == 0:
-            return _labelled(LinExpr.constant(np.zeros(out_shape), self._ncols(), self.model),
+            return _labelled(LinExpr.constant(np.zeros(out_shape), self.ncols(), self.model),
                              _kept_coords(self.coords, self.shape, axis))
         indptr = coef.indptr[::group]
-        out = sp.csr_matrix((coef.data, coef.indices, indptr), shape=(m, self._ncols()))
+        out = sp.csr_matrix((coef.data, coef.indices, indptr), shape=(m, self.ncols()))
         return _labelled(LinExpr(out, const.reshape(m, group).sum(axis=1), out_shape, self.model),
                          _kept_coords(self.coords, self.shape, axis))
 
@@ -554,7 +557,7 @@ class LinExpr(_Operand):
             raise ModelError(f"expr @ array supports 1-D and 2-D arrays, got shape {mat.shape}")
         if self.ndim == 1:           # (x @ M)_j = sum_i x_i M_ij
             left = sp.csr_matrix(mat.T) if sp.issparse(mat) else mat.T
-            return _left_multiply(left, self)
+            return self.left_multiply(left)
         if self.ndim == 2:           # X @ M = (M^T @ X^T)^T
             return _matrix_times_2d(mat.T, self.T).T
         raise ModelError(f"expr @ array supports 1-D and 2-D expressions, got shape {self.shape}")
@@ -578,7 +581,7 @@ class LinExpr(_Operand):
         if mat.ndim != 2:
             raise ModelError(f"array @ expr supports 1-D and 2-D arrays, got shape {mat.shape}")
         if self.ndim == 1:
-            return _left_multiply(mat, self)
+            return self.left_multiply(mat)
         if self.ndim == 2:
             return _matrix_times_2d(mat, self)
         raise ModelError(f"array @ expr supports 1-D and 2-D expressions, got shape {self.shape}")
@@ -610,39 +613,38 @@ class LinExpr(_Operand):
     @property
     def value(self) -> FloatArray | None:
         x = None if self.model is None else self.model.solution_vector
-        if x is None or len(x) < self._ncols():  # none yet, or uses variables added after the solve
+        if x is None or len(x) < self.ncols():  # none yet, or uses variables added after the solve
             return None
         return self.evaluate(x)
 
+    def left_multiply(self, mat: Any) -> LinExpr:
+        """``mat @ self`` for a 1-D expression: a sparse/dense matrix product on the rows of coef.
+
+        When each row of the expression is a single variable (a variable array, or a selection of
+        one), the product is ``mat`` itself with its column indices mapped to those variables: no
+        sparse matrix product.
+        """
+        if self.ndim != 1 or mat.shape[1] != self.size:
+            raise ModelError(f"matmul shapes do not match: matrix {mat.shape} @ expression {self.shape}")
+        left = mat.tocsr() if sp.issparse(mat) else sp.csr_matrix(mat)
+        ncols = self.ncols()
+        if self._block_start is not None:
+            indices = left.indices.astype(np.int64 if ncols > np.iinfo(np.int32).max else np.int32)
+            indices += self._block_start
+            coef = sp.csr_matrix((left.data.copy(), indices, left.indptr.copy()), shape=(left.shape[0], ncols))
+        elif _unit_rows(self.coef):
+            coef = sp.csr_matrix((left.data * self.coef.data[left.indices], self.coef.indices[left.indices],
+                                  left.indptr.copy()), shape=(left.shape[0], ncols))
+        else:
+            coef = (left @ self.coef).tocsr()
+        if self._block_start is not None or not self.const.any():
+            const = np.zeros(left.shape[0])
+        else:
+            const = np.asarray(left @ self.const).ravel()
+        return LinExpr(coef, const, (mat.shape[0],), self.model)
+
     def __repr__(self) -> str:
         return f"LinExpr(shape={self.shape}, nnz={self.coef.nnz})"
-
-
-def _left_multiply(mat: Any, expr: LinExpr) -> LinExpr:
-    """``mat @ expr`` for a 1-D expression: a sparse/dense matrix product on the rows of coef.
-
-    When each row of the expression is a single variable (a variable array, or a selection of
-    one), the product is ``mat`` itself with its column indices mapped to those variables: no
-    sparse matrix product.
-    """
-    if mat.shape[1] != expr.size:
-        raise ModelError(f"matmul shapes do not match: matrix {mat.shape} @ expression {expr.shape}")
-    left = mat.tocsr() if sp.issparse(mat) else sp.csr_matrix(mat)
-    ncols = expr._ncols()
-    if expr._block_start is not None:
-        indices = left.indices.astype(np.int64 if ncols > np.iinfo(np.int32).max else np.int32)
-        indices += expr._block_start
-        coef = sp.csr_matrix((left.data.copy(), indices, left.indptr.copy()), shape=(left.shape[0], ncols))
-    elif _unit_rows(expr.coef):
-        coef = sp.csr_matrix((left.data * expr.coef.data[left.indices], expr.coef.indices[left.indices],
-                              left.indptr.copy()), shape=(left.shape[0], ncols))
-    else:
-        coef = (left @ expr.coef).tocsr()
-    if expr._block_start is not None or not expr.const.any():
-        const = np.zeros(left.shape[0])
-    else:
-        const = np.asarray(left @ expr.const).ravel()
-    return LinExpr(coef, const, (mat.shape[0],), expr.model)
 
 
 def _matrix_times_2d(mat: Any, expr: LinExpr) -> LinExpr:
@@ -652,7 +654,7 @@ def _matrix_times_2d(mat: Any, expr: LinExpr) -> LinExpr:
         raise ModelError(f"matmul shapes do not match: matrix {mat.shape} @ expression {expr.shape}")
     left = mat.tocsr() if sp.issparse(mat) else sp.csr_matrix(mat)
     blocks = sp.kron(sp.identity(q, format="csr"), left, format="csr")   # column j of X -> rows j*m ..
-    cols = _left_multiply(blocks, expr.T.ravel())
+    cols = expr.T.ravel().left_multiply(blocks)
     return cols.reshape(q, mat.shape[0]).T
 
 
@@ -697,7 +699,7 @@ class QuadExpr(_Operand):
         coords = _result_coords(_broadcast_shape(a.shape, b.shape), a, b)
         shape = _broadcast_shape(a.shape, b.shape)
         a, b = a.broadcast_to(shape), b.broadcast_to(shape)
-        n = max(a._ncols(), b._ncols())
+        n = max(a.ncols(), b.ncols())
         A, B = widen(a.coef, n).tocsr(), widen(b.coef, n).tocsr()
         # all pairs (term of a, term of b) within each row
         na, nb = np.diff(A.indptr), np.diff(B.indptr)
@@ -1045,9 +1047,9 @@ def _align_expr(ref: _Operand, other: Expr) -> Expr:
     if isinstance(other, QuadExpr):
         inverse = np.empty_like(order)
         inverse[order] = np.arange(len(order), dtype=np.int64)
-        out = QuadExpr(inverse[other.elem], other.vi, other.vj, other.q, other.lin._select(order, other.shape))
+        out = QuadExpr(inverse[other.elem], other.vi, other.vj, other.q, other.lin.select_rows(order, other.shape))
     else:
-        out = other._select(order, other.shape)
+        out = other.select_rows(order, other.shape)
     out.coords = tuple(new)
     return out
 

@@ -306,7 +306,8 @@ class LayeredDP(FamilyModel):
                  final: str = "per_scenario", dtype: Any = np.float64, sample_block: int = 1024):
         sizes = _check_states(states)
         if isinstance(transitions, (str, bytes, Transitions)) or not hasattr(transitions, "__len__"):
-            raise ModelError(f"transitions must be a list with one layer spec per layer, got {type(transitions).__name__}")
+            raise ModelError("transitions must be a list with one layer spec per layer, "
+                             f"got {type(transitions).__name__}")
         if len(transitions) != len(sizes) - 1:
             raise ModelError(f"{len(sizes)} layers of states need {len(sizes) - 1} transition layers, "
                              f"got {len(transitions)}")

@@ -298,7 +298,8 @@ def _horizon(horizon: Any) -> int | None:
     return int(horizon)
 
 
-WORLD_ARRAYS = ("endowments", "_asset_returns", "asset_bundles", "base_world", "shock")    # the economy's arrays indexed by world state first
+# the economy's arrays indexed by world state first
+WORLD_ARRAYS = ("endowments", "_asset_returns", "asset_bundles", "base_world", "shock")
 
 
 class MarkovExchangeEconomy(FamilyModel):

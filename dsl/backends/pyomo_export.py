@@ -12,6 +12,7 @@ back (``Model.load_pyomo_solution``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -82,10 +83,9 @@ def to_pyomo(model: Model) -> Any:
         relations = [_relation(pyo, b, con.sense, f"{con.name}[{k}]") for k, b in enumerate(body)]
         if con.shape:
             index = _index(con.shape)
-            by_index = dict(zip(index, relations))
-            pc = pyo.Constraint(index, rule=lambda _m, *i: by_index[i[0] if len(i) == 1 else i])
+            pc = pyo.Constraint(index, rule=_rule(dict(zip(index, relations))))
         else:
-            pc = pyo.Constraint(rule=lambda _m: relations[0])
+            pc = pyo.Constraint(rule=_rule({None: relations[0]}))
         names[("constraint", con.name)] = _component_name(pm, con.name)
         pm.add_component(names[("constraint", con.name)], pc)
     if model.objective is not None:
@@ -95,6 +95,11 @@ def to_pyomo(model: Model) -> Any:
                          pyo.Objective(expr=obj, sense=pyo.minimize if model.sense > 0 else pyo.maximize))
     pm.solvopt_names = names
     return pm
+
+
+def _rule(by_index: dict[Any, Any]) -> Callable[..., Any]:
+    """A Pyomo rule giving each index its prepared relation (a scalar constraint's index is None)."""
+    return lambda _m, *i: by_index[i[0] if len(i) == 1 else i]
 
 
 def _relation(pyo: Any, body: Any, sense: str, where: str) -> Any:
