@@ -120,8 +120,8 @@ class CallableUtility(JointUtility):
     def gradient(self, a: FloatArray) -> FloatArray:
         g = real_array(self.grad(a), f"the utility gradient{self._who()}", allow_inf=True)
         if g.size != self.n or g.ndim > 1 and g.squeeze().ndim > 1:
-            raise ModelError(f"the utility gradient{self._who()} must return {self.n} numbers (the joint action's size), "
-                             f"got shape {g.shape}")
+            raise ModelError(f"the utility gradient{self._who()} must return {self.n} numbers (the joint action's "
+                             f"size), got shape {g.shape}")
         g = g.ravel()
         if not np.all(np.isfinite(g)):
             raise ModelError(f"the utility gradient{self._who()} returned NaN or infinite values")
@@ -202,12 +202,13 @@ class PseudoGame(FamilyModel):
 
     def maximize(self, player: Var, utility: LinExpr | QuadExpr | UtilityForm) -> None:
         """Player ``player`` maximises ``utility``: a linear/quadratic expression or a library form."""
-        i = self._index(player)
+        self._index(player)                 # a player of this game, else ModelError
         if not isinstance(utility, (LinExpr, QuadExpr, UtilityForm)):
             raise ModelError("a utility is a DSL expression or a library form (solvopt.dsl.utilities); "
                              "for a callable use game.utility(player, value, gradient)")
         if isinstance(utility, UtilityForm) and utility.shape != (player.size,):
-            raise ModelError(f"the utility form has shape {utility.shape}, player {player.name!r} has {player.size} goods")
+            raise ModelError(f"the utility form has shape {utility.shape}, player {player.name!r} has "
+                             f"{player.size} goods")
         self._utilities[player.name] = (1.0, utility)
         self._data = None
 
@@ -308,8 +309,8 @@ class PseudoGame(FamilyModel):
         c = sign * np.asarray(sp.csr_matrix(lin.coef, shape=(1, n)).toarray()).ravel()
         k = sign * float(lin.const[0])
         if isinstance(u, QuadExpr):
-            Q = sp.coo_matrix((np.concatenate([u.q, u.q]) * sign, (np.concatenate([u.vi, u.vj]),
-                                                                    np.concatenate([u.vj, u.vi]))), shape=(n, n)).tocsr()
+            pairs = (np.concatenate([u.vi, u.vj]), np.concatenate([u.vj, u.vi]))
+            Q = sp.coo_matrix((np.concatenate([u.q, u.q]) * sign, pairs), shape=(n, n)).tocsr()
         else:
             Q = sp.csr_matrix((n, n))
         if not (np.all(np.isfinite(c)) and np.isfinite(k) and np.all(np.isfinite(Q.data))):
@@ -341,7 +342,8 @@ def _real(value: Any, what: str) -> FloatArray:
 def _positive_vector(value: Any, what: str, size: int | None = None, allow_zero: bool = False) -> FloatArray:
     arr = _real(value, what)
     if arr.ndim != 1 or (size is not None and arr.size != size):
-        raise ModelError(f"{what} must be a vector of length {size if size is not None else '>= 1'}, got shape {arr.shape}")
+        length = size if size is not None else ">= 1"
+        raise ModelError(f"{what} must be a vector of length {length}, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise ModelError(f"{what} contains NaN or infinite values")
     if np.any(arr < 0) or (not allow_zero and np.any(arr <= 0)):
@@ -379,7 +381,8 @@ class ArrowDebreuMarket(FamilyModel):
 
     @property
     def default_method(self) -> str:
-        """linear-exchange for linear utilities (whose demand is a set: tatonnement does not converge), else tatonnement."""
+        """linear-exchange for linear utilities (whose demand is a set: tatonnement does not converge), else
+        tatonnement."""
         return "linear-exchange" if self.utility.kind == "linear" else "tatonnement"
 
     def __init__(self, utility: UtilityForm, endowments: Any, name: str = "arrow_debreu"):
