@@ -37,9 +37,10 @@ So the plan P has cost(P) <= Fcost <= 3^p OPT: W_p(P) <= 3 W_p, whatever centres
 randomness changes only the graph's size), and W_p >= Fcost^(1/p) / 3 is a certified lower
 bound (the ``bound`` reported; with the engines that round costs to integers, our network
 simplex (the default) and OR-Tools, Fcost less the rounding error the engine states, and the
-factor stated is 3 (Fcost / that)^(1/p): 3 to about 1e-9 at p <= 3 on these graphs). For a cost matrix Lemma 3 holds for any C; Lemma 2 needs the triangle
-inequality, which is checked at run time: the method reports the factor only when
-cost(P) <= Fcost actually holds (it does whenever C is a metric).
+factor stated is 3 (Fcost / that)^(1/p): 3 to about 1e-9 at p <= 3 on these graphs). For a cost
+matrix Lemma 3 holds for any C; Lemma 2 needs the triangle inequality, which is checked at run
+time: the method reports the factor only when cost(P) <= Fcost actually holds (it does whenever C
+is a metric).
 
 The plan returned is better than Lemma 2's pairing and keeps the bound: with ``improve`` (the
 default) it is an exact min-cost plan over the candidate pairs "bunch arcs with flow, and, at

@@ -6,8 +6,9 @@ W_p^p = sum pi d^p by ``f``, so W_p by ``f^(1/p)`` (W_inf does not change). The 
 settled in units of D M^(1/p) (:func:`solvopt.transport.result.status_scale`), which moves the
 same way, so the termination is the same at every factor. Cases cover every method on the
 inputs it takes: ``approx``, ``exact`` (assignment and min-cost flow, and the large-p frame),
-``bottleneck`` (p = inf), ``pot`` where POT is installed, ``sparse-exact`` (points), ``1d`` and ``auto`` (points on the line,
-a ready cost: W_p moves by ``f^(1/p)`` when the cost is multiplied by ``f``).
+``bottleneck`` (p = inf), ``pot`` where POT is installed, ``sparse-exact`` (points), ``1d`` and
+``auto`` (points on the line, a ready cost: W_p moves by ``f^(1/p)`` when the cost is multiplied
+by ``f``).
 
 Stop: uniform points far past what each method finishes in a second (``approx``: n = 20000
 points, the graph's passes and the flow; ``exact``: 3000 x 2500 points, the min-cost flow on the
