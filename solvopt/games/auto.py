@@ -22,11 +22,14 @@ from .tracking import COMMON_HONOURS
 class Auto(Solver):
     family = "games"
     name = "auto"
-    description = "the model's default method (pseudo-game: extragradient; Fisher: eisenberg-gale; Arrow-Debreu: linear-exchange for linear utilities, else tatonnement; Markov: gda, markov-tatonnement, affine-gda)"
+    description = ("the model's default method (pseudo-game: extragradient; Fisher: eisenberg-gale; "
+                   "Arrow-Debreu: linear-exchange for linear utilities, else tatonnement; "
+                   "Markov: gda, markov-tatonnement, affine-gda)")
     default = True
     honours = COMMON_HONOURS
-    options = (Option("tolerance", positive_number, None, "stop at this certified exploitability (the method's default: "
-                      "relative to the model's payoff scale: the largest coefficient for pseudo-games, the total budget for markets)"),
+    options = (Option("tolerance", positive_number, None,
+                      "stop at this certified exploitability (the method's default: relative to the model's payoff "
+                      "scale: the largest coefficient for pseudo-games, the total budget for markets)"),
                Option("check_every", int, None, "certify every this many iterations (the method's default)"))
 
     @classmethod

@@ -312,7 +312,8 @@ def tatonnement(econ, run, *, step=0.5, asset_step=1.0, asset_every=10, asset_de
     """Multiplicative tatonnement on goods prices per state with exact demands (Cobb-Douglas,
     Leontief, CES), proportional response for linear utilities (spending shares follow the utility
     each good brings; prices clear the goods markets); every ``asset_every`` steps the asset markets
-    are cleared at the current goods prices (:func:`clear_assets`, damped by ``asset_step``). Every ``check_every`` steps the profile is certified and handed to ``run``
+    are cleared at the current goods prices (:func:`clear_assets`, damped by ``asset_step``). Every
+    ``check_every`` steps the profile is certified and handed to ``run``
     (:class:`~solvopt.games.tracking.EquilibriumRun`, which keeps the best and says when to stop).
     Returns the metrics of every certified profile, keyed by iteration (counted from
     ``start_iteration``, for a run that continues another method's)."""

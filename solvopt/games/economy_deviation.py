@@ -310,7 +310,8 @@ class OneAssetDP:
                 vals.append(pr)
         n = len(nodes)
         Pm = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n))
-        v = spsolve((sparse.identity(n, format="csr") - self.gamma * Pm).tocsc(), np.array([reward[k] for k in range(n)]))
+        v = spsolve((sparse.identity(n, format="csr") - self.gamma * Pm).tocsc(),
+                    np.array([reward[k] for k in range(n)]))
         return float(sum(self.chain.initial[s] * v[index[(int(s), 0.0)]] for s in self.starts))
 
     def value_from_mu(self, U) -> float:

@@ -193,14 +193,14 @@ class SmoothedEquations:
         Tm = (self.on_prev[:, None, None, :] * self.returns.T[None, None, :, :] / B[..., None]
               - self.on_world[:, None, None, :] / A[:, :, None, None])
         T = dy[..., None] * Tm
-        Yp = -np.einsum("wiks,si,sij->wiksj", T, omega, x1, optimize=True)                                     # (W, N, K, S, M)
+        Yp = -np.einsum("wiks,si,sij->wiksj", T, omega, x1, optimize=True)                      # (W, N, K, S, M)
         if self.bundles is not None:      # the returns p(s) . b(s) in B move with p(s) too
             direct = np.einsum("ws,si,skj,wik->wiksj", self.on_prev, omega, self.bundles, 1.0 / B, optimize=True)
             Yp += dy[..., None, None] * direct
         Ymu = T * base.T[None, :, None, :]                                                      # (W, N, K, S)
         Ye = -dy                                                                                 # (W, N, K) own (w, k)
         # wealth W[s, i] against the unknowns
-        Wp = np.einsum("skw,wiktj->sitj", U, Yp, optimize=True)                                                 # (S, N, S, M)
+        Wp = np.einsum("skw,wiktj->sitj", U, Yp, optimize=True)                                 # (S, N, S, M)
         Wp[np.arange(S), :, np.arange(S), :] += self.endow
         if self.bundles is not None:      # the payouts carried into s, valued at p(s)
             Wp[np.arange(S), :, np.arange(S), :] += np.einsum("ws,skj,wik->sij", self.on_prev, self.bundles, y,
@@ -208,17 +208,17 @@ class SmoothedEquations:
         We = np.einsum("skw,wik->siwk", U, Ye, optimize=True)
         q = np.exp(eta)
         We -= np.einsum("ws,wk,wik->siwk", self.on_world, q, y, optimize=True)
-        Wmu = np.einsum("skw,wikt->sit", U, Ymu, optimize=True)                                                 # (S, N, S)
+        Wmu = np.einsum("skw,wikt->sit", U, Ymu, optimize=True)                                 # (S, N, S)
         # excess demand z[s, j]
         gx = np.where(pos, 1.0, 0.0)[..., None] * x1                                            # (S, N, M)
         Zp = np.einsum("sij,sitl->sjtl", gx, Wp, optimize=True)
         spend = np.where(pos, wealth, 0.0)
-        own = -self.sigma * np.einsum("si,sij->sj", spend, x1, optimize=True) / p                              # diagonal part
+        own = -self.sigma * np.einsum("si,sij->sj", spend, x1, optimize=True) / p              # diagonal part
         cross = (self.sigma - 1.0) * np.einsum("si,sij,sil->sjl", spend, x1, x1, optimize=True)
         cross[:, np.arange(M), np.arange(M)] += own
         Zp[np.arange(S), :, np.arange(S), :] += cross
         Ze = np.einsum("sij,siwk->sjwk", gx, We, optimize=True)
-        Zmu = np.einsum("sij,sit->sjti", gx, Wmu, optimize=True)                                               # (S, M, S, N)
+        Zmu = np.einsum("sij,sit->sjti", gx, Wmu, optimize=True)                                # (S, M, S, N)
         if pay is not None:
             Zp -= np.einsum("swkj,wktl->sjtl", pay, Yp.sum(axis=1), optimize=True)
             Ze -= np.einsum("swkj,wk->sjwk", pay, Ye.sum(axis=1), optimize=True)
@@ -391,7 +391,8 @@ class _Newton:
 
     def __init__(self, eq: SmoothedEquations, run, check=None, start_iteration=0):
         self.eq, self.run, self.check = eq, run, check
-        self.history, self.it = {}, start_iteration
+        self.history: dict[int, dict] = {}        # iteration -> the certificate's measures
+        self.it = start_iteration
         self.floor = 1e-14 * eq.mean_price
 
     def correct(self, v, tau, steps):
@@ -460,8 +461,8 @@ class _Newton:
                     return True
                 if state != "converged":
                     return False
-                _, _, _, y = eq.split(w)
-                margin = eq.holdings(*eq.split(w)[:3], tau, y)[2]
+                p, eta, mu, y = eq.split(w)
+                margin = eq.holdings(p, eta, mu, tau, y)[2]
                 lo, hi = np.broadcast_to(eq.lo, y.shape), np.broadcast_to(eq.hi, y.shape)
                 out = free & ((y < lo) | (y > hi))
                 wrong = ~free & (((fixed == hi) & (margin < 0)) | ((fixed == lo) & (margin > 0)))

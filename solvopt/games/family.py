@@ -16,7 +16,8 @@ FAMILY = Family(
             "solvopt.dsl.markov_games:MarkovPseudoGame", "solvopt.dsl.markov_games:MarkovExchangeEconomy",
             "solvopt.dsl.markov_games:LinearQuadraticMarkovGame"),
     params=(
-        Param("tolerance", float, "stop when the certified exploitability / payoff scale is at most this", target="solver"),
+        Param("tolerance", float, "stop when the certified exploitability / payoff scale is at most this",
+              target="solver"),
     ),
     from_instance="solvopt.games.instance:model_from_instance",
     scale_cases="solvopt.games.scaling:scale_cases",

@@ -13,7 +13,7 @@ from solvopt.core.errors import ModelError
 from solvopt.dsl.utilities import utility_from_params
 
 FORM_PARAMS = {"ces": ("values", "rho")}  # the forms that take more than their one parameter array
-_SHAPE_WORDS = {0: "a number", 1: "a list of numbers", 2: "a matrix (rows of equal length)",
+_SHAPE_WORDS: dict[int | None, str] = {0: "a number", 1: "a list of numbers", 2: "a matrix (rows of equal length)",
                 3: "an array of matrices (rows of equal length)"}
 
 

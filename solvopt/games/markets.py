@@ -140,7 +140,8 @@ def proportional_response(model, rho: float, b=None):
 
 
 def _rho(utility) -> float:
-    return {"linear": 1.0, "cobb_douglas": 0.0}.get(utility.kind, getattr(utility, "rho", None))
+    fixed = {"linear": 1.0, "cobb_douglas": 0.0}
+    return fixed[utility.kind] if utility.kind in fixed else utility.rho
 
 
 @register
@@ -188,7 +189,8 @@ def tatonnement(model, p, eta: float, first: int = 0):
 @register
 class EisenbergGale(MarketSolver):
     name = "eisenberg-gale"
-    description = "Eisenberg-Gale program (Fisher; homogeneous utilities): closed form, convex dual, or PR + exact polish"
+    description = ("Eisenberg-Gale program (Fisher; homogeneous utilities): closed form, convex dual, "
+                   "or PR + exact polish")
     kinds = ("linear", "cobb_douglas", "ces", "leontief")
     options = (MARKET_TOLERANCE, CHECK_EVERY)
 

@@ -217,7 +217,9 @@ def best_response(game, policy, i: int, tol: float = BR_TOL, max_rounds: int = B
     current = policy.copy()
     V = evaluate(game, current)[i]
     upper = np.full(game.n_states, np.inf)
-    for rounds in range(1, max_rounds + 1):
+    rounds = 0
+    for _ in range(max_rounds):
+        rounds += 1
         check_stop()
         actions, t_upper = _improve(game, i, current, V)
         delta = max(0.0, float(np.max(t_upper - V)))

@@ -73,7 +73,8 @@ def _check_asset_limits(data: dict) -> None:
     """``borrowing_limit`` / ``holding_limit``: a number, or one per asset (a column of ``asset_returns``:
     (S, A) payouts, or (S, A, M) bundles of goods)."""
     returns = data.get("asset_returns")
-    bundles = bool(returns) and isinstance(returns[0], list) and bool(returns[0]) and isinstance(returns[0][0], list)
+    bundles = (returns is not None and bool(returns) and isinstance(returns[0], list) and bool(returns[0])
+               and isinstance(returns[0][0], list))
     assets = numeric(returns, "asset_returns", 3 if bundles else 2).shape[1] if returns else 0
     for name in ("borrowing_limit", "holding_limit"):
         value = data.get(name)

@@ -73,7 +73,8 @@ class MarkovTatonnement(_MarkovSolver):
         Option("tolerance", positive_number, 1e-4, "stop when the certified exploitability is at most this fraction "
                                               "of the total endowment value"),
         Option("step", positive_number, 0.5, "price step of the tatonnement"),
-        Option("asset_step", positive_number, 1.0, "damping of the asset-market clearing (1: jump to the clearing holdings)"),
+        Option("asset_step", positive_number, 1.0,
+               "damping of the asset-market clearing (1: jump to the clearing holdings)"),
         Option("asset_every", integer_at_least(1), 10, "clear the asset markets every this many price steps"),
         Option("asset_decay", float, 1.0, "the damping of the k-th clearing is asset_step / k^asset_decay"),
         Option("check_every", integer_at_least(1), 25, "certify the exploitability every this many iterations"),
@@ -85,7 +86,8 @@ class MarkovTatonnement(_MarkovSolver):
         x = options.extra
         run = _economy_run(econ, options)
         history = economy_methods.solve(econ, run, self.name, step=x["step"], asset_step=x["asset_step"],
-                                asset_every=x["asset_every"], asset_decay=x["asset_decay"], check_every=x["check_every"])
+                                        asset_every=x["asset_every"], asset_decay=x["asset_decay"],
+                                        check_every=x["check_every"])
         return _economy_result(econ, run, history)
 
 

@@ -201,7 +201,9 @@ def best_response(data: LQData, G, i: int, tol: float = BR_TOL, max_rounds: int 
     current = np.array(G, dtype=float, copy=True)
     ev = evaluate(data, current, "best-response candidate")
     converged = False
-    for rounds in range(1, max_rounds + 1):
+    rounds = 0
+    for _ in range(max_rounds):
+        rounds += 1
         E = q_gradients(data, ev)[i][:, sl]
         step = newton_direction(data, ev, i, E)
         candidate = current.copy()

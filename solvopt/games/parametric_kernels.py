@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-try:
-    import numba
-except ImportError:          # pragma: no cover - numba is optional
-    numba = None
-
 
 def _jit(fn):
-    return numba.njit(cache=True)(fn) if numba is not None else fn
+    try:
+        import numba
+    except ImportError:      # pragma: no cover - numba is optional
+        return fn
+    return numba.njit(cache=True)(fn)
 
 
 @_jit

@@ -167,7 +167,8 @@ class SampledEngine:
                 above[t] = u > hi
                 acts[t] = a
                 returns += self.disc[t] * _rewards(g, s, z[t], a)
-                z[t + 1] = (np.einsum("bcd,bd->bc", g.state_matrix[s], z[t]) + np.einsum("bcd,bd->bc", g.input_matrix[s], a)
+                z[t + 1] = (np.einsum("bcd,bd->bc", g.state_matrix[s], z[t])
+                            + np.einsum("bcd,bd->bc", g.input_matrix[s], a)
                             + g.state_offset[s] + b.noise[t])
         _check_finite(z, returns, what)
         x = np.concatenate([np.ones((T, B, 1)), z[:-1]], axis=-1)
@@ -248,8 +249,10 @@ def _check_finite(z, returns, what):
 
 def _rewards(g, s, z, a) -> np.ndarray:
     """(B, N): r_i(s_b, z_b, a_b)."""
-    return (np.einsum("kbd,bd->bk", g.linear[:, s], a) + 0.5 * np.einsum("bd,kbde,be->bk", a, g.quadratic[:, s], a)
-            + np.einsum("kbc,bc->bk", g.state_linear[:, s], z) + 0.5 * np.einsum("bc,kbce,be->bk", z, g.state_quadratic[:, s], z)
+    return (np.einsum("kbd,bd->bk", g.linear[:, s], a)
+            + 0.5 * np.einsum("bd,kbde,be->bk", a, g.quadratic[:, s], a)
+            + np.einsum("kbc,bc->bk", g.state_linear[:, s], z)
+            + 0.5 * np.einsum("bc,kbce,be->bk", z, g.state_quadratic[:, s], z)
             + np.einsum("bd,kbdc,bc->bk", a, g.cross[:, s], z))
 
 

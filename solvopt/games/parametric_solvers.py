@@ -61,11 +61,13 @@ class AffineGDA(Solver):
         Option("policy", str, "affine", "policy class (affine in [1, z], clipped to the action box)", ("affine",)),
         Option("evaluation", str, "auto", "exact (Lyapunov; no action bounds), sampled (rollouts), or auto",
                ("auto", "exact", "sampled")),
-        Option("tolerance", positive_number, 1e-10, "stop at this exploitability (exact) or estimate + 2 stderr (sampled)"),
+        Option("tolerance", positive_number, 1e-10,
+               "stop at this exploitability (exact) or estimate + 2 stderr (sampled)"),
         Option("step", positive_number, 0.5, "policy step (scaled by each player's own curvature)"),
         Option("adversary_step", positive_number, 1.0, "adversary step (the fast time scale)"),
         Option("adversary_steps", integer_at_least(1), 2, "adversary ascent steps per policy step"),
-        Option("decay", non_negative_number, 0.0, "steps are divided by 1 + decay * iteration (for the kinks of clipped policies)"),
+        Option("decay", non_negative_number, 0.0,
+               "steps are divided by 1 + decay * iteration (for the kinks of clipped policies)"),
         Option("check_every", integer_at_least(1), 10, "evaluate the exploitability every this many iterations"),
         Option("samples", integer_at_least(2), 256, "rollouts in the fixed batch (sampled evaluation)"),
         Option("horizon", integer_at_least(1), None, "rollout length (default: until gamma^t < 1e-8)"),
@@ -90,8 +92,8 @@ class AffineGDA(Solver):
         if x["evaluation"] == "exact" and game.constrained:
             raise ModelError("exact evaluation needs unbounded actions (the clipped policy's value is not quadratic); "
                              "use evaluation='sampled'")
-        steps = dict(step=x["step"], adversary_step=x["adversary_step"], adversary_steps=x["adversary_steps"], decay=x["decay"],
-                     check_every=x["check_every"])
+        steps = dict(step=x["step"], adversary_step=x["adversary_step"], adversary_steps=x["adversary_steps"],
+                     decay=x["decay"], check_every=x["check_every"])
         if sampled:
             # the tolerance is relative to the reward scale there too (the estimate is in reward units)
             return solve_sampled(game, options, G0, samples=x["samples"], horizon=x["horizon"],

@@ -56,7 +56,8 @@ class LinearMarket:
     """A linear market (utilities v (n, m), supplies s; ``budgets`` (Fisher) or ``endowments`` (exchange))."""
 
     def __init__(self, v, supplies, budgets=None, endowments=None, stop=None):
-        self.v, self.s, self.budgets, self.e = np.asarray(v, dtype=float), np.asarray(supplies, dtype=float), budgets, endowments
+        self.v, self.s = np.asarray(v, dtype=float), np.asarray(supplies, dtype=float)
+        self.budgets, self.e = budgets, endowments
         self.stop = stop if stop is not None else (lambda: False)   # the caller's deadline / Ctrl-C: give up
         self.n, self.m = self.v.shape
         with np.errstate(divide="ignore"):

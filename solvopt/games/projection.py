@@ -1,11 +1,12 @@
 """Euclidean projections onto the feasible sets of games, and concave QPs / LPs over polyhedra.
 
 Closed forms (exact, vectorised over leading axes): boxes, scaled simplices, budget sets
-{x >= 0, p.x <= w}; a box with one row {lb <= x <= ub, lo <= r.x <= hi} by its breakpoints. Polyhedra {lb <= x <= ub, lo <= A x <= hi}: a projection is a convex QP;
-:class:`Polyhedron` hands it (and any convex QP, and the LPs behind Frank-Wolfe gaps) to HiGHS,
-then *polishes* the answer: it takes the active set HiGHS found, solves the KKT equations of that
-face exactly, and keeps the polished point when it is feasible with multipliers of the right sign
-(the exact optimum up to rounding). Otherwise it keeps HiGHS's point — the exploitability
+{x >= 0, p.x <= w}; a box with one row {lb <= x <= ub, lo <= r.x <= hi} by its breakpoints.
+Polyhedra {lb <= x <= ub, lo <= A x <= hi}: a projection is a convex QP; :class:`Polyhedron` hands
+it (and any convex QP, and the LPs behind Frank-Wolfe gaps) to HiGHS, then *polishes* the answer:
+it takes the active set HiGHS found, solves the KKT equations of that face exactly, and keeps the
+polished point when it is feasible with multipliers of the right sign (the exact optimum up to
+rounding). Otherwise it keeps HiGHS's point — the exploitability
 certificates (:mod:`solvopt.games.exploitability`) never rely on the polish being exact.
 """
 from __future__ import annotations
@@ -264,7 +265,8 @@ class Polyhedron:
         if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
             raise ModelError("a player's problem is unbounded (its utility grows without bound on its feasible set)")
         if status != highspy.HighsModelStatus.kOptimal:
-            raise SolverError(f"HiGHS stopped with status {h.modelStatusToString(status)} on a projection / best response")
+            raise SolverError(f"HiGHS stopped with status {h.modelStatusToString(status)} "
+                              "on a projection / best response")
         return np.asarray(h.getSolution().col_value, dtype=float)
 
     def _load(self, H, c):
@@ -300,7 +302,6 @@ class Polyhedron:
     def _solve_face(self, Hd, c, face):
         """The KKT point of the QP on a face, or None unless it is feasible with multipliers of the right sign."""
         at_lb, at_ub, up, low = face
-        n = self.n
         fixed = at_lb | at_ub
         xf = np.where(at_lb, self.lb, np.where(at_ub, self.ub, 0.0))
         act = np.flatnonzero(up | low)

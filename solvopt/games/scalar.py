@@ -54,7 +54,8 @@ def concave_max_1d(fg, l: float, h: float, x0: float, check=None):
     x0 = min(max(x0, l), h)
     if not np.isfinite(x0):
         x0 = 0.0 if l < 0.0 < h else (h if np.isfinite(h) else l)
-    pts, recent = {}, []
+    pts: dict[float, tuple[float, float]] = {}
+    recent: list[float] = []
 
     def at(t, known=None):
         if t in pts:
@@ -290,6 +291,7 @@ def separable_response(game, S: ScalarStructure, a, alpha: float = 0.0, check=No
                 factor = min(4.0, factor * factor)
             else:
                 raise ModelError("the joint response is unbounded along the coupling row")
+            assert lam2 is not None and g2 is not None   # the loop above breaks only once they are set
             w1, w2, side, bmid = g1, g2, 0, b2
             for _ in range(MAX_STEPS):
                 if g2 == 0.0 or abs(lam2 - lam1) <= 4e-16 * max(abs(lam1), abs(lam2)):

@@ -147,10 +147,11 @@ def scale_cases() -> list[ScaleCase]:
     return [
         # the static methods' face-Newton polish lands on the equilibrium at once (rounding): off here
         ScaleCase("harker", harker, linear, ("extragradient",), dict(every, polish=False)),
-        ScaleCase("harker-nested", harker, linear, ("nested",), {"iteration_limit": 1, "check_every": 1, "polish": False}),
+        ScaleCase("harker-nested", harker, linear, ("nested",),
+                  {"iteration_limit": 1, "check_every": 1, "polish": False}),
         # callables take the projected-ascent path (nested's inner maximisation there is seconds: extragradient only)
-        ScaleCase("callable-logs", callable_game, linear, ("extragradient",), {"iteration_limit": 2, "check_every": 1, "polish": False},
-                  rtol=1e-5),
+        ScaleCase("callable-logs", callable_game, linear, ("extragradient",),
+                  {"iteration_limit": 2, "check_every": 1, "polish": False}, rtol=1e-5),
         ScaleCase("fisher-linear-budgets", fisher_budgets, linear, ("eisenberg-gale", "proportional-response"),
                   every, rtol=1e-5),
         ScaleCase("fisher-linear-values", fisher_values, invariant, ("eisenberg-gale", "proportional-response"),

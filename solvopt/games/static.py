@@ -51,7 +51,8 @@ from .tracking import COMMON_HONOURS, EquilibriumRun
 DEFAULT_TOLERANCE = 1e-9
 
 
-TOLERANCE = Option("tolerance", positive_number, DEFAULT_TOLERANCE, "stop when the certified exploitability is at most this")
+TOLERANCE = Option("tolerance", positive_number, DEFAULT_TOLERANCE,
+                   "stop when the certified exploitability is at most this")
 CHECK_EVERY = Option("check_every", int, 10, "certify the exploitability every this many iterations")
 START = Option("start", None, None, "starting joint action (default: 0 clipped to the bounds)")
 POLISH = Option("polish", bool, True, "at each check, also certify Newton's point on the iterate's active face")
@@ -88,7 +89,8 @@ def inside_domain(game, K, a, options=None):
         return a
     lb, ub = game.lb, game.ub
     middle = np.where(np.isfinite(lb) & np.isfinite(ub), 0.5 * (lb + ub),
-                      np.where(np.isfinite(lb), lb + 1.0 + np.abs(lb), np.where(np.isfinite(ub), ub - 1.0 - np.abs(ub), a)))
+                      np.where(np.isfinite(lb), lb + 1.0 + np.abs(lb),
+                               np.where(np.isfinite(ub), ub - 1.0 - np.abs(ub), a)))
     middle = K.project(middle)
     for theta in (1e-3, 1e-2, 0.1, 0.5, 1.0):
         b = a + theta * (middle - a)                 # a convex combination of points of K
@@ -205,7 +207,8 @@ class _StaticSolver(Solver):
         polish = options.extra.get("polish", True)
 
         def certify_point(it, a):
-            return run.record(it, a, _times(static_exploitability(game, a), scale), also=ve_gap(game, a, K).value * scale)
+            return run.record(it, a, _times(static_exploitability(game, a), scale),
+                              also=ve_gap(game, a, K).value * scale)
 
         def certify(it, a):
             if polish:                               # Newton on the iterate's face: certified like any point
@@ -218,12 +221,12 @@ class _StaticSolver(Solver):
             with stopping_at(run.first_deadline()):      # the start's certificate: a returned point
                 first = certify(0, a)
             if not first:
-                for it, a in self.iterate(game, K, a, options):
-                    if it % every == 0 and certify(it, a):
+                for it, point in self.iterate(game, K, a, options):
+                    if it % every == 0 and certify(it, point):
                         break
                     if run.should_stop(it):
                         if it % every:
-                            certify(it, a)
+                            certify(it, point)
                         break
         best = run.best_point
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
@@ -237,7 +240,8 @@ class _StaticSolver(Solver):
 class Extragradient(_StaticSolver):
     name = "extragradient"
     description = "extragradient on the pseudo-gradient VI over the shared set (variational equilibrium)"
-    options = (TOLERANCE, CHECK_EVERY, START, POLISH, Option("step", positive_number, 1.0, "initial step size (adapted)"))
+    options = (TOLERANCE, CHECK_EVERY, START, POLISH,
+               Option("step", positive_number, 1.0, "initial step size (adapted)"))
 
     def iterate(self, game, K, a, options):
         eta, it = options.extra["step"], 0
@@ -262,7 +266,8 @@ class Extragradient(_StaticSolver):
 class Nested(_StaticSolver):
     name = "nested"
     description = "spectral projected gradient on the regularised exploitability (inner maximisation exact)"
-    options = (TOLERANCE, CHECK_EVERY, START, POLISH, Option("alpha", positive_number, 1.0, "regularisation weight alpha"))
+    options = (TOLERANCE, CHECK_EVERY, START, POLISH,
+               Option("alpha", positive_number, 1.0, "regularisation weight alpha"))
 
     def iterate(self, game, K, a, options):
         """Spectral projected gradient (Birgin-Martinez-Raydan): Barzilai-Borwein steps, nonmonotone Armijo."""

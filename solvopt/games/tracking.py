@@ -43,8 +43,9 @@ class EquilibriumRun:
         self.deadline = None if options.time_limit is None else self.start + options.time_limit
         self.best_point = None
         self.best: Exploitability | None = None
-        self.best_score = self.best_also = None
-        self.history: list[tuple[int, float, float]] = []
+        self.best_score: float | None = None      # set with best
+        self.best_also: float | None = None
+        self.history: list[tuple[float, ...]] = []  # (iteration, seconds, exploitability[, also])
         self.stopped: Termination | None = None
         self.iterations = 0
         # progress lines on stderr (the --progress option): one at the start, then at most one a second
@@ -59,13 +60,15 @@ class EquilibriumRun:
         """
         self.iterations = iteration
         score = expl.value if also is None else max(expl.value, also)
-        self.history.append((iteration, time.perf_counter() - self.start, expl.value) + (() if also is None else (also,)))
-        if expl.certified and (self.best is None or score < self.best_score):
+        self.history.append((iteration, time.perf_counter() - self.start, expl.value)
+                            + (() if also is None else (also,)))
+        if expl.certified and (self.best_score is None or score < self.best_score):
             self.best, self.best_point, self.best_score, self.best_also = expl, point, score, also
-        line = f"iteration {iteration}: exploitability {expl.value:.3e}" + ("" if also is None else f", VE gap {also:.3e}")
+        line = (f"iteration {iteration}: exploitability {expl.value:.3e}"
+                + ("" if also is None else f", VE gap {also:.3e}"))
         self.options.emit(line)
         self.progress(line)
-        return self.best is not None and self.best_score <= self.tolerance
+        return self.best_score is not None and self.best_score <= self.tolerance
 
     def first_deadline(self):
         """The deadline of the first certificate: the run's, but at least FIRST_GRACE seconds after the
@@ -97,21 +100,21 @@ class EquilibriumRun:
 
     def result(self, solution: dict, **stats) -> Result:
         """The Result of the best certified iterate (``solution`` already built from ``best_point``)."""
-        has = self.best is not None
-        value = self.best.value if has else None
-        done = has and self.best_score <= self.tolerance
+        best, score = self.best, self.best_score       # both None, or both set
+        value = best.value if best is not None else None
+        done = score is not None and score <= self.tolerance
         # OPTIMAL needs every certified measure (the VE gap too) within the default tolerance
-        term, status, _ = settle(self.best_score if has else None, 0.0, has_solution=has, scale=self.scale,
+        term, status, _ = settle(score, 0.0, has_solution=best is not None, scale=self.scale,
                                  stopped=None if done else (self.stopped or Termination.ITERATION_LIMIT))
         out = dict(stats)
-        out.update(iterations=self.iterations, exploitability_lower=self.best.lower if has else None,
+        out.update(iterations=self.iterations, exploitability_lower=best.lower if best is not None else None,
                    history=[list(h) for h in self.history], tolerance=self.tolerance)
-        if has:
-            out["per_player_exploitability"] = self.best.per_player
+        if best is not None:
+            out["per_player_exploitability"] = best.per_player
             if self.best_also is not None:
                 out["ve_gap"] = self.best_also
             if self.scale != 1.0:
-                out["relative_exploitability"] = value / self.scale
+                out["relative_exploitability"] = best.value / self.scale
         # no relative gap: against the bound 0 it is 100% for any exploitability > 0 and says nothing
         return Result(term, status, objective=value, bound=0.0, gap=None, solution=solution, stats=out,
                       guarantee="objective is a certified upper bound on the exploitability of the returned point "
