@@ -46,6 +46,7 @@ from .tracking import COMMON_HONOURS, EquilibriumRun
 
 MAX_UNKNOWNS = 4000     # the Newton system is dense: variables + multipliers above this are refused
 ARMIJO = 1e-4
+FINISH_STEPS = 2        # Newton steps after the first point certified within the tolerance (each certified too)
 DESCENT = 1e-10         # a Newton direction must satisfy grad Psi . d <= -DESCENT ||d||^2.1
 
 
@@ -217,24 +218,27 @@ class GNEPKKT(Solver):
 
         last, pending, it = np.inf, None, 0
         with run.guard():
-            done = certify(0, a)
-            if not done:
+            within = certify(0, a)
+            if not within:
+                extra = FINISH_STEPS          # Newton steps still taken once a point is certified
                 for it, x, norm in solve_kkt(system, a):
                     small = norm <= 1e-7 or norm <= 1e-3 * last
-                    checked = small or it % every == 0
+                    checked = within or small or it % every == 0
                     if checked and certify(it, x):
-                        done = True
-                        break
+                        within = True
                     if small:
                         last = norm
-                    if run.should_stop(it):
-                        done = True
-                        break
                     pending = None if checked else x
-            if not done:                      # Newton ended (converged or stalled): its last point, certified
-                if pending is not None:
-                    certify(it, pending)
-                run.iterations = it
+                    if within:                # quadratic convergence: a few more steps cost little and sharpen
+                        extra -= 1
+                        if extra < 0 or norm <= 1e-14:
+                            break
+                    if run.should_stop(it):
+                        break
+                else:                         # Newton ended (converged or stalled): its last point, certified
+                    if pending is not None:
+                        certify(it, pending)
+                    run.iterations = it
         best = run.best_point
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
         result = run.result(solution, payoff_scale=scale, equilibrium="GNE")

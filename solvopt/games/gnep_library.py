@@ -574,10 +574,10 @@ def write_instances(folder) -> list[str]:
 
 
 __all__ = ["GNEP", "Rows", "NAMES", "FACTORIES", "GENERAL", "problem", "problems", "write_instances", "a1", "a11",
-           "a12", "a13", "a14", "a15", "a16", "a17", "a18", "a3", "a5", "a7", "a8"]
+           "a12", "a13", "a14", "a15", "a16", "a17", "a18", "a3", "a4", "a5", "a7", "a8"]
 
 
-# --- the generalized Nash problems proper: player-specific coupled rows (A.3, A.5, A.7, A.8) --------
+# --- the generalized Nash problems proper: player-specific coupled rows (A.3-A.5, A.7, A.8) ----------
 # Each row below binds one player only while it involves the others' actions: the player's
 # feasible set moves with them. These compute a generalized Nash equilibrium (``concept="GNE"``,
 # default method gnep-kkt). Statements as in the appendix (read alongside the public Python port
@@ -656,6 +656,42 @@ def a5() -> GNEP:
         "GNE has those coordinates at 0")
 
 
+def a4() -> GNEP:
+    """Problem A.4: A.3's data with 1 <= x <= 10, player 1's rows over all seven variables and costs whose
+    quadratic part depends on the others: A_1 + diag(x21^2, x22^2, 0), A_2 + diag(x31^2, 0),
+    A_3 + diag(0, x11^2) (convex in the player's own action; see ``notes``)."""
+    base = a3()
+    n, blocks = 7, base.blocks
+    Q = [np.asarray(q, float) for q, _, _ in base.quadratic]
+    c = [np.asarray(v, float) for _, v, _ in base.quadratic]
+    # (player, own coordinate k, the other variable j): the diagonal entry k of A_i grows by x_j^2
+    extra = [(0, 0, 3), (0, 1, 4), (1, 3, 5), (2, 6, 0)]
+
+    def cost(x, i):
+        v = 0.5 * x @ Q[i] @ x + c[i] @ x
+        return v + sum(0.5 * x[k] ** 2 * x[j] ** 2 for p, k, j in extra if p == i)
+
+    def grad(x, i):
+        g = Q[i] @ x + c[i]
+        for p, k, j in extra:
+            if p == i:
+                g[k] += x[k] * x[j] ** 2
+                g[j] += x[j] * x[k] ** 2
+        return g
+
+    rows = [_row(n, dict.fromkeys(range(7), 1), 20, 0), _row(n, {0: 1, 1: 1, 2: -1, 3: -1, 6: 1}, 5, 0),
+            _row(n, {3: 1, 4: 1, 1: -1, 2: -1, 5: 1}, 7, 1), _row(n, {6: 1, 0: -1, 2: -1, 3: 1}, 4, 2)]
+    published = np.array([0.99982626069210, 0.99996267821636, 0.99987070414176, 0.99985869062731, 0.99983447394048,
+                          0.99991824127925, 0.99991381820076])
+    return GNEP("A.4", "A.3's players with state-dependent quadratic costs and player-specific rows, 1 <= x <= 10",
+                [3, 2, 2], np.ones(n), np.full(n, 10.0), rows, [(lambda x, i=i: cost(x, i)) for i in range(3)],
+                [(lambda x, i=i: grad(x, i)) for i in range(3)], published, start=np.full(n, 2.0), concept="GNE",
+                unique=False,
+                notes="costs as the public port's gradients state them (its cost of player 2 omits the x31^2 term its "
+                      "gradient has); under either reading every cost gradient is positive at x = 1 and no row binds "
+                      "there, so x = (1, ..., 1) is the GNE; the published point lies up to 1.7e-4 below the bounds 1")
+
+
 _A7_MATRIX = np.array([
     [110, -3, 22, -14, -27, 1, 9, 19, -2, 23, -7, -20, -4, 22, -19, 22, 3, 13, -12, 18],
     [-3, 79, -9, -21, 18, 61, 0, 14, 58, -11, 4, -16, 20, -19, 13, -17, -1, 24, 22, 5],
@@ -707,7 +743,10 @@ def a7() -> GNEP:
     return GNEP("A.7", "Four players x 5 variables, quadratic costs, player-specific coupled rows, 1 <= x <= 5",
                 [5, 5, 5, 5], np.ones(n), np.full(n, 5.0), rows, costs, grads, published, quadratic=quad,
                 concept="GNE", unique=False,
-                notes="the published point lies up to 1.9e-4 below the bounds 1 (the penalty method's inexact point)")
+                notes="the published point lies up to 1.9e-4 below the bounds 1 (the penalty method's inexact point); "
+                      "player 2's row is the port's gradient (its function repeats x22 where the gradient has x21), "
+                      "player 1's row the port's function (its gradient has -3 on x22, the function +1 on x22 and -3 "
+                      "on x23); player 2's row binds at the GNE (exactly 4 at x = 1 under either reading)")
 
 
 def a8() -> GNEP:
@@ -732,5 +771,5 @@ def a8() -> GNEP:
                       "[0, 2])")
 
 
-GENERAL: dict[str, Callable[[], GNEP]] = {"A.3": a3, "A.5": a5, "A.7": a7, "A.8": a8}
+GENERAL: dict[str, Callable[[], GNEP]] = {"A.3": a3, "A.4": a4, "A.5": a5, "A.7": a7, "A.8": a8}
 """The generalized Nash problems proper (player-specific coupled rows); ``problem`` finds them too."""
