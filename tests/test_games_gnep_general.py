@@ -153,3 +153,14 @@ def test_certificate_bounds_the_true_regret_anywhere(seed, sizes, point_seed):
     regrets = p.scipy_regrets(x)              # in cost units; utilities are -cost
     assert cert.value >= regrets.sum() - 1e-6 * (1 + abs(regrets.sum()))
     assert cert.lower <= regrets.sum() + 1e-6 * (1 + abs(regrets.sum()))
+
+
+def test_a_stalled_newton_run_says_so(monkeypatch):
+    import solvopt.games.gnep_kkt as kkt
+
+    def stalls(system, x0, iterations=500):
+        yield 1, np.asarray(x0, float) + 0.5, 1.0          # one step, then the line search fails
+    monkeypatch.setattr(kkt, "solve_kkt", stalls)
+    r = harker_gne().solve(start=[0.0, 0.0])
+    assert r.termination == "numerical_error" and r.solution_status == "feasible"
+    assert "stalled" in r.message and r.objective > 1.0

@@ -29,6 +29,7 @@ import numpy as np
 from solvopt.core.errors import ModelError
 from solvopt.core.options import Option
 from solvopt.core.registry import Solver, register
+from solvopt.core.result import Termination
 
 from .exploitability import joint_polyhedron, static_exploitability
 from .face_newton import _affine_jacobian, _jacobian_columns, pseudo_gradient
@@ -46,6 +47,7 @@ from .tracking import COMMON_HONOURS, EquilibriumRun
 
 MAX_UNKNOWNS = 4000     # the Newton system is dense: variables + multipliers above this are refused
 ARMIJO = 1e-4
+NEWTON_ITERATIONS = 500  # Newton steps of one run (the iteration limit, a time limit and Ctrl-C stop it earlier)
 FINISH_STEPS = 2        # Newton steps after the first point certified within the tolerance (each certified too)
 DESCENT = 1e-10         # a Newton direction must satisfy grad Psi . d <= -DESCENT ||d||^2.1
 
@@ -221,7 +223,7 @@ class GNEPKKT(Solver):
             within = certify(0, a)
             if not within:
                 extra = FINISH_STEPS          # Newton steps still taken once a point is certified
-                for it, x, norm in solve_kkt(system, a):
+                for it, x, norm in solve_kkt(system, a, iterations=NEWTON_ITERATIONS):
                     small = norm <= 1e-7 or norm <= 1e-3 * last
                     checked = within or small or it % every == 0
                     if checked and certify(it, x):
@@ -237,10 +239,16 @@ class GNEPKKT(Solver):
                         break
                 else:                         # Newton ended (converged or stalled): its last point, certified
                     if pending is not None:
-                        certify(it, pending)
+                        within = certify(it, pending)
                     run.iterations = it
+                    if not within:            # the line search or the step vanished short of an equilibrium
+                        run.stopped = Termination.ITERATION_LIMIT if it >= NEWTON_ITERATIONS \
+                            else Termination.NUMERICAL_ERROR
         best = run.best_point
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
         result = run.result(solution, payoff_scale=scale, equilibrium="GNE")
         result.guarantee = _guarantee(user.concept)
+        if result.termination is Termination.NUMERICAL_ERROR:
+            result.message = ("Newton's method on the KKT system stalled (its line search or step vanished) before a "
+                              "certified equilibrium; the best certified point is returned")
         return result
