@@ -6,7 +6,7 @@ over its true feasible set (its bounds and rows with the others' actions fixed),
 """
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from solvopt.core.errors import ModelError
@@ -102,9 +102,11 @@ def test_iteration_limit_returns_a_certified_point_with_an_honest_status():
 
 
 # --- random small GNEPs with player-specific rows ------------------------------------------------
-def random_gnep(seed: int, sizes) -> GNEP:
+def random_gnep(seed: int, sizes, shared: bool = False, own: float | None = None, cross: float = 1.0) -> GNEP:
     """Strongly monotone quadratic costs, box [-3, 3], one player-specific coupled row per player that
-    every action of the others leaves feasible (so each feasible set is never empty)."""
+    every action of the others leaves feasible (so each feasible set is never empty); ``shared`` adds
+    a shared row sum(x) <= r that the origin satisfies. ``own`` (default 2n) and ``cross`` set the
+    own curvature and the coupling: small ``own`` and large ``cross`` make games that are not monotone."""
     rng = np.random.default_rng(seed)
     n = sum(sizes)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
@@ -113,9 +115,9 @@ def random_gnep(seed: int, sizes) -> GNEP:
     for i, cols in enumerate(blocks):
         Q = np.zeros((n, n))
         R = rng.normal(size=(len(cols), len(cols)))
-        Q[np.ix_(cols, cols)] = R @ R.T + 2.0 * n * np.eye(len(cols))
+        Q[np.ix_(cols, cols)] = R @ R.T + (2.0 * n if own is None else own) * np.eye(len(cols))
         others = np.setdiff1d(np.arange(n), cols)
-        C = rng.uniform(-1, 1, size=(len(cols), len(others)))
+        C = rng.uniform(-cross, cross, size=(len(cols), len(others)))
         Q[np.ix_(cols, others)] = C
         Q[np.ix_(others, cols)] = C.T
         Qs.append(Q)
@@ -124,15 +126,26 @@ def random_gnep(seed: int, sizes) -> GNEP:
         a[cols] = np.where(np.abs(a[cols]) < 0.2, 1.0, a[cols])
         rhs = -3 * np.abs(a[cols]).sum() + 3 * np.abs(a[others]).sum() + rng.uniform(0.5, 4)
         rows.append(Rows(a[None, :], np.array([-np.inf]), np.array([rhs]), owner=i))
+    if shared:          # loose enough that every player can still move: its own row stays feasible
+        rows.append(Rows(np.ones((1, n)), np.array([-np.inf]), np.array([rng.uniform(1, 2) * n])))
     costs, grads, quad = _quadratic(Qs, cs)
     return GNEP("random", "random", list(sizes), np.full(n, -3.0), np.full(n, 3.0), rows, costs, grads,
                 None, quadratic=quad, concept="GNE", unique=False)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 10 ** 6), st.lists(st.integers(1, 2), min_size=2, max_size=3))
-def test_random_gneps_are_solved_and_checked_by_scipy(seed, sizes):
-    p = random_gnep(seed, sizes)
+def feasible(p: GNEP) -> bool:
+    """Some joint action satisfies every row (scipy's LP, independent of solvopt)."""
+    from scipy.optimize import linprog
+    A = np.vstack([r.A for r in p.rows])
+    hi = np.concatenate([r.hi for r in p.rows])
+    return linprog(np.zeros(p.n), A_ub=A, b_ub=hi, bounds=list(zip(p.lb, p.ub))).status == 0
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10 ** 6), st.lists(st.integers(1, 2), min_size=2, max_size=3), st.booleans())
+def test_random_gneps_are_solved_and_checked_by_scipy(seed, sizes, shared):
+    p = random_gnep(seed, sizes, shared)
+    assume(feasible(p))
     r = p.model().solve(time_limit=30)
     assert r.termination == "optimal", (seed, sizes, r.termination, r.objective)
     x = r.solution["actions"]
@@ -142,9 +155,11 @@ def test_random_gneps_are_solved_and_checked_by_scipy(seed, sizes):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(0, 10 ** 6), st.lists(st.integers(1, 2), min_size=2, max_size=3), st.integers(0, 10 ** 6))
-def test_certificate_bounds_the_true_regret_anywhere(seed, sizes, point_seed):
-    p = random_gnep(seed, sizes)
+@given(st.integers(0, 10 ** 6), st.lists(st.integers(1, 2), min_size=2, max_size=3), st.integers(0, 10 ** 6),
+       st.booleans())
+def test_certificate_bounds_the_true_regret_anywhere(seed, sizes, point_seed, shared):
+    p = random_gnep(seed, sizes, shared)
+    assume(feasible(p))
     game = p.model()
     data = game.data()
     from solvopt.games.exploitability import joint_polyhedron
@@ -164,3 +179,17 @@ def test_a_stalled_newton_run_says_so(monkeypatch):
     r = harker_gne().solve(start=[0.0, 0.0])
     assert r.termination == "numerical_error" and r.solution_status == "feasible"
     assert "stalled" in r.message and r.objective > 1.0
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10 ** 6), st.lists(st.integers(1, 3), min_size=2, max_size=3))
+def test_games_that_are_not_monotone_get_honest_statuses(seed, sizes):
+    p = random_gnep(seed, sizes, own=0.3, cross=3.0)
+    assume(feasible(p))
+    r = p.model().solve(time_limit=30)
+    regrets = p.scipy_regrets(r.solution["actions"])
+    assert r.objective >= regrets.sum() - 1e-7
+    if r.termination == "optimal":
+        assert regrets.max() <= 1e-6
+    else:
+        assert r.solution_status != "optimal" and r.termination in ("numerical_error", "time_limit")

@@ -14,7 +14,10 @@ function phi(a, b) = sqrt(a^2 + b^2) - a - b (zero iff a, b >= 0 and ab = 0), so
 Phi(z) = 0 in z = (x, lambda, mu), semismooth; :func:`solve_kkt` runs Newton's method on it with
 an element of the generalized Jacobian and an Armijo line search on the merit
 Psi = ||Phi||^2 / 2 (a gradient step where the Newton direction is not a descent direction: De
-Luca, Facchinei, Kanzow). Quadratic locally near a nondegenerate solution.
+Luca, Facchinei, Kanzow). Quadratic locally near a nondegenerate solution. The merit may have
+stationary points that are no solutions (games that are not monotone): a run whose merit stops
+halving is restarted from the players' best responses at the last certified point, halfway to
+them, or a random joint action (seeded), up to RESTARTS times.
 
 The solver (method ``gnep-kkt``, the default for games with player-specific rows) trusts none of
 this: every candidate is certified by exact best responses over each player's true feasible set
@@ -47,7 +50,9 @@ from .tracking import COMMON_HONOURS, EquilibriumRun
 
 MAX_UNKNOWNS = 4000     # the Newton system is dense: variables + multipliers above this are refused
 ARMIJO = 1e-4
-NEWTON_ITERATIONS = 500  # Newton steps of one run (the iteration limit, a time limit and Ctrl-C stop it earlier)
+NEWTON_ITERATIONS = 200  # Newton steps of one run (the iteration limit, a time limit and Ctrl-C stop it earlier)
+STALL_WINDOW = 30        # a run whose merit has not halved over this many steps has stalled
+RESTARTS = 20            # new runs from the best responses at the last certified point, after a stall
 FINISH_STEPS = 2        # Newton steps after the first point certified within the tolerance (each certified too)
 DESCENT = 1e-10         # a Newton direction must satisfy grad Psi . d <= -DESCENT ||d||^2.1
 
@@ -140,12 +145,14 @@ class KKTSystem:
 def solve_kkt(system: KKTSystem, x0, *, iterations: int = 500):
     """Semismooth Newton with an Armijo line search on Psi = ||Phi||^2 / 2; yields (iteration, x, ||Phi||_inf).
 
-    Multipliers start at 0. Stops when Phi = 0 to rounding, the line search or the step
-    vanishes, or after ``iterations``.
+    Multipliers start at 0. Stops when Phi = 0 to rounding, when the line search or the step
+    vanishes, when Psi has not halved over STALL_WINDOW steps (a stationary point of the merit
+    that is no solution: the caller restarts), or after ``iterations``.
     """
     z = np.concatenate([x0, np.zeros(system.m + system.me)])
     phi, F = system.residual(z)
     psi = 0.5 * float(phi @ phi)
+    history = [psi]
     for it in range(1, iterations + 1):
         check_stop()
         J = system.jacobian(z, F)
@@ -170,10 +177,13 @@ def solve_kkt(system: KKTSystem, x0, *, iterations: int = 500):
             if t < 1e-12:
                 return
         z, phi, F, psi = trial, phi_t, F_t, psi_t
+        history.append(psi)
         norm = float(np.abs(phi).max(initial=0.0))
         yield it, system.split(z)[0].copy(), norm
         if norm <= 1e-15 or float(np.abs(t * d).max(initial=0.0)) <= 1e-16 * (1.0 + float(np.abs(z).max())):
             return
+        if len(history) > STALL_WINDOW and psi > 0.5 * history[-STALL_WINDOW - 1]:
+            return                            # the merit no longer halves: a stationary point that is no solution
 
 
 def _guarantee(concept: str) -> str:
@@ -212,43 +222,77 @@ class GNEPKKT(Solver):
         run = EquilibriumRun(options, options.extra["tolerance"], scale=scale)
         every = max(1, options.extra.get("check_every") or 5)
 
+        last_cert = {}
+
         def certify(it, x):
             x = np.clip(x, game.lb, game.ub)
             if K.violation(x) > FEAS_TOL:     # not a joint action every player may take: nothing to certify
                 return False
-            return run.record(it, x, _times(static_exploitability(game, x), scale))
+            e = static_exploitability(game, x)
+            last_cert.update(point=x, responses=e.responses)
+            return run.record(it, x, _times(e, scale))
 
-        last, pending, it = np.inf, None, 0
+        done = 0                              # Newton steps of the runs before this one
+        rng = np.random.default_rng(0)        # restarts are reproducible
         with run.guard():
             within = certify(0, a)
-            if not within:
-                extra = FINISH_STEPS          # Newton steps still taken once a point is certified
-                for it, x, norm in solve_kkt(system, a, iterations=NEWTON_ITERATIONS):
-                    small = norm <= 1e-7 or norm <= 1e-3 * last
-                    checked = within or small or it % every == 0
-                    if checked and certify(it, x):
-                        within = True
-                    if small:
-                        last = norm
-                    pending = None if checked else x
-                    if within:                # quadratic convergence: a few more steps cost little and sharpen
-                        extra -= 1
-                        if extra < 0 or norm <= 1e-14:
-                            break
-                    if run.should_stop(it):
-                        break
-                else:                         # Newton ended (converged or stalled): its last point, certified
-                    if pending is not None:
-                        within = certify(it, pending)
-                    run.iterations = it
-                    if not within:            # the line search or the step vanished short of an equilibrium
-                        run.stopped = Termination.ITERATION_LIMIT if it >= NEWTON_ITERATIONS \
-                            else Termination.NUMERICAL_ERROR
+            x0 = a
+            for restart in range(RESTARTS + 1):
+                if within:
+                    break
+                within, stop, it = self._newton(system, x0, certify, run, done, every)
+                done = it
+                if stop:
+                    break
+                x0 = self._restart(game, K, last_cert, restart, rng)
+            else:
+                run.iterations = done
+                if not within:                # every run stalled short of an equilibrium
+                    run.stopped = Termination.NUMERICAL_ERROR
         best = run.best_point
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
         result = run.result(solution, payoff_scale=scale, equilibrium="GNE")
         result.guarantee = _guarantee(user.concept)
         if result.termination is Termination.NUMERICAL_ERROR:
-            result.message = ("Newton's method on the KKT system stalled (its line search or step vanished) before a "
-                              "certified equilibrium; the best certified point is returned")
+            result.message = (f"Newton's method on the KKT system stalled {RESTARTS + 1} times (restarted from best "
+                              "responses and random points) before a certified equilibrium; the best certified point "
+                              "is returned")
         return result
+
+    @staticmethod
+    def _restart(game, K, last_cert, restart, rng):
+        """Where a run starts after a stall (multipliers 0): the players' best responses at the last
+        certified point, then halfway to them, then a random joint action (in K where the box is finite)."""
+        base = last_cert["point"]
+        if restart % 3 == 2:
+            lo = np.where(np.isfinite(game.lb), game.lb, base - 1.0 - np.abs(base))
+            hi = np.where(np.isfinite(game.ub), game.ub, base + 1.0 + np.abs(base))
+            return K.project(rng.uniform(lo, hi))
+        b = base.copy()
+        for cols, r in zip(game.blocks, last_cert["responses"]):
+            b[cols] = r
+        return base + (1.0 if restart % 3 == 0 else 0.5) * (b - base)
+
+    @staticmethod
+    def _newton(system, x0, certify, run, done, every):
+        """One Newton run from x0, certifying as it goes: (within the tolerance, stop the method, last step)."""
+        last, pending, it, within = np.inf, None, done, False
+        extra = FINISH_STEPS                  # Newton steps still taken once a point is certified
+        for step, x, norm in solve_kkt(system, x0, iterations=NEWTON_ITERATIONS):
+            it = done + step
+            small = norm <= 1e-7 or norm <= 1e-3 * last
+            checked = within or small or step % every == 0
+            if checked and certify(it, x):
+                within = True
+            if small:
+                last = norm
+            pending = None if checked else x
+            if within:                        # quadratic convergence: a few more steps cost little and sharpen
+                extra -= 1
+                if extra < 0 or norm <= 1e-14:
+                    return True, True, it
+            if run.should_stop(it):
+                return within, True, it
+        if pending is not None:               # the run ended (converged or stalled): its last point, certified
+            within = certify(it, pending)
+        return within, within, it
