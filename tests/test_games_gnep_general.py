@@ -193,3 +193,24 @@ def test_games_that_are_not_monotone_get_honest_statuses(seed, sizes):
         assert regrets.max() <= 1e-6
     else:
         assert r.solution_status != "optimal" and r.termination in ("numerical_error", "time_limit")
+
+
+@pytest.mark.parametrize("factor", [1e-6, 1.0, 1e6])
+def test_payoff_units_change_neither_point_nor_status(factor):
+    g = PseudoGame("scaled")
+    x1 = g.player("x1", lb=0, ub=10)
+    x2 = g.player("x2", lb=0, ub=10)
+    g.minimize(x1, factor * (x1 * x1 + (8 / 3) * x1 * x2 - 34 * x1))
+    g.minimize(x2, factor * (x2 * x2 + (5 / 4) * x1 * x2 - 24.25 * x2))
+    g.constrain(x1, x1 + x2 <= 12)
+    r = g.solve()
+    assert r.termination == "optimal" and r.objective <= 1e-9 * 34 * factor
+    assert np.allclose(r.solution["actions"], [2.0, 10.0], atol=1e-7)
+
+
+def test_a_tiny_time_limit_returns_the_start_certified():
+    r = problem("A.7").model().solve(start=np.full(20, 3.0), time_limit=1e-6)
+    assert r.solution["actions"] is not None and r.objective is not None
+    assert r.termination in ("time_limit", "optimal")
+    if r.termination == "time_limit":
+        assert r.solution_status == "feasible"
