@@ -36,7 +36,7 @@ from solvopt.core.result import Termination
 
 from .exploitability import joint_polyhedron, static_exploitability
 from .face_newton import _affine_jacobian, _jacobian_columns, pseudo_gradient
-from .projection import FEAS_TOL, check_stop
+from .projection import FEAS_TOL, check_stop, stopping_at
 from .static import (
     START,
     TOLERANCE,
@@ -235,7 +235,8 @@ class GNEPKKT(Solver):
         done = 0                              # Newton steps of the runs before this one
         rng = np.random.default_rng(0)        # restarts are reproducible
         with run.guard():
-            within = certify(0, a)
+            with stopping_at(run.first_deadline()):      # the start's certificate: a returned point
+                within = certify(0, a)
             x0 = a
             for restart in range(RESTARTS + 1):
                 if within:
