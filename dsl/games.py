@@ -22,6 +22,7 @@ endowments) hold one utility form per market with one row of parameters per cons
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -151,15 +152,17 @@ class GameData:
     def all_quadratic(self) -> bool:
         return all(u.quadratic for u in self.utilities)
 
-    @property
+    @functools.cached_property
     def coupled_rows(self) -> npt.NDArray[np.int_]:
         """Rows owned by one player that also involve other players' actions (player-specific coupling)."""
-        out = []
-        for r in np.flatnonzero(self.owner >= 0):
-            cols = self.A.indices[self.A.indptr[r]:self.A.indptr[r + 1]]
-            if np.setdiff1d(cols, self.blocks[self.owner[r]]).size:
-                out.append(r)
-        return np.asarray(out, dtype=int)
+        block_of = np.full(self.n, -1)
+        for i, cols in enumerate(self.blocks):
+            block_of[cols] = i
+        coo = self.A.tocoo()
+        nonzero = coo.data != 0
+        rows, cols = coo.row[nonzero], coo.col[nonzero]
+        owner = self.owner[rows]
+        return np.unique(rows[(owner >= 0) & (block_of[cols] != owner)]).astype(int)
 
     @property
     def concept(self) -> str:
