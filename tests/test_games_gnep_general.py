@@ -214,3 +214,25 @@ def test_a_tiny_time_limit_returns_the_start_certified():
     assert r.termination in ("time_limit", "optimal")
     if r.termination == "time_limit":
         assert r.solution_status == "feasible"
+
+
+def test_equality_rows_and_shared_rows_mixed_with_player_specific_ones():
+    g = PseudoGame("mixed")
+    x = g.player("x", 2, lb=-5, ub=5)
+    y = g.player("y", lb=-5, ub=5)
+    g.minimize(x, (x * x).sum() + x[0] * y - 3 * x[1])
+    g.minimize(y, y * y + 0.5 * x[0] * y - x[1] * y)
+    g.constrain(x, x[0] + x[1] + y == 2)          # player x's equality, moved by y
+    g.constrain(y, y - x[0] >= -1)                # player y's row, moved by x
+    g.share(x[0] + y <= 3)
+    r = g.solve()
+    assert r.method == "gnep-kkt" and r.termination == "optimal"
+    p = GNEP("mixed", "mixed", [2, 1], np.full(3, -5.0), np.full(3, 5.0),
+             [Rows(np.array([[1.0, 1.0, 1.0]]), np.array([2.0]), np.array([2.0]), owner=0),
+              Rows(np.array([[-1.0, 0.0, 1.0]]), np.array([-1.0]), np.array([np.inf]), owner=1),
+              Rows(np.array([[1.0, 0.0, 1.0]]), np.array([-np.inf]), np.array([3.0]))],
+             [lambda v: v[0] ** 2 + v[1] ** 2 + v[0] * v[2] - 3 * v[1],
+              lambda v: v[2] ** 2 + 0.5 * v[0] * v[2] - v[1] * v[2]],
+             [lambda v: np.array([2 * v[0] + v[2], 2 * v[1] - 3, v[0]]),
+              lambda v: np.array([0.5 * v[2], -v[2], 2 * v[2] + 0.5 * v[0] - v[1]])], None)
+    assert p.scipy_regrets(r.solution["actions"]).max() <= 1e-8
