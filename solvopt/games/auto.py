@@ -22,7 +22,8 @@ from .tracking import COMMON_HONOURS
 class Auto(Solver):
     family = "games"
     name = "auto"
-    description = ("the model's default method (pseudo-game: extragradient; Fisher: eisenberg-gale; "
+    description = ("the model's default method (pseudo-game: extragradient, gnep-kkt with player-specific rows; "
+                   "Fisher: eisenberg-gale; "
                    "Arrow-Debreu: linear-exchange for linear utilities, else tatonnement; "
                    "Markov: gda, markov-tatonnement, affine-gda)")
     default = True
