@@ -145,3 +145,21 @@ def test_refuses_what_it_cannot_certify():
         Transport(x, y, p=math.inf).solve(method="sparse-exact")
     with pytest.raises(ModelError, match="neighbours"):
         Transport(x, y, p=2).solve(method="sparse-exact", neighbours=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances(), st.integers(0, 2**31 - 1), st.sampled_from([0.0, 1e-3, 1.0, 1e6]))
+def test_the_certified_bound_never_exceeds_the_lp(case, seed, offset):
+    """Any potentials (near-optimal from a restricted flow, noisy, with a large common offset)
+    give a bound at most the full LP's optimum: the rounding margin covers the float error."""
+    from solvopt.transport.dual import certified_bound
+    x, y, a, b, p, metric = case
+    model = Transport(x, y, a=a, b=b, p=p, metric=metric)
+    reference = lp_value(x, y, a, b, p, metric)
+    unit = model.distance_scale() or 1.0
+    held: list = []
+    price(model, np.arange(model.n * model.m), potentials=held)
+    rng = np.random.default_rng(seed)
+    for u in (held[0], held[0] + offset, held[0] * (1 + 1e-9 * rng.standard_normal(model.n)) + offset):
+        bound = certified_bound(model, u, unit)
+        assert bound is None or bound <= reference * (1 + 1e-12) + 1e-300

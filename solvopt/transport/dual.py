@@ -20,10 +20,14 @@ both steps without the n x m matrix:
 
 Certified: the computed potentials may violate u_i + v_j <= c_ij by float rounding (of the
 costs, of the differences, of a k-d tree's distances), at most a few units in the last place of
-cmax + max|u| + max|v|, with cmax the largest cost (from the data's bounding box). Lowering
-every v_j by the margin ``(MARGIN_ULPS + n + m) eps (cmax + max|u| + max|v|)`` (which also covers
-the rounding of the final sums) makes the pair feasible for the exact costs; the value is
-reported after that deduction. p = inf has no linear dual: None.
+c_ij + max|u| + max|v|. A pair with c_ij > T = max|u| + max|v| satisfies the constraint with room
+to spare (u_i + v_j <= T < c_ij), so only pairs with c_ij <= T can be violated, by a few ulps of
+2 T; with cmax the largest cost (from the data's bounding box) the violation is at most a few
+ulps of min(cmax, 2 T) + T. Lowering every v_j by the margin
+``(MARGIN_ULPS + n + m) eps (min(cmax, 2 T) + T)`` (which also covers the rounding of the final
+sums, at most (n + m) eps T) makes the pair feasible for the exact costs; the value is reported
+after that deduction. The source potentials are first shifted to centre their range (a shift of
+u by s and v by -s leaves the dual value unchanged) to keep T small. p = inf has no linear dual: None.
 """
 from __future__ import annotations
 
@@ -182,6 +186,7 @@ def _bound_and_partners(model, u, unit, stop, method="auto"):
     u = np.asarray(u, dtype=np.float64)[rows]
     if not np.all(np.isfinite(u)) or not len(rows) or not len(cols):
         return None
+    u = u - 0.5 * (float(u.max()) + float(u.min()))        # centred: a smaller rounding margin (see above)
     if model.cost is None and not callable(model.metric):
         xs, ys = model.x[rows], model.y[cols]
         v, arg_v = c_transform(xs, ys, u, unit, p, model.metric, method=method, stop=stop)
@@ -201,7 +206,8 @@ def _bound_and_partners(model, u, unit, stop, method="auto"):
         cmax = (top / unit) ** p
     if not (math.isfinite(cmax) and np.all(np.isfinite(u)) and np.all(np.isfinite(v))):
         return None
-    terms = cmax + float(np.abs(u).max()) + float(np.abs(v).max())
+    spread = float(np.abs(u).max()) + float(np.abs(v).max())
+    terms = min(cmax, 2.0 * spread) + spread
     margin = (MARGIN_ULPS + len(rows) + len(cols)) * EPS * terms
     a = model.a[rows] / model.mass
     b = model.b[cols] / model.mass

@@ -10,10 +10,11 @@ inputs it takes: ``approx``, ``exact`` (assignment and min-cost flow, and the la
 ``auto`` (points on the line, a ready cost: W_p moves by ``f^(1/p)`` when the cost is multiplied
 by ``f``).
 
-Stop: uniform points far past what each method finishes in a second (``approx``: n = 20000
-points, the graph's passes and the flow; ``exact``: 3000 x 2500 points, the min-cost flow on the
-full matrix, and 2500 x 2500 uniform masses, ``linear_sum_assignment``; ``pot``: ``ot.emd`` on
-2500 x 2500; ``bottleneck``: its sort and max-flow tests at p = inf).
+Stop: uniform points far past what each method finishes in a second (``approx`` and
+``sparse-exact``: n = 20000 points, the graph's passes or the coarse levels, and the flow;
+``exact``: 3000 x 2500 points, the min-cost flow on the full matrix, and 2500 x 2500 uniform masses,
+``linear_sum_assignment``; ``pot``: ``ot.emd`` on 2500 x 2500; ``bottleneck``: its sort and max-flow
+tests at p = inf).
 """
 from __future__ import annotations
 
@@ -106,7 +107,7 @@ def _with_p(write, p: str):
 
 def stop_cases() -> list[StopCase]:
     return [
-        StopCase("approx-20000", _with_p(_writer("approx", 20000, 20000, 0), "2"), ("approx", "auto")),
+        StopCase("approx-20000", _with_p(_writer("approx", 20000, 20000, 0), "2"), ("approx", "auto", "sparse-exact")),
         StopCase("exact-flow-3000x2500", _with_p(_writer("flow", 3000, 2500, 1), "2"), ("exact",)),
         StopCase("assignment-5000", _with_p(_writer("assignment", 5000, 5000, 2), "2"),
                  ("exact",) + _available(("pot",))),

@@ -43,11 +43,17 @@ from .result import LARGE_P, plan_cost, status_scale, transport_result
 from .stopping import Stopped
 
 # Nearest neighbours per point in the starting candidate set (both ways).
-NEIGHBOURS = 8
+NEIGHBOURS = 4
 # Pricing rounds before the method gives up (each adds at most n + m pairs).
 MAX_ROUNDS = 200
 # Minkowski exponent of scipy's k-d tree for each named metric.
 TREE_NORM = {"euclidean": 2.0, "cityblock": 1.0, "chebyshev": math.inf}
+# Multiscale start: points per grid cell of a coarser level, the size from which a level is
+# coarsened, the least shrink worth a level, and pricing rounds spent on a coarse level.
+POINTS_PER_CELL = 4
+COARSEST = 1000
+SHRINK = 0.7
+COARSE_ROUNDS = 30
 
 
 def supported(model) -> str | None:
@@ -81,14 +87,99 @@ def neighbour_pairs(model, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(out_r).astype(np.int64), np.concatenate(out_c).astype(np.int64)
 
 
-def price(model, keys: np.ndarray, *, engine: str = "simplex", method: str = "auto", stop=None,
-          max_rounds: int = MAX_ROUNDS, progress=None):
-    """The pricing loop on candidate pairs ``keys`` (flat indices i * m + j; they must carry a
-    feasible plan). Returns (plan or None, best certified bound or None, stats, stop reason seen
-    or None). ``stop``: a callable; a stop ends the loop with what it holds."""
-    n, m, p = model.n, model.m, model.p
+def clusters(model, per_cell: int = POINTS_PER_CELL):
+    """A coarsened problem: the points with mass binned in one grid (about ``per_cell`` points a
+    cell), each cell's mass at its mass-weighted centroid. Returns (coarse model, source cell of
+    every source with mass, target cell of every target with mass, rows, cols), or None when
+    binning would not shrink the problem (few distinct points)."""
+    rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
+    xs, ys = model.x[rows], model.y[cols]
+    dim = xs.shape[1]
+    low = np.minimum(xs.min(axis=0), ys.min(axis=0))
+    high = np.maximum(xs.max(axis=0), ys.max(axis=0))
+    per_axis = max(1, int(round((max(len(rows), len(cols)) / per_cell) ** (1.0 / dim))))
+    width = np.where(high > low, (high - low) / per_axis, 1.0)
+
+    def bin_of(pts, mass):
+        index = np.minimum(((pts - low) / width).astype(np.int64), per_axis - 1)
+        cell = np.zeros(len(pts), dtype=np.int64)
+        for axis in range(dim):
+            cell = cell * per_axis + index[:, axis]
+        _, label = np.unique(cell, return_inverse=True)
+        total = np.bincount(label, weights=mass)
+        centre = np.column_stack([np.bincount(label, weights=mass * pts[:, axis]) for axis in range(dim)])
+        return label, total, centre / total[:, None]
+    sx, a, cx = bin_of(xs, model.a[rows])
+    sy, b, cy = bin_of(ys, model.b[cols])
+    if len(a) + len(b) > SHRINK * (len(rows) + len(cols)):
+        return None
+    b *= a.sum() / b.sum()
+    return type(model)(cx, cy, a=a, b=b, p=model.p, metric=model.metric), sx, sy, rows, cols
+
+
+def refined_pairs(coarse_plan, sx, sy, rows, cols, m: int) -> np.ndarray:
+    """Every fine pair (i, j) with i in source cell I, j in target cell J, (I, J) in the coarse
+    plan's support, as flat keys i * m + j (the fine problem is feasible on them: split each coarse
+    entry in proportion to the masses)."""
+    coo = coarse_plan.tocoo()
+    keep = coo.data > 0
+    big_i, big_j = coo.row[keep], coo.col[keep]
+    order_x, order_y = np.argsort(sx, kind="stable"), np.argsort(sy, kind="stable")
+    count_x, count_y = np.bincount(sx), np.bincount(sy)
+    start_x = np.concatenate(([0], np.cumsum(count_x)))
+    start_y = np.concatenate(([0], np.cumsum(count_y)))
+    size_i, size_j = count_x[big_i], count_y[big_j]
+    sizes = size_i * size_j
+    pair = np.repeat(np.arange(len(big_i)), sizes)
+    q = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    fine_i = rows[order_x[start_x[big_i][pair] + q // size_j[pair]]]
+    fine_j = cols[order_y[start_y[big_j][pair] + q % size_j[pair]]]
+    return fine_i.astype(np.int64) * m + fine_j
+
+
+def start_keys(model, k: int, *, multiscale: bool = True, stop=None, stats=None) -> np.ndarray:
+    """The starting candidate pairs (flat keys): k nearest neighbours both ways, plus pairs that
+    carry a feasible plan: the refined support of the coarsened problem's optimum (solved the same
+    way, recursively, down to :data:`COARSEST` points), else the north-west corner plan."""
+    r, c = neighbour_pairs(model, k)
+    keys = r * model.m + c
+    coarse = clusters(model) if multiscale and model.n + model.m > COARSEST else None
+    if coarse is not None:
+        small, sx, sy, rows, cols = coarse
+        held: list = []
+        plan, _, more, stopped = price(small, start_keys(small, k, stop=stop, stats=stats), stop=stop,
+                                       max_rounds=COARSE_ROUNDS, potentials=held)
+        if stats is not None:
+            stats.setdefault("levels", []).append({"n": small.n, "m": small.m, **more})
+        if stopped:
+            raise Stopped
+        if plan is not None:
+            keys = np.concatenate([keys, refined_pairs(plan, sx, sy, rows, cols, model.m)])
+            if held:         # the c-transform's minimisers under the coarse potentials, moved to the points
+                u = np.zeros(model.n)
+                u[rows] = held[0][sx] * (held[1] / fine_unit(model)) ** model.p
+                out = _bound_and_partners(model, u, fine_unit(model), stop, "auto")
+                if out is not None:
+                    keys = np.concatenate([keys, out[1][0] * model.m + out[1][1]])
+            return keys
+    start = quick_plan(model).tocoo()
+    return np.concatenate([keys, start.row.astype(np.int64) * model.m + start.col])
+
+
+def fine_unit(model) -> float:
+    """The length unit of the costs (d / unit)^p: the data's distance scale (1 when it is 0)."""
     unit = model.distance_scale()
-    unit = unit if unit is not None and math.isfinite(unit) and unit > 0 else 1.0
+    return unit if unit is not None and math.isfinite(unit) and unit > 0 else 1.0
+
+
+def price(model, keys: np.ndarray, *, engine: str = "simplex", method: str = "auto", stop=None,
+          max_rounds: int = MAX_ROUNDS, progress=None, potentials: list | None = None):
+    """The pricing loop on candidate pairs ``keys`` (flat indices i * m + j; they must carry a
+    feasible plan). Returns (plan or None, best certified bound or None, stats, stopped: bool).
+    ``stop``: a callable; a stop ends the loop with what it holds. ``potentials``: a list that
+    receives [source potentials of the last restricted optimum, their length unit]."""
+    n, m, p = model.n, model.m, model.p
+    unit = fine_unit(model)
     supplies = np.concatenate([model.a, -model.b]) / model.mass
     plan, bound = None, None
     stats = {"rounds": 0, "flow_time": 0.0, "pricing_time": 0.0}
@@ -109,6 +200,10 @@ def price(model, keys: np.ndarray, *, engine: str = "simplex", method: str = "au
         used = sol.flow > 0
         plan = sp.csr_matrix((sol.flow[used] * model.mass, (r[used], c[used])), shape=(n, m))
         objective = plan_cost(model, plan)[0]
+        if sol.potentials is None:          # an engine without duals: nothing to certify with
+            break
+        if potentials is not None:
+            potentials[:] = [sol.potentials[:n], unit]
         t0 = time.perf_counter()
         try:
             out = _bound_and_partners(model, sol.potentials[:n], unit, stop, method)
@@ -147,6 +242,8 @@ class SparseExact(Solver):
         Option("engine", str, "simplex", "min-cost flow engine on the candidate pairs (one with potentials)",
                ("simplex", "highs")),
         Option("neighbours", int, NEIGHBOURS, "nearest neighbours per point in the starting candidate set"),
+        Option("multiscale", bool, True, "start from the refined optimum of a coarsened problem (else the "
+               "north-west corner plan)"),
     )
 
     def solve(self, model, options):
@@ -164,9 +261,10 @@ class SparseExact(Solver):
         stats: dict = {"engine": options.extra["engine"]}
         if stop():
             return stopped_result(model, stop_reason(deadline), stats)
-        r, c = neighbour_pairs(model, k)
-        start_plan = quick_plan(model).tocoo()
-        keys = np.concatenate([r * model.m + c, start_plan.row.astype(np.int64) * model.m + start_plan.col])
+        try:
+            keys = start_keys(model, k, multiscale=options.extra["multiscale"], stop=stop, stats=stats)
+        except Stopped:
+            return stopped_result(model, stop_reason(deadline), stats)
         stats["start_time"] = time.perf_counter() - start
         plan, bound, more, stopped = price(model, keys, engine=options.extra["engine"], stop=stop, progress=progress)
         stats.update(more)
