@@ -26,8 +26,21 @@ def test_harker_at_any_scale_is_optimal_at_its_ve(factor, method):
     assert r.termination is Termination.OPTIMAL
     np.testing.assert_allclose(r.solution["actions"], [5.0, 9.0], atol=5e-3)
     assert r.stats["iterations"] > 0
-    assert r.stats["payoff_scale"] == pytest.approx(34.0 * factor)
+    assert r.stats["payoff_scale"] == pytest.approx(340.0 * factor)   # 34 along the range of 10
     assert r.objective / r.stats["payoff_scale"] <= 1e-9
+
+
+@pytest.mark.parametrize("factor", [1e-12, 1e-6, 1e6, 1e12])
+@pytest.mark.parametrize("method", ["extragradient", "nested", "gnep-kkt"])
+def test_harker_in_any_action_units_is_optimal_at_its_ve(factor, method):
+    # before: actions in units 1e-6 gave optimal at the start (0, 0) with exploitability 382.5,
+    # since the payoff scale was the largest coefficient (1e12 there) rather than a payoff's range
+    r = scaling.harker_in_units(factor).solve(method=method)
+    assert r.termination is Termination.OPTIMAL
+    np.testing.assert_allclose(np.asarray(r.solution["actions"]) / factor, [5.0, 9.0], atol=5e-3)
+    assert r.stats["iterations"] > 0
+    assert r.stats["payoff_scale"] == pytest.approx(340.0, rel=1e-9)
+    assert r.objective <= 1e-9 * 340.0
 
 
 def test_optimal_needs_the_ve_gap_too():

@@ -194,8 +194,8 @@ def test_ve_gap_separates_the_ve_from_other_gnes():
 
 # --- solvers --------------------------------------------------------------------------------
 def test_extragradient_returns_harkers_ve():
-    r = harker().solve(tolerance=1e-14)           # relative to the payoff scale (34: Harker's largest coefficient)
-    assert r.method == "extragradient" and r.termination is Termination.OPTIMAL and r.stats["payoff_scale"] == 34.0
+    r = harker().solve(tolerance=1e-14)  # relative to the payoff scale (340: 34 along the actions' range of 10)
+    assert r.method == "extragradient" and r.termination is Termination.OPTIMAL and r.stats["payoff_scale"] == 340.0
     np.testing.assert_allclose(r.solution["actions"], [5.0, 9.0], atol=1e-5)
     assert r.objective <= 34e-14 and r.stats["ve_gap"] <= 34e-14
     assert r.objective == pytest.approx(static_exploitability(harker().data(), r.solution["actions"]).value)
@@ -210,7 +210,7 @@ def test_river_basin_ve(method):
 
 
 def test_nested_reaches_harkers_ve():
-    r = harker().solve(method="nested", tolerance=1e-13)     # relative to the payoff scale 34
+    r = harker().solve(method="nested", tolerance=1e-13)     # relative to the payoff scale 340
     assert r.method == "nested" and r.termination is Termination.OPTIMAL
     np.testing.assert_allclose(r.solution["actions"], [5.0, 9.0], atol=1e-5)
 
@@ -218,7 +218,7 @@ def test_nested_reaches_harkers_ve():
 def test_loose_tolerance_is_feasible_within_gap_not_optimal():
     r = harker().solve(tolerance=1e-3, check_every=5, polish=False)    # the polish would land on the VE exactly
     assert r.termination is Termination.FEASIBLE_WITHIN_GAP       # reached the user's tolerance, not 1e-9
-    assert 34e-9 < r.objective <= 34e-3 and r.bound == 0.0        # both relative to the payoff scale 34
+    assert 340e-9 < r.objective <= 340e-3 and r.bound == 0.0      # both relative to the payoff scale 340
 
 
 def test_iteration_limit_returns_the_best_certified_iterate():

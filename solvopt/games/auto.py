@@ -30,7 +30,8 @@ class Auto(Solver):
     honours = COMMON_HONOURS
     options = (Option("tolerance", positive_number, None,
                       "stop at this certified exploitability (the method's default: relative to the model's payoff "
-                      "scale: the largest coefficient for pseudo-games, the total budget for markets)"),
+                      "scale: a payoff's largest change along one action's range for pseudo-games, the total "
+                      "budget for markets)"),
                Option("check_every", int, None, "certify every this many iterations (the method's default)"))
 
     @classmethod

@@ -35,7 +35,7 @@ def pseudo_gradient(game, a) -> np.ndarray:
     return F
 
 
-def _affine_jacobian(game):
+def affine_jacobian(game):
     """F's constant Jacobian when every utility is quadratic (cached on the game), else None."""
     cached = getattr(game, "_pseudo_jacobian", False)
     if cached is False:
@@ -51,9 +51,9 @@ def _affine_jacobian(game):
     return cached
 
 
-def _jacobian_columns(game, x, Fx, free, lb, ub):
+def jacobian_columns(game, x, Fx, free, lb, ub):
     """Columns ``free`` of F's Jacobian at x: exact for quadratics, else central differences (inward at a bound)."""
-    M = _affine_jacobian(game)
+    M = affine_jacobian(game)
     if M is not None:
         return M[:, free]
     out = np.empty((game.n, len(free)))
@@ -78,7 +78,7 @@ def face_newton(game, K: Polyhedron, a):
 
     None too for games too large for a dense Newton step (MAX_DENSE variables, MAX_DIFFERENCED
     when the Jacobian comes from differences)."""
-    if game.n > MAX_DENSE or (_affine_jacobian(game) is None and game.n > MAX_DIFFERENCED):
+    if game.n > MAX_DENSE or (affine_jacobian(game) is None and game.n > MAX_DIFFERENCED):
         return None
     try:
         return _face_newton(game, K, np.asarray(a, dtype=float))
@@ -118,7 +118,7 @@ def _face_newton(game, K: Polyhedron, a):
         norm = float(np.abs(res).max(initial=0.0))
         if norm <= 1e-15 * size:
             break
-        J = _jacobian_columns(game, x, F, free, lb, ub)
+        J = jacobian_columns(game, x, F, free, lb, ub)
         KKT = np.zeros((k + m, k + m))
         KKT[:k, :k] = J[free]
         KKT[:k, k:] = Af.T

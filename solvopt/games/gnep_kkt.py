@@ -35,17 +35,10 @@ from solvopt.core.registry import Solver, register
 from solvopt.core.result import Termination
 
 from .exploitability import joint_polyhedron, static_exploitability
-from .face_newton import _affine_jacobian, _jacobian_columns, pseudo_gradient
+from .face_newton import affine_jacobian, jacobian_columns, pseudo_gradient
+from .frame import UnitFrame
 from .projection import FEAS_TOL, check_stop, stopping_at
-from .static import (
-    START,
-    TOLERANCE,
-    _start,
-    _times,
-    normalised_game,
-    payoff_scale,
-    probe_concavity,
-)
+from .static import START, TOLERANCE, probe_concavity, start_point
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
 MAX_UNKNOWNS = 4000     # the Newton system is dense: variables + multipliers above this are refused
@@ -124,9 +117,9 @@ class KKTSystem:
         x, lam, mu = self.split(z)
         n, m = self.n, self.m
         game = self.game
-        JF = _affine_jacobian(game)
+        JF = affine_jacobian(game)
         if JF is None:
-            JF = _jacobian_columns(game, x, F, np.arange(n), np.full(n, -np.inf), np.full(n, np.inf))
+            JF = jacobian_columns(game, x, F, np.arange(n), np.full(n, -np.inf), np.full(n, np.inf))
         s = self.h - self.G @ x
         r = np.hypot(lam, s)
         safe = r > 1e-300
@@ -213,10 +206,11 @@ class GNEPKKT(Solver):
 
     def solve(self, model, options):
         user = model.data()
-        K = joint_polyhedron(user)            # the joint actions where every player's rows hold
-        a = _start(user, K, options)
-        scale = payoff_scale(user, a)
-        game = normalised_game(user, scale)
+        start = start_point(user, joint_polyhedron(user), options)
+        frame = UnitFrame.of(user, start)     # actions in their widths, payoffs of about 1: no test sees units
+        game, scale = frame.game, frame.scale
+        K = joint_polyhedron(game)            # the joint actions where every player's rows hold
+        a = frame.to_unit(start)
         probe_concavity(game, K, a)
         system = KKTSystem(game)
         run = EquilibriumRun(options, options.extra["tolerance"], scale=scale)
@@ -230,7 +224,7 @@ class GNEPKKT(Solver):
                 return False
             e = static_exploitability(game, x)
             last_cert.update(point=x, responses=e.responses)
-            return run.record(it, x, _times(e, scale))
+            return run.record(it, x, frame.in_user_units(e))
 
         done = 0                              # Newton steps of the runs before this one
         rng = np.random.default_rng(0)        # restarts are reproducible
@@ -250,7 +244,7 @@ class GNEPKKT(Solver):
                 run.iterations = done
                 if not within:                # every run stalled short of an equilibrium
                     run.stopped = Termination.NUMERICAL_ERROR
-        best = run.best_point
+        best = None if run.best_point is None else frame.to_user(run.best_point)
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
         result = run.result(solution, payoff_scale=scale, equilibrium="GNE")
         result.guarantee = _guarantee(user.concept)

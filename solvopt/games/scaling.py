@@ -35,6 +35,19 @@ def harker(factor: float):
     return g
 
 
+def harker_in_units(factor: float):
+    """Harker's game with the actions measured in units ``factor`` times smaller (bounds and rows
+    times ``factor``, payoffs unchanged): VE (5, 9) * factor, the same exploitability at every scale."""
+    from solvopt.dsl import PseudoGame
+    g = PseudoGame("harker-units")
+    x1 = g.player("x1", lb=0, ub=10 * factor)
+    x2 = g.player("x2", lb=0, ub=10 * factor)
+    g.minimize(x1, (x1 * x1 + (8 / 3) * x1 * x2 - 34 * factor * x1) * (1 / factor**2))
+    g.minimize(x2, (x2 * x2 + (5 / 4) * x1 * x2 - 24.25 * factor * x2) * (1 / factor**2))
+    g.share(x1 + x2 <= 15 * factor)
+    return g
+
+
 def callable_game(factor: float):
     """Two players with log utilities given as callables (the projected-ascent path), times ``factor``."""
     from solvopt.dsl import PseudoGame
@@ -149,6 +162,13 @@ def scale_cases() -> list[ScaleCase]:
         ScaleCase("harker", harker, linear, ("extragradient",), dict(every, polish=False)),
         ScaleCase("harker-nested", harker, linear, ("nested",),
                   {"iteration_limit": 1, "check_every": 1, "polish": False}),
+        # the actions' units: the unit frame measures each action in its range, so nothing changes
+        ScaleCase("harker-action-units", harker_in_units, invariant, ("extragradient",), dict(every, polish=False),
+                  rtol=1e-6),
+        ScaleCase("harker-action-units-nested", harker_in_units, invariant, ("nested",),
+                  {"iteration_limit": 1, "check_every": 1, "polish": False}, rtol=1e-6),
+        ScaleCase("harker-action-units-kkt", harker_in_units, invariant, ("gnep-kkt",),
+                  {"iteration_limit": 2, "check_every": 1}, rtol=1e-6),
         # callables take the projected-ascent path (nested's inner maximisation there is seconds: extragradient only)
         ScaleCase("callable-logs", callable_game, linear, ("extragradient",),
                   {"iteration_limit": 2, "check_every": 1, "polish": False}, rtol=1e-5),

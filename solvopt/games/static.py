@@ -20,15 +20,14 @@ Both methods work on K = {a : bounds, own rows, shared rows} and return the iter
 the iterate (:mod:`solvopt.games.face_newton`, option ``polish``): the first-order iterates find
 the face early and the point itself slowly; the polished point is kept only if it certifies.
 
-**Scale.** Both methods run on the game divided by its payoff scale (:func:`payoff_scale`), so
-every inner test and step (projections, best responses, the certificates' polish, the step
-sizes) sees payoffs of about 1 whatever the user's units; the reported exploitability and VE gap
-are multiplied back, and the status is settled on them divided by the scale. Multiplying every
-utility by 10^k gives the same iterates and the same status.
+**Scale.** Both methods run on the game's unit frame (:mod:`solvopt.games.frame`): each action
+measured in its own range, each row divided by its largest coefficient, every payoff divided by
+the payoff scale. Every inner test and step (feasibility, projections, best responses, the
+polish, the step sizes) sees the same numbers whatever the user's units; the reported
+exploitability and VE gap are multiplied back, and the status is settled on them divided by the
+scale. Multiplying the payoffs' or the actions' units by 10^k gives the same iterates and status.
 """
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 
@@ -37,7 +36,6 @@ from solvopt.core.options import Option, positive_number
 from solvopt.core.registry import Solver, register
 
 from .exploitability import (
-    Exploitability,
     check_concave,
     joint_polyhedron,
     joint_response,
@@ -45,6 +43,7 @@ from .exploitability import (
     ve_gap,
 )
 from .face_newton import face_newton, pseudo_gradient
+from .frame import UnitFrame
 from .projection import check_stop, stopping_at
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
@@ -58,7 +57,7 @@ START = Option("start", None, None, "starting joint action (default: 0 clipped t
 POLISH = Option("polish", bool, True, "at each check, also certify Newton's point on the iterate's active face")
 
 
-def _start(game, K, options):
+def start_point(game, K, options):
     start = options.extra.get("start")
     if start is None:
         start = np.clip(np.zeros(game.n), game.lb, game.ub)
@@ -100,52 +99,6 @@ def inside_domain(game, K, a, options=None):
                              "the feasible set")
             return b
     raise first         # undefined everywhere tried: the utility's own error at the start (a bad callable says why)
-
-
-def payoff_scale(game, a) -> float:
-    """The game's own payoff scale S > 0: what its exploitability and statuses are measured against.
-
-    The largest magnitude among the quadratic utilities' coefficients (|Q|, |c|) and, for library
-    forms and callables, the largest gradient entry at the start point ``a`` (their value there if
-    every gradient vanishes; 1 if that is 0 too). Multiplying every utility by f multiplies S by f.
-    """
-    top = 0.0
-    for u in game.utilities:
-        if u.quadratic:
-            top = max(top, float(np.abs(u.Q.data).max(initial=0.0)), float(np.abs(u.c).max(initial=0.0)))
-        else:
-            top = max(top, float(np.abs(u.gradient(a)).max(initial=0.0)))
-    if not (np.isfinite(top) and top > 0.0):
-        top = max((abs(u.value(a)) for u in game.utilities), default=0.0)
-    return top if np.isfinite(top) and top > 0.0 else 1.0
-
-
-class _Scaled:
-    """A utility divided by the payoff scale (library forms and callables: values and gradients)."""
-
-    quadratic = False
-
-    def __init__(self, u, factor: float):
-        self.u, self.factor = u, factor
-
-    def value(self, a):
-        return self.u.value(a) * self.factor
-
-    def gradient(self, a):
-        return self.u.gradient(a) * self.factor
-
-
-def normalised_game(game, scale: float):
-    """The game with every utility divided by ``scale`` (same equilibria, payoffs of about 1)."""
-    from solvopt.dsl.games import QuadraticUtility
-    f = 1.0 / scale
-    utilities = [QuadraticUtility(u.Q * f, u.c * f, u.k * f) if u.quadratic else _Scaled(u, f) for u in game.utilities]
-    return dataclasses.replace(game, utilities=utilities)
-
-
-def _times(e: Exploitability, scale: float) -> Exploitability:
-    """A certified exploitability of the normalised game, back in the user's payoff units."""
-    return Exploitability(e.value * scale, e.lower * scale, e.per_player * scale, e.responses, e.violation)
 
 
 def probe_concavity(game, K, a) -> None:
@@ -196,10 +149,11 @@ class _StaticSolver(Solver):
 
     def solve(self, model, options):
         user = model.data()
-        K = joint_polyhedron(user)
-        a = _start(user, K, options)
-        scale = payoff_scale(user, a)
-        game = normalised_game(user, scale)          # payoffs of about 1: every inner test is scale-free
+        start = start_point(user, joint_polyhedron(user), options)
+        frame = UnitFrame.of(user, start)        # actions in their widths, payoffs of about 1: no test sees units
+        game, scale = frame.game, frame.scale
+        K = joint_polyhedron(game)
+        a = frame.to_unit(start)
         probe_concavity(game, K, a)
         run = EquilibriumRun(options, options.extra["tolerance"], scale=scale)
         every = max(1, options.extra["check_every"])
@@ -207,7 +161,7 @@ class _StaticSolver(Solver):
         polish = options.extra.get("polish", True)
 
         def certify_point(it, a):
-            return run.record(it, a, _times(static_exploitability(game, a), scale),
+            return run.record(it, a, frame.in_user_units(static_exploitability(game, a)),
                               also=ve_gap(game, a, K).value * scale)
 
         def certify(it, a):
@@ -228,7 +182,7 @@ class _StaticSolver(Solver):
                         if it % every:
                             certify(it, point)
                         break
-        best = run.best_point
+        best = None if run.best_point is None else frame.to_user(run.best_point)
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
         return run.result(solution, payoff_scale=scale, equilibrium="VE")
 
