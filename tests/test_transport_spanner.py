@@ -127,10 +127,12 @@ def test_approx_on_the_grid_is_within_its_factor_of_the_optimum(seed, n, m, dim,
         assert np.allclose(np.asarray(plan.sum(axis=1)).ravel(), model.a, rtol=0, atol=1e-9 * model.mass)
         assert np.allclose(np.asarray(plan.sum(axis=0)).ravel(), model.b, rtol=0, atol=1e-9 * model.mass)
         tol = 1e-7 * max(optimum, 1e-12) + 1e-12
-        assert result.objective <= f * optimum * (1 + 1e-7) + tol
+        # the factor stated: F, or a hair above when the engine rounded the costs (its error stated)
+        stated = result.stats["factor"]
+        assert f <= stated <= f * (1 + 1e-4)
+        assert result.objective <= stated * optimum * (1 + 1e-7) + tol
         assert result.bound <= optimum + tol
         assert result.objective >= optimum - tol
-        assert result.stats["factor"] == pytest.approx(f, rel=1e-6)
 
 
 def test_shared_positions_cost_nothing():
