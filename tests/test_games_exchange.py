@@ -265,3 +265,30 @@ def test_forest_flows_kernel_matches_the_sparse_solve():
                 demand[n:][g] *= demand[:n][b].sum() / demand[n:][g].sum()
         np.testing.assert_allclose(forest_flows(buyer, good, n, demand, label),
                                    forest_flows_reference(buyer, good, n, demand, label), atol=1e-12)
+
+
+def test_proportional_response_edge_list_matches_dense_arrays(monkeypatch):
+    """The edge-list rounds of a sparse market equal the dense-array rounds (same algorithm, two layouts),
+    and every yielded allocation spends exactly the incomes at its prices."""
+    import solvopt.games.exchange as exchange
+    rng = np.random.default_rng(7)
+    n, m = 30, 8
+    v = rng.uniform(0.1, 1.0, (n, m)) * (rng.random((n, m)) < 0.3)
+    v[np.arange(n), rng.integers(0, m, n)] += 0.5
+    e = rng.uniform(0.0, 1.0, (n, m)) * (rng.random((n, m)) < 0.4)
+    e[np.arange(n), rng.integers(0, m, n)] += 0.5
+    s = e.sum(axis=0)
+
+    def rounds(dense_from):
+        monkeypatch.setattr(exchange, "DENSE_FROM", dense_from)
+        out = []
+        for it, x, p in exchange.exchange_proportional_response(v, e, s):
+            out.append((x(), p))
+            if it == 25:
+                return out
+
+    for (xf, pf), (xd, pd) in zip(rounds(2.0), rounds(0.0)):
+        np.testing.assert_allclose(pf, pd, rtol=1e-12)
+        np.testing.assert_allclose(xf, xd, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(xf @ pf, e @ pf, rtol=1e-12)
+        assert np.all(xf[v == 0] == 0)

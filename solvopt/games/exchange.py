@@ -86,23 +86,65 @@ def no_equilibrium_reason(v, e) -> str | None:
     return None
 
 
+class _Edges:
+    """The liked edges (v_ij > 0) of a market as a flat list (sparse markets) or the whole n x m array.
+
+    Proportional response only ever bids on liked edges, so a sparse market costs O(edges) per
+    round; a dense one keeps contiguous 2-D arrays (a gather per edge costs more than a zero).
+    """
+
+    def __init__(self, v):
+        self.n, self.m = v.shape
+        self.flat = np.count_nonzero(v) < DENSE_FROM * v.size
+        if self.flat:
+            self.rows, self.cols = np.nonzero(v > 0)
+            self.value = v[self.rows, self.cols]
+        else:
+            self.value = v
+
+    def col_sums(self, a):
+        return np.bincount(self.cols, weights=a, minlength=self.m) if self.flat else a.sum(axis=0)
+
+    def row_sums(self, a):
+        return np.bincount(self.rows, weights=a, minlength=self.n) if self.flat else a.sum(axis=1)
+
+    def of_row(self, a):
+        return a[self.rows] if self.flat else a[:, None]
+
+    def of_col(self, a):
+        return a[self.cols] if self.flat else a[None, :]
+
+    def dense(self, a):
+        if not self.flat:
+            return a
+        out = np.zeros((self.n, self.m))
+        out[self.rows, self.cols] = a
+        return out
+
+
+DENSE_FROM = 0.25   # liked edges / (n m) from which proportional response works on dense arrays
+
+
 def exchange_proportional_response(v, e, s):
     """Endless proportional-response iterates (it, x, p) of a linear exchange market, p . s = 1.
 
     The bids spend last round's incomes; the yielded allocation is rescaled to spend exactly the
     incomes at the current prices (a point of the pseudo-game), so the market need not clear.
+    ``x`` is a callable that builds the dense allocation (needed at the checks only).
     """
+    g = _Edges(v)
     p = np.full(len(s), 1.0 / s.sum())
-    income = e @ p
-    b = income[:, None] * v / v.sum(axis=1, keepdims=True)
+    b = g.of_row(e @ p) * g.value / g.of_row(g.row_sums(g.value))
     it = 0
     while True:
-        p = b.sum(axis=0) / s
-        x = b / p
-        yield it, x * ((e @ p) / b.sum(axis=1))[:, None], p
+        p = g.col_sums(b) / s
+        x = b / g.of_col(p)
+        income = e @ p
+        spent = income / g.row_sums(b)
+        yield it, (lambda x=x, spent=spent: g.dense(x * g.of_row(spent))), p
         it += 1
-        w = v * x
-        b = (e @ p)[:, None] * w / w.sum(axis=1, keepdims=True)
+        w = g.value * x
+        b = g.of_row(income) * w / g.of_row(g.row_sums(w))
 
 
 @register
@@ -146,7 +188,7 @@ class LinearExchange(MarketSolver):
                     exact = exchange_equilibrium(v, s, e, p, out_of_time(run))
                     if exact is not None and self.certify(run, model, it, *exact):
                         return
-                if self.certify(run, model, it, x, p):
+                if self.certify(run, model, it, x(), p):
                     return
             if stop:
                 return
