@@ -3,9 +3,10 @@
 F. Facchinei, C. Kanzow, "Penalty methods for the solution of generalized Nash equilibrium
 problems", SIAM J. Optim. 20(5), 2228-2253, 2010, appendix A (the test problems A.1-A.18).
 Nine of its eighteen families have linear constraints that are either a player's own or shared
-by all players (jointly convex), which is what :class:`solvopt.dsl.PseudoGame` states today:
-A.1, A.11-A.18, twelve instances with the four variants A.16a-d. The other nine (A.2-A.10) need
-player-specific coupled constraints or nonlinear constraints and are not here.
+by all players (jointly convex): A.1, A.11-A.18, twelve instances with the four variants A.16a-d
+(:func:`problems`). A.3, A.4, A.5, A.7 and A.8 have player-specific coupled rows (``GENERAL``,
+generalized Nash equilibria); the others (A.2, A.6, A.9, A.10) need nonlinear constraints and
+are not here. :func:`write_instances` writes all seventeen as JSON.
 
 Every problem is stated once, as plain data: each player's cost theta_i(x) over the joint
 action x (players' actions concatenated in order; every player *minimises* its cost) with its
@@ -61,7 +62,8 @@ class GNEP:
 
     ``quadratic`` holds, per player, (Q, c, constant) with cost 0.5 x'Qx + c'x + constant when
     every cost is quadratic, else None; ``expressions`` then holds, per player, its cost as a
-    JSON expression tree (what the instance file states). ``unique``
+    JSON expression tree (what the instance file states), to which ``expression_quadratic``
+    (per player (Q, c, constant), or None) adds a quadratic part. ``unique``
     says whether the equilibrium the default method computes (the variational equilibrium) is
     unique, so that a computed point can be compared with ``published``.
     """
@@ -78,6 +80,7 @@ class GNEP:
     start: np.ndarray | None = None
     quadratic: list[tuple] | None = None
     expressions: list[dict] | None = None
+    expression_quadratic: list[tuple] | None = None
     unique: bool = True
     concept: str = "VE"
     notes: str = ""
@@ -156,10 +159,12 @@ class GNEP:
         return any(r.owner >= 0 and np.any(np.delete(r.A, blocks[r.owner], axis=1) != 0) for r in self.rows)
 
     def instance(self) -> dict:
-        """The JSON instance (``kind: pseudo_game``): quadratic costs as Q, c; the others as expressions."""
-        if self.coupled:
-            raise ModelError(f"problem {self.name}: its player-specific coupled rows have no JSON statement yet "
-                             "(use GNEP.model())")
+        """The JSON instance (``kind: pseudo_game``): quadratic costs as Q, c; the others as expressions.
+
+        A player's rows go to its ``constraints`` (over its own action) when they involve only its
+        own variables, else to its ``joint_constraints`` (over the joint action); shared rows to
+        ``shared_constraints``.
+        """
         if self.quadratic is None and self.expressions is None:
             raise ModelError(f"problem {self.name}: its costs have no JSON statement (use GNEP.model())")
         blocks = self.blocks
@@ -167,20 +172,28 @@ class GNEP:
         for i, cols in enumerate(blocks):
             spec = {"name": self.names[i], "size": int(len(cols)),
                     "lb": _bound_list(self.lb[cols]), "ub": _bound_list(self.ub[cols])}
-            if self.quadratic is None:
-                assert self.expressions is not None
-                spec["cost"] = {"expression": self.expressions[i]}
-            else:
-                Q, c, k = self.quadratic[i]
+            quadratic = self.quadratic[i] if self.quadratic is not None else (
+                self.expression_quadratic[i] if self.expression_quadratic is not None else None)
+            spec["cost"] = {}
+            if quadratic is not None:
+                Q, c, k = quadratic
                 spec["cost"] = {"Q": np.asarray(Q, float).tolist(), "c": np.asarray(c, float).tolist()}
                 if k:
                     spec["cost"]["constant"] = float(k)
-            own = []
+            if self.quadratic is None:
+                assert self.expressions is not None
+                spec["cost"]["expression"] = self.expressions[i]
+            own, joint = [], []
+            others = np.setdiff1d(np.arange(self.n), cols)
             for r in self.rows:
                 if r.owner == i:
-                    own.extend(_rows_json(r.A[:, cols], r.lo, r.hi))
+                    coupled = np.any(r.A[:, others] != 0, axis=1)
+                    own.extend(_rows_json(r.A[~coupled][:, cols], r.lo[~coupled], r.hi[~coupled]))
+                    joint.extend(_rows_json(r.A[coupled], r.lo[coupled], r.hi[coupled]))
             if own:
                 spec["constraints"] = own
+            if joint:
+                spec["joint_constraints"] = joint
             players.append(spec)
         shared = []
         for r in self.rows:
@@ -560,13 +573,14 @@ def problems() -> list[GNEP]:
 
 
 def write_instances(folder) -> list[str]:
-    """Write the JSON instance of every problem into ``folder``; returns the paths."""
+    """Write the JSON instance of every problem (the twelve and the ``GENERAL`` ones) into ``folder``;
+    returns the paths."""
     import json
     import pathlib
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for p in problems():
+    for p in problems() + [factory() for factory in GENERAL.values()]:
         path = folder / (p.file_stem + ".json")
         path.write_text(json.dumps(p.instance(), indent=1) + "\n")
         paths.append(str(path))
@@ -679,6 +693,11 @@ def a4() -> GNEP:
                 g[j] += x[j] * x[k] ** 2
         return g
 
+    def expression(i):                           # sum of 0.5 x_k^2 x_j^2 over the player's terms
+        return {"op": "add", "args": [{"op": "mul", "args": [0.5, {"op": "pow", "args": [{"var": k}, 2]},
+                                                             {"op": "pow", "args": [{"var": j}, 2]}]}
+                                      for p, k, j in extra if p == i]}
+
     rows = [_row(n, dict.fromkeys(range(7), 1), 20, 0), _row(n, {0: 1, 1: 1, 2: -1, 3: -1, 6: 1}, 5, 0),
             _row(n, {3: 1, 4: 1, 1: -1, 2: -1, 5: 1}, 7, 1), _row(n, {6: 1, 0: -1, 2: -1, 3: 1}, 4, 2)]
     published = np.array([0.99982626069210, 0.99996267821636, 0.99987070414176, 0.99985869062731, 0.99983447394048,
@@ -686,7 +705,7 @@ def a4() -> GNEP:
     return GNEP("A.4", "A.3's players with state-dependent quadratic costs and player-specific rows, 1 <= x <= 10",
                 [3, 2, 2], np.ones(n), np.full(n, 10.0), rows, [(lambda x, i=i: cost(x, i)) for i in range(3)],
                 [(lambda x, i=i: grad(x, i)) for i in range(3)], published, start=np.full(n, 2.0), concept="GNE",
-                unique=False,
+                unique=False, expressions=[expression(i) for i in range(3)], expression_quadratic=base.quadratic,
                 notes="costs as the public port's gradients state them (its cost of player 2 omits the x31^2 term its "
                       "gradient has); under either reading every cost gradient is positive at x = 1 and no row binds "
                       "there, so x = (1, ..., 1) is the GNE; the published point lies up to 1.7e-4 below the bounds 1")

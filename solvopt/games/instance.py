@@ -2,8 +2,10 @@
 
 ``pseudo_game``: players with a size, bounds, a quadratic utility or cost 0.5 a'Qa + c'a + k over
 the joint action a (the players' actions concatenated in file order) or a library form of
-their own action, own and shared linear constraints (``coefficients`` rows over the player's own
-action / the joint action). Markets: one utility form with one parameter row per consumer. The
+their own action, and linear constraints: a player's ``constraints`` (rows over its own action),
+its ``joint_constraints`` (rows over the joint action that bind that player only: the others'
+actions enter as data, a generalized Nash problem proper) and ``shared_constraints`` (rows over
+the joint action binding every player). Markets: one utility form with one parameter row per consumer. The
 Markov kinds go to :func:`solvopt.games.markov_instance.model_from_json`.
 """
 from __future__ import annotations
@@ -65,6 +67,21 @@ def _rows(spec, width, what):
     return A, spec["sense"], rhs
 
 
+def _joint_rows(spec, n, own, name, where):
+    """A player's rows over the joint action (``joint_constraints``): n columns each, and each row
+    involving one of the player's own variables (else it could not bind that player)."""
+    A = numeric(spec["coefficients"], f"field {where}.coefficients", 2)
+    if A.shape[1] != n:
+        raise ModelError(f"field {where}.coefficients: expected rows of {n} numbers (the joint action), "
+                         f"got {A.shape[1]}")
+    empty = np.flatnonzero(~np.any(A[:, own] != 0, axis=1))
+    if empty.size:
+        raise ModelError(f"field {where}.coefficients[{empty[0]}]: a constraint of player {name!r} does not involve "
+                         f"any of its own variables (joint action columns {own[0]} to {own[-1]}): it cannot bind "
+                         "that player (state it under the player whose action it involves, or in shared_constraints)")
+    return _rows(spec, n, f"field {where}")
+
+
 def _compare(expr, sense, rhs):
     return expr <= rhs if sense == "<=" else (expr >= rhs if sense == ">=" else expr == rhs)
 
@@ -120,6 +137,10 @@ def game_from_json(data: dict) -> PseudoGame:
         for spec in p.get("constraints", []):
             A, sense, rhs = _rows(spec, p["size"], f"player {p['name']!r} constraint")
             game.constrain(var, _compare(A @ var, sense, rhs))
+        for k, spec in enumerate(p.get("joint_constraints", [])):
+            A, sense, rhs = _joint_rows(spec, n, np.arange(offsets[i], offsets[i + 1]), p["name"],
+                                        f"players[{i}].joint_constraints[{k}]")
+            game.constrain(var, _compare(joint(A), sense, rhs))
     for k, spec in enumerate(data.get("shared_constraints", [])):
         A, sense, rhs = _rows(spec, n, f"shared_constraints[{k}]")
         game.share(_compare(joint(A), sense, rhs))
