@@ -214,3 +214,47 @@ def test_a_row_without_its_owner_through_the_cli_is_one_line(tmp_path, capsys):
     assert code != 0 and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert "players[2].joint_constraints[0].coefficients[0]" in err and "does not involve" in err
+
+
+# --- mutated rows: read and built, or one SolvoptError line -----------------------------------------
+def _nodes(obj, where=()):
+    yield where
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        yield from _nodes(value, where + (key,))
+
+
+_REPLACEMENTS = st.one_of(
+    st.sampled_from([None, True, "x", {}, [], [[]], [[1, 2], [3]], [[0.0] * 7], [[0.0] * 3], [[1.0] * 3],
+                     "<", "==", ">=", 0, -1, 1e308, -1e308, 10 ** 30, 1e-320, [1.0], [[1e308] * 7],
+                     {"coefficients": [[1, 0, 0]], "sense": "<=", "rhs": 1}]),
+    st.floats(allow_nan=False, allow_infinity=False), st.integers(-3, 12))
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_joint_rows_are_built_or_refused_in_one_line(tmp_path_factory, data):
+    from solvopt.core.errors import SolvoptError
+    stem = data.draw(st.sampled_from(["fk_a3", "fk_a8"]))
+    doc = json.loads((FOLDER / f"{stem}.json").read_text())
+    player = data.draw(st.sampled_from([i for i, q in enumerate(doc["players"]) if "joint_constraints" in q]))
+    rows = doc["players"][player]
+    for _ in range(data.draw(st.integers(1, 3))):
+        where = data.draw(st.sampled_from(list(_nodes(rows["joint_constraints"]))))
+        value = copy.deepcopy(data.draw(_REPLACEMENTS))
+        if where:
+            target = rows["joint_constraints"]
+            for k in where[:-1]:
+                target = target[k]
+            target[where[-1]] = value
+        else:
+            rows["joint_constraints"] = value
+    path = tmp_path_factory.mktemp("mutated") / "m.json"
+    path.write_text(json.dumps(doc))
+    try:
+        data_ = _model(path).data()
+    except SolvoptError as exc:
+        assert str(exc).strip() and "\n" not in str(exc)
+        return
+    assert data_.A.shape[1] == data_.n and np.all(np.isfinite(data_.A.toarray()))
