@@ -2,6 +2,7 @@
 
     python benchmarks/games.py                # everything (a few minutes on 2 cores)
     python benchmarks/games.py --quick        # smaller market, for a smoke run
+    python benchmarks/games.py --part large   # 10^4 consumers x 100 goods (10^6 variables), 60 s each
 
 - Harker's game and the river-basin game: extragradient and nested to exploitability 1e-10 (and
   VE gap 1e-10), certified every 5 (extragradient) or every (nested) iteration, the curve recorded.
@@ -18,6 +19,12 @@
 - Linear exchange (Arrow-Debreu) markets, 50 x 50, 200 x 200 and 1000 x 1000 (uniform random
   utilities and endowments): linear-exchange to its default tolerance (exploitability 1e-9 of the
   total value p . s = 1): time to the exact equilibrium and its certified exploitability.
+
+- Large markets (``--part large``), 10^4 consumers x 100 goods, time limit 60 s, tolerance 1e-6
+  relative: linear exchange markets by linear-exchange (sparse: each consumer likes 10% of the
+  goods plus one, owns one good, every good liked and owned by someone; dense: uniform
+  utilities and endowments), exchange markets with Cobb-Douglas and CES (rho = 0.5 and -1)
+  utilities by tatonnement, and a linear Fisher market of the same size by eisenberg-gale.
 
 Results: benchmarks/results/games.json, games.md, games.png (exploitability vs time, log scale).
 Timings are single runs on a shared machine (noted in the file); each method reports its own
@@ -43,12 +50,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from dp import cpu_name
 
 from solvopt.dsl.games import ArrowDebreuMarket, FisherMarket
-from solvopt.dsl.utilities import CES, Linear
+from solvopt.dsl.utilities import CES, CobbDouglas, Linear
 from solvopt.games.exploitability import static_exploitability, ve_gap
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
 TIME_LIMIT = 240     # seconds per market run
+LARGE_TIME_LIMIT = 60  # seconds per large market run
 BEFORE = "c706dff"   # the last commit with the bid-forest polish of linear Fisher markets
 
 
@@ -141,10 +149,10 @@ def run_markets(size, seed=2026):
                                           ("ces0.5", ces, "eisenberg-gale"))]
 
 
-def market_row(label, market, method, scale=1.0, **options):
+def market_row(label, market, method, scale=1.0, time_limit=TIME_LIMIT, **options):
     """Solve one market, timed; its row (relative exploitability history) for the tables and the plot."""
     start = time.perf_counter()
-    r = market.solve(method=method, time_limit=TIME_LIMIT, **options)
+    r = market.solve(method=method, time_limit=time_limit, **options)
     wall = time.perf_counter() - start
     hist = [[h[0], h[1], h[2] / scale] for h in r.stats["history"]]
     row = {"market": label, "method": method, "termination": str(r.termination), "wall_s": wall,
@@ -231,11 +239,38 @@ def run_exchange(sizes, seed=2026):
     return rows
 
 
-def write(static, markets, meta, polish=(), exchange=()):
+def run_large(n=10000, m=100, seed=2026):
+    """10^4 consumers x 100 goods: exchange markets (linear, Cobb-Douglas, CES) and a linear Fisher market."""
+    rng = np.random.default_rng(seed)
+    v = rng.uniform(0.0, 1.0, (n, m)) * (rng.random((n, m)) < 0.1)
+    v[np.arange(n), rng.integers(0, m, n)] += rng.uniform(0.1, 1.0, n)          # every consumer likes a good
+    v[rng.integers(0, n, m), np.arange(m)] += rng.uniform(0.1, 1.0, m)          # every good is liked
+    e = np.zeros((n, m))
+    e[np.arange(n), rng.integers(0, m, n)] = rng.uniform(0.5, 2.0, n)           # each consumer owns one good
+    e[rng.integers(0, n, m), np.arange(m)] += 1.0                               # every good is owned
+    dense_v, dense_e = rng.uniform(0.0, 1.0, (n, m)), rng.uniform(0.0, 1.0, (n, m))
+    a = rng.uniform(0.1, 1.0, (n, m))
+    B = rng.uniform(0.5, 1.5, n)
+    cases = [(f"exchange linear sparse {n}x{m}", ArrowDebreuMarket(Linear(v), e), "linear-exchange", 1.0),
+             (f"exchange linear dense {n}x{m}", ArrowDebreuMarket(Linear(dense_v), dense_e), "linear-exchange", 1.0),
+             (f"exchange cobb-douglas {n}x{m}", ArrowDebreuMarket(CobbDouglas(a / a.sum(axis=1, keepdims=True)), e),
+              "tatonnement", 1.0),
+             (f"exchange ces0.5 {n}x{m}", ArrowDebreuMarket(CES(a, 0.5), e), "tatonnement", 1.0),
+             (f"exchange ces-1 {n}x{m}", ArrowDebreuMarket(CES(a, -1.0), e), "tatonnement", 1.0),
+             (f"fisher linear sparse {n}x{m}", FisherMarket(Linear(v), B), "eisenberg-gale", float(B.sum()))]
+    rows = []
+    for label, market, method, scale in cases:
+        row = market_row(label, market, method, scale, time_limit=LARGE_TIME_LIMIT, tolerance=1e-6)
+        row["load"] = os.getloadavg()[0]
+        rows.append(row)
+    return rows
+
+
+def write(static, markets, meta, polish=(), exchange=(), large=()):
     RESULTS.mkdir(exist_ok=True)
     with open(RESULTS / "games.json", "w") as fh:
         json.dump({"meta": meta, "static": static, "markets": markets, "polish": list(polish),
-                   "exchange": list(exchange)}, fh, indent=1)
+                   "exchange": list(exchange), "large": list(large)}, fh, indent=1)
     parts = meta.get("parts", {})
     lines = [f"# Games: certified exploitability against time ({meta['date']})", "",
              f"Machine: {meta['machine']} ({meta['cpus']} logical CPUs, shared: load average {meta['load']}). "
@@ -290,6 +325,19 @@ def write(static, markets, meta, polish=(), exchange=()):
         for r in exchange:
             lines.append(f"| {r['market']} | {r['termination']} | {fmt(r['relative_exploitability'])} | "
                          f"{r['iterations']} | {fmt(r['wall_s'])} |")
+    if large:
+        lines += ["", f"## Large markets: 10^4 consumers x 100 goods (10^6 variables; time limit {LARGE_TIME_LIMIT} s, "
+                  "tolerance: relative exploitability 1e-6)", "",
+                  "`python benchmarks/games.py --part large`. Relative exploitability: certified, over the total "
+                  "budget (Fisher) or the total value p . s = 1 (exchange). `optimal` needs 1e-9; "
+                  "`feasible_within_gap` is within the requested 1e-6. Wall time includes building the result "
+                  "(not the imports); load average after each run.", "",
+                  "| market | method | termination | relative exploitability | iterations | wall (s) | load |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for r in large:
+            lines.append(f"| {r['market']} | {r['method']} | {r['termination']} | "
+                         f"{fmt(r['relative_exploitability'])} | {r['iterations']} | {fmt(r['wall_s'])} | "
+                         f"{r['load']:.1f} |")
     lines += ["", "![exploitability against time](games.png)", "", "![markets](games_markets.png)", "",
               "![exchange markets](games_exchange.png)", ""]
     (RESULTS / "games.md").write_text("\n".join(lines))
@@ -307,7 +355,8 @@ def plot(static, markets):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a 200 x 200 market instead of 1000 x 1000")
-    parser.add_argument("--part", choices=("all", "static", "markets", "polish", "exchange", "report"), default="all",
+    parser.add_argument("--part", choices=("all", "static", "markets", "polish", "exchange", "large", "report"),
+                        default="all",
                         help="run one part and keep the others from the existing games.json ('report': only redraw)")
     args = parser.parse_args(argv)
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -321,6 +370,7 @@ def main(argv=None):
               else old.get("polish", []))
     exchange = (run_exchange((50, 200) if args.quick else (50, 200, 1000)) if args.part in ("all", "exchange")
                 else old.get("exchange", []))
+    large = run_large() if args.part in ("all", "large") else old.get("large", [])
     if args.part == "report":
         meta = old.get("meta", meta)
     else:
@@ -328,8 +378,8 @@ def main(argv=None):
         first = {"date": old.get("meta", {}).get("date"), "load": old.get("meta", {}).get("load", 0.0)}
         meta["parts"] = {part: (when if args.part in ("all", part)
                                 else old.get("meta", {}).get("parts", {}).get(part, first))
-                         for part in ("static", "markets", "polish", "exchange")}
-    write(static, markets, meta, polish, exchange)
+                         for part in ("static", "markets", "polish", "exchange", "large")}
+    write(static, markets, meta, polish, exchange, large)
     print(f"wrote {RESULTS / 'games.md'}")
 
 
