@@ -239,6 +239,15 @@ def run_exchange(sizes, seed=2026):
     return rows
 
 
+A10E_NOTE = (
+    "Facchinei-Kanzow A.10e (7 firms, 40 consumers and a price player, 12 goods) is not in this table: it is "
+    "an Arrow-Debreu economy *with production* (firm f maximises p . y over {y >= 0, |y|^2 <= 10 f}), whose "
+    "consumers have shifted logarithmic utilities sum_j w_kj log(x_j + c_kj) with a shift per consumer and good, "
+    "and whose price player maximises p . (sum x - sum y - sum e) over the simplex (profits are paid to no one). "
+    "`ArrowDebreuMarket` has no firms, and the library's `Logarithmic` form fixes the shift at 1; as a generalized "
+    "Nash problem, the consumers' budgets p . x <= p . e are bilinear constraints coupled to another player.")
+
+
 def run_large(n=10000, m=100, seed=2026):
     """10^4 consumers x 100 goods: exchange markets (linear, Cobb-Douglas, CES) and a linear Fisher market."""
     rng = np.random.default_rng(seed)
@@ -338,6 +347,7 @@ def write(static, markets, meta, polish=(), exchange=(), large=()):
             lines.append(f"| {r['market']} | {r['method']} | {r['termination']} | "
                          f"{fmt(r['relative_exploitability'])} | {r['iterations']} | {fmt(r['wall_s'])} | "
                          f"{r['load']:.1f} |")
+        lines += ["", A10E_NOTE]
     lines += ["", "![exploitability against time](games.png)", "", "![markets](games_markets.png)", "",
               "![exchange markets](games_exchange.png)", ""]
     (RESULTS / "games.md").write_text("\n".join(lines))
