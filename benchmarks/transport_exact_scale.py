@@ -1,12 +1,13 @@
 """Exact W_p beyond the dense matrix: method ``sparse-exact`` against POT's ``ot.emd`` (and ``exact``).
 
-Uniform points in the unit square / cube, n = m, uniform masses, p = 1 and 2 (euclidean). Every
+Uniform points in the unit square / cube, n = m, uniform masses (or random ones), p = 1 and 2 (euclidean). Every
 measurement runs in a fresh Python process (its peak RSS is that run's own): time of the solve
 (for ``ot.emd`` including the n x m cost matrix, which it needs), W_p, the certified bound of
 sparse-exact and its status. Medians over ``--repeats`` runs, each on its own seed.
 
     python benchmarks/transport_exact_scale.py --sizes 2000 5000 10000 --methods sparse-exact pot exact
     python benchmarks/transport_exact_scale.py --sizes 30000 100000 --methods sparse-exact --repeats 1
+    python benchmarks/transport_exact_scale.py --sizes 1000 2000 --masses random --methods sparse-exact exact
 
 Writes a markdown table to stdout (and to ``--out`` when given).
 """
@@ -20,25 +21,28 @@ import sys
 import time
 
 
-def one(method: str, n: int, dim: int, p: float, seed: int) -> dict:
+def one(method: str, n: int, dim: int, p: float, seed: int, masses: str = "uniform") -> dict:
     """One measurement in this process (called in a child)."""
     import resource
 
     import numpy as np
     rng = np.random.default_rng(seed)
     x, y = rng.uniform(size=(n, dim)), rng.uniform(size=(n, dim))
-    out = {"method": method, "n": n, "dim": dim, "p": p, "seed": seed}
+    a = b = np.full(n, 1.0 / n)
+    if masses == "random":               # not an assignment: exact solves a min-cost flow
+        a, b = rng.uniform(0.5, 1.5, n), rng.uniform(0.5, 1.5, n)
+        a, b = a / a.sum(), b / b.sum()
+    out = {"method": method, "n": n, "dim": dim, "p": p, "seed": seed, "masses": masses}
     if method == "pot":
         import ot
         t0 = time.perf_counter()
         cost = ot.dist(x, y, metric="euclidean") ** p
-        w = np.full(n, 1.0 / n)
-        plan = ot.emd(w, w, cost, numItermax=10**12)
+        plan = ot.emd(a, b, cost, numItermax=10**12)
         out["time"] = time.perf_counter() - t0
         out["value"] = float(np.sum(plan * cost)) ** (1.0 / p)
     else:
         from solvopt.dsl import Transport
-        model = Transport(x, y, p=p)
+        model = Transport(x, y, a=a, b=b, p=p)
         t0 = time.perf_counter()
         r = model.solve(method=method)
         out["time"] = time.perf_counter() - t0
@@ -48,8 +52,8 @@ def one(method: str, n: int, dim: int, p: float, seed: int) -> dict:
     return out
 
 
-def run_child(method, n, dim, p, seed, timeout):
-    cmd = [sys.executable, __file__, "--one", method, str(n), str(dim), str(p), str(seed)]
+def run_child(method, n, dim, p, seed, timeout, masses="uniform"):
+    cmd = [sys.executable, __file__, "--one", method, str(n), str(dim), str(p), str(seed), masses]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -66,13 +70,15 @@ def main(argv=None) -> None:
     ap.add_argument("--ps", type=float, nargs="+", default=[1.0, 2.0])
     ap.add_argument("--methods", nargs="+", default=["sparse-exact", "pot"])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--masses", choices=("uniform", "random"), default="uniform",
+                    help="uniform 1/n (exact: an assignment) or random in [0.5, 1.5], normalised (a flow)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     ap.add_argument("--out", help="write the markdown table here too")
-    ap.add_argument("--one", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        method, n, dim, p, seed = args.one
-        print(json.dumps(one(method, int(n), int(dim), float(p), int(seed))))
+        method, n, dim, p, seed, *masses = args.one
+        print(json.dumps(one(method, int(n), int(dim), float(p), int(seed), *masses)))
         return
     lines = ["| n | d | p | method | time (s), median | runs | W_p | bound (sparse-exact) | status | peak RSS (MiB) "
              "| time / sparse-exact |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -81,7 +87,8 @@ def main(argv=None) -> None:
             for p in args.ps:
                 rows = {}
                 for method in args.methods:
-                    runs = [run_child(method, n, dim, p, seed, args.timeout) for seed in range(args.repeats)]
+                    runs = [run_child(method, n, dim, p, seed, args.timeout, args.masses)
+                            for seed in range(args.repeats)]
                     for r in runs:
                         print(json.dumps(r), file=sys.stderr, flush=True)
                     ok = [r for r in runs if "error" not in r]
@@ -101,7 +108,7 @@ def main(argv=None) -> None:
                     lines.append(f"| {n} | {dim} | {p:g} | {method} | {t:.2f} | {len(ok)} | {first['value']:.9g} | "
                                  f"{bound} | {first.get('status', '')} | {peak:.0f} | {ratio} |")
                 print(lines[-1], flush=True)
-    table = "\n".join(lines)
+    table = f"masses: {args.masses}\n\n" + "\n".join(lines)
     print(table)
     if args.out:
         with open(args.out, "w") as fh:

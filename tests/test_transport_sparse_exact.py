@@ -1,6 +1,7 @@
 """Method ``sparse-exact``: exact W_p by pricing on candidate pairs, checked against HiGHS (scipy linprog)
 on the full LP and against method ``exact``; its certificate, stops and refusals."""
 import math
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from scipy.spatial.distance import cdist
 from solvopt.core.errors import ModelError
 from solvopt.core.result import Termination
 from solvopt.dsl import Transport
+import solvopt.transport.sparse_exact as se
 from solvopt.transport.sparse_exact import price
 
 
@@ -62,12 +64,15 @@ def instances(draw):
     return x, y, a, b, p, metric
 
 
-@settings(max_examples=60, deadline=None)
-@given(instances(), st.integers(1, 3))
-def test_equals_the_full_lp(case, k):
+@settings(max_examples=80, deadline=None)
+@given(instances(), st.integers(1, 3), st.sampled_from([None, 4, 8]), st.sampled_from([64, 1]))
+def test_equals_the_full_lp(case, k, coarsest, refined):
+    """Also with the multiscale start on tiny inputs (coarsened from ``coarsest`` points on), and
+    with its refined pairs refused (``refined`` per point: the north-west start instead)."""
     x, y, a, b, p, metric = case
     model = Transport(x, y, a=a, b=b, p=p, metric=metric)
-    r = model.solve(method="sparse-exact", neighbours=k)
+    with patch.object(se, "COARSEST", coarsest or se.COARSEST), patch.object(se, "REFINED_PER_POINT", refined):
+        r = model.solve(method="sparse-exact", neighbours=k)
     assert r.termination is Termination.OPTIMAL
     reference = lp_value(x, y, a, b, p, metric)
     assert r.objective == pytest.approx(reference, rel=1e-6, abs=1e-9)
@@ -85,12 +90,18 @@ def test_equals_exact_on_uniform_points(p, dim):
     check_optimal(model, exact.objective)
 
 
-def test_pixel_like_ties():
+@pytest.mark.parametrize("p", [1, 2])
+def test_pixel_like_ties(p):
+    """Colour cubes (many equal points and distances) with the multiscale start: its refined pairs
+    are refused (crowded cells) at the limit of 64 per point and taken at a looser one."""
     rng = np.random.default_rng(7)
-    x = rng.integers(0, 6, size=(400, 3)).astype(float)       # colour cubes: many equal points and distances
-    y = rng.integers(0, 6, size=(400, 3)).astype(float)
-    model = Transport(x, y, p=2)
-    check_optimal(model, model.solve(method="exact").objective)
+    x = rng.integers(0, 6, size=(1500, 3)).astype(float)
+    y = rng.integers(0, 6, size=(1500, 3)).astype(float)
+    model = Transport(x, y, p=p)
+    reference = model.solve(method="exact").objective
+    check_optimal(model, reference)
+    with patch.object(se, "REFINED_PER_POINT", 10**4):
+        check_optimal(model, reference)
 
 
 def test_never_optimal_with_a_negative_reduced_cost():

@@ -14,12 +14,20 @@ n x m matrix). Each round:
    set (the pairs of most negative reduced cost) and the next round starts. When none is new the
    c-transform's dual is at least the restricted dual: the bound reaches the optimum, to rounding.
 
-Start: the k nearest targets of every source and the k nearest sources of every target (k-d
-trees under the metric), plus the north-west corner plan along the principal axis
-(:func:`solvopt.transport.quick.quick_plan`), which makes the restricted problem feasible.
-Memory is O(candidates): about (2 k + rounds) (n + m) pairs. A time limit or Ctrl-C is seen
-between rounds, inside the flow engine and between the c-transform's chunks; the run then returns
-the last restricted optimum (or the quick plan) and the best certified bound.
+Start (multiscale): the k nearest targets of every source and the k nearest sources of every
+target (k-d trees under the metric), plus the refined support of a coarsened problem's optimum:
+the points binned in a grid of about :data:`POINTS_PER_CELL` a cell, each cell's mass at its
+centroid, solved the same way (recursively down to :data:`COARSEST` points); every pair of points
+whose cells carry mass in the coarse optimum joins (the fine problem is feasible on them), and so
+do the c-transform's minimisers under the coarse potentials. Without it (or when crowded cells
+would give too many pairs) the north-west corner plan along the principal axis
+(:func:`solvopt.transport.quick.quick_plan`) makes the restricted problem feasible. This is the
+multiscale idea of Schmitzer's sparse multiscale algorithm in its simplest form (no shielding
+neighbourhoods: the pricing over all pairs is what certifies).
+
+Memory is O(candidates): about 12 pairs per point on uniform points. A time limit or Ctrl-C is
+seen between rounds, inside the flow engine and between the c-transform's chunks; the run then
+returns the last restricted optimum (or the quick plan) and the best certified bound.
 """
 from __future__ import annotations
 
@@ -54,6 +62,8 @@ POINTS_PER_CELL = 4
 COARSEST = 1000
 SHRINK = 0.7
 COARSE_ROUNDS = 30
+# Most refined pairs per point taken from a coarse optimum (beyond: the north-west start instead).
+REFINED_PER_POINT = 64
 
 
 def supported(model) -> str | None:
@@ -117,10 +127,11 @@ def clusters(model, per_cell: int = POINTS_PER_CELL):
     return type(model)(cx, cy, a=a, b=b, p=model.p, metric=model.metric), sx, sy, rows, cols
 
 
-def refined_pairs(coarse_plan, sx, sy, rows, cols, m: int) -> np.ndarray:
+def refined_pairs(coarse_plan, sx, sy, rows, cols, m: int, limit: int) -> np.ndarray | None:
     """Every fine pair (i, j) with i in source cell I, j in target cell J, (I, J) in the coarse
     plan's support, as flat keys i * m + j (the fine problem is feasible on them: split each coarse
-    entry in proportion to the masses)."""
+    entry in proportion to the masses); None when they would be more than ``limit`` (cells
+    crowded with repeated points)."""
     coo = coarse_plan.tocoo()
     keep = coo.data > 0
     big_i, big_j = coo.row[keep], coo.col[keep]
@@ -130,6 +141,8 @@ def refined_pairs(coarse_plan, sx, sy, rows, cols, m: int) -> np.ndarray:
     start_y = np.concatenate(([0], np.cumsum(count_y)))
     size_i, size_j = count_x[big_i], count_y[big_j]
     sizes = size_i * size_j
+    if int(sizes.sum()) > limit:
+        return None
     pair = np.repeat(np.arange(len(big_i)), sizes)
     q = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     fine_i = rows[order_x[start_x[big_i][pair] + q // size_j[pair]]]
@@ -137,7 +150,8 @@ def refined_pairs(coarse_plan, sx, sy, rows, cols, m: int) -> np.ndarray:
     return fine_i.astype(np.int64) * m + fine_j
 
 
-def start_keys(model, k: int, *, multiscale: bool = True, stop=None, stats=None) -> np.ndarray:
+def start_keys(model, k: int, *, multiscale: bool = True, engine: str = "simplex", stop=None,
+               stats=None) -> np.ndarray:
     """The starting candidate pairs (flat keys): k nearest neighbours both ways, plus pairs that
     carry a feasible plan: the refined support of the coarsened problem's optimum (solved the same
     way, recursively, down to :data:`COARSEST` points), else the north-west corner plan."""
@@ -147,14 +161,16 @@ def start_keys(model, k: int, *, multiscale: bool = True, stop=None, stats=None)
     if coarse is not None:
         small, sx, sy, rows, cols = coarse
         held: list = []
-        plan, _, more, stopped = price(small, start_keys(small, k, stop=stop, stats=stats), stop=stop,
-                                       max_rounds=COARSE_ROUNDS, potentials=held)
+        plan, _, more, stopped = price(small, start_keys(small, k, engine=engine, stop=stop, stats=stats),
+                                       engine=engine, stop=stop, max_rounds=COARSE_ROUNDS, potentials=held)
         if stats is not None:
             stats.setdefault("levels", []).append({"n": small.n, "m": small.m, **more})
         if stopped:
             raise Stopped
-        if plan is not None:
-            keys = np.concatenate([keys, refined_pairs(plan, sx, sy, rows, cols, model.m)])
+        fine = None if plan is None else refined_pairs(plan, sx, sy, rows, cols, model.m,
+                                                       REFINED_PER_POINT * (model.n + model.m))
+        if fine is not None:
+            keys = np.concatenate([keys, fine])
             if held:         # the c-transform's minimisers under the coarse potentials, moved to the points
                 u = np.zeros(model.n)
                 u[rows] = held[0][sx] * (held[1] / fine_unit(model)) ** model.p
@@ -262,7 +278,8 @@ class SparseExact(Solver):
         if stop():
             return stopped_result(model, stop_reason(deadline), stats)
         try:
-            keys = start_keys(model, k, multiscale=options.extra["multiscale"], stop=stop, stats=stats)
+            keys = start_keys(model, k, multiscale=options.extra["multiscale"], engine=options.extra["engine"],
+                              stop=stop, stats=stats)
         except Stopped:
             return stopped_result(model, stop_reason(deadline), stats)
         stats["start_time"] = time.perf_counter() - start
