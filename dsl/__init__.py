@@ -19,11 +19,13 @@ from .inventory import InventoryReinsertion
 from .layered_dp import LayeredDP, Transitions
 from .markov_games import LinearQuadraticMarkovGame, MarkovExchangeEconomy, MarkovPseudoGame
 from .model import Components, Model, Param, Var
+from .production import ProductionEconomy
 from .split import Split, StochasticSplit
 from .standard_form import QuadConstraint, StandardForm
 from .transport import Transport
 
 __all__ = ["ArrowDebreuMarket", "Components", "Constraint", "FamilyModel", "FisherMarket", "HyperplaneClustering",
            "InventoryReinsertion", "LayeredDP", "LinExpr", "LinearQuadraticMarkovGame", "MarkovExchangeEconomy",
-           "MarkovPseudoGame", "Model", "Param", "PseudoGame", "QuadConstraint", "QuadExpr", "Split", "StandardForm",
+           "MarkovPseudoGame", "Model", "Param",
+           "ProductionEconomy", "PseudoGame", "QuadConstraint", "QuadExpr", "Split", "StandardForm",
            "StochasticSplit", "Transitions", "Transport", "Var"]

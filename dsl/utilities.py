@@ -239,41 +239,55 @@ class Leontief(UtilityForm):
 
 
 class Logarithmic(UtilityForm):
-    """u(x) = sum_j v_j log(1 + x_j) (separable, strictly concave where v > 0; not homogeneous)."""
+    """u(x) = sum_j v_j log(c_j + x_j) with shifts c > 0 (default 1: log(1 + x)); separable, strictly
+    concave where v > 0, not homogeneous. ``shift`` broadcasts against ``values`` (one per consumer
+    and good, per good, or one number)."""
 
     kind = "log"
     homogeneous = False
 
-    def __init__(self, values: npt.ArrayLike):
+    def __init__(self, values: npt.ArrayLike, shift: npt.ArrayLike = 1.0):
         self.weights = _params(values, "log utility values")
+        c = _params(shift, "log utility shifts", positive=True)
+        try:
+            self.shift: FloatArray = np.broadcast_to(c, self.weights.shape).copy()
+        except ValueError:
+            raise ModelError(f"log utility shifts of shape {c.shape} do not fit values of shape "
+                             f"{self.weights.shape}") from None
+        self._unit = bool(np.all(self.shift == 1.0))
 
     def value(self, x: npt.ArrayLike) -> Any:
-        return np.sum(self.weights * np.log1p(np.maximum(np.asarray(x, dtype=float), 0.0)), axis=-1)
+        xp = np.maximum(np.asarray(x, dtype=float), 0.0)
+        if self._unit:
+            return np.sum(self.weights * np.log1p(xp), axis=-1)
+        return np.sum(self.weights * (np.log(self.shift) + np.log1p(xp / self.shift)), axis=-1)
 
     def gradient(self, x: npt.ArrayLike) -> FloatArray:
-        g: FloatArray = self.weights / (1.0 + np.maximum(np.asarray(x, dtype=float), 0.0))
+        g: FloatArray = self.weights / (self.shift + np.maximum(np.asarray(x, dtype=float), 0.0))
         return g
 
     def demand(self, p: npt.ArrayLike, budget: npt.ArrayLike) -> FloatArray:
-        """Water filling: x_j = max(0, v_j / (lam p_j) - 1) with lam fixing p.x = budget (exact, by sorting)."""
+        """Water filling: x_j = max(0, v_j / (lam p_j) - c_j) with lam fixing p.x = budget (exact, by sorting)."""
         p = np.broadcast_to(_prices(p), np.broadcast_shapes(np.shape(p), self.weights.shape))
         v = np.broadcast_to(self.weights, p.shape)
+        c = np.broadcast_to(self.shift, p.shape)
         b = np.broadcast_to(np.asarray(budget, dtype=float), p.shape[:-1])
-        ratio = v / p                                   # goods enter in decreasing v_j / p_j
+        ratio = v / (p * c)                             # goods enter in decreasing v_j / (p_j c_j)
         order = np.argsort(-ratio, axis=-1)
         r_sorted = np.take_along_axis(ratio, order, axis=-1)
         v_sorted = np.take_along_axis(v, order, axis=-1)
-        p_sorted = np.take_along_axis(p, order, axis=-1)
-        # with the first k goods active: 1/lam = (b + sum_{j<k} p_j) / sum_{j<k} v_j; valid while 1/lam > 1/ratio_k
-        inv_lam = (b[..., None] + np.cumsum(p_sorted, axis=-1)) / np.maximum(np.cumsum(v_sorted, axis=-1), 1e-300)
+        pc_sorted = np.take_along_axis(p * c, order, axis=-1)
+        # with the first k goods active: 1/lam = (b + sum_{j<k} p_j c_j) / sum_{j<k} v_j; valid while
+        # 1/lam > 1/ratio_k
+        inv_lam = (b[..., None] + np.cumsum(pc_sorted, axis=-1)) / np.maximum(np.cumsum(v_sorted, axis=-1), 1e-300)
         valid = (r_sorted > 0) & (inv_lam * r_sorted > 1.0)
         k = np.maximum(np.sum(valid, axis=-1) - 1, 0)   # valid is a prefix: the last valid count
         lam_inv = np.take_along_axis(inv_lam, k[..., None], axis=-1)
-        x = np.maximum(0.0, v * lam_inv / p - 1.0)
+        x = np.maximum(0.0, v * lam_inv / p - c)
         return np.where(b[..., None] > 0, x, 0.0)
 
     def params(self) -> dict[str, Any]:
-        return {"values": self.weights}
+        return {"values": self.weights} if self._unit else {"values": self.weights, "shift": self.shift}
 
 
 FORMS: dict[str, Callable[..., UtilityForm]] = {
@@ -289,6 +303,8 @@ def utility_from_params(kind: str, params: dict[str, Any]) -> UtilityForm:
         values: Any = params.get("values")
         rho: Any = params.get("rho")
         return CES(values, rho)
+    if kind == "log" and set(params) == {"values", "shift"}:
+        return Logarithmic(params["values"], params["shift"])
     if len(params) != 1:
         raise ModelError(f"a {kind} utility takes one parameter array, got {sorted(params)}")
     return cls(next(iter(params.values())))

@@ -1,0 +1,152 @@
+"""Economies with production: shifted-log demand, firm supply, equilibria checked by scipy best responses."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog, minimize
+
+from solvopt.core.errors import ModelError
+from solvopt.dsl import ProductionEconomy
+from solvopt.dsl.utilities import Logarithmic, utility_from_params
+from solvopt.games.production import production_exploitability
+from solvopt.games.production_library import a10e
+
+
+def scipy_demand(v, c, p, b):
+    """max sum v log(c + x) over {x >= 0, p.x <= b} by SLSQP from several starts (the best kept)."""
+    m = len(v)
+    best = None
+    for x0 in (np.full(m, b / p.sum()), b / p / m, np.zeros(m)):
+        res = minimize(lambda x: -np.sum(v * np.log(c + x)), x0, jac=lambda x: -v / (c + x), method="SLSQP",
+                       bounds=[(0, None)] * m,
+                       constraints=[{"type": "ineq", "fun": lambda x: b - p @ x, "jac": lambda x: -p}],
+                       options={"ftol": 1e-14, "maxiter": 500})
+        if best is None or res.fun < best.fun:
+            best = res
+    return best.x
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 10 ** 6))
+def test_shifted_log_demand_matches_scipy(m, seed):
+    rng = np.random.default_rng(seed)
+    v = rng.uniform(0.1, 5, m) * (rng.random(m) < 0.9)
+    v[0] = max(v[0], 0.5)
+    c = rng.uniform(0.05, 20, m)
+    p = rng.uniform(0.1, 3, m)
+    b = float(rng.uniform(0.01, 30))
+    u = Logarithmic(v, c)
+    x = u.demand(p, b)
+    assert np.all(x >= 0) and p @ x <= b * (1 + 1e-12)
+    ref = scipy_demand(v, c, p, b)
+    assert u.value(x) >= u.value(ref) - 1e-7
+    assert np.allclose(x, ref, atol=1e-4 * (1 + b))
+
+
+def test_shifted_log_broadcasts_and_defaults():
+    v = np.array([[1.0, 2.0], [3.0, 1.0]])
+    p, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    assert np.allclose(Logarithmic(v).demand(p, b), Logarithmic(v, 1.0).demand(p, b))
+    u = Logarithmic(v, np.array([2.0, 5.0]))
+    assert u.shift.shape == (2, 2)
+    assert np.allclose(u.value(np.zeros(2)), v @ np.log([2.0, 5.0]))
+    again = utility_from_params("log", u.params())
+    assert np.allclose(again.shift, u.shift) and np.allclose(again.weights, v)
+    with pytest.raises(ModelError, match="> 0"):
+        Logarithmic(v, 0.0)
+    with pytest.raises(ModelError, match="do not fit"):
+        Logarithmic(v, np.ones(3))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_firm_supply_matches_scipy(seed):
+    rng = np.random.default_rng(seed)
+    m = 4
+    p = rng.dirichlet(np.ones(m))
+    r = float(rng.uniform(0.5, 4))
+    econ = ProductionEconomy(Logarithmic(np.ones((1, m))), np.ones((1, m)), [r])
+    y = econ.supply(p)[0]
+    res = minimize(lambda y: -p @ y, np.zeros(m), jac=lambda y: -p, method="SLSQP", bounds=[(0, None)] * m,
+                   constraints=[{"type": "ineq", "fun": lambda y: r * r - y @ y, "jac": lambda y: -2 * y}],
+                   options={"ftol": 1e-14})
+    assert p @ y == pytest.approx(-res.fun, rel=1e-7)
+    assert np.linalg.norm(y) == pytest.approx(r) and np.all(y >= 0)
+
+
+def check_by_scipy(econ, x, y, p, tol):
+    """Every player's best response computed by scipy gains at most ``tol`` over its own payoff."""
+    budgets = econ.budgets(p, y)
+    u = econ.utility
+    for k in range(econ.shape[0]):
+        assert p @ x[k] <= budgets[k] * (1 + 1e-12)
+        ref = scipy_demand(u.weights[k], u.shift[k], p, budgets[k])
+        assert u.value(ref[None])[0] <= u.value(x[k][None])[0] + tol
+    for f, r in enumerate(econ.radii):
+        res = minimize(lambda v: -p @ v, np.full(len(p), 0.1), jac=lambda v: -p, method="SLSQP",
+                       bounds=[(0, None)] * len(p),
+                       constraints=[{"type": "ineq", "fun": lambda v, r=r: r * r - v @ v, "jac": lambda v: -2 * v}],
+                       options={"ftol": 1e-14})
+        assert -res.fun <= p @ y[f] + tol
+    z = x.sum(0) - y.sum(0) - econ.endowments.sum(0)
+    lp = linprog(-z, A_eq=np.ones((1, len(p))), b_eq=[1.0], bounds=[(0, None)] * len(p), method="highs")
+    assert -lp.fun <= p @ z + tol
+
+
+def test_small_economy_with_shares_clears_and_is_an_equilibrium():
+    rng = np.random.default_rng(3)
+    n, F, m = 5, 2, 3
+    u = Logarithmic(rng.uniform(0.5, 3, (n, m)), rng.uniform(0.5, 5, (n, m)))
+    theta = rng.dirichlet(np.ones(n), size=F).T          # every firm's profit fully paid out
+    econ = ProductionEconomy(u, rng.uniform(0, 4, (n, m)), [1.0, 2.5], profit_shares=theta)
+    result = econ.solve(tolerance=1e-12)
+    assert result.termination.value == "optimal"
+    x, y, p = (result.solution[k] for k in ("allocation", "production", "prices"))
+    assert np.allclose(x.sum(0), y.sum(0) + econ.endowments.sum(0), atol=1e-8)   # profits paid: markets clear
+    check_by_scipy(econ, x, y, p, 1e-6)
+    e = production_exploitability(econ, x, y, p)
+    assert e.certified and e.value <= 1e-8
+
+
+def test_unpaid_profit_is_the_common_excess_supply():
+    econ = ProductionEconomy(Logarithmic([[1.0, 2.0], [2.0, 1.0]], [[1.0, 3.0], [2.0, 1.0]]), np.eye(2), [1.5])
+    result = econ.solve()
+    x, y, p = (result.solution[k] for k in ("allocation", "production", "prices"))
+    z = x.sum(0) - y.sum(0) - econ.endowments.sum(0)
+    assert np.allclose(z, -float(y[0] @ p), atol=1e-9)
+
+
+def test_a10e_certified_and_checked_by_scipy():
+    econ = a10e()
+    assert econ.shape == (40, 7, 12)
+    result = econ.solve()
+    assert result.termination.value == "optimal" and result.objective <= 1e-6
+    x, y, p = (result.solution[k] for k in ("allocation", "production", "prices"))
+    e = production_exploitability(econ, x, y, p)
+    assert e.certified and e.value == pytest.approx(result.objective)
+    check_by_scipy(econ, x, y, p, 1e-6)
+
+
+def test_exploitability_sees_deviations():
+    econ = a10e()
+    x, y, p = (econ.solve().solution[k] for k in ("allocation", "production", "prices"))
+    assert production_exploitability(econ, x, 0.5 * y, p).per_player[40:47].min() > 0
+    q = p.copy()
+    q[0] += 0.01
+    q /= q.sum()
+    assert production_exploitability(econ, x, y, q).per_player[-1] > 0
+    assert production_exploitability(econ, x * 1.01, y, p).violation > 0
+
+
+def test_bad_input_refused():
+    u = Logarithmic(np.ones((2, 2)))
+    with pytest.raises(ModelError, match="shape"):
+        ProductionEconomy(u, np.ones((3, 2)), [1.0])
+    with pytest.raises(ModelError, match="at most 1"):
+        ProductionEconomy(u, np.ones((2, 2)), [1.0], profit_shares=[[0.7], [0.7]])
+    with pytest.raises(ModelError, match="radii"):
+        ProductionEconomy(u, np.ones((2, 2)), [-1.0])
+    with pytest.raises(ModelError, match="ProductionEconomy"):
+        ProductionEconomy(u, np.ones((2, 2)), [1.0]).solve(method="tatonnement")
+    from solvopt.dsl import ArrowDebreuMarket
+    with pytest.raises(ModelError, match="economies with production"):
+        ArrowDebreuMarket(u, np.ones((2, 2))).solve(method="production-root")
