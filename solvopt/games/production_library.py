@@ -11,9 +11,9 @@ i = 21..40 have w_ij = c_j + i + F, c_ij = d_j + i + F and endowment xi^2. Firms
 paid to no one (the consumers' budgets are their endowments' values), so at the equilibrium every
 good has the same excess supply, equal to the total profit.
 
-A.10a-d use quadratic utilities whose data this module does not carry. No equilibrium point is
-printed for A.10e in the appendix (the paper reports its penalty method's iterations only), so
-the check here is the certified exploitability.
+A.10a-d (quadratic utilities, which satiate) are not here. No published equilibrium point of A.10e
+was at hand to compare with: the checks are the certified exploitability and, in the tests, every
+player's best response computed independently by scipy.
 """
 from __future__ import annotations
 
