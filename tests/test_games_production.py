@@ -115,6 +115,40 @@ def test_unpaid_profit_is_the_common_excess_supply():
     assert np.allclose(z, -float(y[0] @ p), atol=1e-9)
 
 
+@pytest.mark.parametrize("seed", [30, 273, 5, 6])
+def test_single_consumer_prices_are_its_marginal_utilities(seed):
+    """Alone and without firms a consumer keeps its endowment: p is proportional to grad u(e) (closed
+    form), even where goods it owns none of make the Jacobian singular."""
+    rng = np.random.default_rng(seed)
+    m = 4 + seed % 7
+    v = rng.uniform(0, 5, m) * (rng.random(m) < 0.8) + 1e-3
+    c = rng.uniform(0.01, 50, m)
+    e = rng.uniform(0, 5, m) * (rng.random(m) < 0.6)
+    e[0] += 0.1
+    result = ProductionEconomy(Logarithmic(v[None], c[None]), e[None], np.zeros(0)).solve()
+    assert result.termination.value == "optimal"
+    x, p = result.solution["allocation"][0], result.solution["prices"]
+    assert np.allclose(x, e, atol=1e-6 * (1 + e.max()))
+    owned = e > 0
+    expected = v / (c + e)
+    assert np.allclose(p[owned] / p[owned].sum(), expected[owned] / expected[owned].sum(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_economies_certified_and_checked_by_scipy(seed):
+    rng = np.random.default_rng(100 + seed)
+    n, F, m = 2 + seed % 4, 1 + seed % 3, 3 + seed % 5
+    u = Logarithmic(rng.uniform(0.2, 5, (n, m)), rng.uniform(0.05, 20, (n, m)))
+    e = rng.uniform(0, 5, (n, m)) * (rng.random((n, m)) < 0.6)
+    e[:, 0] += 0.1
+    shares = None if seed % 2 else rng.dirichlet(np.ones(n), size=F).T * 0.7
+    econ = ProductionEconomy(u, e, rng.uniform(0.1, 8, F), shares)
+    result = econ.solve()
+    assert result.termination.value == "optimal" and result.objective <= 1e-6
+    x, y, p = (result.solution[k] for k in ("allocation", "production", "prices"))
+    check_by_scipy(econ, x, y, p, 1e-6)
+
+
 def test_a10e_certified_and_checked_by_scipy():
     econ = a10e()
     assert econ.shape == (40, 7, 12)
@@ -147,6 +181,11 @@ def test_bad_input_refused():
         ProductionEconomy(u, np.ones((2, 2)), [-1.0])
     with pytest.raises(ModelError, match="ProductionEconomy"):
         ProductionEconomy(u, np.ones((2, 2)), [1.0]).solve(method="tatonnement")
+    from solvopt.dsl.utilities import CES
+    with pytest.raises(ModelError, match="unbounded"):
+        ProductionEconomy(CES(np.ones((2, 2)), -1.0), np.ones((2, 2)), [1.0]).solve()
+    with pytest.raises(ModelError, match="no consumer values good 1"):
+        ProductionEconomy(Logarithmic([[1.0, 0.0]]), [[1.0, 1.0]], [1.0]).solve()
     from solvopt.dsl import ArrowDebreuMarket
     with pytest.raises(ModelError, match="economies with production"):
         ArrowDebreuMarket(u, np.ones((2, 2))).solve(method="production-root")

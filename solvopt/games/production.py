@@ -6,11 +6,16 @@ the ball {||y|| <= r_f}, non-negative since p is), consumer k demands its utilit
 demand at its budget p.e_k + sum_f theta_kf p.y_f (water filling for shifted logs). The price
 player's best responses are the vertices of the simplex with the largest excess demand z_j, so the
 prices are a best response exactly when every priced good has the same excess demand; all goods are
-priced (demand for a free good is unbounded), so the m - 1 equations z_j(p) = z_m(p) over the
-interior of the simplex (p = softmax(s, 0)) determine the equilibrium, found by Powell's hybrid
-root method. The returned point is certified by :func:`production_exploitability`: each player's
-exact best response value minus its payoff, in its own payoff units (utility for consumers, money
-for firms and the price player).
+priced (demand for a free good is unbounded: the method takes log, Cobb-Douglas and CES utilities
+with 0 < rho < 1), so the m - 1 equations z_j(p) = p.z(p), j < m, over the interior of the simplex
+(p = softmax(s, 0); each z_j in units of the good's total endowment) determine the equilibrium. They
+are solved by Powell's hybrid method from two starts (uniform prices, the consumers' marginal
+utilities at their endowments); where it stalls (a singular Jacobian: goods that nobody buys at
+these prices, or prices free over an interval), by Levenberg-Marquardt and then damped tatonnement
+steps, and again. An economy without an equilibrium (a Cobb-Douglas consumer alone with a good it
+does not own) ends at the iteration limit with its best certified point. The returned point is
+certified by :func:`production_exploitability`: each player's exact best response value minus its
+payoff, in its own payoff units (utility for consumers, money for firms and the price player).
 """
 from __future__ import annotations
 
@@ -61,8 +66,10 @@ def best_responses(model, p):
 
 
 def _prices(s):
+    """Prices on the simplex's interior from free coordinates s (softmax(s, 0); no price underflows to 0)."""
     t = np.append(s, 0.0)
-    w = np.exp(t - t.max())
+    t = np.maximum(t - t.max(), -600.0)
+    w = np.exp(t)
     return w / w.sum()
 
 
@@ -81,45 +88,98 @@ class ProductionRoot(Solver):
         from solvopt.dsl.production import ProductionEconomy
         if not isinstance(model, ProductionEconomy):
             raise ModelError(f"method {cls.name!r} solves economies with production; got {type(model).__name__}")
+        u = model.utility
+        if u.kind not in ("log", "cobb_douglas", "ces") or (u.kind == "ces" and not 0 < u.rho < 1):
+            raise ModelError(f"method {cls.name!r} needs utilities whose demand for a free good is unbounded "
+                             "(log, Cobb-Douglas, CES with 0 < rho < 1), so that every good is priced")
+        unvalued = np.flatnonzero(u.weights.max(axis=0) <= 0)
+        if unvalued.size:
+            raise ModelError(f"no consumer values good {int(unvalued[0])}: it would be free and in excess supply")
         return model
 
     def solve(self, model, options):
-        from scipy.optimize import root
+        from scipy.optimize import least_squares, root
         run = EquilibriumRun(options, options.extra["tolerance"])
         m = model.shape[2]
-        unit = float(model.endowments.sum(axis=0).mean()) + float(model.radii.sum()) / np.sqrt(m) + 1.0
+        # each good's excess demand in units of its total endowment plus a share of the firms' capacity
+        unit = model.endowments.sum(axis=0) + float(model.radii.sum()) / np.sqrt(m)
+        unit = np.maximum(unit, 1e-3 * float(unit.max()))
+
+        def excess(s):
+            with np.errstate(all="ignore"):
+                _, _, z = best_responses(model, _prices(s))
+            return np.nan_to_num(z / unit, nan=1e10, posinf=1e10, neginf=-1e10)
 
         def equations(s):
-            _, _, z = best_responses(model, _prices(s))
-            return (z[:-1] - z[-1]) / unit
+            p = _prices(s)
+            with np.errstate(all="ignore"):
+                _, _, z = best_responses(model, p)
+                f = ((z - p @ z) / unit)[:-1]
+            return np.nan_to_num(f, nan=1e10, posinf=1e10, neginf=-1e10)
 
         def certify(it, s) -> bool:
             p = _prices(s)
-            x, y, _ = best_responses(model, p)
+            with np.errstate(all="ignore"):
+                x, y, _ = best_responses(model, p)
+            if not np.all(np.isfinite(x)):
+                return False
             e = production_exploitability(model, x, y, p)
             if it == 0:       # the payoff scale: the largest payoff at the first point (at least 1)
                 payoffs = np.concatenate([np.abs(model.utility.value(x)), model.radii * np.linalg.norm(p)])
                 run.rescale(max(1.0, float(np.max(payoffs))))
             return run.record(it, (x, y, p), e)
 
+        def tatonnement(s, steps):
+            """Multiplicative price steps on the excess demand over its price-weighted mean: they cross the
+            flat regions (goods nobody buys at these prices) where a root method's Jacobian vanishes."""
+            eta = 0.5
+            r = excess(s)
+            for _ in range(steps):
+                p = _prices(s)
+                g = np.clip(r - p @ r, -1.0, 1.0)
+                trial = s + eta * (g[:-1] - g[-1])
+                r_new = excess(trial)
+                if np.linalg.norm(r_new - _prices(trial) @ r_new) <= np.linalg.norm(r - p @ r) or eta < 1e-3:
+                    s, r = trial, r_new
+                    eta = min(1.0, eta * 1.2)
+                else:
+                    eta *= 0.5
+            return s
+
         limit = options.iteration_limit
         with run.guard():
             s = np.zeros(m - 1)
-            if not certify(0, s):
-                it = 0
-                # Powell's hybrid method from the uniform prices; restarts from a damped tatonnement step
-                # when it stalls (a root exists: the price player's best-response map has a fixed point)
-                for attempt in range(1, 6):
+            it = 0
+            if not certify(0, s) and m > 1:
+                # a second start: the consumers' marginal utilities at their endowments (each normalised),
+                # summed: the no-trade prices of an economy without production
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    g = model.utility.gradient(model.endowments)
+                    g = np.nan_to_num(g / np.max(np.where(np.isfinite(g), g, 0.0), axis=1, keepdims=True),
+                                      nan=1.0, posinf=1.0).sum(axis=0)
+                if np.all(g > 0) and np.all(np.isfinite(g)):
+                    marginal = np.log(g[:-1] / g[-1])
+                    if np.linalg.norm(equations(marginal)) < np.linalg.norm(equations(s)):
+                        s = marginal
+                # Powell's hybrid method; when it stalls, tatonnement from its point, then again
+                for attempt in range(1, 9):
                     if run.should_stop(it) or (limit is not None and it >= limit):
                         break
                     sol = root(equations, s, method="hybr", options={"xtol": 1e-15, "maxfev": 200 * m})
                     it = attempt
-                    if certify(it, sol.x):
+                    if np.all(np.isfinite(sol.x)) and certify(it, sol.x):
                         break
-                    s = sol.x if np.all(np.isfinite(sol.x)) else s
-                    p = _prices(s)
-                    _, _, z = best_responses(model, p)
-                    s = np.log(p[:-1] / p[-1]) + 0.5 * np.clip((z[:-1] - z[-1]) / unit, -5, 5)
+                    if np.all(np.isfinite(sol.x)) and np.linalg.norm(equations(sol.x)) < np.linalg.norm(equations(s)):
+                        s = sol.x
+                    # Levenberg-Marquardt: damped steps where the Jacobian is singular (goods whose price
+                    # is free over an interval: nobody buys them and nobody owns them)
+                    lm = least_squares(equations, s, method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15,
+                                       max_nfev=400 * m)
+                    if np.all(np.isfinite(lm.x)) and certify(it, lm.x):
+                        break
+                    if np.all(np.isfinite(lm.x)) and np.linalg.norm(lm.fun) < np.linalg.norm(equations(s)):
+                        s = lm.x
+                    s = tatonnement(s, 50 * attempt * attempt)
         if run.best_point is None:
             return run.result({})
         x, y, p = run.best_point
