@@ -47,12 +47,25 @@ def test_the_choice_follows_the_measured_rule():
     assert ASSIGNMENT_PAIRS >= EXACT_PAIRS
 
 
-def test_beyond_the_crossover_auto_runs_approx_with_its_options():
+def test_beyond_the_crossover_points_run_sparse_exact():
     side = math.isqrt(EXACT_PAIRS) + 1
     rng = np.random.default_rng(2)
     x, y = rng.random((side, 2)), rng.random((side, 2))
     a, b = rng.uniform(0.5, 1.5, side), rng.uniform(0.5, 1.5, side)
     model = Transport(x, y, a=a, b=b * a.sum() / b.sum(), p=2)
+    result = model.solve()
+    assert result.stats["auto_method"] == "sparse-exact" and "pricing" in result.stats["auto_reason"]
+    assert result.termination.value == "optimal"
+    assert result.objective == pytest.approx(model.solve("exact", engine="highs").objective, rel=1e-6)
+
+
+def test_beyond_the_crossover_a_cost_matrix_runs_approx_with_its_options():
+    side = math.isqrt(EXACT_PAIRS) + 1
+    rng = np.random.default_rng(2)
+    x, y = rng.random((side, 2)), rng.random((side, 2))
+    a, b = rng.uniform(0.5, 1.5, side), rng.uniform(0.5, 1.5, side)
+    cost = ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)
+    model = Transport(cost=cost, a=a, b=b * a.sum() / b.sum(), p=2)
     options = dict(centres=5, certificate="factor", engine="simplex", improve=False, seed=3)
     result = model.solve(**options)
     assert result.stats["auto_method"] == "approx" and "approx" in result.stats["auto_reason"]

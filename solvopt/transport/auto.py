@@ -6,7 +6,11 @@
   spatial trees (faster than ``approx`` at every size measured);
 - otherwise ``exact`` on the full matrix while n x m is at most :data:`ASSIGNMENT_PAIRS` (n = m
   with uniform masses: an assignment) or :data:`EXACT_PAIRS` (a min-cost flow; p = inf: the
-  dense bottleneck search), ``approx`` (the factor-3 approximation) beyond.
+  dense bottleneck search);
+- beyond, for points with a named metric and finite p <= 8: ``sparse-exact`` (exact, certified
+  over all pairs without the n x m matrix) up to :data:`SPARSE_EXACT_PAIRS`, where it was both
+  faster than ``approx`` with its default certificate and exact;
+- ``approx`` (the constant-factor approximation) beyond, and for cost matrices and callables.
 
 The limits are the crossover measured by ``benchmarks/transport_auto.py`` (the table is in
 ``benchmarks/results/transport_auto.md``). ``auto`` takes the union of its methods' options and
@@ -27,6 +31,7 @@ from .approx import Approx
 from .bottleneck import BottleneckTransport, tree_path
 from .exact import ExactTransport, uniform_square
 from .one_d import OneDTransport, on_the_line
+from .sparse_exact import SparseExact, supported
 
 # Largest n x m for which ``auto`` runs ``exact``: the crossover measured by benchmarks/transport_auto.py
 # (2-D uniform points, n = m, p = 1, 2 and inf, medians of 3 on a shared 2-core machine; the table
@@ -39,15 +44,22 @@ from .one_d import OneDTransport, on_the_line
 #                                         n = 1000: 3.1 / 3.2 s; 2000: 1.0 / 0.47 s.
 ASSIGNMENT_PAIRS = 2500 * 2500
 EXACT_PAIRS = 1200 * 1200
+# Largest n x m for which ``auto`` runs ``sparse-exact`` (beyond the limits above). Measured against
+# approx with its default (dual) certificate, 2-D uniform points, n = m, one run each on a loaded
+# 2-core machine: n = 3000: sparse-exact 1.6 / 0.7 s (p = 1 / 2), approx 3.7 / 2.1 s; 6000: 3.3 /
+# 1.8 s against 4.0 / 3.9 s; 10^4: 4.1 / 4.4 s, both optimal, against 8.5 / 7.8 s, feasible within
+# gap; 10^5 (benchmarks/results/transport_exact_scale.md): 561 / 284 s, optimal, against 390 / 302 s
+# for approx with gaps 20% / 0.11%.
+SPARSE_EXACT_PAIRS = 100_000 * 100_000
 
-METHODS = {s.name: s for s in (OneDTransport, BottleneckTransport, ExactTransport, Approx)}
+METHODS = {s.name: s for s in (OneDTransport, BottleneckTransport, ExactTransport, SparseExact, Approx)}
 
 
 def _union_options() -> tuple[Option, ...]:
     """Every option of the methods ``auto`` runs, once: choices merged, the help naming who takes it."""
     merged: dict[str, Option] = {}
     helps: dict[str, dict[str, list[str]]] = {}
-    for solver in (Approx, ExactTransport, BottleneckTransport):
+    for solver in (Approx, ExactTransport, SparseExact, BottleneckTransport):
         for opt in solver.options:
             helps.setdefault(opt.name, {}).setdefault(opt.help, []).append(solver.name)
             old = merged.setdefault(opt.name, opt)
@@ -74,7 +86,10 @@ def auto_decision(model) -> tuple[str, str]:
             else "a min-cost flow")
     if pairs <= limit:
         return "exact", f"{pairs:,} pairs <= {limit:,}: exact on the full matrix ({what}) is the cheaper"
-    return "approx", f"{pairs:,} pairs > {limit:,}: the factor-3 approximation is the cheaper"
+    if supported(model) is None and pairs <= SPARSE_EXACT_PAIRS:
+        return "sparse-exact", (f"{pairs:,} pairs > {limit:,}, points with a named metric: exact by pricing on "
+                                "candidate pairs is the cheaper")
+    return "approx", f"{pairs:,} pairs > {limit:,}: the constant-factor approximation is the cheaper"
 
 
 def auto_choice(model) -> str:
@@ -88,7 +103,9 @@ class AutoTransport(Solver):
     name = "auto"
     description = (f"the default: picks by measured cost: '1d' on the line; 'bottleneck' for p = inf on points with "
                    f"n = m uniform masses; 'exact' up to {EXACT_PAIRS:,} pairs ({ASSIGNMENT_PAIRS:,} for n = m with "
-                   "uniform masses); 'approx' beyond (stats['auto_method'] and stats['auto_reason'] say which and why)")
+                   "uniform masses); 'sparse-exact' beyond for points with a named metric and finite p <= 8, up to "
+                   f"{SPARSE_EXACT_PAIRS:,} pairs; 'approx' beyond (stats['auto_method'] and stats['auto_reason'] say "
+                   "which and why)")
     default = True
     options = _union_options()
     honours = frozenset().union(*(s.honours for s in METHODS.values()))

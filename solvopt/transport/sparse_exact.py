@@ -255,8 +255,8 @@ class SparseExact(Solver):
                    "on candidate pairs (nearest neighbours, grown by pricing), optimality certified over all "
                    "pairs by c-transforms on spatial indexes")
     options = (
-        Option("engine", str, "simplex", "min-cost flow engine on the candidate pairs (one with potentials)",
-               ("simplex", "highs")),
+        Option("engine", str, "auto", "min-cost flow engine on the candidate pairs, one with potentials "
+               "(auto: simplex)", ("auto", "simplex", "highs")),
         Option("neighbours", int, NEIGHBOURS, "nearest neighbours per point in the starting candidate set"),
         Option("multiscale", bool, True, "start from the refined optimum of a coarsened problem (else the "
                "north-west corner plan)"),
@@ -274,16 +274,17 @@ class SparseExact(Solver):
         stop = lambda: stop_reason(deadline) is not None          # noqa: E731
         progress = Progress(options.progress, log=options.log)
         progress(f"sparse-exact: {model.n} x {model.m}, p = {model.p:g}: {k} neighbours each way", force=True)
-        stats: dict = {"engine": options.extra["engine"]}
+        engine = "simplex" if options.extra["engine"] == "auto" else options.extra["engine"]
+        stats: dict = {"engine": engine}
         if stop():
             return stopped_result(model, stop_reason(deadline), stats)
         try:
-            keys = start_keys(model, k, multiscale=options.extra["multiscale"], engine=options.extra["engine"],
+            keys = start_keys(model, k, multiscale=options.extra["multiscale"], engine=engine,
                               stop=stop, stats=stats)
         except Stopped:
             return stopped_result(model, stop_reason(deadline), stats)
         stats["start_time"] = time.perf_counter() - start
-        plan, bound, more, stopped = price(model, keys, engine=options.extra["engine"], stop=stop, progress=progress)
+        plan, bound, more, stopped = price(model, keys, engine=engine, stop=stop, progress=progress)
         stats.update(more)
         if plan is None:
             return stopped_result(model, stop_reason(deadline), stats, bound=bound)
