@@ -122,8 +122,7 @@ class ScenarioStats:
         if first < vals.shape[1]:
             idx = np.arange(start + first, start + vals.shape[1], out.stride, dtype=np.int64)
             picked = vals[:, first::out.stride]
-            out._sample_index.append(idx)
-            out._sample_values.append(np.where(ok[:, first::out.stride], picked, np.inf))
+            out.add_sample(idx, np.where(ok[:, first::out.stride], picked, np.inf))
         return out
 
     @classmethod

@@ -131,7 +131,9 @@ def discover(extra_modules: tuple[str, ...] = ()) -> dict[str, FamilyState]:
     global _discovered
     if _discovered and not extra_modules:
         return _FAMILIES
-    modules = list(extra_modules) if _discovered else list(FAMILY_MODULES) + _entry_point_modules() + list(extra_modules)
+    modules = list(extra_modules)
+    if not _discovered:
+        modules = list(FAMILY_MODULES) + _entry_point_modules() + modules
     _discovered = True
     for module in modules:
         try:

@@ -121,7 +121,8 @@ class Solver:
         options = cls.parse(kwargs)
         status = cls.available()
         if status is not Availability.AVAILABLE:
-            raise BackendUnavailable(f"method {cls.family}/{cls.name} is unavailable ({status.value}): {cls.install_hint}")
+            raise BackendUnavailable(
+                f"method {cls.family}/{cls.name} is unavailable ({status.value}): {cls.install_hint}")
         start = time.perf_counter()
         with catching_sigint(), compile_timer() as jit:
             try:

@@ -72,7 +72,8 @@ def settle(objective: float | None, bound: float | None, *, has_solution: bool, 
     INTERRUPTED), or INFEASIBLE / UNBOUNDED / NUMERICAL_ERROR / ERROR as found.
     """
     if stopped in (Termination.INFEASIBLE, Termination.NUMERICAL_ERROR, Termination.ERROR):
-        status = SolutionStatus.FEASIBLE if has_solution and stopped is not Termination.INFEASIBLE else SolutionStatus.NONE
+        feasible = has_solution and stopped is not Termination.INFEASIBLE
+        status = SolutionStatus.FEASIBLE if feasible else SolutionStatus.NONE
         return stopped, status, None
     if stopped is Termination.UNBOUNDED:
         return Termination.UNBOUNDED, SolutionStatus.NONE, None
