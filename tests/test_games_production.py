@@ -3,12 +3,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.optimize import linprog, minimize
+from scipy.optimize import brentq, linprog, minimize
 
 from solvopt.core.errors import ModelError
 from solvopt.dsl import ProductionEconomy
 from solvopt.dsl.utilities import Logarithmic, utility_from_params
-from solvopt.games.production import production_exploitability
+from solvopt.games.production import money_per_utility, production_exploitability
 from solvopt.games.production_library import a10e
 
 
@@ -189,3 +189,61 @@ def test_bad_input_refused():
     from solvopt.dsl import ArrowDebreuMarket
     with pytest.raises(ModelError, match="economies with production"):
         ArrowDebreuMarket(u, np.ones((2, 2))).solve(method="production-root")
+
+
+def _utility(kind, rng, m):
+    from solvopt.dsl.utilities import CES, CobbDouglas
+    if kind == "log":
+        return Logarithmic(rng.uniform(0.1, 5, (1, m)), rng.uniform(0.05, 20, (1, m)))
+    if kind == "cobb_douglas":
+        return CobbDouglas(rng.dirichlet(np.ones(m))[None] * rng.uniform(0.3, 1.0))
+    return CES(rng.uniform(0.1, 5, (1, m)), float(rng.uniform(0.1, 0.9)))
+
+
+@pytest.mark.parametrize("kind", ["log", "cobb_douglas", "ces"])
+@settings(max_examples=30, deadline=None)
+@given(m=st.integers(1, 5), seed=st.integers(0, 10 ** 6))
+def test_consumer_gain_in_money_bounds_the_compensating_variation(kind, m, seed):
+    """A consumer's gain is (V(B) - u(x)) / lambda with lambda = V'(B) (checked by central differences);
+    it is at least the money it would pay to reach its best response: B - B' with V(B') = u(x),
+    found by bisection on the budget."""
+    rng = np.random.default_rng(seed)
+    u = _utility(kind, rng, m)
+    p = rng.dirichlet(np.ones(m)) + 1e-3
+    p /= p.sum()
+    e = rng.uniform(0.1, 5, (1, m))
+    B = float(e[0] @ p)
+    econ = ProductionEconomy(u, e, np.zeros(0))
+    x = rng.dirichlet(np.ones(m)) * rng.uniform(0, 1) * B / p      # p.x <= B
+
+    def V(b):
+        return float(u.value(u.demand(p, np.array([b])))[0])
+
+    lam = float(money_per_utility(u, p, u.demand(p, np.array([B])))[0])
+    h = 1e-5 * B
+    assert lam == pytest.approx((V(B + h) - V(B - h)) / (2 * h), rel=1e-4)
+    target = float(u.value(x[None])[0])
+    B_equiv = brentq(lambda b: V(b) - target, 0.0, B, xtol=1e-14 * B, rtol=1e-14) if V(0.0) < target else 0.0
+    gain = production_exploitability(econ, x[None], np.zeros((0, m)), p).per_player[0]
+    assert gain >= (B - B_equiv) * (1 - 1e-9) - 1e-12 * B
+
+
+@pytest.mark.parametrize("factor", [1e-12, 1e-3, 1e3, 1e12])
+@pytest.mark.parametrize("which", ["values", "goods"])
+def test_status_and_point_do_not_depend_on_units(which, factor):
+    """Utilities' values times ``factor`` (nothing moves) or the goods' units (quantities times
+    ``factor``, prices unchanged): the first certificate's exploitability is invariant / linear, and the
+    converged run is optimal at the same prices (before gains were in money, a utility scale of 1e12
+    made the first, far-from-equilibrium point look optimal)."""
+    from solvopt.games.scaling import production_goods, production_values
+    build = production_values if which == "values" else production_goods
+    law = 1.0 if which == "values" else factor
+    start, scaled_start = (build(f).solve(iteration_limit=0) for f in (1.0, factor))
+    assert scaled_start.termination == start.termination and start.termination.value == "iteration_limit"
+    assert scaled_start.objective == pytest.approx(start.objective * law, rel=1e-9)
+    base, scaled = (build(f).solve() for f in (1.0, factor))
+    assert base.termination.value == scaled.termination.value == "optimal"
+    assert np.allclose(scaled.solution["prices"], base.solution["prices"], atol=1e-9)
+    assert np.allclose(scaled.solution["allocation"], base.solution["allocation"] * law, rtol=1e-7,
+                       atol=1e-9 * law)
+    assert scaled.objective <= 1e-9 * law

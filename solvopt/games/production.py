@@ -15,7 +15,9 @@ these prices, or prices free over an interval), by Levenberg-Marquardt and then 
 steps, and again. An economy without an equilibrium (a Cobb-Douglas consumer alone with a good it
 does not own) ends at the iteration limit with its best certified point. The returned point is
 certified by :func:`production_exploitability`: each player's exact best response value minus its
-payoff, in its own payoff units (utility for consumers, money for firms and the price player).
+payoff, in money (a consumer's utility gain divided by its marginal utility of money), and the
+status is settled on it over the economy's money scale (the endowments' value plus the firms'
+maximal profit at the start), so neither the utilities' units nor the goods' units change it.
 """
 from __future__ import annotations
 
@@ -30,10 +32,30 @@ from .static import positive_number
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
 
+def money_per_utility(utility, p, demand):
+    """Each consumer's marginal utility of money lambda at its demand (n, m) at prices p > 0: the
+    budget's KKT multiplier max_j du/dx_j / p_j over the goods it values, which is V'(B), the
+    derivative of its indirect utility in the budget (envelope theorem; exact for the closed-form
+    demands: log water filling, Cobb-Douglas, CES). Leontief's V(B) = B / (c.p) is linear: 1 / (c.p)."""
+    if utility.kind == "leontief":     # a kink: the gradient there is one supergradient of several
+        return 1.0 / np.sum(utility.weights * p, axis=-1)
+    with np.errstate(all="ignore"):
+        ratio = np.where(utility.weights > 0, utility.gradient(demand) / p, 0.0)
+    return np.max(ratio, axis=-1)
+
+
 def production_exploitability(model, x, y, p) -> Exploitability:
     """Exact exploitability of (x (n, m), y (F, m), p (m,)) in ``model``: per player (consumers, firms,
-    the price player) its best response's payoff minus its own, from closed forms; points outside a
-    player's feasible set count in ``violation`` (absolute)."""
+    the price player) its best response's payoff minus its own, in money, from closed forms; points
+    outside a player's feasible set count in ``violation`` (relative to the economy's money scale and
+    its total endowment plus capacity).
+
+    Firms' gains r||p|| - p.y and the price player's max z - p.z are money (prices on the simplex).
+    A consumer's utility gain V(B) - u(x) is divided by lambda = V'(B), its marginal utility of money
+    at its best response: V is concave in the budget, so V(B - m) <= V(B) - lambda m, and the money m
+    the consumer would pay to move from x to its best response (V(B - m) = u(x), the compensating
+    variation) is at most (V(B) - u(x)) / lambda: a certified upper bound, in money whatever the
+    utilities' units."""
     x, y, p = (np.asarray(a, dtype=float) for a in (x, y, p))
     n, F, m = model.shape
     if x.shape != (n, m) or y.shape != (F, m) or p.shape != (m,):
@@ -42,11 +64,21 @@ def production_exploitability(model, x, y, p) -> Exploitability:
         raise ModelError("allocations, outputs and prices must be finite")
     budgets = model.budgets(p, y)
     norm = float(np.linalg.norm(p))
-    violation = max(float(np.max(x @ p - budgets, initial=0.0)), float(np.max(-x, initial=0.0)),
-                    float(np.max(-y, initial=0.0)), float(np.max(-p, initial=0.0)), abs(float(p.sum()) - 1.0),
-                    float(np.max(np.linalg.norm(y, axis=1) - model.radii, initial=0.0)))
+    # relative: money over the money scale, goods over the total endowment plus capacity
+    money = money_scale(model, np.abs(p))
+    goods = float(model.endowments.sum() + model.radii.sum())
+    violation = max(float(np.max(x @ p - budgets, initial=0.0)) / money,
+                    float(max(np.max(-x, initial=0.0), np.max(-y, initial=0.0),
+                              np.max(np.linalg.norm(y, axis=1) - model.radii, initial=0.0))) / goods,
+                    float(np.max(-p, initial=0.0)), abs(float(p.sum()) - 1.0))
     if np.all(p > 0) and np.all(budgets >= 0):
-        consumers = model.utility.indirect(p, budgets) - model.utility.value(x)
+        u = model.utility
+        best = u.demand(p, budgets)
+        gain = u.value(best) - u.value(x)
+        lam = money_per_utility(u, p, best)
+        with np.errstate(all="ignore"):    # gain <= 0 needs no division (a zero budget: lambda = inf)
+            consumers = np.where(gain > 0, gain / lam, gain)
+        consumers = np.where(np.isnan(consumers), np.inf, consumers)
     else:
         consumers = np.full(n, np.inf)
     firms = model.radii * norm - y @ p
@@ -55,6 +87,12 @@ def production_exploitability(model, x, y, p) -> Exploitability:
     per = np.maximum(np.concatenate([consumers, firms, [price]]), 0.0)
     total = float(per.sum())
     return Exploitability(total, total, per, [], violation)
+
+
+def money_scale(model, p) -> float:
+    """The economy's money scale at prices p: the endowments' total value plus the firms' maximal
+    total profit (linear in the goods' units, invariant in the utilities')."""
+    return float(model.endowments.sum(axis=0) @ p) + float(model.radii.sum()) * float(np.linalg.norm(p))
 
 
 def best_responses(model, p):
@@ -81,7 +119,7 @@ class ProductionRoot(Solver):
     family = "games"
     honours = COMMON_HONOURS
     options = (Option("tolerance", positive_number, 1e-9,
-                      "stop when the certified exploitability / payoff scale is at most this"),)
+                      "stop when the certified exploitability / money scale is at most this"),)
 
     @classmethod
     def compile(cls, model):
@@ -124,9 +162,8 @@ class ProductionRoot(Solver):
             if not np.all(np.isfinite(x)):
                 return False
             e = production_exploitability(model, x, y, p)
-            if it == 0:       # the payoff scale: the largest payoff at the first point (at least 1)
-                payoffs = np.concatenate([np.abs(model.utility.value(x)), model.radii * np.linalg.norm(p)])
-                run.rescale(max(1.0, float(np.max(payoffs))))
+            if it == 0:       # the money scale at the first prices (every gain is in money)
+                run.rescale(money_scale(model, p))
             return run.record(it, (x, y, p), e)
 
         def tatonnement(s, steps):

@@ -2,7 +2,8 @@
 
 Scale: every payoff multiplied by ``factor`` (pseudo-games: the utilities' coefficients; Fisher
 markets: the budgets, and separately the utilities' values; Arrow-Debreu: the values; Markov and
-linear-quadratic Markov games: every reward). The equilibria do not move, the exploitability is
+linear-quadratic Markov games: every reward; economies with production: the utilities' values,
+and separately the goods' units). The equilibria do not move, the exploitability is
 linear in the payoffs (for markets: in the budgets, invariant in the values, since a buyer's
 regret is measured in money) and the status must not change. Markov exchange economies: every
 consumer's utility values (the exploitability is in money: invariant), and separately the money
@@ -152,6 +153,31 @@ def economy_money(factor: float):
     return _economy(money_factor=factor)
 
 
+def _production(values_factor: float = 1.0, goods_factor: float = 1.0):
+    """A random 3 consumers x 2 firms x 3 goods economy with shifted-log utilities (seed 0)."""
+    from solvopt.dsl import ProductionEconomy
+    from solvopt.dsl.utilities import Logarithmic
+    rng = np.random.default_rng(0)
+    values = rng.uniform(0.5, 3.0, size=(3, 3))
+    shifts = rng.uniform(0.5, 5.0, size=(3, 3))
+    endowments = rng.uniform(0.0, 4.0, size=(3, 3)) + 0.1
+    shares = rng.dirichlet(np.ones(3), size=2).T * 0.8
+    return ProductionEconomy(Logarithmic(values * values_factor, shifts * goods_factor), endowments * goods_factor,
+                             np.array([1.0, 2.5]) * goods_factor, profit_shares=shares)
+
+
+def production_values(factor: float):
+    """The economy with production, every consumer's utility values times ``factor`` (gains are in
+    money: the exploitability is invariant)."""
+    return _production(values_factor=factor)
+
+
+def production_goods(factor: float):
+    """The economy with production, the goods' units ``factor`` times smaller: endowments, firm radii
+    and the logs' shifts times ``factor`` (the same economy: the exploitability, in money, is linear)."""
+    return _production(goods_factor=factor)
+
+
 def scale_cases() -> list[ScaleCase]:
     """Each case stops at a small iteration limit, certified at every iteration: the exploitability
     there is far above rounding, so its law is testable (a converged run's is rounding, whose
@@ -186,6 +212,13 @@ def scale_cases() -> list[ScaleCase]:
                   rtol=1e-5),
         ScaleCase("economy-values", economy_values, invariant, ECONOMY_METHODS, {"iteration_limit": 3}, rtol=1e-6),
         ScaleCase("economy-money", economy_money, linear, ECONOMY_METHODS, {"iteration_limit": 3}, rtol=1e-6),
+        # production-root's first certificate (uniform prices) is far from the equilibrium; one more
+        # iteration lands on it (rounding): the law is tested at the start; tests/test_games_production.py
+        # checks the converged statuses and points
+        ScaleCase("production-values", production_values, invariant, ("production-root", "auto"),
+                  {"iteration_limit": 0}, rtol=1e-9),
+        ScaleCase("production-goods", production_goods, linear, ("production-root", "auto"),
+                  {"iteration_limit": 0}, rtol=1e-9),
     ]
 
 
