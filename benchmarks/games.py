@@ -247,7 +247,9 @@ A10E_NOTE = (
     "same excess supply, the total profit. `ProductionEconomy` states it (`solvopt.games.production_library`); "
     "`production-root` takes the firms' and consumers' exact best responses (y_f = r_f p / |p|, water-filling "
     "demands) and solves the price player's condition z_j(p) = z_m(p) by Powell's hybrid method. Its exploitability "
-    "is relative to the largest payoff (a consumer's utility). No published equilibrium point of A.10e was "
+    "is in money (consumers' utility gains divided by their marginal utility of money, an upper bound on the "
+    "compensating variation) and relative to the economy's money scale (the endowments' value plus the firms' "
+    "largest profit). No published equilibrium point of A.10e was "
     "at hand to compare with; scipy's independent best responses confirm it (tests/test_games_production.py).")
 
 
