@@ -37,6 +37,7 @@ def _small_model(p):
 def test_solve_json_matches_the_python_api(capsys, p, method):
     if method == "pot":
         pytest.importorskip("ot")
+        capsys.readouterr()             # what importing POT printed (pykeops, when installed, warns on stdout)
     code, out, err = _run(capsys, "solve", SMALL, "--p", p, "--method", method, "--json")
     assert code == 0, err
     record = _json(out)
