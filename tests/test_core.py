@@ -61,7 +61,8 @@ def test_options_reject_unknown_and_bad_values():
         SolveOptions(device="tpu")
     with pytest.raises(ModelError, match="threads"):
         SolveOptions(threads=0)
-    opts = parse_options({"time_limit": 2.5, "scenarios": 10}, (Option("scenarios", int, 100), Option("policy", str, "penalty")))
+    opts = parse_options({"time_limit": 2.5, "scenarios": 10},
+                         (Option("scenarios", int, 100), Option("policy", str, "penalty")))
     assert opts.time_limit == 2.5 and opts.extra == {"scenarios": 10, "policy": "penalty"}
 
 

@@ -581,8 +581,8 @@ def test_float32_path_sums_reaching_the_sentinel_are_refused():
 
 # --- bad input of every kind: a ModelError, never a raw ValueError / TypeError ----------------------------
 BAD_VALUES = [5.0, 2.5, "a", None, [1j], 1j, np.array([object()]), [[1.0], [2.0, [3]]], -1, 1e20, float("nan"), True,
-              [], {}, object(), np.full((2, 2), "a"), np.ones((2, 2)) * (1 + 1j), np.array([[1, 2], [3, 4]], dtype=object),
-              10**30, [2, 2.5]]
+              [], {}, object(), np.full((2, 2), "a"), np.ones((2, 2)) * (1 + 1j),
+              np.array([[1, 2], [3, 4]], dtype=object), 10**30, [2, 2.5]]
 BUILDERS = {
     "states": lambda b: LayeredDP(b, [np.ones((2, 2))]),
     "transitions": lambda b: LayeredDP([2, 2], b),

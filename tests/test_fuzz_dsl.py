@@ -94,7 +94,8 @@ def test_transport_matrix(matrix, p, which):
 
 
 @FUZZ
-@given(distances=arrays(), demands=arrays(max_rank=1), capacity=st.sampled_from([10, 0, -1, 1e308, np.nan, np.inf, 2.5]),
+@given(distances=arrays(), demands=arrays(max_rank=1),
+       capacity=st.sampled_from([10, 0, -1, 1e308, np.nan, np.inf, 2.5]),
        tour=st.one_of(st.none(), st.lists(st.integers(-2, 6), max_size=6)))
 def test_split(distances, demands, capacity, tour):
     _build_or_refuse(Split, distances, demands, capacity, tour)
@@ -140,7 +141,8 @@ def test_arrow_debreu_market(kind, weights, endowments):
 
 @FUZZ
 @given(shape=st.one_of(st.integers(-2, 3), st.tuples(st.integers(-1, 3), st.integers(0, 2))),
-       lb=st.one_of(st.sampled_from(SPECIAL), arrays(max_rank=1)), ub=st.one_of(st.sampled_from(SPECIAL), arrays(max_rank=1)),
+       lb=st.one_of(st.sampled_from(SPECIAL), arrays(max_rank=1)),
+       ub=st.one_of(st.sampled_from(SPECIAL), arrays(max_rank=1)),
        coef=arrays(max_rank=1))
 def test_model_variables_and_constraints(shape, lb, ub, coef):
     def build():

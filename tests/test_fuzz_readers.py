@@ -380,7 +380,8 @@ def test_load_npy_checks_the_header_before_allocating(tmp_path):
     np.save(ok, np.arange(6.0).reshape(2, 3))
     assert load_npy(str(ok)).tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
     header = io.BytesIO()
-    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (71 * 2 ** 17, 2 ** 30)})
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
+                                                  "shape": (71 * 2 ** 17, 2 ** 30)})
     huge = tmp_path / "huge.npy"
     huge.write_bytes(header.getvalue() + bytes(16))
     with pytest.raises(InstanceFormatError, match=r"header claims shape .* \(71 PiB\) but the file holds 16 bytes"):

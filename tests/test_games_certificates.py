@@ -152,7 +152,8 @@ def test_separable_ve_gap_matches_slsqp(seed, n):
     best = -np.inf
     for y0 in (a, 0.5 * a):
         res = minimize(lambda b: -psi(b), y0, bounds=list(zip(np.zeros(n), ub)), method="SLSQP",
-                       constraints=[LinearConstraint(w[None, :], -np.inf, cap)], options={"ftol": 1e-14, "maxiter": 500})
+                       constraints=[LinearConstraint(w[None, :], -np.inf, cap)],
+                       options={"ftol": 1e-14, "maxiter": 500})
         if w @ res.x <= cap + 1e-9 and np.all(res.x >= -1e-9) and np.all(res.x <= ub + 1e-9):
             best = max(best, psi(res.x))
     e = ex.ve_gap(data, a)

@@ -78,7 +78,8 @@ def _write(tmp_path, text, name="bad.json"):
     return str(path)
 
 
-HARKER_TEXT = open(os.path.join(GAMES, "harker.json")).read() if os.path.exists(os.path.join(GAMES, "harker.json")) else ""
+HARKER_TEXT = (open(os.path.join(GAMES, "harker.json")).read()
+               if os.path.exists(os.path.join(GAMES, "harker.json")) else "")
 
 
 @pytest.mark.parametrize("edit, field", [

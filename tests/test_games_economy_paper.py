@@ -220,7 +220,8 @@ def test_option_inputs_are_checked():
     with pytest.raises(ModelError, match=r"degree must be a number in \(0, 1\]"):
         paper_like(degree=1.5)
     with pytest.raises(ModelError, match="asset_returns"):
-        MarkovExchangeEconomy(("linear", np.ones((3, 2))), np.ones((2, 3, 2)), np.eye(2), asset_returns=np.ones((2, 1, 5)))
+        MarkovExchangeEconomy(("linear", np.ones((3, 2))), np.ones((2, 3, 2)), np.eye(2),
+                              asset_returns=np.ones((2, 1, 5)))
     econ = paper_like(endowment_floor=0.01, endowment_cap=0.1, horizon=30)
     assert econ.endowment_floor.tolist() == [0.01, 0.01] and econ.horizon == 30
 

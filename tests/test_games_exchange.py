@@ -142,7 +142,8 @@ def test_larger_random_markets_satisfy_every_condition():
 
 
 def _matrix(n, m, low):
-    return st.lists(st.lists(st.sampled_from([0.0, low, 0.5, 1.0, 2.0]), min_size=m, max_size=m), min_size=n, max_size=n)
+    return st.lists(st.lists(st.sampled_from([0.0, low, 0.5, 1.0, 2.0]), min_size=m, max_size=m),
+                    min_size=n, max_size=n)
 
 
 @st.composite

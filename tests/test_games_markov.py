@@ -273,7 +273,8 @@ def test_markov_game_instance_and_bad_files(tmp_path):
     path.write_text(json.dumps(game))
     model = get_family("games").build_model(read_instance(str(path)))
     assert model.upper[1, 0] == np.inf and model.upper[0, 0] == 1.0
-    assert np.allclose(model.solve(tolerance=1e-12).solution["policy"], [[1.0], [2.0]], atol=1e-6)   # relative to the value scale 4
+    # atol relative to the value scale 4
+    assert np.allclose(model.solve(tolerance=1e-12).solution["policy"], [[1.0], [2.0]], atol=1e-6)
     for change, field in ((dict(discount=1.5), "discount"), (dict(transitions=[[0.5, 0.6], [0.5, 0.5]]), None),
                           (dict(quadratic=[[[[1.0]], [[1.0]]]]), None), (dict(extra=1), "top level")):
         path.write_text(json.dumps({**game, **change}))

@@ -61,7 +61,8 @@ def test_linear_fisher_market_at_any_scale(values, budgets):
     np.testing.assert_allclose(r.solution["prices"], base.solution["prices"] * budgets, rtol=1e-7)
     np.testing.assert_allclose(r.solution["allocation"], base.solution["allocation"], atol=1e-7)
     # the certificate of the user's market agrees (independent evaluation at the user's numbers)
-    e = market_exploitability(Linear(v * values), B * budgets, np.ones(5), r.solution["allocation"], r.solution["prices"])
+    e = market_exploitability(Linear(v * values), B * budgets, np.ones(5),
+                              r.solution["allocation"], r.solution["prices"])
     assert e.value <= 1e-9 * B.sum() * budgets
 
 

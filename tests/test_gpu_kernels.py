@@ -240,7 +240,7 @@ def test_a_distance_matrix_larger_than_the_grid():
     np.testing.assert_array_equal(got, ref)
 
 
-# --- a Dask run with a CUDA worker -------------------------------------------------------------------------------------
+# --- a Dask run with a CUDA worker ------------------------------------------------------------------------------------
 @pytest.mark.gpu
 def test_a_dask_worker_that_sees_the_device_runs_the_cuda_kernel():
     pytest.importorskip("distributed")

@@ -539,7 +539,8 @@ def test_truncated_and_empty_models(samples, tmp_path):
 
 def test_mps_garbage_gives_highs_reason(tmp_path):
     _fails_at(_write(tmp_path, "junk.mps", b"NAME\n\x00\x01garbage\xff\n"), 2, "binary data")
-    err = _fails_at(_write(tmp_path, "rows.mps", "NAME x\nROWS\n Q obj\nCOLUMNS\nENDATA\n"), None, "HiGHS could not read")
+    err = _fails_at(_write(tmp_path, "rows.mps", "NAME x\nROWS\n Q obj\nCOLUMNS\nENDATA\n"), None,
+                    "HiGHS could not read")
     assert 'entry "q obj" in rows section' in str(err).lower()
     _fails_at(_write(tmp_path, "junk.mps.gz", b"not gzip"), None, "cannot read")
 

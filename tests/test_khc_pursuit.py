@@ -81,7 +81,8 @@ def test_similarity_moves_scale_the_cost_and_keep_the_planes():
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), k=st.integers(2, 4), n=st.integers(5, 8), sigma=st.sampled_from([0.0, 0.01, 0.3]))
+@given(seed=st.integers(0, 2**31 - 1), k=st.integers(2, 4), n=st.integers(5, 8),
+       sigma=st.sampled_from([0.0, 0.01, 0.3]))
 def test_the_pursuit_start_never_raises_the_cost(seed, k, n, sigma):
     pts, _ = planted(12 * n * k, n, k, sigma, seed % 1000)
     _, with_start = kplane(pts, k, restarts=1, seed=seed, pursuit=True)

@@ -96,7 +96,8 @@ def test_every_khc_method_declares_typed_options_and_honours():
             assert o.type is not None and o.help, (s.name, o.name)
     honours = {s.name: s.honours for s in solvers("khc")}
     assert honours["heuristic"] == frozenset() and honours["brute-force"] == frozenset()
-    assert {"rel_gap", "abs_gap", "node_limit"} <= honours["bnb"] and {"rel_gap", "abs_gap", "node_limit"} <= honours["sbb"]
+    assert {"rel_gap", "abs_gap", "node_limit"} <= honours["bnb"]
+    assert {"rel_gap", "abs_gap", "node_limit"} <= honours["sbb"]
     assert {"rel_gap", "abs_gap"} <= honours["scip"] and {"rel_gap", "abs_gap", "threads"} <= honours["gurobi"]
     assert get_solver("khc", "scip").backend_packages == ("pyscipopt",)
     assert get_solver("khc", "gurobi").backend_packages == ("gurobipy",)

@@ -49,4 +49,5 @@ def test_status_and_objective_follow_the_scale(case, method, k):
     assert scaled.termination == base.termination, (k, base.summary(), scaled.summary())
     if base.objective is not None and math.isfinite(base.objective):
         expected = case.objective_law(base.objective, factor)
-        assert scaled.objective == pytest.approx(expected, rel=case.rtol, abs=0.0), (k, base.summary(), scaled.summary())
+        assert scaled.objective == pytest.approx(expected, rel=case.rtol, abs=0.0), (
+            k, base.summary(), scaled.summary())

@@ -94,7 +94,8 @@ def test_options_of_the_other_method_are_reported_not_silently_dropped():
 
 def test_an_engine_no_method_has_is_a_clear_error(capsys, tmp_path):
     x, y = _points(4, 10, 8)
-    with pytest.raises(ModelError, match="option 'engine' of transport/auto must be one of .*'simplex'.*'hopcroft-karp'"):
+    with pytest.raises(ModelError,
+                       match="option 'engine' of transport/auto must be one of .*'simplex'.*'hopcroft-karp'"):
         Transport(x, y).solve(engine="bogus")
     with pytest.raises(ModelError, match="unknown option 'nope'"):
         Transport(x, y).solve(nope=1)

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 from scipy.spatial.distance import cdist
 
+import solvopt.transport.sparse_exact as se
 from solvopt.core.errors import ModelError
 from solvopt.core.result import Termination
 from solvopt.dsl import Transport
-import solvopt.transport.sparse_exact as se
 from solvopt.transport.sparse_exact import price
 
 

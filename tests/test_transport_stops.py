@@ -72,7 +72,8 @@ def test_graph_passes_poll_their_stop_between_blocks(monkeypatch):
     assert len(polls) == 6
     full = build_two_hop(distances, 14, np.random.default_rng(0))
     blocked = build_two_hop(distances, 14, np.random.default_rng(0), stop=lambda: False)
-    assert np.array_equal(full.bunch_indptr, blocked.bunch_indptr) and np.array_equal(full.bunch_cols, blocked.bunch_cols)
+    assert np.array_equal(full.bunch_indptr, blocked.bunch_indptr)
+    assert np.array_equal(full.bunch_cols, blocked.bunch_cols)
 
 
 @pytest.mark.parametrize("assignment", [True, False])
