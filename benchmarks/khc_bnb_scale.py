@@ -1,4 +1,4 @@
-"""k-HC2 exact bnb at growing sizes (issue 12, goal 1): node counts and times, variant against variant.
+"""k-HC2 exact bnb at growing sizes (the first size goal): node counts and times, variant against variant.
 
 Fixed instances (m, n, k, kind, seed): ``uniform`` points in [0, 10]^n, or ``planted``: points
 uniform in [0, 10]^n projected onto k random hyperplanes (random normal, through a random point
@@ -8,7 +8,7 @@ coordinate; ``noisy``: the same with noise 5 sigma. Every instance is solved by 
 inside each solve with the same seed), so the node and time ratios between variants are what to
 read; the machine is shared (2 cores, other engineers' jobs), absolute times are noisy.
 
-Variants: ``plain`` (farthest order, no charge, no dolls: the search of the bnb before issue 12;
+Variants: ``plain`` (farthest order, no charge, no dolls: the search of the earlier bnb;
 its first incumbent now adds the extra restarts), ``charge`` (plus the unassigned-point charge
 of :mod:`solvopt.khc.bounds`), ``dynamic`` (the dynamic order, no dolls) and ``default`` (the
 options' defaults, with suffix_bounds "auto": dolls after half the time limit); ``threads1`` and
@@ -46,7 +46,7 @@ from solvopt.khc.bnb import solve_bnb
 
 RESULTS = Path(__file__).resolve().parent / "results"
 VARIANTS = {
-    "plain": {"order": "farthest", "charge_bound": False, "suffix_bounds": False},   # bnb before issue 12
+    "plain": {"order": "farthest", "charge_bound": False, "suffix_bounds": False},   # the earlier bnb
     "charge": {"order": "farthest", "charge_bound": True, "suffix_bounds": False},
     "dynamic": {"order": "dynamic", "suffix_bounds": False},
     "default": {},

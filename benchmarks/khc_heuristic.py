@@ -5,7 +5,7 @@ their normals, m standard-normal points projected onto a random one of them, plu
 noise of standard deviation ``sigma``. The planted assignment's cost is a reference (the optimum
 is at most that). Reported: median wall time of ``--repeats`` runs (default options: 10
 restarts), the objective over the planted cost, and the time per point; side by side with and
-without the projection-pursuit start (``pursuit=False``: the heuristic before issue 12's last
+without the projection-pursuit start (``pursuit=False``: the heuristic before the latest
 step), in one process. The n = 50, k = 10 rows are repeated over ``--seeds`` generator seeds.
 
 The machine is shared (2 cores): compare ratios, not absolute times. OpenBLAS is pinned to

@@ -1,4 +1,4 @@
-"""k-HC2 at real sizes (issue 12): certified gaps at m = 10^4 and 10^5, the heuristic at scale, and
+"""k-HC2 at real sizes: certified gaps at m = 10^4 and 10^5, the heuristic at scale, and
 exact bnb at m = 40..150 against the bnb of an earlier commit.
 
 Parts (``--part``, default all):
@@ -152,7 +152,7 @@ def run_bnb(limit: float, before: str, quick: bool, sigma: float) -> list[dict]:
 
 # --- report ------------------------------------------------------------------------------------
 def markdown(data: dict) -> str:
-    lines = ["# k-HC2 at real sizes (issue 12)", "",
+    lines = ["# k-HC2 at real sizes", "",
              f"Generated {data['date']} on a shared machine ({data['machine']}; 8 engineers working at once, "
              "so absolute times are inflated and noisy).", ""]
     if data.get("gap"):
