@@ -34,11 +34,10 @@ from solvopt.core.options import Option
 from solvopt.core.registry import Solver, register
 from solvopt.core.result import Termination
 
-from .exploitability import joint_polyhedron, static_exploitability
+from .exploitability import static_exploitability
 from .face_newton import affine_jacobian, jacobian_columns, pseudo_gradient
-from .frame import UnitFrame
 from .projection import FEAS_TOL, check_stop, stopping_at
-from .static import START, TOLERANCE, probe_concavity, start_point
+from .static import START, TOLERANCE, framed_start
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
 MAX_UNKNOWNS = 4000     # the Newton system is dense: variables + multipliers above this are refused
@@ -205,13 +204,8 @@ class GNEPKKT(Solver):
         return model
 
     def solve(self, model, options):
-        user = model.data()
-        start = start_point(user, joint_polyhedron(user), options)
-        frame = UnitFrame.of(user, start)     # actions in their widths, payoffs of about 1: no test sees units
+        frame, K, a = framed_start(model, options)   # K: the joint actions where every player's rows hold
         game, scale = frame.game, frame.scale
-        K = joint_polyhedron(game)            # the joint actions where every player's rows hold
-        a = frame.to_unit(start)
-        probe_concavity(game, K, a)
         system = KKTSystem(game)
         run = EquilibriumRun(options, options.extra["tolerance"], scale=scale)
         every = max(1, options.extra.get("check_every") or 5)
@@ -247,7 +241,7 @@ class GNEPKKT(Solver):
         best = None if run.best_point is None else frame.to_user(run.best_point)
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
         result = run.result(solution, payoff_scale=scale, equilibrium="GNE")
-        result.guarantee = _guarantee(user.concept)
+        result.guarantee = _guarantee(game.concept)
         if result.termination is Termination.NUMERICAL_ERROR:
             result.message = (f"Newton's method on the KKT system stalled {RESTARTS + 1} times (restarted from best "
                               "responses and random points) before a certified equilibrium; the best certified point "

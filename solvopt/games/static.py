@@ -130,6 +130,18 @@ def probe_concavity(game, K, a) -> None:
             check_concave(fy, gy, fx, a[cols] - y[cols], who)
 
 
+def framed_start(model, options):
+    """(frame, K, a): the pseudo-game in its unit frame (actions in their widths, payoffs of about 1, so
+    no inner test sees the user's units), its joint feasible set there and the start, concavity probed."""
+    user = model.data()
+    start = start_point(user, joint_polyhedron(user), options)
+    frame = UnitFrame.of(user, start)
+    K = joint_polyhedron(frame.game)
+    a = frame.to_unit(start)
+    probe_concavity(frame.game, K, a)
+    return frame, K, a
+
+
 class _StaticSolver(Solver):
     family = "games"
     honours = COMMON_HONOURS
@@ -148,13 +160,8 @@ class _StaticSolver(Solver):
         return model
 
     def solve(self, model, options):
-        user = model.data()
-        start = start_point(user, joint_polyhedron(user), options)
-        frame = UnitFrame.of(user, start)        # actions in their widths, payoffs of about 1: no test sees units
+        frame, K, a = framed_start(model, options)
         game, scale = frame.game, frame.scale
-        K = joint_polyhedron(game)
-        a = frame.to_unit(start)
-        probe_concavity(game, K, a)
         run = EquilibriumRun(options, options.extra["tolerance"], scale=scale)
         every = max(1, options.extra["check_every"])
 
