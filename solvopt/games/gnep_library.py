@@ -35,8 +35,8 @@ Example::
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -224,7 +224,8 @@ class GNEP:
         from solvopt.dsl import PseudoGame
         game = PseudoGame(self.file_stem)
         blocks = self.blocks
-        vars_ = [game.player(self.names[i], (len(cols),), self.lb[cols], self.ub[cols]) for i, cols in enumerate(blocks)]
+        vars_ = [game.player(self.names[i], (len(cols),), self.lb[cols], self.ub[cols])
+                 for i, cols in enumerate(blocks)]
 
         def joint(A):
             return sum(A[:, cols] @ v for cols, v in zip(blocks, vars_))
@@ -287,7 +288,7 @@ def _quadratic(Qs, cs, ks=None):
     return costs, grads, list(zip(Qs, cs, ks))
 
 
-def _box(n, lo, hi):
+def _box(n: int, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
     return np.full(n, float(lo)), np.full(n, float(hi))
 
 
@@ -539,12 +540,14 @@ def a18() -> GNEP:
         A[0, 6 * nu:6 * nu + 3] = 1.0
         A[1, 6 * nu + 3:6 * nu + 6] = 1.0
         rows.append(Rows(A, np.full(2, -np.inf), np.array([100.0, 50.0]), owner=nu))
-    A, lo, hi = [], [], []
+    links: list[np.ndarray] = []
+    lo: list[float] = []
+    hi: list[float] = []
     for k, l in ((0, 1), (0, 2), (1, 2)):
-        A.append(-b[k] * T[k] + b[l] * T[l])          # S_k - S_l = (a_k - a_l) + this . x
+        links.append(-b[k] * T[k] + b[l] * T[l])      # S_k - S_l = (a_k - a_l) + this . x
         lo.append(-1.0 - (a[k] - a[l]))
         hi.append(1.0 - (a[k] - a[l]))
-    rows.append(Rows(np.array(A), np.array(lo), np.array(hi)))
+    rows.append(Rows(np.array(links), np.array(lo), np.array(hi)))
     return GNEP("A.18", "Electricity market, 2 companies x 6 variables, 3 linked markets", [6, 6], np.zeros(12),
                 np.full(12, np.inf), rows, costs, grads, None, quadratic=quad, unique=False,
                 notes="the equilibria form a set (only the market sales are unique); no published point is "
@@ -675,7 +678,8 @@ def a4() -> GNEP:
     quadratic part depends on the others: A_1 + diag(x21^2, x22^2, 0), A_2 + diag(x31^2, 0),
     A_3 + diag(0, x11^2) (convex in the player's own action; see ``notes``)."""
     base = a3()
-    n, blocks = 7, base.blocks
+    assert base.quadratic is not None            # A.3's costs are quadratic
+    n = 7
     Q = [np.asarray(q, float) for q, _, _ in base.quadratic]
     c = [np.asarray(v, float) for _, v, _ in base.quadratic]
     # (player, own coordinate k, the other variable j): the diagonal entry k of A_i grows by x_j^2

@@ -24,7 +24,7 @@ MARKOV_KINDS = ("markov_pseudo_game", "markov_exchange_economy")
 _HERE = os.path.dirname(__file__)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def schema(name: str = "schema.json") -> dict | None:
     """A schema shipped beside this module (None when absent: the Markov one is optional)."""
     path = os.path.join(_HERE, name)
