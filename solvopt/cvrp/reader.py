@@ -50,11 +50,6 @@ MAX_COORDINATE = 1e150       # |x|, |y|: squared differences of coordinates stay
 _HEADER_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
-def _parse_int(token: str, path: str, line: int, what: str) -> int:
-    """:func:`parse_number` of an integer token, typed as ``int``."""
-    return int(parse_number(token, path, line, what, integer=True))
-
-
 def _keyword(line: str) -> str:
     """The first word of a line without a trailing colon (``DEMAND_SECTION :`` -> ``DEMAND_SECTION``)."""
     return line.split()[0].rstrip(":")
@@ -106,7 +101,7 @@ def _rows(lines: LineReader, count: int, width: int, what: str) -> list[tuple[in
 
 
 def _node_ids(lines: LineReader, rows, dimension: int, section: str) -> list[int]:
-    ids = [_parse_int(t[0], lines.path, no, f"node id in {section}") for no, t in rows]
+    ids = [parse_number(t[0], lines.path, no, f"node id in {section}", integer=True) for no, t in rows]
     if sorted(ids) != list(range(1, dimension + 1)):
         seen = set()
         for (no, _), i in zip(rows, ids):
@@ -243,7 +238,7 @@ def read_vrplib(path: str, rounding: str | None = None) -> Instance:
 def _depot_section(lines: LineReader, dimension: int) -> tuple[int, int]:
     """One depot id then ``-1`` -> (line, 0-based depot index)."""
     no, line = lines.next("the depot id")
-    depot = _parse_int(line.split()[0], lines.path, no, "depot id")
+    depot = parse_number(line.split()[0], lines.path, no, "depot id", integer=True)
     if not 1 <= depot <= dimension:
         raise InstanceFormatError(lines.path, no, f"depot id must be in 1..{dimension}, got {depot}")
     end_no, end = lines.next("-1 closing the DEPOT_SECTION")
@@ -344,7 +339,7 @@ def distance_matrix(weight_type: str, coords: np.ndarray, rounding: str = "nint"
 def _vehicles(path: str, fields, name: str) -> int | None:
     if "VEHICLES" in fields:
         no, value = fields["VEHICLES"]
-        return _parse_int(value, path, no, "VEHICLES")
+        return parse_number(value, path, no, "VEHICLES", integer=True)
     match = _VEHICLES_IN_NAME.search(name)
     return int(match.group(1)) if match else None
 
@@ -363,7 +358,7 @@ def read_vrplib_solution(path: str) -> Instance:
             label, sep, rest = line.partition(":")
             if not sep:
                 raise InstanceFormatError(path, no, "expected 'Route #i: customer ids'")
-            route = [_parse_int(t, path, no, "customer id") for t in rest.split()]
+            route = [parse_number(t, path, no, "customer id", integer=True) for t in rest.split()]
             if not route:
                 raise InstanceFormatError(path, no, "a route must visit at least one customer")
             for c in route:
