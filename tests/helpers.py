@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "instances"
 # the public instance sets the package does not ship (as benchmarks/public_instances.py reads them)
@@ -16,3 +18,33 @@ SHARED_INSTANCES = Path(os.environ.get("SOLVOPT_INSTANCES") or REPO.parent / "sh
 # running the tests may be loaded; a run that does not poll its stop takes minutes. A check that
 # the stop is polled, not a speed test.
 PROMPT = 15.0
+
+
+def central_jacobian(eq, v, tau, h=1e-6):
+    """Central differences of ``eq.evaluate(v, tau)`` (the smoothed economy's equations), column by column."""
+    J = np.empty((len(v), len(v)))
+    for c in range(len(v)):
+        up, down = v.copy(), v.copy()
+        up[c] += h
+        down[c] -= h
+        J[:, c] = (eq.evaluate(up, tau, jacobian=False)[0] - eq.evaluate(down, tau, jacobian=False)[0]) / (2 * h)
+    return J
+
+
+def check_smoothed_jacobian(eq, rng, *, level=False, tau=0.3):
+    """The smoothed economy's analytic Jacobian against central differences at a random point, without
+    and then with exact (active-set) rows; ``level``: the equations carry a price level per state."""
+    S, M, W, K, N = eq.shape
+    for exact in (False, True):
+        extra = []
+        if exact:
+            free = rng.random((W, N, K)) < 0.4
+            eq.exact(free, np.where(rng.random((W, N, K)) < 0.5, -1.0, 1.0))
+            extra = [rng.uniform(-1, 1, free.sum())]
+        parts = [rng.uniform(0.5, 1.5, S * M), rng.normal(np.log(0.9), 0.3 if level else 0.1, W * K)]
+        if level:
+            parts.append(rng.normal(0, 0.1, S))
+        v = np.concatenate(parts + [rng.uniform(0, 1, eq.risk.sum())] + extra)
+        F, J = eq.evaluate(v, tau)
+        assert J.shape == (eq.n, eq.n) == (len(v), len(v)) == (len(F), len(v))
+        assert np.allclose(J, central_jacobian(eq, v, tau), atol=1e-6, rtol=1e-6)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import check_smoothed_jacobian
 from test_games_markov import cobb_douglas_prices  # the eigenvector closed form
 
 from solvopt.core.errors import ModelError
@@ -30,16 +31,6 @@ def test_one_state_economy_is_the_closed_form_market():
     assert np.allclose(result.solution["prices"], cobb_douglas_prices(a, e, 2.0)[None], rtol=1e-8)
 
 
-def central_jacobian(eq, v, tau, h=1e-6):
-    J = np.empty((len(v), len(v)))
-    for c in range(len(v)):
-        up, down = v.copy(), v.copy()
-        up[c] += h
-        down[c] -= h
-        J[:, c] = (eq.evaluate(up, tau, jacobian=False)[0] - eq.evaluate(down, tau, jacobian=False)[0]) / (2 * h)
-    return J
-
-
 @pytest.mark.parametrize("utility", ["cobb_douglas", "leontief", "ces", "linear"])
 @pytest.mark.parametrize("stochastic", [False, True])
 def test_jacobian_matches_finite_differences(utility, stochastic):
@@ -55,17 +46,7 @@ def test_jacobian_matches_finite_differences(utility, stochastic):
     S, M, W, K, N = eq.shape
     eq.risk = rng.random((S, N)) < 0.4
     eq.anchor = rng.integers(0, M, S)
-    for exact in (False, True):
-        extra = []
-        if exact:
-            free = rng.random((W, N, K)) < 0.4
-            eq.exact(free, np.where(rng.random((W, N, K)) < 0.5, -1.0, 1.0))
-            extra = [rng.uniform(-1, 1, free.sum())]
-        v = np.concatenate([rng.uniform(0.5, 1.5, S * M), rng.normal(np.log(0.9), 0.1, W * K),
-                            rng.uniform(0, 1, eq.risk.sum())] + extra)
-        F, J = eq.evaluate(v, 0.3)
-        assert J.shape == (eq.n, eq.n) == (len(v), len(v)) == (len(F), len(v))
-        assert np.allclose(J, central_jacobian(eq, v, 0.3), atol=1e-6, rtol=1e-6)
+    check_smoothed_jacobian(eq, rng)
 
 
 def small(utility, seed=0, stochastic=True):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import check_smoothed_jacobian
 
 from solvopt.core.errors import ModelError, SolverError
 from solvopt.core.result import Termination
@@ -108,23 +109,13 @@ def test_float32_cobb_douglas_exponents_are_normalised():
 # --- model options ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("utility", ["cobb_douglas", "leontief"])
 def test_bundle_jacobian_matches_finite_differences(utility):
-    from test_games_economy import central_jacobian
     rng = np.random.default_rng(1)
     econ = ec.random_economy(3, 3, 2, 3, utility, seed=1, bundles=True)
     eq = en.SmoothedEquations(econ, ec.pair_chain(econ))
     S, M, W, K, N = eq.shape
     eq.risk = rng.random((S, N)) < 0.4
     eq.anchor = rng.integers(0, M, S)
-    for exact in (False, True):
-        extra = []
-        if exact:
-            free = rng.random((W, N, K)) < 0.4
-            eq.exact(free, np.where(rng.random((W, N, K)) < 0.5, -1.0, 1.0))
-            extra = [rng.uniform(-1, 1, free.sum())]
-        v = np.concatenate([rng.uniform(0.5, 1.5, S * M), rng.normal(np.log(0.9), 0.1, W * K),
-                            rng.uniform(0, 1, eq.risk.sum())] + extra)
-        F, J = eq.evaluate(v, 0.3)
-        assert np.allclose(J, central_jacobian(eq, v, 0.3), atol=1e-6, rtol=1e-6)
+    check_smoothed_jacobian(eq, rng)
 
 
 def bundle_value_by_hand(econ, chain, prof):
@@ -232,24 +223,13 @@ def test_option_inputs_are_checked():
 def test_level_jacobian_matches_finite_differences(utility, bundles):
     """The equations with a level t(s) of the largest excess demand per state (the auctioneer's
     best response when the asset price cap binds and Walras' law no longer makes it 0)."""
-    from test_games_economy import central_jacobian
     rng = np.random.default_rng(2)
     econ = ec.random_economy(3, 3, 2, 3, utility, seed=2, bundles=bundles, asset_price_max=1.5)
     eq = en.SmoothedEquations(econ, ec.pair_chain(econ))
     eq.level = True
     S, M, W, K, N = eq.shape
     eq.risk = rng.random((S, N)) < 0.4
-    for exact in (False, True):
-        extra = []
-        if exact:
-            free = rng.random((W, N, K)) < 0.4
-            eq.exact(free, np.where(rng.random((W, N, K)) < 0.5, -1.0, 1.0))
-            extra = [rng.uniform(-1, 1, free.sum())]
-        v = np.concatenate([rng.uniform(0.5, 1.5, S * M), rng.normal(np.log(0.9), 0.3, W * K),
-                            rng.normal(0, 0.1, S), rng.uniform(0, 1, eq.risk.sum())] + extra)
-        F, J = eq.evaluate(v, 0.3)
-        assert J.shape == (eq.n, eq.n) == (len(v), len(v)) == (len(F), len(v))
-        assert np.allclose(J, central_jacobian(eq, v, 0.3), atol=1e-6, rtol=1e-6)
+    check_smoothed_jacobian(eq, rng, level=True)
 
 
 @pytest.mark.parametrize("utility", ["cobb_douglas", "leontief"])
