@@ -48,3 +48,26 @@ def check_smoothed_jacobian(eq, rng, *, level=False, tau=0.3):
         F, J = eq.evaluate(v, tau)
         assert J.shape == (eq.n, eq.n) == (len(v), len(v)) == (len(F), len(v))
         assert np.allclose(J, central_jacobian(eq, v, tau), atol=1e-6, rtol=1e-6)
+
+
+# --- the min-plus engine's kernels, called directly on every backend (tests/test_dp_engine.py, test_gpu_kernels.py)
+DP_SCHEDULES = {"numpy": (None,), "numba": ("blocks", "targets"), "cuda": ("scenarios", "warp")}
+
+
+def dp_forward(backend: str, compiled, *, track: bool = True, schedule=None, tensors=None):
+    """(values (Smax, W), slots) of one chunk (default: every scenario) of a CompiledDP, on the host."""
+    from solvopt.dp.backends import KERNELS
+    t = compiled.chunk(0, compiled.scenarios) if tensors is None else tensors
+    shape = (compiled.n_layers, compiled.max_states, t.count) if track else (0, 0, 0)
+    args = (t.initial, compiled.ptr, t.src, t.cost, t.choice, compiled.n_states, compiled.sentinel)
+    kw = {} if schedule is None else {"schedule": schedule}
+    forward = KERNELS.load(backend).forward
+    xp = np
+    if backend == "cuda":
+        import cupy as xp
+    out = xp.empty((compiled.max_states, t.count), compiled.dtype)
+    slots = xp.empty(shape, compiled.slot_index_dtype)
+    forward(*args, out, slots, **kw)
+    if backend == "cuda":
+        return xp.asnumpy(out), xp.asnumpy(slots)
+    return out, slots

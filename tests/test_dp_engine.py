@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers import DP_SCHEDULES, dp_forward
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,6 @@ from solvopt.core.interrupt import request_stop
 from solvopt.core.registry import Availability, get_solver
 from solvopt.core.result import Result, SolutionStatus, Termination
 from solvopt.dp.aggregate import chunk_stats
-from solvopt.dp.backends import KERNELS
 from solvopt.dp.compiled import CompiledDP
 from solvopt.dsl import LayeredDP, Transitions
 
@@ -32,29 +32,13 @@ SETTINGS = settings(max_examples=40, deadline=None)
 class KernelBackend:
     """A kernel backend as the tests use it: its solver method, schedules and a host-array kernel call."""
 
-    SCHEDULES = {"numpy": (None,), "numba": ("blocks", "targets"), "cuda": ("scenarios", "warp")}
-
     def __init__(self, name: str):
         self.name = self.method = name
-        self.schedules = self.SCHEDULES[name]
+        self.schedules = DP_SCHEDULES[name]
 
     def run(self, compiled: CompiledDP, track: bool = True, schedule=None, tensors=None):
         """(out (Smax, n), slots) on the host for one chunk (default: all scenarios)."""
-        t = compiled.chunk(0, compiled.scenarios) if tensors is None else tensors
-        shape = (compiled.n_layers, compiled.max_states, t.count) if track else (0, 0, 0)
-        args = (t.initial, compiled.ptr, t.src, t.cost, t.choice, compiled.n_states, compiled.sentinel)
-        kw = {} if schedule is None else {"schedule": schedule}
-        forward = KERNELS.load(self.name).forward
-        if self.name == "cuda":
-            import cupy as cp
-            out = cp.empty((compiled.max_states, t.count), compiled.dtype)
-            slots = cp.empty(shape, compiled.slot_index_dtype)
-            forward(*args, out, slots, **kw)
-            return cp.asnumpy(out), cp.asnumpy(slots)
-        out = np.empty((compiled.max_states, t.count), compiled.dtype)
-        slots = np.empty(shape, compiled.slot_index_dtype)
-        forward(*args, out, slots, **kw)
-        return out, slots
+        return dp_forward(self.name, compiled, track=track, schedule=schedule, tensors=tensors)
 
 
 @pytest.fixture(scope="module")

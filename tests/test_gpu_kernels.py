@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import DP_SCHEDULES, dp_forward
 
 from solvopt.core.result import Termination
 from solvopt.cvrp.kernels_numpy import scenario_costs as numpy_costs
@@ -36,24 +37,10 @@ NO_MATRIX = np.zeros((0, 0), np.int32)
 # --- min-plus engine ------------------------------------------------------------------------------------
 def forward(backend: str, compiled: CompiledDP, schedule=None):
     """(values (Smax, W), slots) of one chunk holding every scenario, on the host."""
-    t = compiled.chunk(0, compiled.scenarios)
-    args = (t.initial, compiled.ptr, t.src, t.cost, t.choice, compiled.n_states, compiled.sentinel)
-    shape = (compiled.n_layers, compiled.max_states, t.count)
-    kw = {} if schedule is None else {"schedule": schedule}
-    forward = DP_KERNELS.load(backend).forward
-    if backend == "cuda":
-        import cupy as cp
-        out = cp.empty((compiled.max_states, t.count), compiled.dtype)
-        slots = cp.empty(shape, compiled.slot_index_dtype)
-        forward(*args, out, slots, **kw)
-        return cp.asnumpy(out), cp.asnumpy(slots)
-    out = np.empty((compiled.max_states, t.count), compiled.dtype)
-    slots = np.empty(shape, compiled.slot_index_dtype)
-    forward(*args, out, slots, **kw)
-    return out, slots
+    return dp_forward(backend, compiled, schedule=schedule)
 
 
-SCHEDULES = {"numpy": (None,), "numba": ("blocks", "targets"), "cuda": ("scenarios", "warp")}
+SCHEDULES = DP_SCHEDULES
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
