@@ -9,6 +9,8 @@
 - ``transport_time`` / ``transport_ratio`` (``transport.json``): seconds against n for the
   approximation and the exact solvers, one panel per instance kind and p; the measured ratio to
   the exact optimum with the proven factor 3 for scale;
+- ``transport_scaling`` (``transport.json``): seconds against n for p in {1, 2}, ours beside POT's
+  ot.emd and GeomLoss, with n log n and n^2 guides;
 - ``games_static`` / ``games_markets`` / ``games_exchange`` (``games.json``): certified
   exploitability against time for the static pseudo-games, the linear Fisher market (the exact
   polish against first-order methods) and the linear exchange markets.
@@ -258,6 +260,7 @@ TRANSPORT_METHODS = {  # key in a row -> (legend label, colour, marker, line sty
     "emd": ("exact: POT ot.emd", "tab:orange", "s", "-"),
     "lsa": ("exact: linear_sum_assignment", "tab:green", "^", "-"),
     "bottleneck": ("exact: bottleneck search (p = inf)", "tab:red", "D", "-"),
+    "geomloss": ("GeomLoss Sinkhorn (multiscale, entropic: no bound)", "tab:cyan", "v", "-"),
     "floor": ("floor: one pass over all n^2 distances", "0.45", None, "--"),
 }
 
@@ -351,6 +354,65 @@ def transport_ratio(json_path, png_path) -> bool:
         fig.legend(handles, labels, loc="upper center", ncol=3, frameon=False, bbox_to_anchor=(0.5, 0.92))
         _save(plt, fig, png_path, "W_p transport: measured ratio to the exact optimum (where an exact solver ran)",
               data.get("meta", {}), y=0.99, rect=(0, 0.03, 1, 0.83))
+    return True
+
+
+SCALING_METHODS = {  # transport_scaling: key in a row -> (legend label, colour, marker); optional keys drawn if present
+    "ours": ("ours: approx (certified factor)", "tab:blue", "o"),
+    "exact": ("ours: exact", "tab:olive", "P"),
+    "sparse_exact": ("ours: sparse exact", "tab:pink", "X"),
+    "emd": ("POT ot.emd (dense, exact)", "tab:orange", "s"),
+    "geomloss": ("GeomLoss Sinkhorn, multiscale (entropic)", "tab:cyan", "v"),
+}
+
+
+def _guides(ax, n0: float, t0: float, n1: float) -> None:
+    """The n log n and n^2 guides, both through (n0, t0), drawn out to n1."""
+    ns = [n0 * (n1 / n0) ** (k / 20) for k in range(21)]
+    ax.plot(ns, [t0 * n * math.log(n) / (n0 * math.log(n0)) for n in ns], ":", color="0.35", lw=1.5,
+            label="guide: n log n")
+    ax.plot(ns, [t0 * (n / n0) ** 2 for n in ns], "--", color="0.6", lw=1.5, label="guide: n^2")
+
+
+def transport_scaling(json_path, png_path) -> bool:
+    """transport.json: seconds against n for p in {1, 2}, log-log, ours beside ot.emd and GeomLoss, with
+    n log n and n^2 guides through ours' smallest size; one panel per (instance kind, p)."""
+    plt = _pyplot()
+    data = json.loads(Path(json_path).read_text())
+    rows = [r for r in data["rows"] if str(r["p"]) in ("1.0", "2.0", "1", "2")]
+    cases = [c for c in TRANSPORT_CASES if any(r["case"] == c for r in rows)]
+    ps = sorted({str(r["p"]) for r in rows}, key=_p_key)
+    with plt.rc_context(READABLE):
+        fig, axes = plt.subplots(len(cases), len(ps), figsize=(5.2 * len(ps), 3.8 * len(cases) + 1.2),
+                                 squeeze=False, sharex=True)
+        for i, case in enumerate(cases):
+            for j, p in enumerate(ps):
+                ax = axes[i][j]
+                sel = sorted((r for r in rows if r["case"] == case and str(r["p"]) == p), key=lambda r: r["n"])
+                ours = [(r["n"], r["ours"]["seconds"]) for r in sel if isinstance(r.get("ours"), dict)]
+                if ours:
+                    _guides(ax, *ours[0], max(r["n"] for r in sel))
+                for key, (label, colour, marker) in SCALING_METHODS.items():
+                    pts = [(r["n"], r[key]["seconds"]) for r in sel if isinstance(r.get(key), dict)
+                           and r[key].get("seconds") is not None]
+                    if pts:
+                        ax.plot(*zip(*pts), "-", color=colour, marker=marker, ms=6, lw=2, label=label)
+                ax.set(xscale="log", yscale="log")
+                ax.grid(True, which="major", color="0.9")
+                if i == 0:
+                    ax.set_title(_p_label(p))
+                if j == 0:
+                    ax.set_ylabel(f"{TRANSPORT_CASES[case]}\nseconds")
+                if i == len(cases) - 1:
+                    ax.set_xlabel("n (points per side)")
+        handles = {}
+        for ax in axes.flat:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(lab, h)
+        fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=3, frameon=False,
+                   bbox_to_anchor=(0.5, 0.955))
+        _save(plt, fig, png_path, "W_p transport at scale: time against n (log-log), guides through ours' first point",
+              data.get("meta", {}), y=0.995, rect=(0, 0.02, 1, 0.93))
     return True
 
 
@@ -455,6 +517,7 @@ FIGURES = [
     (performance_profile, "khc_subset12_20s.json", "khc_subset12_20s_profile.png"),
     (transport_time, "transport.json", "transport.png"),
     (transport_ratio, "transport.json", "transport_ratio.png"),
+    (transport_scaling, "transport.json", "transport_scaling.png"),
     (games_static, "games.json", "games.png"),
     (games_markets, "games.json", "games_markets.png"),
     (games_exchange, "games.json", "games_exchange.png"),

@@ -23,6 +23,7 @@ def test_labels_lose_commit_hashes():
 
 @pytest.mark.parametrize("fn, source", [(plots.transport_time, "transport.json"),
                                         (plots.transport_ratio, "transport.json"),
+                                        (plots.transport_scaling, "transport.json"),
                                         (plots.games_static, "games.json"),
                                         (plots.games_markets, "games.json"),
                                         (plots.games_exchange, "games.json")])
@@ -40,7 +41,8 @@ def test_figures_draw_from_the_recorded_results(fn, source, tmp_path):
 
 def test_every_figure_source_is_known():
     names = {png for _, _, png in plots.FIGURES}
-    assert {"transport.png", "transport_ratio.png", "games.png", "games_markets.png", "games_exchange.png"} <= names
+    assert {"transport.png", "transport_ratio.png", "transport_scaling.png", "games.png", "games_markets.png",
+            "games_exchange.png"} <= names
     for _, source, _ in plots.FIGURES:
         assert source.endswith(".json")
     json.dumps([s for _, s, _ in plots.FIGURES])
