@@ -493,7 +493,8 @@ def main(argv=None):
     ap.add_argument("--cases", nargs="+", choices=CASES, default=None)
     ap.add_argument("--sizes", nargs="+", type=int, default=None)
     ap.add_argument("--ps", nargs="+", type=float, default=None, help="p values (inf allowed)")
-    ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    ap.add_argument("--methods", nargs="+", choices=METHODS, default=None,
+                    help="default: all (geomloss only where GeomLoss is installed)")
     ap.add_argument("--exact-max", type=int, default=10000, help="largest n for emd and lsa")
     ap.add_argument("--lsa-max", type=int, default=None, help="largest n for lsa (default: --exact-max)")
     ap.add_argument("--bottleneck-max", type=int, default=2000, help="largest n for the exact bottleneck")
@@ -509,6 +510,9 @@ def main(argv=None):
     ap.add_argument("--redraw", action="store_true",
                     help="rewrite the .md and .png from the recorded .json (runs nothing)")
     args = ap.parse_args(argv)
+    if args.methods is None:
+        import importlib.util
+        args.methods = [m for m in METHODS if m != "geomloss" or importlib.util.find_spec("geomloss")]
     if args.redraw:
         recorded = json.loads(args.output.with_suffix(".json").read_text())
         args.output.with_suffix(".md").write_text(markdown(recorded["rows"], recorded["meta"]))
