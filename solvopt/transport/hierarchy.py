@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .quick import north_west  # noqa: F401  (the per-hub rule that _grouped_north_west vectorises)
+from .quick import north_west, sorted_unique
 from .stopping import poll
 
 # Levels after which the construction gives up (float64 positions separate long before).
@@ -177,7 +177,7 @@ class GridGraph:
         p_src, p_out, _ = _grouped_north_west(self.src_hub[s], self.src[s], f_src[s],
                                               self.mid_in[m_], self.mid_out[m_], f_mid[m_])
         parts_r, parts_c = [np.asarray(rows, dtype=np.int64)], [np.asarray(cols, dtype=np.int64)]
-        hub_src = _sorted_unique(p_out * self.n + p_src)
+        hub_src = sorted_unique(p_out * self.n + p_src)
         hs, ss = hub_src // self.n, hub_src % self.n
         order = np.argsort(self.tgt_hub[t], kind="stable")
         th, tt = self.tgt_hub[t][order], self.tgt[t][order]
@@ -195,7 +195,7 @@ class GridGraph:
         c = tt[np.repeat(t_start[hs], reps) + offs]
         parts_r.append(r)
         parts_c.append(c)
-        key = _sorted_unique(np.concatenate(parts_r) * self.m + np.concatenate(parts_c))
+        key = sorted_unique(np.concatenate(parts_r) * self.m + np.concatenate(parts_c))
         return key // self.m, key % self.m
 
 
@@ -203,33 +203,14 @@ def _grouped_north_west(in_group, in_item, in_mass, out_group, out_item, out_mas
     """The north-west corner pairing at every group (hub) at once: the mass arriving (items of
     in_item, grouped by in_group) against the mass leaving. Returns (in item, out item, mass) per
     piece. Groups are laid end to end on one line (their totals agree up to float drift: a piece
-    may straddle two groups by that drift; the masses stay exact per item)."""
+    may straddle two groups by that drift; the masses stay exact per item): :func:`north_west` on
+    the items sorted by group."""
     if len(in_mass) == 0 or len(out_mass) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0)
     oi = np.argsort(in_group, kind="stable")
     oo = np.argsort(out_group, kind="stable")
-    cum_i = np.cumsum(in_mass[oi])
-    cum_o = np.cumsum(out_mass[oo])
-    total = min(cum_i[-1], cum_o[-1])
-    cum_i[-1] = cum_o[-1] = total
-    cuts = _sorted_unique(np.concatenate([cum_i, cum_o]))
-    cuts = cuts[cuts <= total]
-    lows = np.concatenate(([0.0], cuts[:-1]))
-    mass = cuts - lows
-    keep = mass > 0
-    mids = (lows + cuts)[keep] / 2
-    i = np.minimum(np.searchsorted(cum_i, mids), len(oi) - 1)
-    j = np.minimum(np.searchsorted(cum_o, mids), len(oo) - 1)
-    return in_item[oi][i], out_item[oo][j], mass[keep]
-
-
-def _sorted_unique(values: np.ndarray) -> np.ndarray:
-    """The distinct values, sorted (a sort and a pass: NumPy's hashing unique is ~10x slower here)."""
-    values = np.sort(values)
-    if len(values) < 2:
-        return values
-    return values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return north_west(in_item[oi], in_mass[oi], out_item[oo], out_mass[oo])
 
 
 def _offsets(dim: int) -> np.ndarray:
@@ -255,7 +236,7 @@ def _ranked(idx: np.ndarray) -> np.ndarray:
     (two ranks are 1 apart exactly when their indices are): a smaller range, same neighbours."""
     out = np.empty_like(idx)
     for axis in range(idx.shape[1]):
-        values = _sorted_unique(np.concatenate([idx[:, axis] - 1, idx[:, axis], idx[:, axis] + 1]))
+        values = sorted_unique(np.concatenate([idx[:, axis] - 1, idx[:, axis], idx[:, axis] + 1]))
         # ranks that also keep gaps of more than one index apart: add 1 per gap
         gaps = np.concatenate(([0], np.cumsum(np.diff(values) > 1)))
         rank = np.arange(len(values)) + gaps
@@ -424,7 +405,7 @@ def build_grid(model, rng: np.random.Generator, leaf: int = LEAF_PARTNERS, stop=
         n_in += len(both)
         n_out += len(both)
     if dir_parts:
-        key = _sorted_unique(np.concatenate([r for r, _ in dir_parts]) * model.m
+        key = sorted_unique(np.concatenate([r for r, _ in dir_parts]) * model.m
                              + np.concatenate([c for _, c in dir_parts]))
         dir_src, dir_tgt = key // model.m, key % model.m
     else:
