@@ -17,7 +17,8 @@ the two scikit-learn sample images (china.jpg -> flower.jpg). For each case, siz
   would try at 10^4 - 10^5 points. It is not W_p: GeomLoss's cost is |x - y|^p / p and eps = blur^p,
   so (p S_eps)^(1/p) is its estimate of W_p, biased by the blur and not certified; it is set beside
   the exact optimum where ``emd`` ran, and beside ours' certified interval [bound, objective]
-  everywhere. Install: ``pip install geomloss pykeops`` and a CPU torch (``pip install torch
+  everywhere. Not in the ``bench`` extra (pykeops has no wheels, torch from PyPI pulls CUDA); install:
+  ``pip install geomloss pykeops`` and a CPU torch (``pip install torch
   --index-url https://download.pytorch.org/whl/cpu``); the multiscale backend needs pykeops, which
   compiles its kernels with g++ at first use (once per dimension and p; ``warm_up`` does it outside
   the timings), and d <= 3;
