@@ -50,6 +50,21 @@ def check_smoothed_jacobian(eq, rng, *, level=False, tau=0.3):
         assert np.allclose(J, central_jacobian(eq, v, tau), atol=1e-6, rtol=1e-6)
 
 
+def transport_lp(cost, a, b) -> float:
+    """The optimum of the dense transport LP (cost (n, m), supplies a, demands b) by HiGHS through
+    SciPy's linprog: a reference independent of the package's engines."""
+    from scipy.optimize import linprog
+    n, m = cost.shape
+    rows = np.zeros((n + m, n * m))
+    for i in range(n):
+        rows[i, i * m:(i + 1) * m] = 1
+    for j in range(m):
+        rows[n + j, j::m] = 1
+    res = linprog(cost.ravel(), A_eq=rows, b_eq=np.concatenate([a, b]), bounds=(0, None), method="highs")
+    assert res.status == 0
+    return res.fun
+
+
 # --- the min-plus engine's kernels, called directly on every backend (tests/test_dp_engine.py, test_gpu_kernels.py)
 DP_SCHEDULES = {"numpy": (None,), "numba": ("blocks", "targets"), "cuda": ("scenarios", "warp")}
 

@@ -1,9 +1,9 @@
 """The certified dual bound of the approximation: c-transforms without the n x m matrix."""
 import numpy as np
 import pytest
+from helpers import transport_lp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.optimize import linprog
 from scipy.spatial.distance import cdist
 
 from solvopt.dsl import Transport
@@ -48,16 +48,7 @@ def test_c_transform_sees_a_stop_between_chunks(monkeypatch):
 
 def _lp_optimum(t):
     """The transport LP's optimum (its dual's, equal by strong duality) by HiGHS through linprog."""
-    c = t.distance_block() ** t.p
-    n, m = c.shape
-    a_eq = np.zeros((n + m, n * m))
-    for i in range(n):
-        a_eq[i, i * m:(i + 1) * m] = 1
-    for j in range(m):
-        a_eq[n + j, j::m] = 1
-    res = linprog(c.ravel(), A_eq=a_eq, b_eq=np.concatenate([t.a, t.b]), bounds=(0, None), method="highs")
-    assert res.status == 0
-    return res.fun
+    return transport_lp(t.distance_block() ** t.p, t.a, t.b)
 
 
 @settings(max_examples=15, deadline=None)

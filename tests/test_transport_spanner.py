@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 import pytest
+from helpers import transport_lp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.optimize import linprog
 from scipy.spatial.distance import cdist
 
 import solvopt.transport.approx as approx_module
@@ -92,16 +92,8 @@ def test_paths_are_no_cheaper_than_their_pair_and_the_cheapest_within_the_factor
 
 def _exact(model):
     """W_p by SciPy's HiGHS on the dense transport LP (independent of the package's engines)."""
-    n, m = model.n, model.m
     cost = cdist(model.x, model.y, SCIPY_METRIC[model.metric]) ** model.p
-    rows = np.zeros((n + m, n * m))
-    for i in range(n):
-        rows[i, i * m:(i + 1) * m] = 1
-    for j in range(m):
-        rows[n + j, j::m] = 1
-    res = linprog(cost.ravel(), A_eq=rows, b_eq=np.concatenate([model.a, model.b]), bounds=(0, None), method="highs")
-    assert res.status == 0
-    return res.fun ** (1 / model.p)
+    return transport_lp(cost, model.a, model.b) ** (1 / model.p)
 
 
 @settings(max_examples=25, deadline=None)
