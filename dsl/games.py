@@ -354,6 +354,17 @@ def _positive_vector(value: Any, what: str, size: int | None = None, allow_zero:
     return arr
 
 
+
+def _endowments(value: Any, utility: UtilityForm) -> FloatArray:
+    """Endowments (consumers, goods) of the utility's parameter shape, finite and >= 0."""
+    e = _real(value, "endowments")
+    if e.shape != utility.shape:
+        raise ModelError(f"endowments must have shape {utility.shape}, got {e.shape}")
+    if not np.all(np.isfinite(e)) or np.any(e < 0):
+        raise ModelError("endowments must be finite and >= 0")
+    return e
+
+
 class FisherMarket(FamilyModel):
     """n buyers with budgets B and utilities (one form, one parameter row per buyer) over m goods of supply s."""
 
@@ -391,11 +402,7 @@ class ArrowDebreuMarket(FamilyModel):
     def __init__(self, utility: UtilityForm, endowments: Any, name: str = "arrow_debreu"):
         if not isinstance(utility, UtilityForm) or len(utility.shape) != 2:
             raise ModelError("a market's utility is a library form with parameters of shape (consumers, goods)")
-        e = _real(endowments, "endowments")
-        if e.shape != utility.shape:
-            raise ModelError(f"endowments must have shape {utility.shape}, got {e.shape}")
-        if not np.all(np.isfinite(e)) or np.any(e < 0):
-            raise ModelError("endowments must be finite and >= 0")
+        e = _endowments(endowments, utility)
         if np.any(e.sum(axis=0) <= 0) or np.any(e.sum(axis=1) <= 0):
             raise ModelError("every good needs a positive total endowment and every consumer a positive endowment")
         self.utility, self.endowments, self.name = utility, e, name

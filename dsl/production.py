@@ -27,7 +27,7 @@ from solvopt.core.errors import ModelError
 
 from .arrays import FloatArray
 from .family import FamilyModel
-from .games import _positive_vector, _real
+from .games import _endowments, _positive_vector, _real
 from .utilities import UtilityForm
 
 
@@ -44,11 +44,7 @@ class ProductionEconomy(FamilyModel):
             raise ModelError("an economy's utility is a library form with parameters of shape (consumers, goods)")
         if utility.kind == "linear":
             raise ModelError("linear utilities have set-valued demands; production-root needs single-valued ones")
-        e = _real(endowments, "endowments")
-        if e.shape != utility.shape:
-            raise ModelError(f"endowments must have shape {utility.shape}, got {e.shape}")
-        if not np.all(np.isfinite(e)) or np.any(e < 0):
-            raise ModelError("endowments must be finite and >= 0")
+        e = _endowments(endowments, utility)
         if np.any(e.sum(axis=1) <= 0):
             raise ModelError("every consumer needs a positive endowment")
         r = _positive_vector(np.atleast_1d(_real(radii, "firm radii")), "firm radii", allow_zero=True)
