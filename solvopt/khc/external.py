@@ -50,6 +50,7 @@ class ExternalMINLPSolver(KhcSolver):
 
     backend: ClassVar[str]
     feastol_param: ClassVar[str]          # the backend's name of its feasibility tolerance
+    capabilities = ("exact", "time_limit", "bound", "norms")
     options = (
         NORMS,
         Option("feastol", _feastol, 1e-8,
@@ -100,7 +101,6 @@ class ScipMINLP(ExternalMINLPSolver):
     # SCIP's tree search is serial (lp/scip takes no threads): an explicit threads= is refused
     honours = frozenset({"rel_gap", "abs_gap", "node_limit"})
     description = "SCIP (pyscipopt) on the published MINLP built in the DSL, with the chosen norm blocks"
-    capabilities = ("exact", "time_limit", "bound", "norms")
     install_hint = "pip install pyscipopt  (or solvopt[bench])"
 
 
@@ -113,6 +113,5 @@ class GurobiMINLP(ExternalMINLPSolver):
     backend_packages = ("gurobipy",)
     honours = frozenset({"rel_gap", "abs_gap", "threads", "node_limit"})
     description = "Gurobi (NonConvex=2) on the published MINLP built in the DSL, with the chosen norm blocks"
-    capabilities = ("exact", "time_limit", "bound", "norms")
     install_hint = "pip install gurobipy  (its bundled licence is size-limited)"
 
