@@ -155,6 +155,15 @@ def _split_block(dem, tour0, entry, exit_, cap, lam, penalise, value, prefix, be
                 last[l] = best[l] + ex
 
 
+@njit(cache=True, inline="always")
+def _block_scratch(ncust, n):
+    """A thread's work arrays for :func:`_split_block` (tours of n positions, ncust customers):
+    (demands, value, prefix, best, thr, last, bad)."""
+    return (np.zeros((ncust, LANES), dtype=np.int32), np.empty((n + 1, LANES)),
+            np.empty((n + 1, LANES), dtype=np.int32), np.empty(LANES), np.empty(LANES, dtype=np.int32),
+            np.empty(LANES), np.empty(LANES, dtype=np.bool_))
+
+
 @njit(cache=True, parallel=True)
 def _costs_matrix(demands, tour0, entry, exit_, cap, lam, penalise, out, nthreads):
     """The kernel on a given (S, n) int32 demand matrix; writes out[:S] (+inf = infeasible)."""
@@ -163,13 +172,7 @@ def _costs_matrix(demands, tour0, entry, exit_, cap, lam, penalise, out, nthread
     nblocks = (S + LANES - 1) // LANES
     slots = min(SLOTS_PER_THREAD * nthreads, max(nblocks, 1))
     for t in prange(slots):
-        dem = np.zeros((ncust, LANES), dtype=np.int32)
-        value = np.empty((n + 1, LANES))
-        prefix = np.empty((n + 1, LANES), dtype=np.int32)
-        best = np.empty(LANES)
-        thr = np.empty(LANES, dtype=np.int32)
-        last = np.empty(LANES)
-        bad = np.empty(LANES, dtype=np.bool_)
+        dem, value, prefix, best, thr, last, bad = _block_scratch(ncust, n)
         for b in range(t, nblocks, slots):
             first = b * LANES
             count = min(LANES, S - first)
@@ -193,14 +196,8 @@ def _costs_fused(first_scenario, k0, k1, cdf, cdf_start, guide, guide_start, tou
     nblocks = (count + LANES - 1) // LANES
     slots = min(SLOTS_PER_THREAD * nthreads, max(nblocks, 1))
     for t in prange(slots):
-        dem = np.zeros((ncust, LANES), dtype=np.int32)
+        dem, value, prefix, best, thr, last, bad = _block_scratch(ncust, n)
         words = np.empty((2, LANES), dtype=np.uint64)
-        value = np.empty((n + 1, LANES))
-        prefix = np.empty((n + 1, LANES), dtype=np.int32)
-        best = np.empty(LANES)
-        thr = np.empty(LANES, dtype=np.int32)
-        last = np.empty(LANES)
-        bad = np.empty(LANES, dtype=np.bool_)
         for b in range(t, nblocks, slots):
             first = b * LANES
             sample_block(dem, words, first_scenario + first, LANES, k0, k1, cdf, cdf_start, guide, guide_start)
