@@ -158,10 +158,13 @@ def test_auto_picks_by_size():
     assert auto_choice(Transport(rng.random((40, 2)), rng.random((30, 2)))) == "exact"
     side = int(math.isqrt(ASSIGNMENT_PAIRS))
     pts = rng.random((side + 1, 2))
-    assert auto_choice(Transport(pts, pts[::-1])) == "approx"
+    assert auto_choice(Transport(pts, pts[::-1])) == "sparse-exact"          # points with a named metric
     assert auto_choice(Transport(pts[:side], pts[::-1][:side])) == "exact"
     k = int(math.isqrt(EXACT_PAIRS)) + 1
-    assert auto_choice(Transport(pts[:k], pts[:k], a=np.linspace(1, 2, k), b=np.linspace(2, 1, k))) == "approx"
+    assert auto_choice(Transport(pts[:k], pts[:k], a=np.linspace(1, 2, k), b=np.linspace(2, 1, k))) == "sparse-exact"
+    flow = dict(a=np.linspace(1, 2, k), b=np.linspace(2, 1, k))
+    assert auto_choice(Transport(pts[:k], pts[:k], p=12, **flow)) == "approx"   # beyond sparse-exact's p <= 8
+    assert auto_choice(Transport(cost=np.ones((k, k)), **flow)) == "approx"     # a ready cost matrix
 
 
 def test_npz_files_tell_cost_from_distance(tmp_path):

@@ -31,9 +31,7 @@ it, with capped costs (:func:`large_p_frame`), and keep the bottleneck plan when
 """
 from __future__ import annotations
 
-import contextlib
 import math
-import sys
 import time
 import warnings
 
@@ -440,10 +438,7 @@ class PotTransport(Solver):
         limit = options.iteration_limit if options.iteration_limit is not None else POT_ITERATIONS
 
         def emd():
-            # seconds the first time: in the watched thread too; what its import prints (pykeops, when
-            # installed, prints a warning) goes to stderr, so that stdout carries only solvopt's output
-            with contextlib.redirect_stdout(sys.stderr):
-                import ot
+            import ot  # seconds the first time: in the watched thread too
             with warnings.catch_warnings():   # its "numItermax reached" warning becomes the status and stats
                 warnings.simplefilter("ignore", UserWarning)
                 # masses per unit of the total (POT checks equal totals to an absolute 1e-6)
