@@ -283,6 +283,33 @@ def _p_label(p) -> str:
     return "p = inf" if str(p) == "inf" else f"p = {float(p):g}"
 
 
+def _seconds(rows: list, key: str) -> list:
+    """(n, seconds) of method ``key`` in the rows that timed it."""
+    return [(r["n"], r[key]["seconds"]) for r in rows if isinstance(r.get(key), dict)
+            and r[key].get("seconds") is not None]
+
+
+def _time_panel(ax, case: str, p: str, *, first_row: bool, first_column: bool, last_row: bool) -> None:
+    """Log-log axes of one (case, p) panel of a transport time figure, labelled at the grid's edges."""
+    ax.set(xscale="log", yscale="log")
+    ax.grid(True, which="major", color="0.9")
+    if first_row:
+        ax.set_title(_p_label(p))
+    if first_column:
+        ax.set_ylabel(f"{TRANSPORT_CASES[case]}\nseconds")
+    if last_row:
+        ax.set_xlabel("n (points per side)")
+
+
+def _legend_handles(axes) -> dict:
+    """Every panel's legend entries, once each (label -> handle), in the order first drawn."""
+    handles: dict = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    return handles
+
+
 def transport_time(json_path, png_path) -> bool:
     """transport.json: seconds against n, one panel per (instance kind, p), log-log; one legend."""
     plt = _pyplot()
@@ -298,22 +325,11 @@ def transport_time(json_path, png_path) -> bool:
                 ax = axes[i][j]
                 sel = sorted((r for r in rows if r["case"] == case and str(r["p"]) == p), key=lambda r: r["n"])
                 for key, (label, colour, marker, style) in TRANSPORT_METHODS.items():
-                    pts = [(r["n"], r[key]["seconds"]) for r in sel if isinstance(r.get(key), dict)
-                           and r[key].get("seconds") is not None]
+                    pts = _seconds(sel, key)
                     if pts:
                         ax.plot(*zip(*pts), style, color=colour, marker=marker, ms=5, lw=2, label=label)
-                ax.set(xscale="log", yscale="log")
-                ax.grid(True, which="major", color="0.9")
-                if i == 0:
-                    ax.set_title(_p_label(p))
-                if j == 0:
-                    ax.set_ylabel(f"{TRANSPORT_CASES[case]}\nseconds")
-                if i == len(cases) - 1:
-                    ax.set_xlabel("n (points per side)")
-        handles = {}
-        for ax in axes.flat:
-            for h, lab in zip(*ax.get_legend_handles_labels()):
-                handles.setdefault(lab, h)
+                _time_panel(ax, case, p, first_row=i == 0, first_column=j == 0, last_row=i == len(cases) - 1)
+        handles = _legend_handles(axes)
         order = [TRANSPORT_METHODS[k][0] for k in TRANSPORT_METHODS if TRANSPORT_METHODS[k][0] in handles]
         fig.legend([handles[lab] for lab in order], order, loc="upper center", ncol=3, frameon=False,
                    bbox_to_anchor=(0.5, 0.965))
@@ -393,22 +409,11 @@ def transport_scaling(json_path, png_path) -> bool:
                 if ours:
                     _guides(ax, *ours[0], max(r["n"] for r in sel))
                 for key, (label, colour, marker) in SCALING_METHODS.items():
-                    pts = [(r["n"], r[key]["seconds"]) for r in sel if isinstance(r.get(key), dict)
-                           and r[key].get("seconds") is not None]
+                    pts = _seconds(sel, key)
                     if pts:
                         ax.plot(*zip(*pts), "-", color=colour, marker=marker, ms=6, lw=2, label=label)
-                ax.set(xscale="log", yscale="log")
-                ax.grid(True, which="major", color="0.9")
-                if i == 0:
-                    ax.set_title(_p_label(p))
-                if j == 0:
-                    ax.set_ylabel(f"{TRANSPORT_CASES[case]}\nseconds")
-                if i == len(cases) - 1:
-                    ax.set_xlabel("n (points per side)")
-        handles = {}
-        for ax in axes.flat:
-            for h, lab in zip(*ax.get_legend_handles_labels()):
-                handles.setdefault(lab, h)
+                _time_panel(ax, case, p, first_row=i == 0, first_column=j == 0, last_row=i == len(cases) - 1)
+        handles = _legend_handles(axes)
         fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=3, frameon=False,
                    bbox_to_anchor=(0.5, 0.955))
         _save(plt, fig, png_path, "W_p transport at scale: time against n (log-log), guides through ours' first point",
