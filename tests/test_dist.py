@@ -198,7 +198,7 @@ def test_a_batch_on_two_workers_equals_the_sequential_results(client):
 
 
 def test_a_worker_killed_mid_batch_loses_no_result(client):
-    inputs = [*KHC, *KHC]
+    inputs = [*KHC] * 4          # enough tasks that some are still assigned when the first result is in
     expected = [r.objective for r in solvopt.solve_list(inputs)]
     got, killed = {}, None
     for result in solvopt.solve_many(inputs, client):
