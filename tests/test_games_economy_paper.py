@@ -277,36 +277,136 @@ def test_paper_economies_load_and_are_refused_as_stated(which):
         assert relaxed.method_support() == [("assets paying bundles of goods", True)]
 
 
-@pytest.mark.parametrize("which", ["cd_deterministic", "leontief_deterministic"])
-def test_capped_deterministic_economies_cannot_put_every_consumer_at_the_limit(which):
-    # docs/markov_games.md, "The paper's economies": after the start the chain stays in world state 1,
-    # where the asset pays at least gamma * price_sum * min_j B_j >= 6 times its highest price every
-    # period, whatever the goods prices, so every consumer with wealth there gains by holding more,
-    # up to the holding limit. But the limit for every consumer cannot be paid for: with N x limit
-    # held at the price cap, the auctioneer's zero regret needs every good's excess demand at
-    # (0, 1) to be -cap x N x limit / price_sum, i.e. a supply of at least that much of every good,
-    # and the supply at (0, 1) is the endowment plus what the start's holdings deliver (the start's
-    # holdings are paid for with the start's endowment value, at most price_sum x max_j E_j(0) at
-    # the cap). These are the data facts the argument rests on.
+def relaxed_paper_economy(which):
+    """The paper's economy ``which`` as the methods take it: degree 1 (Cobb-Douglas exponents scaled
+    to sum to 1), no endowment floor or cap, an infinite horizon."""
     import json
     from pathlib import Path
     path = Path(__file__).resolve().parent.parent / "instances" / "games" / f"markov_paper_{which}.json"
     data = json.loads(path.read_text())
-    if data["utility"]["kind"] == "cobb_douglas":                # degree 1: exponents scaled to sum to 1
+    if data["utility"]["kind"] == "cobb_douglas":
         a = np.asarray(data["utility"]["exponents"])
         data["utility"] = {"kind": "cobb_douglas", "exponents": (a / a.sum(axis=1, keepdims=True)).tolist()}
-    econ = MarkovExchangeEconomy.from_dict(data, drop=("degree", "endowment_floor", "endowment_cap", "horizon"))
+    return MarkovExchangeEconomy.from_dict(data, drop=("degree", "endowment_floor", "endowment_cap", "horizon"))
+
+
+DETERMINISTIC = ("cd_deterministic", "leontief_deterministic")
+
+
+@pytest.mark.parametrize("which", DETERMINISTIC)
+def test_capped_deterministic_economies_have_no_equilibrium_in_the_pair_state_class(which):
+    # docs/markov_games.md, "The paper's economies": the proof that no profile whose holdings depend
+    # on the current world state (prices and consumption on the pair state) has exploitability 0
+    # rests on these facts of the data, checked here.
+    econ = relaxed_paper_economy(which)
     chain = ec.pair_chain(econ)
+    # (0) the chain: the start (-, 0), then (0, 1), then (1, 1) for ever, each with positive occupancy
     assert [(int(v), int(w)) for v, w in zip(chain.prev, chain.world)] == [(-1, 0), (0, 1), (1, 1)]
+    assert np.all(chain.occupancy > 0)
     B = econ.asset_bundles[1, 0]                                   # (M,) the bundle one unit pays in world 1
-    cap, total = econ.asset_price_max, econ.price_sum
-    assert econ.discount * total * B.min() > 6 * cap               # buying at (1, 1) always pays
-    start_holdings = total * econ.endowments[0].sum(axis=0).max() / cap
+    cap, total, gamma = econ.asset_price_max, econ.price_sum, econ.discount
+    N, h = econ.n_consumers, econ.holding_limit[0]
+    # (1) whatever the goods prices, the asset pays R >= total * min_j B_j > 0 in world 1 and
+    #     gamma R > cap >= q: a holding grown at (1, 1) grows by the factor R / q > 1 / gamma a period
+    assert B.min() > 0 and gamma * total * B.min() > cap
+    # (2) every consumer owns some of every good in worlds 0 and 1: p . e_i(w) > 0 at any prices
+    assert np.all(econ.endowments[[0, 1]] > 0)
+    # (3) money buys utility at any prices: beta_i(p) >= u_i(1, ..., 1) / price_sum > 0
+    assert np.all(econ.utility.value(np.ones((1, N, econ.n_goods))) > 0)
+    # (4) the limit for every consumer cannot be paid for: with N x limit held at the cap, the
+    #     auctioneer's zero regret at (0, 1) needs an excess supply of cap N h / price_sum of every
+    #     good, more than the endowment plus what the start's holdings can deliver (the start's
+    #     holdings, if positive, are bought at the cap, which needs an excess supply of cap Y / price_sum
+    #     of every good at the start: Y <= price_sum min_j E_j(0) / cap)
+    start_holdings = min(N * h, total * econ.endowments[0].sum(axis=0).min() / cap)
     supply = econ.endowments[1].sum(axis=0) + B * start_holdings     # the most of each good at (0, 1)
-    needed = cap * econ.n_consumers * econ.holding_limit[0] / total
-    assert supply.min() < 0.7 * needed
-    # and the methods' best profile indeed leaves consumers below the limit, with deviations (the
-    # certificate's lower bound: concrete ones) that grow their holdings worth far above the goal
+    assert supply.min() < cap * N * h / total
+
+
+def _path_value(beta, c, R, q, holdings, gamma):
+    """Sum_t gamma^t beta_t W_t of a holdings path along the chain (-, 0), (0, 1), (1, 1), (1, 1), ...
+    (holdings[t] bought in period t; the last one kept for ever), or None if some wealth is < 0."""
+    state = lambda t: min(t, 2)                                       # noqa: E731
+    value, prev = 0.0, 0.0
+    for t, y in enumerate(holdings):
+        s = state(t)
+        W = c[s] + R[s] * prev - q[s] * y
+        if W < -1e-12:
+            return None
+        value += gamma ** t * beta[s] * W
+        prev = y
+    W = c[2] + (R[2] - q[2]) * prev                                   # then the same every period
+    if W < -1e-12:
+        return None
+    return value + gamma ** len(holdings) / (1 - gamma) * beta[2] * W
+
+
+@pytest.mark.parametrize("which", DETERMINISTIC)
+def test_a_short_consumer_with_wealth_gains_by_growing_a_holding(which):
+    # The proof's deviation: a consumer below the limit with no wealth at (1, 1) is short there; if it
+    # has wealth left at (0, 1) (or, short at the start, at the start) it gains by buying eps more and
+    # growing the holding at (1, 1) by R / q a period, however small the utility of that wealth later
+    # on. Evaluated by hand along the path; the certificate's regret must be at least that gain.
+    econ = relaxed_paper_economy(which)
+    chain = ec.pair_chain(econ)
+    gamma, cap, h = econ.discount, econ.asset_price_max, econ.holding_limit[0]
+    S, N, M = 3, econ.n_consumers, econ.n_goods
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(M), size=S) * econ.price_sum
+    q = np.full((S, 1), cap)
+    c = ec.endowment_values(econ, chain, p)                            # (S, N)
+    R = np.einsum("sm,m->s", p, econ.asset_bundles[1, 0])
+    y = np.zeros((econ.n_world, N, 1))
+    y[1, :, 0] = -c[2] / (R[2] - q[2, 0])                              # no wealth at (1, 1)
+    W = ec.wealth(econ, chain, p, q, y)
+    assert np.allclose(W[2], 0.0, atol=1e-12) and np.all(W[:2] > 0)
+    prof = ec.Profile(p, q, ec.demand(econ, chain, p, q, y), y)
+    m = ec.metrics(econ, chain, prof)
+    beta = ec.bang_per_buck(econ, p) / ec.money_rates(econ)           # (S, N), money units
+    for i in range(N):
+        base = [0.0, y[1, i, 0]]
+        own = _path_value(beta[:, i], c[:, i], R, q[:, 0], base, gamma)
+        assert own == pytest.approx(chain.occupancy @ (econ.utility.value(prof.consumption)[:, i]
+                                                       / ec.money_rates(econ)[i]), rel=1e-9)
+        rho, gains = R[2] / q[2, 0], []
+        for n in range(0, 80):
+            eps = min(W[1, i] / q[1, 0], (h - y[1, i, 0]) / rho ** n)
+            path = [0.0] + [y[1, i, 0] + eps * rho ** k for k in range(n + 1)]
+            dev = _path_value(beta[:, i], c[:, i], R, q[:, 0], path, gamma)
+            assert dev is not None
+            gains.append(dev - own)
+        assert max(gains) > 0
+        assert m["per_player"][i] >= max(gains) * (1 - 1e-9)
+        # and the best path of holdings (an LP over 120 periods, the last holding kept for ever: a
+        # concrete deviation, solved by HiGHS) is within the certificate's bound and close to it
+        best = _best_path_value(beta[:, i], c[:, i], R, q[:, 0], gamma, econ.borrowing_limit[0], h)
+        assert own + m["per_player"][i] >= best * (1 - 1e-9)
+        assert own + m["per_player"][i] <= best * (1 + 1e-6)
+
+
+def _best_path_value(beta, c, R, q, gamma, lo, hi, periods=120):
+    """The LP max of :func:`_path_value` over holdings paths of ``periods`` periods (SciPy's HiGHS)."""
+    from scipy.optimize import linprog
+    T = periods
+    s = np.minimum(np.arange(T + 1), 2)                              # period T stands for the tail
+    disc = gamma ** np.arange(T + 1) * beta[s]
+    disc[T] /= 1 - gamma
+    # W_t = c_t + R_t y_{t-1} - q_t y_t (t < T), W_T = c_2 + (R_2 - q_2) y_{T-1}: rows A y <= c
+    A = np.zeros((T + 1, T))
+    A[np.arange(T), np.arange(T)] = q[s[:T]]
+    A[np.arange(1, T), np.arange(T - 1)] -= R[s[1:T]]
+    A[T, T - 1] = -(R[2] - q[2])
+    obj = -(A.T @ disc)                                              # value = disc . (c - A y)
+    res = linprog(-obj, A_ub=A, b_ub=c[s], bounds=[(-lo, hi)] * T, method="highs")
+    assert res.status == 0
+    return float(disc @ c[s] + obj @ res.x)
+
+
+@pytest.mark.parametrize("which", DETERMINISTIC)
+def test_deterministic_paper_economies_leave_concrete_deviations(which):
+    # the methods' best profile leaves consumers below the limit, with deviations (the certificate's
+    # lower bound: concrete ones) that grow their holdings worth far above the goal
+    econ = relaxed_paper_economy(which)
     result = econ.solve(method="markov-newton", iteration_limit=20)
     held = result.solution["portfolio"][1, :, 0]
     assert held.max() < econ.holding_limit[0]
