@@ -11,7 +11,7 @@ FAMILY = Family(
     solver_modules=("solvopt.games.static", "solvopt.games.gnep_kkt", "solvopt.games.markets", "solvopt.games.auto",
                     "solvopt.games.markov_solvers", "solvopt.games.parametric_solvers",
                     "solvopt.games.exchange", "solvopt.games.production"),
-    reader_modules=("solvopt.games.reader",),
+    reader_modules=("solvopt.games.production_reader", "solvopt.games.reader"),
     models=("solvopt.dsl.games:PseudoGame", "solvopt.dsl.games:FisherMarket", "solvopt.dsl.games:ArrowDebreuMarket",
             "solvopt.dsl.production:ProductionEconomy",
             "solvopt.dsl.markov_games:MarkovPseudoGame", "solvopt.dsl.markov_games:MarkovExchangeEconomy",
@@ -20,7 +20,7 @@ FAMILY = Family(
         Param("tolerance", float, "stop when the certified exploitability / payoff scale is at most this",
               target="solver"),
     ),
-    from_instance="solvopt.games.instance:model_from_instance",
+    from_instance="solvopt.games.production_reader:model_from_instance",
     scale_cases="solvopt.games.scaling:scale_cases",
     stop_cases="solvopt.games.scaling:stop_cases",
 )

@@ -71,8 +71,10 @@ def production_exploitability(model, x, y, p) -> Exploitability:
                     float(max(np.max(-x, initial=0.0), np.max(-y, initial=0.0),
                               np.max(np.linalg.norm(y, axis=1) - model.radii, initial=0.0))) / goods,
                     float(np.max(-p, initial=0.0)), abs(float(p.sum()) - 1.0))
-    if np.all(p > 0) and np.all(budgets >= 0):
-        u = model.utility
+    u = model.utility
+    if u.kind == "quadratic" and np.all(p >= 0) and np.any(p > 0) and np.all(budgets >= 0):
+        consumers = satiable_money_gains(u, x, p, budgets)
+    elif np.all(p > 0) and np.all(budgets >= 0):
         best = u.demand(p, budgets)
         gain = u.value(best) - u.value(x)
         lam = money_per_utility(u, p, best)
@@ -87,6 +89,42 @@ def production_exploitability(model, x, y, p) -> Exploitability:
     per = np.maximum(np.concatenate([consumers, firms, [price]]), 0.0)
     total = float(per.sum())
     return Exploitability(total, total, per, [], violation)
+
+
+def satiable_money_gains(u, x, p, budgets):
+    """Per consumer of a quadratic (satiable) utility ``u``, an upper bound on e(p, V) - e(p, u(x)): what
+    its best response's utility V costs at prices p beyond the cheapest bundle as good as its own x
+    (e the expenditure function; the compensating variation when the budget binds).
+
+    With the exact best response x* and its budget multiplier lambda > 0, e is convex in the utility
+    with slope 1 / lambda at V, so the bound is the utility gain G = u(x*) - u(x) over lambda (as for
+    the other forms). A satiated consumer (lambda = 0: its bliss point is affordable) has e(V) <=
+    p.x*, and for every l > 0 weak duality gives e(u(x)) >= p.x_l + (u(x) - u(x_l)) / l with x_l the
+    maximiser of u - l p.x over x >= 0; the bound p.(x* - x_l) + (u(x_l) - u(x)) / l is taken at the
+    best of a few l around sqrt(2 G / p'Q^-1 p). Utility differences are computed from the bundles'
+    difference (no cancellation)."""
+    from solvopt.dsl.quadratic_utility import box_qp
+    best, lam = u.demand_multipliers(p, budgets)
+    gain = u.gain(x, best - x)
+    out = np.zeros(len(budgets))
+    for k in range(len(budgets)):
+        if gain[k] <= 0:
+            out[k] = gain[k]
+        elif lam[k] > 0:
+            out[k] = gain[k] / lam[k]
+        else:
+            Q, b = u.matrices[k], u.weights[k]
+            curv = float(p @ np.linalg.solve(Q, p))
+            centre = np.sqrt(2.0 * gain[k] / curv) if curv > 0 else 1.0
+            bound = np.inf
+            for scale in (0.25, 0.5, 1.0, 2.0, 4.0):
+                level = centre * scale
+                xl = box_qp(Q, b - level * p, best[k] > 0)
+                d = xl - x[k]
+                up = float(d @ (b - Q @ x[k]) - 0.5 * d @ Q @ d)          # u(x_l) - u(x)
+                bound = min(bound, float(p @ (best[k] - xl)) + up / level)
+            out[k] = max(bound, 0.0)
+    return out
 
 
 def money_scale(model, p) -> float:
@@ -127,6 +165,8 @@ class ProductionRoot(Solver):
         if not isinstance(model, ProductionEconomy):
             raise ModelError(f"method {cls.name!r} solves economies with production; got {type(model).__name__}")
         u = model.utility
+        if u.kind == "quadratic":      # satiable consumers: goods may be free (the complementarity path)
+            return model
         if u.kind not in ("log", "cobb_douglas", "ces") or (u.kind == "ces" and not 0 < u.rho < 1):
             raise ModelError(f"method {cls.name!r} needs utilities whose demand for a free good is unbounded "
                              "(log, Cobb-Douglas, CES with 0 < rho < 1), so that every good is priced")
@@ -184,6 +224,8 @@ class ProductionRoot(Solver):
             return s
 
         limit = options.iteration_limit
+        if model.utility.kind == "quadratic":
+            return self._solve_satiable(model, options, run)
         with run.guard():
             s = np.zeros(m - 1)
             it = 0
@@ -217,6 +259,41 @@ class ProductionRoot(Solver):
                     if np.all(np.isfinite(lm.x)) and np.linalg.norm(lm.fun) < np.linalg.norm(equations(s)):
                         s = lm.x
                     s = tatonnement(s, 50 * attempt * attempt)
+        if run.best_point is None:
+            return run.result({})
+        x, y, p = run.best_point
+        return run.result({"allocation": x, "production": y, "prices": p})
+
+    @staticmethod
+    def _solve_satiable(model, options, run):
+        """Quadratic (satiable) consumers: the price player's complementarity problem
+        (:mod:`solvopt.games.production_complementarity`) from uniform prices, then from the consumers'
+        normalised marginal utilities at their endowments, then from random points of the simplex."""
+        from .production_complementarity import solve_complementarity
+        m = model.shape[2]
+        limit = options.iteration_limit
+
+        def certify(it, p) -> bool:
+            y = model.supply(p)
+            x = model.utility.demand(p, model.budgets(p, y))
+            if it <= 1 and run.best_point is None:
+                run.rescale(money_scale(model, p))
+            return run.record(it, (x, y, p), production_exploitability(model, x, y, p))
+
+        def starts():
+            yield np.full(m, 1.0 / m)
+            g = np.maximum(model.utility.gradient(model.endowments), 0.0)
+            g = (g / np.maximum(g.max(axis=1, keepdims=True), 1e-300)).sum(axis=0)
+            if g.sum() > 0:
+                yield g / g.sum()
+            rng = np.random.default_rng(0 if options.seed is None else options.seed)
+            for _ in range(6):
+                yield rng.dirichlet(np.ones(m))
+
+        with run.guard():
+            if not certify(0, np.full(m, 1.0 / m)):
+                solve_complementarity(model, certify, starts(), lambda it: run.should_stop(it)
+                                      or (limit is not None and it >= limit))
         if run.best_point is None:
             return run.result({})
         x, y, p = run.best_point
