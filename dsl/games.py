@@ -11,7 +11,11 @@ A :class:`PseudoGame` has players whose actions are DSL variables (``game.player
 Constraints are linear: a player's own (``game.constrain(x, ...)``), which may involve the other
 players' actions too (a *player-specific coupled* row: it binds that player only, with the others'
 actions as data), and shared ones (``game.share(...)``: one jointly convex set that binds every
-player), plus variable bounds. Player i's feasible set given the others is
+player), plus variable bounds. Beside them, *convex nonlinear* constraints g(a) <= 0 of the joint
+action (:class:`ConvexConstraint`): quadratic DSL constraints (``x[0] * x[0] + y <= 4``) in
+``game.constrain`` / ``game.share``, or callables with exact gradients
+(``game.constrain_convex`` / ``game.share_convex``). A player's must be convex in its own action,
+a shared one jointly convex; such games are solved by gnep-kkt. Player i's feasible set given the others is
 X_i(a_-i) = {b_i : bounds, its own rows and the shared rows with a_-i fixed}. The equilibrium
 sought (:attr:`GameData.concept`): the variational equilibrium (``"VE"``) when every coupled row is
 shared, a generalized Nash equilibrium (``"GNE"``) when some row is player-specific. The game compiles into flat
@@ -130,6 +134,45 @@ class CallableUtility(JointUtility):
 
 
 @dataclass
+class ConvexConstraint:
+    """g(a) <= 0 over the joint action a, with its exact gradient (n,); ``owner``: a player index or -1 (shared).
+
+    Convex in the owner's action (a shared one: jointly convex): ``convexity`` says whether that is
+    ``"proven"`` (quadratic forms, expression trees by the curvature rules) or ``"vouched"`` (a user
+    callable: the user's promise; the certificates check it along the points they evaluate). What
+    ``value`` / ``gradient`` return is checked: one finite number, ``n`` finite numbers.
+    """
+
+    fn: JointFn
+    grad: JointFn
+    n: int
+    owner: int = -1
+    name: str = ""
+    convexity: str = "vouched"
+
+    def _who(self) -> str:
+        return f" {self.name!r}" if self.name else ""
+
+    def value(self, a: FloatArray) -> float:
+        arr = real_array(self.fn(a), f"the constraint{self._who()}", allow_inf=True)
+        if arr.size != 1:
+            raise ModelError(f"the constraint{self._who()} must return one number, got shape {arr.shape}")
+        v = float(arr.reshape(()))
+        if not np.isfinite(v):
+            raise ModelError(f"the constraint{self._who()} returned NaN or an infinite value")
+        return v
+
+    def gradient(self, a: FloatArray) -> FloatArray:
+        g = real_array(self.grad(a), f"the constraint gradient{self._who()}", allow_inf=True).ravel()
+        if g.size != self.n:
+            raise ModelError(f"the constraint gradient{self._who()} must return {self.n} numbers (the joint "
+                             f"action's size), got {g.size}")
+        if not np.all(np.isfinite(g)):
+            raise ModelError(f"the constraint gradient{self._who()} returned NaN or infinite values")
+        return g
+
+
+@dataclass
 class GameData:
     """A pseudo-game as flat arrays over the joint action vector (what the solvers read)."""
 
@@ -143,6 +186,7 @@ class GameData:
     hi: FloatArray
     owner: npt.NDArray[np.int_]         # per row: the player it belongs to, -1 for shared
     shapes: list[tuple[int, ...]] = field(default_factory=list)
+    nonlinear: list[ConvexConstraint] = field(default_factory=list)   # convex g(a) <= 0, owned or shared
 
     @property
     def n(self) -> int:
@@ -166,8 +210,9 @@ class GameData:
 
     @property
     def concept(self) -> str:
-        """"GNE" when some row is player-specific and coupled, else "VE" (every coupled row is shared)."""
-        return "GNE" if self.coupled_rows.size else "VE"
+        """"GNE" when some row or nonlinear constraint is player-specific and coupled (a nonlinear one of
+        one player counts as coupled: its dependence on the others is not known), else "VE"."""
+        return "GNE" if self.coupled_rows.size or any(c.owner >= 0 for c in self.nonlinear) else "VE"
 
 
 class PseudoGame(FamilyModel):
@@ -177,8 +222,10 @@ class PseudoGame(FamilyModel):
 
     @property
     def default_method(self) -> str:
-        """extragradient (a variational equilibrium) unless some row is player-specific: then gnep-kkt (a GNE)."""
-        return "gnep-kkt" if self.data().concept == "GNE" else "extragradient"
+        """extragradient (a variational equilibrium) unless some row is player-specific or some constraint is
+        nonlinear: then gnep-kkt."""
+        d = self.data()
+        return "gnep-kkt" if d.concept == "GNE" or d.nonlinear else "extragradient"
 
     def __init__(self, name: str = "game"):
         self.name = name
@@ -187,6 +234,7 @@ class PseudoGame(FamilyModel):
         self._utilities: dict[str, tuple[float, UtilitySpec]] = {}
         self._own: list[tuple[int, Constraint]] = []
         self._shared: list[Constraint] = []
+        self._convex: list[tuple[int, Any]] = []     # (owner or -1, quadratic Constraint or (value, gradient))
         self._data: GameData | None = None
 
     # --- building ---------------------------------------------------------------------------
@@ -241,22 +289,55 @@ class PseudoGame(FamilyModel):
         A row that involves other players' actions is player-specific and coupled: it binds only
         ``player`` (the others' actions enter it as data), so the game becomes a generalized Nash
         problem proper and its default method computes a generalized Nash equilibrium (gnep-kkt).
-        The row must involve at least one of ``player``'s own variables.
+        The row must involve at least one of ``player``'s own variables. A quadratic constraint
+        (``<=`` of a form convex in the player's action, ``>=`` of a concave one) is a nonlinear
+        constraint of that player (see :meth:`constrain_convex`).
         """
-        self._own.append((self._index(player), self._linear(constraint)))
+        who = self._index(player)
+        if self._checked(constraint).is_quadratic:
+            self._convex.append((who, constraint))
+        else:
+            self._own.append((who, constraint))
         self._data = None
 
     def share(self, constraint: Constraint) -> None:
-        """A linear constraint shared by every player (jointly convex: a variational equilibrium exists)."""
-        self._shared.append(self._linear(constraint))
+        """A constraint shared by every player: linear, or quadratic and jointly convex (a variational
+        equilibrium exists)."""
+        if self._checked(constraint).is_quadratic:
+            self._convex.append((-1, constraint))
+        else:
+            self._shared.append(constraint)
+        self._data = None
+
+    def constrain_convex(self, player: Var, value: JointFn, gradient: JointFn, *, name: str = "",
+                         proven: bool = False) -> None:
+        """A nonlinear constraint value(a) <= 0 of ``player`` over the joint action a, with its exact gradient.
+
+        It binds ``player`` only (the others' actions enter as data: a generalized Nash problem) and
+        must be convex in that player's action: the user's promise, which the certificates check
+        (convexity's tangent inequality) at the points they evaluate. ``name`` appears in errors;
+        ``proven`` records that the caller proved convexity (the JSON reader's curvature rules).
+        """
+        self._convex.append((self._index(player), self._callables(value, gradient) + (name, proven)))
+        self._data = None
+
+    def share_convex(self, value: JointFn, gradient: JointFn, *, name: str = "", proven: bool = False) -> None:
+        """A jointly convex constraint value(a) <= 0 binding every player (the user's promise, checked as above)."""
+        self._convex.append((-1, self._callables(value, gradient) + (name, proven)))
         self._data = None
 
     @staticmethod
-    def _linear(constraint: object) -> Constraint:
+    def _callables(value: object, gradient: object) -> tuple[JointFn, JointFn]:
+        if not (callable(value) and callable(gradient)):
+            raise ModelError("a convex constraint needs two callables: value(a) (<= 0 where feasible) and gradient(a)")
+        return value, gradient
+
+    @staticmethod
+    def _checked(constraint: object) -> Constraint:
         if not isinstance(constraint, Constraint):
             raise ModelError("a game constraint is built with <=, >= or == on DSL expressions")
-        if constraint.is_quadratic:
-            raise ModelError("game constraints must be linear (quadratic ones are not supported)")
+        if constraint.is_quadratic and constraint.sense == "==":
+            raise ModelError("a quadratic equality is not a convex constraint (state it with <= or >=)")
         return constraint
 
     # --- compiling --------------------------------------------------------------------------
@@ -280,7 +361,7 @@ class PseudoGame(FamilyModel):
         rows, lo, hi, owner = [], [], [], []
         for who, con in [(i, c) for i, c in self._own] + [(-1, c) for c in self._shared]:
             body = con.body
-            assert isinstance(body, LinExpr)  # _linear refused quadratic constraints
+            assert isinstance(body, LinExpr)  # quadratic constraints went to self._convex
             coef = sp.csr_matrix(body.coef, shape=(body.coef.shape[0], n)) if body.coef.shape[1] < n else body.coef
             if who >= 0:
                 empty = np.flatnonzero(np.asarray(abs(coef[:, blocks[who]]).sum(axis=1)).ravel() == 0)
@@ -300,6 +381,14 @@ class PseudoGame(FamilyModel):
                         [v.shape for v in self._players])
         if not np.all(np.isfinite(A.data)) or np.any(np.isnan(data.lo)) or np.any(np.isnan(data.hi)):
             raise ModelError("the game's constraints contain NaN or infinite coefficients")
+        for who, con in self._convex:
+            name = "shared" if who < 0 else self._players[who].name
+            if isinstance(con, Constraint):
+                data.nonlinear.extend(_quadratic_constraints(con, n, None if who < 0 else blocks[who], who, name))
+            else:
+                data.nonlinear.append(ConvexConstraint(con[0], con[1], n, who,
+                                                       con[2] or f"{name} #{len(data.nonlinear)}",
+                                                       "proven" if con[3] else "vouched"))
         return data
 
     def _joint_utility(self, i: int, var: Var, n: int) -> JointUtility:
@@ -328,6 +417,37 @@ class PseudoGame(FamilyModel):
         """The joint action split per player, shaped like each player's variable."""
         d = self.data()
         return {name: np.asarray(a)[cols].reshape(shape) for name, cols, shape in zip(d.names, d.blocks, d.shapes)}
+
+
+def _quadratic_constraints(con: Constraint, n: int, own: IntArray | None, owner: int,
+                           name: str) -> list[ConvexConstraint]:
+    """One :class:`ConvexConstraint` per element of a quadratic DSL constraint (``<=``: body <= 0,
+    ``>=``: -body <= 0), its Hessian checked positive semidefinite on ``own`` (all columns: shared)."""
+    body = con.body
+    assert isinstance(body, QuadExpr)
+    sign = 1.0 if con.sense == "<=" else -1.0
+    lin = sp.csr_matrix(body.lin.coef, shape=(body.lin.coef.shape[0], n)) if body.lin.coef.shape[1] < n \
+        else sp.csr_matrix(body.lin.coef)
+    out = []
+    for e in range(lin.shape[0]):
+        pick = body.elem == e
+        vi, vj, q = body.vi[pick], body.vj[pick], body.q[pick] * sign
+        Q = sp.coo_matrix((np.concatenate([q, q]), (np.concatenate([vi, vj]), np.concatenate([vj, vi]))),
+                          shape=(n, n)).tocsr()
+        c = sign * np.asarray(lin[e].toarray()).ravel()
+        k = sign * float(body.lin.const[e])
+        if not (np.all(np.isfinite(Q.data)) and np.all(np.isfinite(c)) and np.isfinite(k)):
+            raise ModelError(f"a quadratic constraint of {name} contains NaN or infinite coefficients")
+        cols = np.arange(n) if own is None else own
+        block = Q[cols][:, cols].toarray()
+        if block.size and np.min(np.linalg.eigvalsh(block)) < -1e-10 * max(1.0, float(np.max(np.abs(block)))):
+            what = "jointly convex" if own is None else "convex in the player's own action"
+            raise ModelError(f"a quadratic constraint of {name} is not {what} (a <= side must be convex, a >= "
+                             "side concave)")
+        out.append(ConvexConstraint((lambda a, Q=Q, c=c, k=k: 0.5 * float(a @ (Q @ a)) + float(c @ a) + k),
+                                    (lambda a, Q=Q, c=c: np.asarray(Q @ a).ravel() + c), n, owner,
+                                    f"{name} quadratic #{e}", "proven"))
+    return out
 
 
 # --- markets ----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from solvopt.core.errors import ModelError
-from solvopt.games.gnep_library import GENERAL, NAMES, problem, problems
+from solvopt.games.gnep_library import GENERAL, NAMES, NONLINEAR, problem, problems
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "instances" / "games" / "gnep"
@@ -70,11 +70,11 @@ def test_published_point_is_nearly_an_equilibrium(name):
 
 
 def test_instance_files_match_the_library():
-    """instances/games/gnep holds every problem (the twelve and the GENERAL five), equal to what the factories
-    state."""
-    library = {p.file_stem: p for p in problems() + [problem(name) for name in GENERAL]}
+    """instances/games/gnep holds every problem (the twelve, the GENERAL five and the NONLINEAR three), equal to
+    what the factories state."""
+    library = {p.file_stem: p for p in problems() + [problem(name) for name in (*GENERAL, *NONLINEAR)]}
     files = {f.stem: f for f in FOLDER.glob("*.json")}
-    assert set(files) == set(library) and len(files) == 17
+    assert set(files) == set(library) and len(files) == 20
     for stem, path in files.items():
         assert json.loads(path.read_text()) == json.loads(json.dumps(library[stem].instance()))
 

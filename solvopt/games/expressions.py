@@ -11,6 +11,11 @@ an ``expression`` over the joint action a (the players' actions concatenated in 
     {"op": "pow", "args": [e, p]}            e ** p, p a number (non-integer p: e >= 0; p < 0: e != 0)
     {"op": "log", "args": [e]}               natural log, e > 0
 
+A player's ``nonlinear_constraints`` (and the game's ``shared_nonlinear_constraints``) hold the
+same trees: ``{"expression": e, "sense": "<=" | ">=", "rhs": b}`` with e convex (``<=``) or
+concave (``>=``) in the player's own action (jointly, when shared), which the rules below must
+prove (:func:`convex_constraint`).
+
 Nothing is evaluated as text: the tree is parsed once into nodes, each returning its value and its
 gradient over the joint action (forward mode: sums, the product rule, the power and log rules), so
 the gradient is exact. A point outside an operation's domain is a one-line ModelError naming the
@@ -443,4 +448,52 @@ def payoff(spec: dict, n: int, own, sign: float, where, Q=None, c=None, lb=None,
     return p
 
 
-__all__ = ["parse", "payoff", "Payoff", "Curvature", "OPS"]
+# --- a nonlinear constraint ---------------------------------------------------------------------
+class ConvexExpression:
+    """A constraint ``expression <= rhs`` (convex) or ``expression >= rhs`` (concave) as g(a) <= 0.
+
+    ``value`` and ``gradient`` are g and its exact gradient over the joint action, what
+    :meth:`solvopt.dsl.PseudoGame.constrain_convex` takes.
+    """
+
+    def __init__(self, node: Node, sense: str, rhs: float):
+        self.node, self.sign, self.rhs = node, (1.0 if sense == "<=" else -1.0), float(rhs)
+
+    def value(self, a) -> float:
+        v, _ = self.node.evaluate(np.asarray(a, dtype=float).ravel())
+        return self.sign * (v - self.rhs)
+
+    def gradient(self, a) -> np.ndarray:
+        a = np.asarray(a, dtype=float).ravel()
+        _, g = self.node.evaluate(a)
+        return np.zeros(a.size) if g is None else self.sign * g
+
+
+def convex_constraint(spec: dict, n: int, own, where, lb=None, ub=None) -> ConvexExpression:
+    """The compiled ``{"expression": ..., "sense": "<=" | ">=", "rhs": number}`` of a nonlinear constraint.
+
+    ``own``: the columns of the player it binds (None: shared, judged over the whole joint action,
+    so it must be jointly convex). The curvature rules must *prove* it convex (``<=``) or concave
+    (``>=``) in those columns on the variables' box: the certificates rely on it. Otherwise a
+    ModelError names the field (state such a constraint as a Python callable instead).
+    """
+    where = tuple(where)
+    sense, rhs = spec.get("sense"), spec.get("rhs", 0.0)
+    if sense not in ("<=", ">="):
+        raise _error(where + ("sense",), "a nonlinear constraint's sense is <= (convex side) or >= (concave side)")
+    rhs = _number(rhs, where + ("rhs",))
+    node = parse(spec.get("expression"), n, where + ("expression",))
+    mask = np.ones(n, bool) if own is None else np.isin(np.arange(n), np.asarray(own, int))
+    lb = np.full(n, -np.inf) if lb is None else np.broadcast_to(np.asarray(lb, float), (n,))
+    ub = np.full(n, np.inf) if ub is None else np.broadcast_to(np.asarray(ub, float), (n,))
+    curv = node.curvature(Frame(mask, lb, ub))
+    if not (curv.convex if sense == "<=" else curv.concave):
+        what = "jointly convex" if own is None else "convex in the player's own action"
+        side = "convex" if sense == "<=" else "concave"
+        raise _error(where, f"the constraint must be {what}: its expression is not proven {side} by the curvature "
+                            "rules (a <= side must be convex, a >= side concave; state it as a Python callable "
+                            "with game.constrain_convex to vouch for it)")
+    return ConvexExpression(node, sense, rhs)
+
+
+__all__ = ["parse", "payoff", "Payoff", "Curvature", "OPS", "ConvexExpression", "convex_constraint"]

@@ -27,6 +27,8 @@ frame normalised by the game's payoff scale, as for the variational methods.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from solvopt.core.errors import ModelError
@@ -34,6 +36,7 @@ from solvopt.core.options import Option
 from solvopt.core.registry import Solver, register
 from solvopt.core.result import Termination
 
+from .convex_constraints import violation
 from .exploitability import static_exploitability
 from .face_newton import affine_jacobian, jacobian_columns, pseudo_gradient
 from .projection import FEAS_TOL, check_stop, stopping_at
@@ -58,7 +61,7 @@ class KKTSystem:
     columns outside the owner's block zeroed: what enters the owner's stationarity.
     """
 
-    def __init__(self, game):
+    def __init__(self, game, variational: bool = False):
         n = game.n
         block_of = np.empty(n, dtype=int)
         for i, cols in enumerate(game.blocks):
@@ -68,7 +71,7 @@ class KKTSystem:
         for r in range(A.shape[0]):
             row = A[r]
             owners = [int(game.owner[r])] if game.owner[r] >= 0 else \
-                sorted({int(block_of[j]) for j in np.flatnonzero(row)})
+                ([-1] if variational else sorted({int(block_of[j]) for j in np.flatnonzero(row)}))
             for p in owners:
                 if game.lo[r] == game.hi[r]:
                     E.append(row), e.append(game.hi[r]), oe.append(p)
@@ -84,64 +87,147 @@ class KKTSystem:
                 G.append(unit), h.append(game.ub[j]), og.append(int(block_of[j]))
             if np.isfinite(game.lb[j]):
                 G.append(-unit), h.append(-game.lb[j]), og.append(int(block_of[j]))
+        # nonlinear constraints g_k(x) <= 0: one copy per player they bind (one shared copy when variational)
+        self.nl, masks = [], []
+        players = range(len(game.blocks))
+        for k, c in enumerate(getattr(game, "nonlinear", ())):
+            for p in ([c.owner] if c.owner >= 0 else ([-1] if variational else players)):
+                self.nl.append(k)
+                masks.append(np.ones(n, bool) if p < 0 else block_of == p)
+        self.nl_mask = np.array(masks, dtype=float).reshape(-1, n)
         self.G = np.array(G).reshape(-1, n)
         self.h = np.array(h, dtype=float)
         self.E = np.array(E).reshape(-1, n)
         self.e = np.array(e, dtype=float)
-        self.MG = self.G * (block_of[None, :] == np.array(og, dtype=int)[:, None])
-        self.ME = self.E * (block_of[None, :] == np.array(oe, dtype=int)[:, None])
-        self.n, self.m, self.me = n, len(h), len(e)
+        mask = lambda owners: (block_of[None, :] == np.array(owners, dtype=int)[:, None]) | \
+            (np.array(owners, dtype=int)[:, None] < 0)                                    # noqa: E731
+        self.MG = self.G * mask(og)
+        self.ME = self.E * mask(oe)
+        self.n, self.m, self.me, self.q = n, len(h), len(e), len(self.nl)
         self.game = game
+        self.variational = variational
         if self.size > MAX_UNKNOWNS:
             raise ModelError(f"method 'gnep-kkt' solves a dense Newton system: this game has {self.size} variables and "
                              f"multipliers (at most {MAX_UNKNOWNS})")
 
     @property
     def size(self) -> int:
-        return self.n + self.m + self.me
+        return self.n + self.m + self.me + self.q
+
+    def estimate_multipliers(self, x, active: float = 1e-6):
+        """Multipliers (lambda, mu, nu) >= 0 (mu free) of the constraints within ``active`` of binding at x that
+        best cancel the stationarity residual (least squares; a warm start for Newton near a solution)."""
+        from scipy.optimize import lsq_linear
+        F = pseudo_gradient(self.game, x)
+        gv, GN = self._nonlinear(x)
+        slack = np.concatenate([self.h - self.G @ x, -gv])
+        near = slack <= active * (1.0 + np.abs(np.concatenate([self.h, np.zeros(self.q)])))
+        M = np.hstack([self.MG.T, GN.T, self.ME.T])
+        keep = np.concatenate([near, np.ones(self.me, bool)])
+        out = np.zeros(M.shape[1])
+        if np.any(keep):
+            lo = np.concatenate([np.zeros(self.m + self.q), np.full(self.me, -np.inf)])[keep]
+            out[keep] = lsq_linear(M[:, keep], -F, bounds=(lo, np.full(lo.size, np.inf))).x
+        lam, nu, mu = out[:self.m], out[self.m:self.m + self.q], out[self.m + self.q:]
+        return np.concatenate([lam, mu, nu])
 
     def split(self, z):
-        return z[:self.n], z[self.n:self.n + self.m], z[self.n + self.m:]
+        n, m, me = self.n, self.m, self.me
+        return z[:n], z[n:n + m], z[n + m:n + m + me], z[n + m + me:]
+
+    def _nonlinear(self, x):
+        """(g_k(x) per copy, the copies' gradients masked to their player's columns)."""
+        cons = self.game.nonlinear
+        if not self.q:
+            return np.zeros(0), np.zeros((0, self.n))
+        vals, grads = {}, {}
+        for k in set(self.nl):
+            vals[k], grads[k] = cons[k].value(x), cons[k].gradient(x)
+        return np.array([vals[k] for k in self.nl]), np.array([grads[k] for k in self.nl]) * self.nl_mask
 
     def residual(self, z):
-        """Phi(z): stationarity, Fischer-Burmeister complementarity, equalities."""
-        x, lam, mu = self.split(z)
+        """Phi(z): stationarity, Fischer-Burmeister complementarity (rows, then nonlinear constraints), equalities."""
+        x, lam, mu, nu = self.split(z)
         F = pseudo_gradient(self.game, x)
         s = self.h - self.G @ x
         fb = np.hypot(lam, s) - lam - s
-        return np.concatenate([F + self.MG.T @ lam + self.ME.T @ mu, fb, self.E @ x - self.e]), F
+        gv, GN = self._nonlinear(x)
+        fbn = np.hypot(nu, -gv) - nu + gv
+        return np.concatenate([F + self.MG.T @ lam + self.ME.T @ mu + GN.T @ nu, fb, self.E @ x - self.e, fbn]), F
+
+    def _curvature(self, x, nu):
+        """d/dx of sum_k nu_k (masked grad g_k)(x): forward differences of the exact gradients (inward at a
+        bound; only the constraints with a nonzero multiplier)."""
+        n = self.n
+        out = np.zeros((n, n))
+        live = np.flatnonzero(nu != 0.0)
+        if not live.size:
+            return out
+        cons = self.game.nonlinear
+        used = sorted({self.nl[c] for c in live})
+        weights = {k: np.zeros(n) for k in used}
+        for c in live:                           # sum of nu over a constraint's copies, masked per copy
+            weights[self.nl[c]] += nu[c] * self.nl_mask[c]
+
+        def field(y):
+            return sum(weights[k] * cons[k].gradient(y) for k in used)
+
+        base = field(x)
+        ub = self.game.ub
+        for j in range(n):
+            step = 1e-7 * (1.0 + abs(x[j]))
+            if np.isfinite(ub[j]) and x[j] + step > ub[j]:
+                step = -step
+            y = x.copy()
+            y[j] += step
+            out[:, j] = (field(y) - base) / step
+        return out
 
     def jacobian(self, z, F):
         """An element of Phi's generalized Jacobian at z (at a = b = 0 the FB derivative's limit along (1, 1))."""
-        x, lam, mu = self.split(z)
-        n, m = self.n, self.m
+        x, lam, mu, nu = self.split(z)
+        n, m, me = self.n, self.m, self.me
         game = self.game
         JF = affine_jacobian(game)
         if JF is None:
             JF = jacobian_columns(game, x, F, np.arange(n), np.full(n, -np.inf), np.full(n, np.inf))
         s = self.h - self.G @ x
-        r = np.hypot(lam, s)
-        safe = r > 1e-300
-        da = np.where(safe, lam / np.where(safe, r, 1.0), 1.0 / np.sqrt(2.0)) - 1.0
-        db = np.where(safe, s / np.where(safe, r, 1.0), 1.0 / np.sqrt(2.0)) - 1.0
+        da, db = _fb_derivatives(lam, s)
         J = np.zeros((self.size, self.size))
         J[:n, :n] = JF
         J[:n, n:n + m] = self.MG.T
-        J[:n, n + m:] = self.ME.T
+        J[:n, n + m:n + m + me] = self.ME.T
         J[n:n + m, :n] = -db[:, None] * self.G
         J[n:n + m, n:n + m] = np.diag(da)
-        J[n + m:, :n] = self.E
+        J[n + m:n + m + me, :n] = self.E
+        if self.q:
+            gv, GN = self._nonlinear(x)
+            J[:n, :n] += self._curvature(x, nu)
+            J[:n, n + m + me:] = GN.T
+            ea, eb = _fb_derivatives(nu, -gv)
+            grads = np.array([game.nonlinear[k].gradient(x) for k in self.nl])
+            J[n + m + me:, :n] = -eb[:, None] * grads
+            J[n + m + me:, n + m + me:] = np.diag(ea)
         return J
 
 
-def solve_kkt(system: KKTSystem, x0, *, iterations: int = 500):
+def _fb_derivatives(a, b):
+    """The partial derivatives of phi(a, b) = sqrt(a^2 + b^2) - a - b (at a = b = 0 the limit along (1, 1))."""
+    r = np.hypot(a, b)
+    safe = r > 1e-300
+    da = np.where(safe, a / np.where(safe, r, 1.0), 1.0 / np.sqrt(2.0)) - 1.0
+    db = np.where(safe, b / np.where(safe, r, 1.0), 1.0 / np.sqrt(2.0)) - 1.0
+    return da, db
+
+
+def solve_kkt(system: KKTSystem, x0, *, iterations: int = 500, multipliers=None):
     """Semismooth Newton with an Armijo line search on Psi = ||Phi||^2 / 2; yields (iteration, x, ||Phi||_inf).
 
-    Multipliers start at 0. Stops when Phi = 0 to rounding, when the line search or the step
+    Multipliers start at 0 (or at ``multipliers``). Stops when Phi = 0 to rounding, when the line search or the step
     vanishes, when Psi has not halved over STALL_WINDOW steps (a stationary point of the merit
     that is no solution: the caller restarts), or after ``iterations``.
     """
-    z = np.concatenate([x0, np.zeros(system.m + system.me)])
+    z = np.concatenate([x0, np.zeros(system.m + system.me + system.q) if multipliers is None else multipliers])
     phi, F = system.residual(z)
     psi = 0.5 * float(phi @ phi)
     history = [psi]
@@ -161,14 +247,18 @@ def solve_kkt(system: KKTSystem, x0, *, iterations: int = 500):
         t = 1.0
         while True:
             trial = z + t * d
-            phi_t, F_t = system.residual(trial)
-            psi_t = 0.5 * float(phi_t @ phi_t)
+            try:
+                phi_t, F_t = system.residual(trial)
+                psi_t = 0.5 * float(phi_t @ phi_t)
+            except (ModelError, ArithmeticError, ValueError):    # outside a function's domain: a shorter step
+                psi_t = np.inf
             if np.isfinite(psi_t) and psi_t <= psi + ARMIJO * t * slope:
                 break
             t *= 0.5
             if t < 1e-12:
                 return
         z, phi, F, psi = trial, phi_t, F_t, psi_t
+        system.last_z = z
         history.append(psi)
         norm = float(np.abs(phi).max(initial=0.0))
         yield it, system.split(z)[0].copy(), norm
@@ -205,8 +295,12 @@ class GNEPKKT(Solver):
 
     def solve(self, model, options):
         frame, K, a = framed_start(model, options)   # K: the joint actions where every player's rows hold
+        if frame.game.nonlinear:                     # the convex constraints in the frame too (g / its scale)
+            from .convex_constraints import framed
+            frame.game = dataclasses.replace(frame.game, nonlinear=framed(model.data(), frame.widths, a))
         game, scale = frame.game, frame.scale
-        system = KKTSystem(game)
+        variational = bool(game.nonlinear) and game.concept == "VE"
+        system = KKTSystem(game, variational)
         run = EquilibriumRun(options, options.extra["tolerance"], scale=scale)
         every = max(1, options.extra.get("check_every") or 5)
 
@@ -214,8 +308,8 @@ class GNEPKKT(Solver):
 
         def certify(it, x):
             x = np.clip(x, game.lb, game.ub)
-            if K.violation(x) > FEAS_TOL:     # not a joint action every player may take: nothing to certify
-                return False
+            if K.violation(x) > FEAS_TOL or violation(game, x) > FEAS_TOL:
+                return False                  # not a joint action every player may take: nothing to certify
             e = static_exploitability(game, x)
             last_cert.update(point=x, responses=e.responses)
             return run.record(it, x, frame.in_user_units(e))
@@ -233,7 +327,7 @@ class GNEPKKT(Solver):
                 done = it
                 if stop:
                     break
-                x0 = self._restart(game, K, last_cert, restart, rng)
+                x0 = self._restart(game, K, last_cert, restart, rng, x0)
             else:
                 run.iterations = done
                 if not within:                # every run stalled short of an equilibrium
@@ -242,6 +336,9 @@ class GNEPKKT(Solver):
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
         result = run.result(solution, payoff_scale=scale, equilibrium="GNE")
         result.guarantee = _guarantee(game.concept)
+        if variational:
+            result.guarantee += ("; the KKT system gives each shared constraint one multiplier for all players (a "
+                                 "variational equilibrium where Newton converges), the certificate proves a GNE")
         if result.termination is Termination.NUMERICAL_ERROR:
             result.message = (f"Newton's method on the KKT system stalled {RESTARTS + 1} times (restarted from best "
                               "responses and random points) before a certified equilibrium; the best certified point "
@@ -249,11 +346,17 @@ class GNEPKKT(Solver):
         return result
 
     @staticmethod
-    def _restart(game, K, last_cert, restart, rng):
+    def _restart(game, K, last_cert, restart, rng, previous):
         """Where a run starts after a stall (multipliers 0): the players' best responses at the last
-        certified point, then halfway to them, then a random joint action (in K where the box is finite)."""
+        certified point, then halfway to them, then a random joint action (in K where the box is finite;
+        before any point is certified, the best responses at the last start)."""
+        if "point" not in last_cert:          # no certified point yet: the best responses at the last start
+            try:
+                last_cert.update(point=previous, responses=static_exploitability(game, previous).responses)
+            except (ModelError, ArithmeticError, ValueError, np.linalg.LinAlgError):
+                last_cert.update(point=previous, responses=None)
         base = last_cert["point"]
-        if restart % 3 == 2:
+        if restart % 3 == 2 or last_cert["responses"] is None:
             lo = np.where(np.isfinite(game.lb), game.lb, base - 1.0 - np.abs(base))
             hi = np.where(np.isfinite(game.ub), game.ub, base + 1.0 + np.abs(base))
             return K.project(rng.uniform(lo, hi))

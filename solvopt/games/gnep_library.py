@@ -57,6 +57,30 @@ class Rows:
 
 
 @dataclass
+class Convex:
+    """A nonlinear constraint ``expression sense rhs`` over the joint action, owned by one player (-1: shared).
+
+    ``fn`` / ``grad`` are g(x) = +-(expression - rhs) <= 0 and its exact gradient as plain NumPy (what
+    the model and scipy's check use); ``expression`` is the same function as a JSON tree
+    (:mod:`solvopt.games.expressions`), what the instance file states. ``<=``: convex, ``>=``: concave
+    in the owner's action.
+    """
+
+    owner: int
+    fn: Callable
+    grad: Callable
+    expression: dict
+    sense: str = "<="
+    rhs: float = 0.0
+
+    def json(self) -> dict:
+        out: dict = {"expression": self.expression, "sense": self.sense}
+        if self.rhs:
+            out["rhs"] = float(self.rhs)
+        return out
+
+
+@dataclass
 class GNEP:
     """One test problem: players minimise ``cost(i, x)`` over bounds and linear rows (see the module doc).
 
@@ -85,6 +109,7 @@ class GNEP:
     concept: str = "VE"
     notes: str = ""
     player_names: list[str] = field(default_factory=list)
+    nonlinear: list[Convex] = field(default_factory=list)
 
     # --- plain data -------------------------------------------------------------------------
     @property
@@ -114,12 +139,12 @@ class GNEP:
     def scipy_regrets(self, x) -> np.ndarray:
         """Per player, theta_i(x) - the best cost scipy finds over its original feasible set (others fixed).
 
-        SLSQP over the player's bounds and rows (its own and the shared ones, the others' actions
-        fixed) with the plain cost and gradient, from the point itself and a second start; it
+        SLSQP over the player's bounds, rows and nonlinear constraints (its own and the shared ones,
+        the others' actions fixed) with the plain cost and gradient, from the point itself and a second start; it
         uses nothing of solvopt's solvers, so it checks their answers from outside. A local
         method on a convex problem: the value is the true regret up to SLSQP's accuracy.
         """
-        from scipy.optimize import LinearConstraint, minimize
+        from scipy.optimize import LinearConstraint, NonlinearConstraint, minimize
         x = np.asarray(x, dtype=float)
         regrets = []
         for i, cols in enumerate(self.blocks):
@@ -136,16 +161,20 @@ class GNEP:
             for r in self.rows_of(i):
                 shift = r.A[:, others] @ x[others]
                 cons.append(LinearConstraint(r.A[:, cols], r.lo - shift, r.hi - shift))
+            curved = [NonlinearConstraint(lambda y, c=c: c.fn(joint(y)), -np.inf, 0.0,
+                                          jac=lambda y, c=c, cols=cols: np.atleast_2d(c.grad(joint(y))[cols]))
+                      for c in self.nonlinear if c.owner in (-1, i)]
             bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
                       for lo, hi in zip(self.lb[cols], self.ub[cols])]
             here = f(x[cols])
             best = here
             box = np.clip(np.zeros(len(cols)), self.lb[cols], self.ub[cols])
             for y0 in (x[cols], 0.5 * (box + x[cols])):
-                res = minimize(f, y0, jac=g, bounds=bounds, constraints=cons, method="SLSQP",
+                res = minimize(f, y0, jac=g, bounds=bounds, constraints=cons + curved, method="SLSQP",
                                options={"ftol": 1e-15, "maxiter": 500})
                 y = res.x
-                ok = all(np.all(c.A @ y >= c.lb - 1e-9) and np.all(c.A @ y <= c.ub + 1e-9) for c in cons)
+                ok = all(np.all(c.A @ y >= c.lb - 1e-9) and np.all(c.A @ y <= c.ub + 1e-9) for c in cons) and \
+                    all(c.fun(y) <= 1e-9 for c in curved)
                 if ok and np.all(y >= self.lb[cols] - 1e-9) and np.all(y <= self.ub[cols] + 1e-9):
                     best = min(best, f(y))
             regrets.append(here - best)
@@ -156,7 +185,8 @@ class GNEP:
     def coupled(self) -> bool:
         """True when some row owned by one player involves other players' actions (a GNEP proper)."""
         blocks = self.blocks
-        return any(r.owner >= 0 and np.any(np.delete(r.A, blocks[r.owner], axis=1) != 0) for r in self.rows)
+        return any(r.owner >= 0 and np.any(np.delete(r.A, blocks[r.owner], axis=1) != 0) for r in self.rows) or \
+            any(c.owner >= 0 for c in self.nonlinear)
 
     def instance(self) -> dict:
         """The JSON instance (``kind: pseudo_game``): quadratic costs as Q, c; the others as expressions.
@@ -177,7 +207,9 @@ class GNEP:
             spec["cost"] = {}
             if quadratic is not None:
                 Q, c, k = quadratic
-                spec["cost"] = {"Q": np.asarray(Q, float).tolist(), "c": np.asarray(c, float).tolist()}
+                spec["cost"] = {"c": np.asarray(c, float).tolist()}
+                if np.any(np.asarray(Q, float) != 0):              # a linear cost states no Q
+                    spec["cost"] = {"Q": np.asarray(Q, float).tolist(), **spec["cost"]}
                 if k:
                     spec["cost"]["constant"] = float(k)
             if self.quadratic is None:
@@ -194,6 +226,9 @@ class GNEP:
                 spec["constraints"] = own
             if joint:
                 spec["joint_constraints"] = joint
+            curved = [c.json() for c in self.nonlinear if c.owner == i]
+            if curved:
+                spec["nonlinear_constraints"] = curved
             players.append(spec)
         shared = []
         for r in self.rows:
@@ -210,6 +245,9 @@ class GNEP:
                 "reference": reference, "players": players}
         if shared:
             data["shared_constraints"] = shared
+        curved = [c.json() for c in self.nonlinear if c.owner == -1]
+        if curved:
+            data["shared_nonlinear_constraints"] = curved
         return data
 
     @property
@@ -218,7 +256,7 @@ class GNEP:
 
     def model(self):
         """The problem as a :class:`~solvopt.dsl.PseudoGame` (a new one on every call)."""
-        if self.quadratic is not None and not self.coupled:
+        if self.quadratic is not None and not self.coupled and not self.nonlinear:
             from .instance import game_from_json
             return game_from_json(self.instance())
         from solvopt.dsl import PseudoGame
@@ -240,6 +278,12 @@ class GNEP:
         for r in self.rows:
             for con in _dsl_rows(joint(r.A), r.lo, r.hi):
                 (game.share(con) if r.owner == -1 else game.constrain(vars_[r.owner], con))
+        for k, c in enumerate(self.nonlinear):                # convex by construction (the JSON rules prove it)
+            if c.owner == -1:
+                game.share_convex(c.fn, c.grad, name=f"{self.name} shared #{k}", proven=True)
+            else:
+                game.constrain_convex(vars_[c.owner], c.fn, c.grad, name=f"{self.name} {self.names[c.owner]} #{k}",
+                                      proven=True)
         return game
 
 
@@ -564,9 +608,10 @@ NAMES = list(FACTORIES)
 
 def problem(name: str) -> GNEP:
     """The library problem ``name`` (``"A.1"``, ``"A.11"`` ... ``"A.16a"`` ... ``"A.18"``)."""
-    factory = FACTORIES.get(name) or GENERAL.get(name)
+    factory = FACTORIES.get(name) or GENERAL.get(name) or NONLINEAR.get(name)
     if factory is None:
-        raise ModelError(f"unknown problem {name!r}; the library has {', '.join(NAMES + list(GENERAL))}")
+        raise ModelError(f"unknown problem {name!r}; the library has "
+                         f"{', '.join(NAMES + list(GENERAL) + list(NONLINEAR))}")
     return factory()
 
 
@@ -583,15 +628,16 @@ def write_instances(folder) -> list[str]:
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for p in problems() + [factory() for factory in GENERAL.values()]:
+    for p in problems() + [factory() for factory in (*GENERAL.values(), *NONLINEAR.values())]:
         path = folder / (p.file_stem + ".json")
         path.write_text(json.dumps(p.instance(), indent=1) + "\n")
         paths.append(str(path))
     return paths
 
 
-__all__ = ["GNEP", "Rows", "NAMES", "FACTORIES", "GENERAL", "problem", "problems", "write_instances", "a1", "a11",
-           "a12", "a13", "a14", "a15", "a16", "a17", "a18", "a3", "a4", "a5", "a7", "a8"]
+__all__ = ["GNEP", "Rows", "Convex", "NAMES", "FACTORIES", "GENERAL", "NONLINEAR", "problem", "problems",
+           "write_instances", "a1", "a11", "a12", "a13", "a14", "a15", "a16", "a17", "a18", "a3", "a4", "a5", "a6",
+           "a7", "a8", "a9"]
 
 
 # --- the generalized Nash problems proper: player-specific coupled rows (A.3-A.5, A.7, A.8) ----------
@@ -673,25 +719,23 @@ def a5() -> GNEP:
         "GNE has those coordinates at 0")
 
 
-def a4() -> GNEP:
-    """Problem A.4: A.3's data with 1 <= x <= 10, player 1's rows over all seven variables and costs whose
-    quadratic part depends on the others: A_1 + diag(x21^2, x22^2, 0), A_2 + diag(x31^2, 0),
-    A_3 + diag(0, x11^2) (convex in the player's own action; see ``notes``)."""
-    base = a3()
-    assert base.quadratic is not None            # A.3's costs are quadratic
-    n = 7
-    Q = [np.asarray(q, float) for q, _, _ in base.quadratic]
-    c = [np.asarray(v, float) for _, v, _ in base.quadratic]
-    # (player, own coordinate k, the other variable j): the diagonal entry k of A_i grows by x_j^2
-    extra = [(0, 0, 3), (0, 1, 4), (1, 3, 5), (2, 6, 0)]
+# (player, own coordinate k, the other variable j): in A.4 and A.6 the diagonal entry k of A_i grows by x_j^2
+_STATE_TERMS = [(0, 0, 3), (0, 1, 4), (1, 3, 5), (2, 6, 0)]
+
+
+def _state_dependent(quadratic):
+    """Costs 0.5 x'Q_i x + c_i'x + sum of 0.5 x_k^2 x_j^2 over player i's _STATE_TERMS (A.4, A.6): NumPy
+    costs, gradients and the expression trees of the added terms."""
+    Q = [np.asarray(q, float) for q, _, _ in quadratic]
+    c = [np.asarray(v, float) for _, v, _ in quadratic]
 
     def cost(x, i):
         v = 0.5 * x @ Q[i] @ x + c[i] @ x
-        return v + sum(0.5 * x[k] ** 2 * x[j] ** 2 for p, k, j in extra if p == i)
+        return v + sum(0.5 * x[k] ** 2 * x[j] ** 2 for p, k, j in _STATE_TERMS if p == i)
 
     def grad(x, i):
         g = Q[i] @ x + c[i]
-        for p, k, j in extra:
+        for p, k, j in _STATE_TERMS:
             if p == i:
                 g[k] += x[k] * x[j] ** 2
                 g[j] += x[j] * x[k] ** 2
@@ -700,16 +744,28 @@ def a4() -> GNEP:
     def expression(i):                           # sum of 0.5 x_k^2 x_j^2 over the player's terms
         return {"op": "add", "args": [{"op": "mul", "args": [0.5, {"op": "pow", "args": [{"var": k}, 2]},
                                                              {"op": "pow", "args": [{"var": j}, 2]}]}
-                                      for p, k, j in extra if p == i]}
+                                      for p, k, j in _STATE_TERMS if p == i]}
 
+    players = range(len(quadratic))
+    return ([(lambda x, i=i: cost(x, i)) for i in players], [(lambda x, i=i: grad(x, i)) for i in players],
+            [expression(i) for i in players])
+
+
+def a4() -> GNEP:
+    """Problem A.4: A.3's data with 1 <= x <= 10, player 1's rows over all seven variables and costs whose
+    quadratic part depends on the others: A_1 + diag(x21^2, x22^2, 0), A_2 + diag(x31^2, 0),
+    A_3 + diag(0, x11^2) (convex in the player's own action; see ``notes``)."""
+    base = a3()
+    assert base.quadratic is not None            # A.3's costs are quadratic
+    n = 7
+    costs, grads, expressions = _state_dependent(base.quadratic)
     rows = [_row(n, dict.fromkeys(range(7), 1), 20, 0), _row(n, {0: 1, 1: 1, 2: -1, 3: -1, 6: 1}, 5, 0),
             _row(n, {3: 1, 4: 1, 1: -1, 2: -1, 5: 1}, 7, 1), _row(n, {6: 1, 0: -1, 2: -1, 3: 1}, 4, 2)]
     published = np.array([0.99982626069210, 0.99996267821636, 0.99987070414176, 0.99985869062731, 0.99983447394048,
                           0.99991824127925, 0.99991381820076])
     return GNEP("A.4", "A.3's players with state-dependent quadratic costs and player-specific rows, 1 <= x <= 10",
-                [3, 2, 2], np.ones(n), np.full(n, 10.0), rows, [(lambda x, i=i: cost(x, i)) for i in range(3)],
-                [(lambda x, i=i: grad(x, i)) for i in range(3)], published, start=np.full(n, 2.0), concept="GNE",
-                unique=False, expressions=[expression(i) for i in range(3)], expression_quadratic=base.quadratic,
+                [3, 2, 2], np.ones(n), np.full(n, 10.0), rows, costs, grads, published, start=np.full(n, 2.0),
+                concept="GNE", unique=False, expressions=expressions, expression_quadratic=base.quadratic,
                 notes="costs as the public port's gradients state them (its cost of player 2 omits the x31^2 term its "
                       "gradient has); under either reading every cost gradient is positive at x = 1 and no row binds "
                       "there, so x = (1, ..., 1) is the GNE; the published point lies up to 1.7e-4 below the bounds 1")
@@ -796,3 +852,332 @@ def a8() -> GNEP:
 
 GENERAL: dict[str, Callable[[], GNEP]] = {"A.3": a3, "A.4": a4, "A.5": a5, "A.7": a7, "A.8": a8}
 """The generalized Nash problems proper (player-specific coupled rows); ``problem`` finds them too."""
+
+
+# --- convex nonlinear constraints (A.6, A.9a, A.9b) --------------------------------------------------
+# A player's constraints g(x) <= 0 may be nonlinear: convex in its own action (the others' actions as
+# data). Stated once as NumPy callables with exact gradients (the model, scipy's check) and as JSON
+# expression trees (the instance files, proven convex there by the curvature rules).
+def _var(j):
+    return {"var": j}
+
+
+def _affine(n, coefs: dict, constant: float = 0.0) -> dict:
+    w = np.zeros(n)
+    for j, v in coefs.items():
+        w[j] = v
+    return {"linear": w.tolist(), "constant": float(constant)} if constant else {"linear": w.tolist()}
+
+
+def _sum(*args):
+    return {"op": "add", "args": list(args)}
+
+
+def _times(*args):
+    return {"op": "mul", "args": list(args)}
+
+
+def _power(e, p):
+    return {"op": "pow", "args": [e, float(p)]}
+
+
+def _unit(n, j):
+    e = np.zeros(n)
+    e[j] = 1.0
+    return e
+
+
+def a6() -> GNEP:
+    """Problem A.6: A.4's players and costs with other data and nonlinear player-specific constraints.
+
+    theta_i = 0.5 x_i'(A_i + D_i) x_i + x_i'(B_i x_-i + b_i), A_i as in A.3, D_i the diagonal
+    terms of A.4 (x21^2, x22^2 for player 1, x31^2 for player 2, x11^2 for player 3), 1 <= x <= 10.
+    Player 1: x11 + x12 + x13 <= 20, x11 + x12 - x13 - x21 + x32 <= 3.7, x11^4 + x31 x12 - x21 <= 2;
+    player 2: x21 - x22 - x12 - x13 + x31 <= 7, (x21 - 2)^2 + x22^2 - x11^2 <= 0.75;
+    player 3: x32 - x11 - x13 + x21 <= 4, 2 x31^2 + (x32 - 2)^2 - x21 x31 <= 1.5.
+    """
+    n, sizes = 7, [3, 2, 2]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    blocks = [np.arange(offsets[i], offsets[i + 1]) for i in range(3)]
+    A = [np.array([[20, 5, 3], [5, 5, -5], [3, -5, 15]], float), np.array([[11, -1], [-1, 9]], float),
+         np.array([[48, 39], [39, 53]], float)]
+    B = [np.array([[-2, 0, 1, 2], [1, -4, -7, 9], [-3, 8, 22, 21]], float),
+         np.array([[-2, 1, -3, -12, -1], [0, -4, 8, 16, 21]], float),
+         np.array([[1, -7, 22, -12, 16], [2, -9, 21, -1, 21]], float)]
+    b = [np.array([1, -2, -3], float), np.array([1, 2], float), np.array([1, -2], float)]
+    _, _, quad = _block_quadratic(blocks, A, B, b, n)
+    costs, grads, expressions = _state_dependent(quad)
+    rows = [_row(n, {0: 1, 1: 1, 2: 1}, 20, 0), _row(n, {0: 1, 1: 1, 2: -1, 3: -1, 6: 1}, 3.7, 0),
+            _row(n, {3: 1, 4: -1, 1: -1, 2: -1, 5: 1}, 7, 1), _row(n, {6: 1, 0: -1, 2: -1, 3: 1}, 4, 2)]
+    curved = [
+        Convex(0, lambda x: x[0] ** 4 + x[5] * x[1] - x[3] - 2.0,
+               lambda x: 4 * x[0] ** 3 * _unit(n, 0) + x[5] * _unit(n, 1) - _unit(n, 3) + x[1] * _unit(n, 5),
+               _sum(_power(_var(0), 4), _times(_var(5), _var(1)), _affine(n, {3: -1.0})), "<=", 2.0),
+        Convex(1, lambda x: (x[3] - 2.0) ** 2 + x[4] ** 2 - x[0] ** 2 - 0.75,
+               lambda x: 2 * (x[3] - 2.0) * _unit(n, 3) + 2 * x[4] * _unit(n, 4) - 2 * x[0] * _unit(n, 0),
+               _sum(_power(_affine(n, {3: 1.0}, -2.0), 2), _power(_var(4), 2), _times(-1.0, _power(_var(0), 2))),
+               "<=", 0.75),
+        Convex(2, lambda x: 2 * x[5] ** 2 + (x[6] - 2.0) ** 2 - x[3] * x[5] - 1.5,
+               lambda x: (4 * x[5] - x[3]) * _unit(n, 5) + 2 * (x[6] - 2.0) * _unit(n, 6) - x[5] * _unit(n, 3),
+               _sum(_times(2.0, _power(_var(5), 2)), _power(_affine(n, {6: 1.0}, -2.0), 2),
+                    _times(-1.0, _var(3), _var(5))), "<=", 1.5)]
+    published = np.array([0.99987722673822, 2.31570964703584, 0.99989251930167, 1.31499923583926, 0.99989852480755,
+                          0.99992298465841, 1.09709158271764])
+    return GNEP("A.6", "A.4's players with other data and nonlinear player-specific constraints, 1 <= x <= 10",
+                sizes, np.ones(n), np.full(n, 10.0), rows, costs, grads, published, concept="GNE", unique=False,
+                expressions=expressions, expression_quadratic=quad, nonlinear=curved, notes=A6_NOTES)
+
+
+A6_NOTES = ("data as the public port andrespty/GNEProblems states it, where its two versions disagree the one that "
+            "fits the published point: B_1, B_2, B_3 of its unbounded version (at the published point player 2's "
+            "x21 is interior and stationary only with B_2[1, 4] = -12), player 3's constraint with +(x32 - 2)^2 "
+            "as its gradient states (its function has -(x32 - 2)^2, not convex; with the plus sign the constraint "
+            "binds at the published point and player 3's KKT conditions hold there). At the published point "
+            "player 1's cost still falls along -x12 (derivative 12.1, no constraint of player 1 binds that way): "
+            "it is not a GNE of this statement, whose GNE the solver computes instead")
+
+
+# A.9: power allocation over K parallel channels (Pang, Scutari, Facchinei, Wang): N = 7 transmitter-
+# receiver pairs; row mu*K + k, column nu of _A9 is the gain from transmitter mu to receiver nu on channel k.
+_A9A = np.array([
+    [0.0362, 0.0008, 0.0018, 0.0022, 0.0085, 0.0008, 0.0060],
+    [0.2211, 0.0003, 0.0014, 0.0074, 0.0005, 0.0037, 0.0006],
+    [0.3356, 0.0032, 0.0027, 0.0043, 0.0007, 0.0012, 0.0003],
+    [0.0077, 0.0039, 0.0032, 0.0073, 0.0089, 0.0006, 0.0002],
+    [0.0036, 0.0019, 0.0032, 0.0014, 0.0017, 0.0038, 0.0046],
+    [0.1811, 0.0013, 0.0014, 0.0024, 0.0010, 0.0000, 0.0121],
+    [0.0442, 0.0093, 0.0002, 0.0036, 0.0096, 0.0031, 0.0042],
+    [0.3507, 0.0017, 0.0004, 0.0042, 0.0034, 0.0061, 0.0129],
+    [0.0145, 0.1487, 0.0001, 0.0013, 0.0001, 0.0005, 0.0008],
+    [0.0035, 0.1341, 0.0021, 0.0001, 0.0000, 0.0001, 0.0000],
+    [0.0042, 0.3074, 0.0024, 0.0002, 0.0001, 0.0004, 0.0004],
+    [0.0006, 0.3358, 0.0017, 0.0008, 0.0002, 0.0004, 0.0022],
+    [0.0007, 0.0083, 0.0045, 0.0003, 0.0002, 0.0000, 0.0019],
+    [0.0024, 0.2214, 0.0011, 0.0000, 0.0001, 0.0006, 0.0016],
+    [0.0034, 0.1261, 0.0079, 0.0002, 0.0002, 0.0007, 0.0001],
+    [0.0032, 0.0288, 0.0059, 0.0004, 0.0001, 0.0001, 0.0014],
+    [0.0040, 0.0051, 0.1475, 0.0042, 0.0002, 0.0000, 0.0005],
+    [0.0030, 0.0002, 0.0300, 0.0003, 0.0000, 0.0001, 0.0001],
+    [0.0046, 0.0014, 0.2207, 0.0089, 0.0000, 0.0001, 0.0003],
+    [0.0059, 0.0005, 0.3028, 0.0024, 0.0002, 0.0001, 0.0002],
+    [0.0037, 0.0002, 0.0828, 0.0008, 0.0003, 0.0001, 0.0001],
+    [0.0023, 0.0003, 0.0167, 0.0009, 0.0014, 0.0001, 0.0002],
+    [0.0009, 0.0001, 0.0956, 0.0001, 0.0005, 0.0000, 0.0003],
+    [0.0006, 0.0028, 0.0566, 0.0018, 0.0000, 0.0001, 0.0002],
+    [0.0005, 0.0002, 0.0004, 0.0991, 0.0057, 0.0000, 0.0003],
+    [0.0000, 0.0000, 0.0016, 0.0377, 0.0003, 0.0002, 0.0003],
+    [0.0014, 0.0001, 0.0002, 0.8100, 0.0035, 0.0001, 0.0000],
+    [0.0019, 0.0002, 0.0016, 0.3608, 0.0141, 0.0000, 0.0000],
+    [0.0013, 0.0005, 0.0014, 0.0617, 0.0014, 0.0006, 0.0000],
+    [0.0016, 0.0003, 0.0004, 0.0723, 0.0016, 0.0005, 0.0001],
+    [0.0007, 0.0000, 0.0028, 0.3314, 0.0126, 0.0002, 0.0000],
+    [0.0011, 0.0001, 0.0002, 0.0953, 0.0026, 0.0000, 0.0001],
+    [0.0001, 0.0000, 0.0001, 0.0009, 0.0993, 0.0015, 0.0001],
+    [0.0002, 0.0003, 0.0003, 0.0013, 0.1702, 0.0210, 0.0000],
+    [0.0007, 0.0000, 0.0002, 0.0024, 1.1062, 0.0033, 0.0004],
+    [0.0012, 0.0002, 0.0006, 0.0014, 0.2817, 0.0091, 0.0004],
+    [0.0003, 0.0003, 0.0004, 0.0008, 0.5208, 0.0024, 0.0001],
+    [0.0001, 0.0001, 0.0001, 0.0006, 0.3959, 0.0010, 0.0001],
+    [0.0004, 0.0001, 0.0011, 0.0009, 0.1057, 0.0029, 0.0004],
+    [0.0000, 0.0001, 0.0000, 0.0020, 0.0932, 0.0058, 0.0006],
+    [0.0002, 0.0010, 0.0006, 0.0001, 0.0001, 0.3905, 0.0028],
+    [0.0004, 0.0001, 0.0000, 0.0001, 0.0009, 0.1322, 0.0032],
+    [0.0001, 0.0009, 0.0001, 0.0003, 0.0018, 0.3691, 0.0130],
+    [0.0004, 0.0007, 0.0003, 0.0001, 0.0018, 0.1142, 0.0022],
+    [0.0009, 0.0010, 0.0002, 0.0001, 0.0019, 0.1127, 0.0046],
+    [0.0017, 0.0014, 0.0000, 0.0001, 0.0022, 0.1665, 0.0015],
+    [0.0009, 0.0001, 0.0000, 0.0002, 0.0015, 0.0066, 0.0042],
+    [0.0004, 0.0006, 0.0005, 0.0001, 0.0022, 0.2389, 0.0026],
+    [0.0008, 0.0054, 0.0004, 0.0001, 0.0001, 0.0040, 0.1110],
+    [0.0005, 0.0013, 0.0008, 0.0004, 0.0000, 0.0006, 0.0834],
+    [0.0033, 0.0063, 0.0001, 0.0004, 0.0000, 0.0013, 0.4948],
+    [0.0012, 0.0079, 0.0000, 0.0000, 0.0001, 0.0029, 0.0355],
+    [0.0002, 0.0095, 0.0002, 0.0002, 0.0001, 0.0003, 0.3045],
+    [0.0010, 0.0018, 0.0000, 0.0002, 0.0003, 0.0009, 0.5359],
+    [0.0003, 0.0045, 0.0002, 0.0001, 0.0002, 0.0007, 0.0328],
+    [0.0005, 0.0035, 0.0006, 0.0000, 0.0008, 0.0008, 0.2950],
+])
+
+_A9B = np.array([
+    [0.0129, 0.0010, 0.0015, 0.0008, 0.0005, 0.0088, 0.0048],
+    [0.0037, 0.0062, 0.0020, 0.0044, 0.0043, 0.0040, 0.0029],
+    [0.0514, 0.0114, 0.0024, 0.0094, 0.0063, 0.0057, 0.0045],
+    [0.1382, 0.0087, 0.0096, 0.0113, 0.0040, 0.0144, 0.0114],
+    [0.1824, 0.0026, 0.0180, 0.0068, 0.0054, 0.0140, 0.0157],
+    [0.1193, 0.0002, 0.0135, 0.0007, 0.0094, 0.0043, 0.0132],
+    [0.0290, 0.0002, 0.0033, 0.0019, 0.0116, 0.0016, 0.0089],
+    [0.0188, 0.0020, 0.0016, 0.0075, 0.0192, 0.0065, 0.0105],
+    [0.0550, 0.0074, 0.0038, 0.0070, 0.0270, 0.0076, 0.0157],
+    [0.0642, 0.0134, 0.0024, 0.0020, 0.0194, 0.0056, 0.0136],
+    [0.0495, 0.0166, 0.0004, 0.0019, 0.0052, 0.0058, 0.0041],
+    [0.0318, 0.0160, 0.0009, 0.0042, 0.0017, 0.0067, 0.0001],
+    [0.0287, 0.0098, 0.0050, 0.0027, 0.0030, 0.0050, 0.0027],
+    [0.0585, 0.0025, 0.0102, 0.0004, 0.0010, 0.0020, 0.0021],
+    [0.0843, 0.0001, 0.0092, 0.0002, 0.0002, 0.0027, 0.0000],
+    [0.0586, 0.0002, 0.0032, 0.0001, 0.0002, 0.0077, 0.0027],
+    [0.0028, 0.0288, 0.0208, 0.0004, 0.0000, 0.0002, 0.0011],
+    [0.0066, 0.0136, 0.0127, 0.0000, 0.0001, 0.0000, 0.0006],
+    [0.0088, 0.0500, 0.0094, 0.0001, 0.0002, 0.0003, 0.0017],
+    [0.0039, 0.0251, 0.0125, 0.0000, 0.0002, 0.0006, 0.0010],
+    [0.0016, 0.0091, 0.0147, 0.0000, 0.0001, 0.0003, 0.0003],
+    [0.0061, 0.1168, 0.0130, 0.0005, 0.0000, 0.0001, 0.0005],
+    [0.0098, 0.1155, 0.0088, 0.0009, 0.0001, 0.0002, 0.0002],
+    [0.0121, 0.0029, 0.0044, 0.0006, 0.0001, 0.0001, 0.0008],
+    [0.0142, 0.1913, 0.0019, 0.0001, 0.0003, 0.0000, 0.0021],
+    [0.0106, 0.4811, 0.0009, 0.0001, 0.0004, 0.0001, 0.0011],
+    [0.0035, 0.3142, 0.0017, 0.0002, 0.0004, 0.0003, 0.0002],
+    [0.0004, 0.0131, 0.0044, 0.0000, 0.0003, 0.0006, 0.0016],
+    [0.0002, 0.1289, 0.0049, 0.0002, 0.0002, 0.0007, 0.0014],
+    [0.0009, 0.3551, 0.0038, 0.0009, 0.0001, 0.0004, 0.0002],
+    [0.0031, 0.2986, 0.0099, 0.0014, 0.0001, 0.0001, 0.0017],
+    [0.0034, 0.1287, 0.0202, 0.0010, 0.0000, 0.0003, 0.0029],
+    [0.0023, 0.0011, 0.0609, 0.0017, 0.0002, 0.0001, 0.0002],
+    [0.0028, 0.0021, 0.0588, 0.0012, 0.0001, 0.0004, 0.0002],
+    [0.0025, 0.0071, 0.0554, 0.0028, 0.0001, 0.0004, 0.0001],
+    [0.0008, 0.0096, 0.1574, 0.0099, 0.0000, 0.0002, 0.0000],
+    [0.0007, 0.0045, 0.2024, 0.0192, 0.0002, 0.0001, 0.0000],
+    [0.0036, 0.0003, 0.0726, 0.0165, 0.0005, 0.0000, 0.0001],
+    [0.0051, 0.0025, 0.0497, 0.0032, 0.0004, 0.0000, 0.0004],
+    [0.0024, 0.0038, 0.1986, 0.0029, 0.0004, 0.0001, 0.0004],
+    [0.0000, 0.0016, 0.2281, 0.0205, 0.0005, 0.0002, 0.0002],
+    [0.0008, 0.0005, 0.1334, 0.0312, 0.0004, 0.0004, 0.0000],
+    [0.0012, 0.0007, 0.0762, 0.0231, 0.0003, 0.0006, 0.0001],
+    [0.0006, 0.0005, 0.0209, 0.0103, 0.0004, 0.0004, 0.0001],
+    [0.0021, 0.0005, 0.0115, 0.0042, 0.0002, 0.0001, 0.0001],
+    [0.0043, 0.0004, 0.1096, 0.0032, 0.0000, 0.0003, 0.0001],
+    [0.0041, 0.0005, 0.1429, 0.0034, 0.0002, 0.0004, 0.0001],
+    [0.0026, 0.0012, 0.0759, 0.0028, 0.0004, 0.0001, 0.0002],
+    [0.0006, 0.0001, 0.0016, 0.0492, 0.0066, 0.0011, 0.0002],
+    [0.0002, 0.0002, 0.0014, 0.0128, 0.0003, 0.0008, 0.0002],
+    [0.0007, 0.0002, 0.0013, 0.1154, 0.0011, 0.0000, 0.0001],
+    [0.0005, 0.0001, 0.0018, 0.1459, 0.0010, 0.0003, 0.0001],
+    [0.0011, 0.0000, 0.0010, 0.0509, 0.0017, 0.0005, 0.0005],
+    [0.0016, 0.0000, 0.0001, 0.0136, 0.0077, 0.0001, 0.0006],
+    [0.0017, 0.0000, 0.0000, 0.0487, 0.0095, 0.0001, 0.0002],
+    [0.0014, 0.0000, 0.0003, 0.0591, 0.0041, 0.0004, 0.0000],
+    [0.0003, 0.0002, 0.0017, 0.0434, 0.0016, 0.0002, 0.0003],
+    [0.0003, 0.0004, 0.0030, 0.0570, 0.0015, 0.0001, 0.0005],
+    [0.0027, 0.0004, 0.0016, 0.1731, 0.0001, 0.0004, 0.0003],
+    [0.0030, 0.0001, 0.0005, 0.3232, 0.0019, 0.0003, 0.0000],
+    [0.0007, 0.0000, 0.0025, 0.2794, 0.0055, 0.0001, 0.0001],
+    [0.0019, 0.0001, 0.0030, 0.0914, 0.0076, 0.0002, 0.0002],
+    [0.0051, 0.0002, 0.0008, 0.0519, 0.0119, 0.0000, 0.0001],
+    [0.0039, 0.0001, 0.0004, 0.1091, 0.0139, 0.0004, 0.0000],
+    [0.0000, 0.0001, 0.0000, 0.0003, 0.0301, 0.0023, 0.0003],
+    [0.0003, 0.0001, 0.0000, 0.0010, 0.0167, 0.0070, 0.0002],
+    [0.0008, 0.0000, 0.0001, 0.0018, 0.0398, 0.0089, 0.0009],
+    [0.0007, 0.0001, 0.0003, 0.0021, 0.0606, 0.0049, 0.0021],
+    [0.0004, 0.0003, 0.0005, 0.0014, 0.0857, 0.0010, 0.0015],
+    [0.0002, 0.0001, 0.0002, 0.0003, 0.1207, 0.0012, 0.0003],
+    [0.0002, 0.0001, 0.0001, 0.0002, 0.0936, 0.0021, 0.0005],
+    [0.0005, 0.0008, 0.0003, 0.0007, 0.0217, 0.0026, 0.0007],
+    [0.0004, 0.0011, 0.0005, 0.0008, 0.0188, 0.0035, 0.0002],
+    [0.0001, 0.0005, 0.0003, 0.0003, 0.0808, 0.0027, 0.0003],
+    [0.0004, 0.0000, 0.0001, 0.0002, 0.1234, 0.0007, 0.0003],
+    [0.0007, 0.0001, 0.0000, 0.0006, 0.1248, 0.0013, 0.0000],
+    [0.0004, 0.0000, 0.0002, 0.0007, 0.0850, 0.0029, 0.0011],
+    [0.0002, 0.0000, 0.0003, 0.0003, 0.0287, 0.0024, 0.0022],
+    [0.0005, 0.0001, 0.0002, 0.0000, 0.0210, 0.0009, 0.0015],
+    [0.0003, 0.0001, 0.0000, 0.0000, 0.0432, 0.0002, 0.0005],
+    [0.0001, 0.0002, 0.0001, 0.0002, 0.0008, 0.1341, 0.0150],
+    [0.0004, 0.0003, 0.0001, 0.0002, 0.0027, 0.0507, 0.0035],
+    [0.0006, 0.0002, 0.0000, 0.0001, 0.0016, 0.0187, 0.0001],
+    [0.0004, 0.0001, 0.0000, 0.0001, 0.0001, 0.0037, 0.0008],
+    [0.0003, 0.0003, 0.0001, 0.0001, 0.0020, 0.0046, 0.0019],
+    [0.0007, 0.0005, 0.0000, 0.0001, 0.0032, 0.0153, 0.0121],
+    [0.0005, 0.0006, 0.0000, 0.0000, 0.0014, 0.0351, 0.0198],
+    [0.0001, 0.0005, 0.0000, 0.0000, 0.0001, 0.0956, 0.0113],
+    [0.0006, 0.0005, 0.0001, 0.0003, 0.0001, 0.1673, 0.0011],
+    [0.0011, 0.0007, 0.0002, 0.0003, 0.0006, 0.1522, 0.0008],
+    [0.0008, 0.0009, 0.0002, 0.0002, 0.0020, 0.0527, 0.0034],
+    [0.0006, 0.0007, 0.0002, 0.0002, 0.0022, 0.0005, 0.0057],
+    [0.0006, 0.0003, 0.0001, 0.0004, 0.0004, 0.0801, 0.0051],
+    [0.0003, 0.0000, 0.0000, 0.0003, 0.0003, 0.2297, 0.0004],
+    [0.0000, 0.0000, 0.0000, 0.0001, 0.0011, 0.3127, 0.0043],
+    [0.0001, 0.0000, 0.0001, 0.0001, 0.0003, 0.2574, 0.0162],
+    [0.0009, 0.0038, 0.0000, 0.0000, 0.0003, 0.0018, 0.1630],
+    [0.0024, 0.0009, 0.0000, 0.0001, 0.0006, 0.0052, 0.3698],
+    [0.0035, 0.0016, 0.0001, 0.0001, 0.0007, 0.0053, 0.2515],
+    [0.0021, 0.0019, 0.0002, 0.0001, 0.0003, 0.0016, 0.0571],
+    [0.0003, 0.0017, 0.0002, 0.0002, 0.0000, 0.0005, 0.0774],
+    [0.0004, 0.0016, 0.0003, 0.0003, 0.0001, 0.0019, 0.0623],
+    [0.0013, 0.0018, 0.0007, 0.0001, 0.0001, 0.0012, 0.0244],
+    [0.0015, 0.0054, 0.0012, 0.0001, 0.0001, 0.0000, 0.2083],
+    [0.0015, 0.0094, 0.0010, 0.0002, 0.0000, 0.0004, 0.3246],
+    [0.0009, 0.0066, 0.0004, 0.0003, 0.0001, 0.0007, 0.1571],
+    [0.0001, 0.0011, 0.0000, 0.0003, 0.0007, 0.0005, 0.0440],
+    [0.0004, 0.0003, 0.0000, 0.0003, 0.0012, 0.0004, 0.0953],
+    [0.0007, 0.0022, 0.0000, 0.0002, 0.0009, 0.0003, 0.1190],
+    [0.0002, 0.0045, 0.0000, 0.0001, 0.0004, 0.0009, 0.1166],
+    [0.0001, 0.0082, 0.0001, 0.0001, 0.0001, 0.0015, 0.0703],
+    [0.0004, 0.0085, 0.0001, 0.0000, 0.0001, 0.0008, 0.0079],
+])
+
+
+def a9(variant: str = "a") -> GNEP:
+    """Problem A.9a / A.9b: seven players allocate power over K = 8 / 16 channels at least cost.
+
+    Player nu minimises sum_k x_nu,k subject to its rate sum_k log2(1 + h_nu,nu,k x_nu,k / (sigma^2 +
+    sum_{mu != nu} h_mu,nu,k x_mu,k)) >= L (L = 8 / 16 bits, sigma = 0.3162) and x >= 0: the rate is
+    concave in its own powers (a log of an affine form), the interference makes each constraint
+    player-specific and coupled (a GNEP proper).
+    """
+    if variant not in ("a", "b"):
+        raise ModelError(f"A.9 has the variants a, b (got {variant!r})")
+    H = _A9A if variant == "a" else _A9B
+    N = 7
+    K = H.shape[0] // N
+    L = 8.0 if variant == "a" else 16.0
+    noise = 0.3162 ** 2
+    n = N * K
+    ln2 = np.log(2.0)
+    gains = [H[:, nu].reshape(N, K) for nu in range(N)]        # gains[nu][mu, k]
+
+    def rate(x, nu):
+        X = x.reshape(N, K)
+        total = noise + (gains[nu] * X).sum(axis=0)
+        rest = total - gains[nu][nu] * X[nu]
+        with np.errstate(invalid="ignore", divide="ignore"):    # outside the domain: NaN, refused by the model
+            return float(np.sum(np.log(total) - np.log(rest))) / ln2
+
+    def rate_gradient(x, nu):
+        X = x.reshape(N, K)
+        total = noise + (gains[nu] * X).sum(axis=0)
+        rest = total - gains[nu][nu] * X[nu]
+        G = gains[nu] * (1.0 / total - 1.0 / rest)[None, :]
+        G[nu] = gains[nu][nu] / total
+        return G.ravel() / ln2
+
+    def expression(nu):
+        terms = []
+        for k in range(K):
+            w = np.zeros(n)
+            w[np.arange(N) * K + k] = gains[nu][:, k]
+            own = {"linear": w.tolist(), "constant": noise}
+            w_rest = w.copy()
+            w_rest[nu * K + k] = 0.0
+            rest = {"linear": w_rest.tolist(), "constant": noise}
+            terms.append(_sum({"op": "log", "args": [own]}, _times(-1.0, {"op": "log", "args": [rest]})))
+        return _times(1.0 / ln2, _sum(*terms))
+
+    curved = [Convex(nu, (lambda x, nu=nu: L - rate(x, nu)), (lambda x, nu=nu: -rate_gradient(x, nu)),
+                     expression(nu), ">=", L) for nu in range(N)]
+    sizes = [K] * N
+    blocks = [np.arange(K * i, K * (i + 1)) for i in range(N)]
+    Qs = [np.zeros((n, n)) for _ in range(N)]
+    cs = [np.isin(np.arange(n), cols).astype(float) for cols in blocks]
+    costs, grads, quad = _quadratic(Qs, cs)
+    return GNEP(f"A.9{variant}", f"Power allocation, 7 players x {K} channels, rate >= {L:g} bits each", sizes,
+                np.zeros(n), np.full(n, np.inf), [], costs, grads, None, quadratic=quad, concept="GNE",
+                unique=False, nonlinear=curved, notes=A9_NOTES)
+
+
+A9_NOTES = ("gains, noise and rate targets as the public port andrespty/GNEProblems states them (its unbounded "
+            "version of A.9b: the bounded one lists 77 of the 112 gain rows; rate target 16 for A.9b as its "
+            "constraint functions have it); x >= 0 without the port's upper bounds 100; the port's bounded "
+            "constraint function states rate <= L, its unbounded one and the problem rate >= L. No published "
+            "point is compared: the library states none for A.9")
+
+
+NONLINEAR: dict[str, Callable[[], GNEP]] = {"A.6": a6, "A.9a": lambda: a9("a"), "A.9b": lambda: a9("b")}
+"""The problems with convex nonlinear constraints (generalized Nash problems proper); ``problem`` finds them too."""

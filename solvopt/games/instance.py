@@ -144,4 +144,22 @@ def game_from_json(data: dict) -> PseudoGame:
     for k, spec in enumerate(data.get("shared_constraints", [])):
         A, sense, rhs = _rows(spec, n, f"shared_constraints[{k}]")
         game.share(_compare(joint(A), sense, rhs))
+    _nonlinear_constraints(game, data, vars_, offsets)
     return game
+
+
+def _nonlinear_constraints(game, data, vars_, offsets) -> None:
+    """Each player's ``nonlinear_constraints`` and the ``shared_nonlinear_constraints`` (expression trees,
+    proven convex by the curvature rules on the variables' box)."""
+    from .expressions import convex_constraint
+    n = int(offsets[-1])
+    box = [np.concatenate([np.broadcast_to(getattr(v, b), v.shape).ravel() for v in vars_]) for b in ("lb", "ub")]
+    for i, (p, var) in enumerate(zip(data["players"], vars_)):
+        for k, spec in enumerate(p.get("nonlinear_constraints", [])):
+            where = ("players", i, "nonlinear_constraints", k)
+            c = convex_constraint(spec, n, np.arange(offsets[i], offsets[i + 1]), where, *box)
+            game.constrain_convex(var, c.value, c.gradient, name=f"players[{i}].nonlinear_constraints[{k}]",
+                                  proven=True)
+    for k, spec in enumerate(data.get("shared_nonlinear_constraints", [])):
+        c = convex_constraint(spec, n, None, ("shared_nonlinear_constraints", k), *box)
+        game.share_convex(c.value, c.gradient, name=f"shared_nonlinear_constraints[{k}]", proven=True)

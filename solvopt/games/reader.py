@@ -5,8 +5,9 @@ The top-level ``kind`` says what the file holds: ``pseudo_game``, ``fisher_marke
 ``markov_pseudo_game`` / ``markov_exchange_economy`` (validated here against
 ``schema_markov.json`` when present; built by :mod:`solvopt.games.markov_instance`). A malformed
 file is one :class:`InstanceFormatError` naming the file and the field (``players[0].cost.Q``);
-utility ``expression`` trees are parsed here too (:mod:`solvopt.games.expressions`), so a bad node
-is named by its path (``players[2].cost.expression.args[0].op``).
+utility ``expression`` trees (and nonlinear constraints') are parsed here too
+(:mod:`solvopt.games.expressions`), so a bad node is named by its path
+(``players[2].cost.expression.args[0].op``).
 The schema is ``solvopt/games/schema.json``; docs/games.md describes it.
 """
 from __future__ import annotations
@@ -86,26 +87,34 @@ def read_game(path: str) -> Instance:
     meta = {"kind": kind}
     if kind == "pseudo_game":
         meta["players"] = len(data["players"])
-        _check_expressions(data["players"], path)
+        _check_expressions(data["players"], path, data.get("shared_nonlinear_constraints", ()))
     elif "utility" in data:
         meta["utility"] = data["utility"]["kind"]
     return Instance(family="games", format="game_json", name=data.get("name") or instance_name(path), path=path,
                     data=data, meta=meta)
 
 
-def _check_expressions(players, path: str) -> None:
-    """Parse every utility / cost ``expression`` now, so a malformed one is one line naming its field."""
+def _check_expressions(players, path: str, shared=()) -> None:
+    """Parse every utility / cost ``expression`` and every nonlinear constraint's now, so a malformed one is
+    one line naming its field (a constraint's curvature is judged when the model is built)."""
     from solvopt.core.errors import ModelError
 
     from .expressions import parse
     n = sum(p["size"] for p in players)
+    trees = []
     for i, p in enumerate(players):
         for key in ("utility", "cost"):
             if "expression" in p.get(key, {}):
-                try:
-                    parse(p[key]["expression"], n, ("players", i, key, "expression"))
-                except ModelError as exc:
-                    raise InstanceFormatError(path, None, str(exc)) from None
+                trees.append((p[key]["expression"], ("players", i, key, "expression")))
+        for k, spec in enumerate(p.get("nonlinear_constraints", [])):
+            trees.append((spec["expression"], ("players", i, "nonlinear_constraints", k, "expression")))
+    for k, spec in enumerate(shared):
+        trees.append((spec["expression"], ("shared_nonlinear_constraints", k, "expression")))
+    for tree, where in trees:
+        try:
+            parse(tree, n, where)
+        except ModelError as exc:
+            raise InstanceFormatError(path, None, str(exc)) from None
 
 
 def sniff_game(path: str, head: str) -> bool:

@@ -157,6 +157,9 @@ class _StaticSolver(Solver):
             raise ModelError(f"method {cls.name!r} computes variational equilibria, where every coupled row is shared; "
                              "this game has player-specific coupled rows (game.constrain involving other players): "
                              "use method 'gnep-kkt'")
+        if model.data().nonlinear:
+            raise ModelError(f"method {cls.name!r} projects onto linear constraints only; this game has nonlinear "
+                             "constraints: use method 'gnep-kkt'")
         return model
 
     def solve(self, model, options):

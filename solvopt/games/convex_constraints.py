@@ -1,0 +1,248 @@
+"""Convex nonlinear constraints g(a) <= 0 in pseudo-games: feasibility, the unit frame, certified best responses.
+
+A player's nonlinear constraints (and the shared ones) make its feasible set
+X_i(a_-i) = P_i ∩ {b : g_j(b, a_-i) <= 0}, P_i the polyhedron of its bounds and rows. Its best
+response is computed by semismooth Newton on the player's own KKT system (the players' joint
+system of :mod:`solvopt.games.gnep_kkt` restricted to one player, the others' actions fixed),
+and *certified* without trusting that solve, by Lagrangian weak duality: for any multipliers
+lambda >= 0 the function L(y) = u_i(y) - lambda . g(y) is concave (u_i concave, g_j convex in the
+player's action) and at least u_i on X_i, so
+
+    max over X_i of u_i  <=  max over y in P_i of L(y)  <=  max over y in P_i of min_t [L(t) + grad L(t).(y - t)],
+
+the last a linear program (Kelley's cutting planes on L: tangents at the response b, then at each
+LP solution, until the LP's value meets L's). With Newton's multipliers the bound is tight at
+the optimum. An LP solution on an artificial box (where P_i is unbounded) leaves the bound at
++inf: a local maximum of a concave function is a global one, so only a solution strictly inside
+that box bounds max over P_i. The tangent points double as convexity checks: a constraint that
+breaks its own tangent inequality there (a callable that is not convex, a wrong gradient) stops
+the solve with a ModelError instead of certifying a lie.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvopt.core.errors import ModelError
+
+from .projection import FEAS_TOL, Polyhedron, check_stop
+
+KELLEY_STEPS = 30       # cutting-plane LPs per certified bound
+KELLEY_TOL = 1e-13      # stop when the LP's value is within this (relative) of the best value of L
+REACH = 1e6             # the artificial box: this many times (1 + |b|) around b where P_i is unbounded
+CONVEXITY_TOL = 1e-9    # relative slack of the tangent-inequality check
+RESPONSE_STEPS = 60     # Newton steps of one best response
+
+
+def binding(game, i: int) -> list[int]:
+    """Indices of the nonlinear constraints that bind player i: its own and the shared ones."""
+    return [k for k, c in enumerate(getattr(game, "nonlinear", ())) if c.owner in (-1, i)]
+
+
+def violation(game, a) -> float:
+    """The largest g_j(a) > 0 over every nonlinear constraint (0 when all hold; +inf where one is undefined)."""
+    worst = 0.0
+    for c in getattr(game, "nonlinear", ()):
+        try:
+            worst = max(worst, c.value(a))
+        except (ArithmeticError, ValueError, ModelError):
+            return np.inf
+    return worst
+
+
+# --- the unit frame ------------------------------------------------------------------------------
+class FramedConstraint:
+    """g(w * z) / s in the unit frame, s its largest gradient entry there at the start (1 if none)."""
+
+    def __init__(self, c, widths: np.ndarray, z0: np.ndarray):
+        self.c, self.widths = c, widths
+        self.owner, self.n, self.name, self.convexity = c.owner, c.n, c.name, c.convexity
+        try:
+            top = float(np.abs(c.gradient(widths * z0) * widths).max(initial=0.0))
+        except (ArithmeticError, ValueError, ModelError):
+            top = 0.0
+        self.scale = top if np.isfinite(top) and top > 0.0 else 1.0
+
+    def value(self, z):
+        return self.c.value(self.widths * z) / self.scale
+
+    def gradient(self, z):
+        return self.c.gradient(self.widths * z) * self.widths / self.scale
+
+
+def framed(game, widths: np.ndarray, z0: np.ndarray) -> list:
+    return [FramedConstraint(c, widths, z0) for c in getattr(game, "nonlinear", ())]
+
+
+# --- one player's problem with the others fixed -------------------------------------------------
+class _Restricted:
+    """u_i or g_j as a function of player i's action y alone (the others' actions fixed at a)."""
+
+    quadratic = False
+
+    def __init__(self, f, a, cols, owner=0):
+        self.f, self.a, self.cols, self.owner = f, a, cols, owner
+        self.n = len(cols)
+
+    def _joint(self, y):
+        z = self.a.copy()
+        z[self.cols] = y
+        return z
+
+    def value(self, y):
+        return self.f.value(self._joint(y))
+
+    def gradient(self, y):
+        return self.f.gradient(self._joint(y))[self.cols]
+
+
+def player_problem(game, i: int, a, P: Polyhedron):
+    """Player i's problem as a one-player game (the shape :class:`~solvopt.games.gnep_kkt.KKTSystem` reads)."""
+    from solvopt.dsl.games import GameData, QuadraticUtility
+    cols = game.blocks[i]
+    u = game.utilities[i]
+    if u.quadratic:
+        rest = a.copy()
+        rest[cols] = 0.0
+        utility = QuadraticUtility(sp.csr_matrix(u.Q[cols][:, cols]), u.gradient(rest)[cols], u.value(rest))
+    else:
+        utility = _Restricted(u, a, cols)
+    n = len(cols)
+    sub = GameData([game.names[i]], [np.arange(n)], [utility], P.lb, P.ub, P.A, P.lo, P.hi,
+                   np.zeros(P.A.shape[0], dtype=int))
+    sub.nonlinear = [_Restricted(game.nonlinear[k], a, cols) for k in binding(game, i)]
+    return sub
+
+
+def nonlinear_response(game, i: int, a, P: Polyhedron, start=None):
+    """(b, u_i(b, a_-i) or -inf when b is not feasible, certified upper bound on max u_i over X_i(a_-i))."""
+    from .gnep_kkt import KKTSystem, solve_kkt
+    cols = game.blocks[i]
+    sub = player_problem(game, i, a, P)
+    system = KKTSystem(sub)
+    y0 = P.project(a[cols] if start is None else np.asarray(start, dtype=float))
+    best = (np.inf, y0, np.zeros(len(sub.nonlinear)))
+    for attempt in range(2):                     # Newton from the point, then from a local solver's answer
+        if attempt == 1:
+            if best[0] <= 1e-12:
+                break
+            y0 = _local_solution(sub, P, y0)
+        try:
+            z0 = system.estimate_multipliers(y0)
+            for _, y, norm in solve_kkt(system, y0, iterations=RESPONSE_STEPS, multipliers=z0):
+                if norm < best[0]:
+                    best = (norm, y, system.split(system.last_z)[3])
+                if norm <= 1e-14:
+                    break
+        except (ArithmeticError, ValueError, np.linalg.LinAlgError, ModelError):
+            pass
+    _, b, lam = best
+    b = np.clip(b, P.lb, P.ub)
+    lam = np.maximum(lam, 0.0)
+    u = sub.utilities[0]
+    gs = sub.nonlinear
+    feasible = P.violation(b) <= FEAS_TOL and all(g.value(b) <= FEAS_TOL for g in gs)
+    value = u.value(b) if feasible else -np.inf
+    top = lagrangian_bound(u, gs, lam, P, b, who=game.names[i])
+    return b, value, top
+
+
+def _local_solution(sub, P: Polyhedron, y0):
+    """SLSQP on the player's problem (a start for Newton only: nothing of it is trusted); y0 where it fails."""
+    from scipy.optimize import LinearConstraint, NonlinearConstraint, minimize
+    u, gs = sub.utilities[0], sub.nonlinear
+    cons = [NonlinearConstraint(lambda y, g=g: g.value(y), -np.inf, 0.0,
+                                jac=lambda y, g=g: np.atleast_2d(g.gradient(y))) for g in gs]
+    if P.A.shape[0]:
+        cons.append(LinearConstraint(P.A.toarray(), P.lo, P.hi))
+    bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None) for lo, hi in zip(P.lb, P.ub)]
+    try:
+        res = minimize(lambda y: -u.value(y), y0, jac=lambda y: -u.gradient(y), bounds=bounds, constraints=cons,
+                       method="SLSQP", options={"ftol": 1e-14, "maxiter": 200})
+    except (ArithmeticError, ValueError, ModelError):
+        return y0
+    return res.x if np.all(np.isfinite(res.x)) else y0
+
+
+def lagrangian_bound(u, gs, lam, P: Polyhedron, b, who: str = "") -> float:
+    """An upper bound on max u over P ∩ {g <= 0}: Kelley's cutting planes on L = u - lam . g over P (module doc)."""
+    n = P.n
+
+    def L(y):
+        v = u.value(y) - sum(l * g.value(y) for l, g in zip(lam, gs) if l)
+        d = u.gradient(y) - sum((l * g.gradient(y) for l, g in zip(lam, gs) if l), np.zeros(n))
+        return v, d
+
+    points = []
+
+    def add(y):
+        try:
+            v, d = L(y)
+        except (ArithmeticError, ValueError, ModelError):
+            return False                       # outside a function's domain: no tangent there
+        if not (np.isfinite(v) and np.all(np.isfinite(d))):
+            return False
+        _check_tangents(u, gs, points, y, who)
+        points.append((y.copy(), v, d))
+        return True
+
+    if not add(b):
+        return np.inf
+    lb = np.where(np.isfinite(P.lb), P.lb, b - REACH * (1.0 + np.abs(b).max()))
+    ub = np.where(np.isfinite(P.ub), P.ub, b + REACH * (1.0 + np.abs(b).max()))
+    artificial_lb, artificial_ub = ~np.isfinite(P.lb), ~np.isfinite(P.ub)
+    top = np.inf
+    for _ in range(KELLEY_STEPS):
+        check_stop()
+        y, top = _epigraph_lp(P, lb, ub, points)
+        best = max(v for _, v, _ in points)
+        if top - best <= KELLEY_TOL * (1.0 + abs(best)):
+            break
+        if not add(y):
+            break
+    touching = np.any(artificial_lb & (y <= lb + 1e-9 * (1.0 + np.abs(lb)))) or \
+        np.any(artificial_ub & (y >= ub - 1e-9 * (1.0 + np.abs(ub))))
+    return np.inf if touching else top
+
+
+def _epigraph_lp(P: Polyhedron, lb, ub, points):
+    """(y, s) maximising s subject to s <= L(t) + grad L(t).(y - t) for the tangent points t, y in P (box lb, ub)."""
+    n, m = P.n, P.A.shape[0]
+    D = np.array([d for _, _, d in points])
+    rhs = np.array([v - float(d @ t) for t, v, d in points])
+    A = sp.vstack([sp.hstack([P.A, sp.csr_matrix((m, 1))]),
+                   sp.hstack([sp.csr_matrix(-D), sp.csr_matrix(np.ones((len(points), 1)))])], format="csr")
+    Q = Polyhedron(np.append(lb, -np.inf), np.append(ub, np.inf), A,
+                   np.concatenate([P.lo, np.full(len(points), -np.inf)]), np.concatenate([P.hi, rhs]))
+    e = np.zeros(n + 1)
+    e[-1] = 1.0
+    z, top = Q.maximize_linear(e)
+    return z[:n], top
+
+
+def _check_tangents(u, gs, points, y, who):
+    """Convexity (and concavity of u) along the tangent points: g(y) >= g(t) + grad g(t).(y - t) both ways."""
+    from .exploitability import check_concave
+    if not points:
+        return
+    for t, _, _ in points[-3:]:
+        d = y - t
+        if not u.quadratic:
+            check_concave(u.value(t), u.gradient(t), u.value(y), d, f"the utility of player {who!r}")
+            check_concave(u.value(y), u.gradient(y), u.value(t), -d, f"the utility of player {who!r}")
+        for g in gs:
+            for x0, x1, step in ((t, y, d), (y, t, -d)):
+                gx, dg, gy = g.value(x0), g.gradient(x0), g.value(x1)
+                lin = float(dg @ step)
+                short = gx + lin - gy
+                if short > CONVEXITY_TOL * (abs(gx) + abs(gy) + abs(lin)) + 1e-11:
+                    name = getattr(getattr(g, "f", g), "name", "")
+                    raise ModelError(f"the constraint {name!r} of player {who!r} is not convex in the player's action, "
+                                     f"or its gradient is wrong: g(y) is below g(x) + grad g(x).(y - x) by {short:.3g}")
+
+
+def framed_game(game, widths, z0):
+    """``dataclasses.replace`` helper: the game's nonlinear constraints in the unit frame."""
+    return dataclasses.replace(game, nonlinear=framed(game, widths, z0))
