@@ -96,6 +96,7 @@ def test_exact_stopped_during_its_flow_keeps_a_bound(monkeypatch):
         asked.append(1)                                       # Ctrl-C arrives while the engine runs
         raise FlowStopped
     monkeypatch.setattr(exact_module, "min_cost_flow", stopping_flow)
+    monkeypatch.setattr(exact_module, "dense_flow", stopping_flow)
     monkeypatch.setattr(exact_module, "stop_reason", lambda deadline=None: Termination.INTERRUPTED if asked else None)
     result = model.solve("exact", assignment=False)
     assert asked and result.termination is Termination.INTERRUPTED

@@ -1,4 +1,5 @@
-"""Our primal network simplex in Numba: the ``"simplex"`` engine of :func:`solvopt.transport.flow.min_cost_flow`.
+"""Our primal network simplex in Numba: the ``"simplex"`` engine of :func:`solvopt.transport.flow.min_cost_flow`,
+the dense transport simplex of method ``exact`` and the warm-started rounds of ``sparse-exact``.
 
 The classic spanning-tree network simplex in the form of LEMON's ``NetworkSimplex`` (the one POT's
 ``ot.emd`` also builds on), for uncapacitated arcs:
@@ -9,21 +10,27 @@ The classic spanning-tree network simplex in the form of LEMON's ``NetworkSimple
 - the tree as parent / pred (arc to the parent) / pred_dir (+1: the arc points up) with a preorder
   thread (thread, rev_thread), subtree sizes (succ_num) and last successors (last_succ), so a
   pivot touches only the cycle and the moved subtree;
+- the flow of the arc to the parent stored at the node (``flowp``): off the tree every arc carries
+  0 (no capacities), and a tree arc has reduced cost exactly 0, so pricing needs no per-arc state
+  and memory beyond the arcs themselves is O(nodes) — on the complete bipartite graph the arcs
+  are implicit (arc i * m + j of a cost matrix);
 - block-search pricing: scan blocks of ``BLOCK_FACTOR`` x sqrt(arcs) arcs from where the last scan
   stopped and enter the most negative reduced cost of the first block that has one;
 - the leaving arc by LEMON's rule (strict on the first side of the cycle, non-strict on the second:
   strongly feasible trees, no cycling).
 
-Costs are integers (int64; the caller scales and rounds), so reduced costs are exact and the
-final tree is optimal for those costs, not just to a tolerance. Flows are float64; with supplies
-that are integer multiples of one unit the caller passes the integers, and every flow stays exact.
+Kernels: :func:`network_simplex` (arc lists), :func:`network_simplex_warm` (arc lists, starting
+from a given spanning tree, e.g. the optimum of a smaller arc set: it stays primal feasible when
+arcs join) and :func:`dense_simplex` (a cost matrix). Costs are integers (int64; the caller
+scales and rounds), so reduced costs are exact and the final tree is optimal for those costs, not
+just to a tolerance. Flows are float64; with supplies that are integer multiples of one unit the
+caller passes the integers, and every flow stays exact.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-TREE, LOWER = 0, 1
 UP, DOWN = 1, -1
 
 
@@ -31,6 +38,264 @@ STOP_CHECK = 1024      # pivots between two looks at the stop flag
 # Pricing block = BLOCK_FACTOR * sqrt(arcs) (at least 10). LEMON's default factor is 1; on the
 # two-hop graphs (n = 4000 to 10^4, side by side) 0.1 was 1.5-1.8x faster than 1 and 0.03-0.25 within 15%.
 BLOCK_FACTOR = 0.1
+# The same for the dense kernel (complete bipartite graphs, measured at n = m = 500 to 3000).
+DENSE_BLOCK_FACTOR = 0.1
+
+
+@njit(cache=True, nogil=True)
+def _tree_arrays(size):
+    """parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ, pi, flowp, dirty for ``size`` nodes + root."""
+    return (np.empty(size + 1, np.int64), np.empty(size + 1, np.int64), np.empty(size + 1, np.int64),
+            np.empty(size + 1, np.int64), np.empty(size + 1, np.int64), np.empty(size + 1, np.int64),
+            np.empty(size + 1, np.int64), np.zeros(size + 1, np.int64), np.zeros(size + 1, np.float64),
+            np.empty(size + 1, np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _artificial_tree(supplies, art_cost, n_arcs, parent, pred, pred_dir, thread, rev_thread, succ_num,
+                     last_succ, pi, flowp):
+    """The starting tree: every node hung under the root by its artificial arc (arc n_arcs + u)."""
+    n = supplies.shape[0]
+    root = n
+    parent[root] = -1
+    pred[root] = -1
+    pred_dir[root] = 0
+    flowp[root] = 0.0
+    thread[root] = 0
+    rev_thread[0] = root
+    succ_num[root] = n + 1
+    last_succ[root] = root - 1
+    pi[root] = 0
+    for u in range(n):
+        parent[u] = root
+        pred[u] = n_arcs + u
+        thread[u] = u + 1
+        rev_thread[u + 1] = u
+        succ_num[u] = 1
+        last_succ[u] = u
+        if supplies[u] >= 0:
+            pred_dir[u] = UP
+            flowp[u] = supplies[u]
+            pi[u] = 0
+        else:
+            pred_dir[u] = DOWN
+            flowp[u] = -supplies[u]
+            pi[u] = art_cost
+
+
+@njit(cache=True, nogil=True)
+def _pivot(in_arc, first, second, in_cost, parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ,
+           pi, flowp, dirty):
+    """Enter arc ``in_arc`` (first -> second, cost ``in_cost``, reduced cost < 0): push flow round
+    its cycle, drop the leaving arc, re-hang the moved subtree and update its potentials.
+    False when the cycle has no arc that loses flow (unbounded: cannot happen with costs >= 0)."""
+    join, other = first, second
+    while join != other:
+        if succ_num[join] < succ_num[other]:
+            join = parent[join]
+        else:
+            other = parent[other]
+    # --- leaving arc (uncapacitated: only arcs losing flow limit the step)
+    delta = np.inf
+    u_out = -1
+    result = 0
+    u = first
+    while u != join:
+        if pred_dir[u] == UP:
+            d = max(flowp[u], 0.0)
+            if d < delta:
+                delta = d
+                u_out = u
+                result = 1
+        u = parent[u]
+    u = second
+    while u != join:
+        if pred_dir[u] == DOWN:
+            d = max(flowp[u], 0.0)
+            if d <= delta:
+                delta = d
+                u_out = u
+                result = 2
+        u = parent[u]
+    if result == 0:
+        return False
+    if result == 1:
+        u_in, v_in = first, second
+    else:
+        u_in, v_in = second, first
+    # --- change the flow around the cycle
+    if delta > 0:
+        u = first
+        while u != join:
+            flowp[u] -= pred_dir[u] * delta
+            u = parent[u]
+        u = second
+        while u != join:
+            flowp[u] += pred_dir[u] * delta
+            u = parent[u]
+    # --- update the tree structure
+    old_rev_thread = rev_thread[u_out]
+    old_succ_num = succ_num[u_out]
+    old_last_succ = last_succ[u_out]
+    v_out = parent[u_out]
+    if u_in == u_out:
+        parent[u_in] = v_in
+        pred[u_in] = in_arc
+        pred_dir[u_in] = UP if u_in == first else DOWN
+        flowp[u_in] = delta
+        if thread[v_in] != u_out:
+            after = thread[old_last_succ]
+            thread[old_rev_thread] = after
+            rev_thread[after] = old_rev_thread
+            after = thread[v_in]
+            thread[v_in] = u_out
+            rev_thread[u_out] = v_in
+            thread[old_last_succ] = after
+            rev_thread[after] = old_last_succ
+    else:
+        thread_continue = thread[old_last_succ] if old_rev_thread == v_in else thread[v_in]
+        stem = u_in
+        par_stem = v_in
+        last = last_succ[u_in]
+        after = thread[last]
+        thread[v_in] = u_in
+        n_dirty = 0
+        dirty[n_dirty] = v_in
+        n_dirty += 1
+        while stem != u_out:
+            next_stem = parent[stem]
+            thread[last] = next_stem
+            dirty[n_dirty] = last
+            n_dirty += 1
+            before = rev_thread[stem]
+            thread[before] = after
+            rev_thread[after] = before
+            parent[stem] = par_stem
+            par_stem = stem
+            stem = next_stem
+            last = rev_thread[par_stem] if last_succ[stem] == last_succ[par_stem] else last_succ[stem]
+            after = thread[last]
+        parent[u_out] = par_stem
+        thread[last] = thread_continue
+        rev_thread[thread_continue] = last
+        last_succ[u_out] = last
+        if old_rev_thread != v_in:
+            thread[old_rev_thread] = after
+            rev_thread[after] = old_rev_thread
+        for i in range(n_dirty):
+            u = dirty[i]
+            rev_thread[thread[u]] = u
+        tmp_sc = 0
+        tmp_ls = last_succ[u_out]
+        u = u_out
+        p = parent[u]
+        while u != u_in:
+            pred[u] = pred[p]
+            pred_dir[u] = -pred_dir[p]
+            flowp[u] = flowp[p]
+            tmp_sc += succ_num[u] - succ_num[p]
+            succ_num[u] = tmp_sc
+            last_succ[p] = tmp_ls
+            u = p
+            p = parent[u]
+        pred[u_in] = in_arc
+        pred_dir[u_in] = UP if u_in == first else DOWN
+        flowp[u_in] = delta
+        succ_num[u_in] = old_succ_num
+    up_limit_out = join if last_succ[join] == v_in else -1
+    last_succ_out = last_succ[u_out]
+    u = v_in
+    while u != -1 and last_succ[u] == v_in:
+        last_succ[u] = last_succ_out
+        u = parent[u]
+    if join != old_rev_thread and v_in != old_rev_thread:
+        u = v_out
+        while u != up_limit_out and last_succ[u] == old_last_succ:
+            last_succ[u] = old_rev_thread
+            u = parent[u]
+    elif last_succ_out != old_last_succ:
+        u = v_out
+        while u != up_limit_out and last_succ[u] == old_last_succ:
+            last_succ[u] = last_succ_out
+            u = parent[u]
+    u = v_in
+    while u != join:
+        succ_num[u] += old_succ_num
+        u = parent[u]
+    u = v_out
+    while u != join:
+        succ_num[u] -= old_succ_num
+        u = parent[u]
+    # --- update the potentials of the moved subtree
+    sigma = pi[v_in] - pi[u_in] - pred_dir[u_in] * in_cost
+    end = thread[last_succ[u_in]]
+    u = u_in
+    while u != end:
+        pi[u] += sigma
+        u = thread[u]
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _art_cost(costs):
+    top = 0
+    for e in range(costs.shape[0]):
+        if costs[e] > top:
+            top = costs[e]
+    return top
+
+
+@njit(cache=True, nogil=True)
+def _sparse_loop(tails, heads, costs, stop, max_pivots, parent, pred, pred_dir, thread, rev_thread, succ_num,
+                 last_succ, pi, flowp, dirty):
+    """Pivots on an arc list until optimal: 0, stopped: 1, pivot limit: 2."""
+    m = tails.shape[0]
+    block = max(int(BLOCK_FACTOR * np.sqrt(m)), 10) if m > 0 else 1
+    next_arc = 0
+    pivots = 0
+    while m > 0:
+        pivots += 1
+        if pivots % STOP_CHECK == 0 and stop[0] != 0:
+            return 1
+        if pivots == max_pivots:
+            return 2
+        best = 0
+        in_arc = -1
+        cnt = block
+        e = next_arc
+        for _ in range(m):
+            c = costs[e] + pi[tails[e]] - pi[heads[e]]
+            if c < best:
+                best = c
+                in_arc = e
+            e += 1
+            if e == m:
+                e = 0
+            cnt -= 1
+            if cnt == 0:
+                if best < 0:
+                    break
+                cnt = block
+        if best >= 0:
+            return 0
+        next_arc = e
+        if not _pivot(in_arc, tails[in_arc], heads[in_arc], costs[in_arc], parent, pred, pred_dir, thread,
+                      rev_thread, succ_num, last_succ, pi, flowp, dirty):
+            return 0
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _arc_flows(m, n, pred, flowp):
+    """(flow per real arc, the largest flow left on an artificial arc); arcs from m on are artificial."""
+    flow = np.zeros(m, np.float64)
+    left = 0.0
+    for u in range(n):
+        if pred[u] < m:
+            flow[pred[u]] = flowp[u]
+        elif flowp[u] > left:
+            left = flowp[u]
+    return flow, left
 
 
 @njit(cache=True, nogil=True)
@@ -45,236 +310,345 @@ def network_simplex(tails, heads, costs, supplies, stop, max_pivots):
     ``max_pivots`` pivots (0: no limit) it also returns early, with left = -1."""
     n = supplies.shape[0]
     m = tails.shape[0]
+    parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ, pi, flowp, dirty = _tree_arrays(n)
+    art_cost = (_art_cost(costs) + 1) * (n + 1)
+    _artificial_tree(supplies, art_cost, m, parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ, pi,
+                     flowp)
+    why = _sparse_loop(tails, heads, costs, stop, max_pivots, parent, pred, pred_dir, thread, rev_thread,
+                       succ_num, last_succ, pi, flowp, dirty)
+    flow, left = _arc_flows(m, n, pred, flowp)
+    if why == 1:
+        left = np.inf
+    elif why == 2:
+        left = -1.0
+    return flow, pi[:n] - pi[n], left
+
+
+@njit(cache=True, nogil=True)
+def _hang(supplies, tails, heads, costs, art_cost, art_base, parent, pred, pred_dir, thread, rev_thread, succ_num,
+          last_succ, pi, flowp):
+    """Build thread, subtree sizes, last successors, potentials and flows from parent / pred /
+    pred_dir (a spanning tree under the root; arc art_base + u: u's artificial arc). False when
+    it is no tree of these arcs or its flow is negative."""
+    n = supplies.shape[0]
     root = n
-    total = m + n
-    # the real arcs are read in place; an artificial arc is never priced nor entered, so only its
-    # flow and state are stored (its direction is pred_dir, its cost enters through pi)
-    source, target, cost = tails, heads, costs
-    flow = np.zeros(total, np.float64)
-    state = np.empty(total, np.int8)
-    state[:m] = LOWER
+    # children in a CSR by a counting sort, then an iterative preorder from the root
+    count = np.zeros(n + 2, np.int64)
+    for u in range(n):
+        if parent[u] < 0 or parent[u] > n:
+            return False
+        count[parent[u] + 1] += 1
+    for u in range(n + 1):
+        count[u + 1] += count[u]
+    child = np.empty(n, np.int64)
+    fill = count[:n + 1].copy()
+    for u in range(n):
+        child[fill[parent[u]]] = u
+        fill[parent[u]] += 1
+    order = np.empty(n + 1, np.int64)
+    stack = np.empty(n + 1, np.int64)
     top = 0
-    for e in range(m):
-        if costs[e] > top:
-            top = costs[e]
-    art_cost = (top + 1) * (n + 1)
-
-    parent = np.empty(n + 1, np.int64)
-    pred = np.empty(n + 1, np.int64)
-    pred_dir = np.empty(n + 1, np.int64)
-    thread = np.empty(n + 1, np.int64)
-    rev_thread = np.empty(n + 1, np.int64)
-    succ_num = np.empty(n + 1, np.int64)
-    last_succ = np.empty(n + 1, np.int64)
-    pi = np.zeros(n + 1, np.int64)
-
+    stack[0] = root
+    size = 0
+    while top >= 0:
+        u = stack[top]
+        top -= 1
+        order[size] = u
+        size += 1
+        for k in range(count[u + 1] - 1, count[u] - 1, -1):
+            top += 1
+            stack[top] = child[k]
+    if size != n + 1:
+        return False                    # a cycle: some node is not under the root
+    for k in range(n + 1):
+        u = order[k]
+        thread[u] = order[k + 1] if k < n else root
+        rev_thread[thread[u]] = u
     parent[root] = -1
     pred[root] = -1
-    thread[root] = 0
-    rev_thread[0] = root
-    succ_num[root] = n + 1
-    last_succ[root] = root - 1
+    pi[root] = 0
+    for k in range(1, n + 1):
+        u = order[k]
+        e = pred[u]
+        if e < art_base:
+            if e >= tails.shape[0]:
+                return False
+            c = costs[e]
+            tail, head = tails[e], heads[e]
+            if pred_dir[u] == UP and (tail != u or head != parent[u]):
+                return False
+            if pred_dir[u] == DOWN and (head != u or tail != parent[u]):
+                return False
+        else:
+            if parent[u] != root or e != art_base + u:
+                return False
+            c = 0 if pred_dir[u] == UP else art_cost
+        pi[u] = pi[parent[u]] - c if pred_dir[u] == UP else pi[parent[u]] + c
+    below = np.zeros(n + 1, np.float64)
+    tol = 0.0
     for u in range(n):
-        e = m + u
-        parent[u] = root
-        pred[u] = e
-        thread[u] = u + 1
-        rev_thread[u + 1] = u
+        below[u] = supplies[u]
+        tol = max(tol, abs(supplies[u]))
+    tol *= 1e-9
+    for k in range(n, 0, -1):
+        u = order[k]
+        flowp[u] = below[u] if pred_dir[u] == UP else -below[u]
+        if flowp[u] < -tol:
+            return False
+        below[parent[u]] += below[u]
+    # subtree sizes and last successors, leaves up
+    for u in range(n + 1):
         succ_num[u] = 1
         last_succ[u] = u
-        state[e] = TREE
-        if supplies[u] >= 0:
-            pred_dir[u] = UP
-            flow[e] = supplies[u]
-            pi[u] = 0
-        else:
-            pred_dir[u] = DOWN
-            flow[e] = -supplies[u]
-            pi[u] = art_cost
+    for k in range(n, 0, -1):
+        u = order[k]
+        succ_num[parent[u]] += succ_num[u]
+    for k in range(n + 1):             # the last node of u's subtree in preorder
+        u = order[k]
+        last_succ[u] = order[k + succ_num[u] - 1]
+    return True
 
-    block = max(int(BLOCK_FACTOR * np.sqrt(m)), 10) if m > 0 else 1
-    next_arc = 0
-    dirty = np.empty(n + 1, np.int64)
-    pivots = 0
-    while m > 0:
-        pivots += 1
-        if pivots % STOP_CHECK == 0 and stop[0] != 0:
-            return flow[:m], pi[:n] - pi[root], np.inf
-        if pivots == max_pivots:
-            return flow[:m], pi[:n] - pi[root], -1.0
-        # --- entering arc: block search
-        best = 0
-        in_arc = -1
-        cnt = block
-        e = next_arc
-        for _ in range(m):
-            if state[e] == LOWER:
-                c = cost[e] + pi[source[e]] - pi[target[e]]
+
+@njit(cache=True, nogil=True)
+def network_simplex_warm(tails, heads, costs, supplies, stop, max_pivots, start_parent, start_pred, start_dir):
+    """:func:`network_simplex` from a given spanning tree: ``start_parent`` (node -> parent, n for
+    the root), ``start_pred`` (node -> arc to its parent; m + u is u's artificial arc) and
+    ``start_dir`` (+1: that arc points up), e.g. the optimal tree of a subset of these arcs. A
+    start that is no primal feasible tree of these arcs and supplies falls back to the artificial
+    start. Returns (flow, potentials, left, parent, pred, pred_dir) — the final tree for the next start."""
+    n = supplies.shape[0]
+    m = tails.shape[0]
+    parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ, pi, flowp, dirty = _tree_arrays(n)
+    art_cost = (_art_cost(costs) + 1) * (n + 1)
+    parent[:n] = start_parent
+    pred[:n] = start_pred
+    pred_dir[:n] = start_dir
+    if not _hang(supplies, tails, heads, costs, art_cost, m, parent, pred, pred_dir, thread, rev_thread,
+                 succ_num, last_succ, pi, flowp):
+        _artificial_tree(supplies, art_cost, m, parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ,
+                         pi, flowp)
+    why = _sparse_loop(tails, heads, costs, stop, max_pivots, parent, pred, pred_dir, thread, rev_thread,
+                       succ_num, last_succ, pi, flowp, dirty)
+    flow, left = _arc_flows(m, n, pred, flowp)
+    if why == 1:
+        left = np.inf
+    elif why == 2:
+        left = -1.0
+    return flow, pi[:n] - pi[n], left, parent[:n].copy(), pred[:n].copy(), pred_dir[:n].copy()
+
+
+
+
+@njit(cache=True, nogil=True)
+def _k_smallest(values, k, out_idx, out_val):
+    """The indices of the k smallest entries of ``values`` (any order) into out_idx[:k]."""
+    size = 0
+    for j in range(values.shape[0]):
+        v = values[j]
+        if size < k:
+            pos = size
+            size += 1
+        elif v < out_val[size - 1]:
+            pos = size - 1
+        else:
+            continue
+        while pos > 0 and out_val[pos - 1] > v:       # insertion into the sorted prefix
+            out_val[pos] = out_val[pos - 1]
+            out_idx[pos] = out_idx[pos - 1]
+            pos -= 1
+        out_val[pos] = v
+        out_idx[pos] = j
+    return size
+
+
+@njit(cache=True, nogil=True)
+def dense_simplex(cost, supplies, stop, max_pivots, k):
+    """The transport problem on the complete bipartite graph of an (n, m) int64 cost matrix:
+    sources 0..n-1 with ``supplies[:n]`` >= 0, targets n..n+m-1 with ``supplies[n:]`` <= 0
+    (float64, summing to 0), arc (i, j) from source i to target n + j.
+
+    Column generation around the network simplex: the simplex runs on candidate arcs (the ``k``
+    cheapest of every row and of every column at the start), warm from its last tree each time;
+    then every arc of the matrix is priced with the exact integer reduced costs, and the most
+    negative arc of every row and of every column joins. No negative arc left: the tree is optimal
+    over the whole matrix. Most pivots happen on a few arcs per node instead of block searches over
+    n x m.
+
+    Returns (rows, cols, flows) of the tree arcs (the plan's support and more), potentials per node
+    (cost_ij + pi_i - pi_(n+j) >= 0 on every arc, = 0 where flow runs), the largest flow left on an
+    artificial arc (0: feasible; inf: stopped; -1: ``max_pivots`` used up) and the pricing rounds."""
+    n, m = cost.shape
+    nodes = n + m
+    parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ, pi, flowp, dirty = _tree_arrays(nodes)
+    top = 0
+    for i in range(n):
+        for j in range(m):
+            if cost[i, j] > top:
+                top = cost[i, j]
+    art_cost = (top + 1) * (nodes + 1)
+    art_base = 1 << 60             # artificial arc of node u: art_base + u (beyond every candidate index)
+    kk = max(1, min(k, m))
+    kc = max(1, min(k, n))
+    cap = max(16, n * kk + m * kc + 2 * nodes)
+    tails = np.empty(cap, np.int64)
+    heads = np.empty(cap, np.int64)
+    costs = np.empty(cap, np.int64)
+    count = 0
+    idx = np.empty(max(kk, kc), np.int64)
+    val = np.empty(max(kk, kc), np.int64)
+    for i in range(n):
+        size = _k_smallest(cost[i], kk, idx, val)
+        for t in range(size):
+            tails[count] = i
+            heads[count] = n + idx[t]
+            costs[count] = cost[i, idx[t]]
+            count += 1
+    column = np.empty(n, np.int64)
+    for j in range(m):
+        for i in range(n):
+            column[i] = cost[i, j]
+        size = _k_smallest(column, kc, idx, val)
+        for t in range(size):
+            tails[count] = idx[t]
+            heads[count] = n + j
+            costs[count] = cost[idx[t], j]
+            count += 1
+    _artificial_tree(supplies, art_cost, art_base, parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ,
+                     pi, flowp)
+    row_best = np.empty(n, np.int64)
+    row_arg = np.empty(n, np.int64)
+    col_best = np.empty(m, np.int64)
+    col_arg = np.empty(m, np.int64)
+    rounds = 0
+    why = 0
+    while True:
+        rounds += 1
+        why = _sparse_loop(tails[:count], heads[:count], costs[:count], stop, max_pivots, parent, pred, pred_dir,
+                           thread, rev_thread, succ_num, last_succ, pi, flowp, dirty)
+        if why != 0:
+            break
+        # price every arc of the matrix
+        for j in range(m):
+            col_best[j] = 0
+            col_arg[j] = -1
+        added = 0
+        for i in range(n):
+            best = 0
+            arg = -1
+            base = pi[i]
+            for j in range(m):
+                c = cost[i, j] + base - pi[n + j]
                 if c < best:
                     best = c
-                    in_arc = e
-            e += 1
-            if e == m:
-                e = 0
-            cnt -= 1
-            if cnt == 0:
-                if best < 0:
-                    break
-                cnt = block
-        if best >= 0:
+                    arg = j
+                if c < col_best[j]:
+                    col_best[j] = c
+                    col_arg[j] = i
+            row_best[i] = best
+            row_arg[i] = arg
+        if stop[0] != 0:
+            why = 1
             break
-        next_arc = e
-        # --- join node
-        first = source[in_arc]
-        second = target[in_arc]
-        join, other = first, second
-        while join != other:
-            if succ_num[join] < succ_num[other]:
-                join = parent[join]
-            else:
-                other = parent[other]
-        # --- leaving arc (uncapacitated: only arcs losing flow limit the step)
-        delta = np.inf
-        u_out = -1
-        result = 0
-        u = first
-        while u != join:
-            if pred_dir[u] == UP:
-                d = max(flow[pred[u]], 0.0)
-                if d < delta:
-                    delta = d
-                    u_out = u
-                    result = 1
-            u = parent[u]
-        u = second
-        while u != join:
-            if pred_dir[u] == DOWN:
-                d = max(flow[pred[u]], 0.0)
-                if d <= delta:
-                    delta = d
-                    u_out = u
-                    result = 2
-            u = parent[u]
-        if result == 0:
-            break                      # unbounded (a negative cycle): cannot happen with costs >= 0
-        if result == 1:
-            u_in, v_in = first, second
-        else:
-            u_in, v_in = second, first
-        # --- change the flow around the cycle
-        if delta > 0:
-            flow[in_arc] += delta
-            u = source[in_arc]
-            while u != join:
-                flow[pred[u]] -= pred_dir[u] * delta
-                u = parent[u]
-            u = target[in_arc]
-            while u != join:
-                flow[pred[u]] += pred_dir[u] * delta
-                u = parent[u]
-        state[in_arc] = TREE
-        out_arc = pred[u_out]
-        state[out_arc] = LOWER
-        flow[out_arc] = 0.0
-        # --- update the tree structure
-        old_rev_thread = rev_thread[u_out]
-        old_succ_num = succ_num[u_out]
-        old_last_succ = last_succ[u_out]
-        v_out = parent[u_out]
-        if u_in == u_out:
-            parent[u_in] = v_in
-            pred[u_in] = in_arc
-            pred_dir[u_in] = UP if u_in == source[in_arc] else DOWN
-            if thread[v_in] != u_out:
-                after = thread[old_last_succ]
-                thread[old_rev_thread] = after
-                rev_thread[after] = old_rev_thread
-                after = thread[v_in]
-                thread[v_in] = u_out
-                rev_thread[u_out] = v_in
-                thread[old_last_succ] = after
-                rev_thread[after] = old_last_succ
-        else:
-            thread_continue = thread[old_last_succ] if old_rev_thread == v_in else thread[v_in]
-            stem = u_in
-            par_stem = v_in
-            last = last_succ[u_in]
-            after = thread[last]
-            thread[v_in] = u_in
-            n_dirty = 0
-            dirty[n_dirty] = v_in
-            n_dirty += 1
-            while stem != u_out:
-                next_stem = parent[stem]
-                thread[last] = next_stem
-                dirty[n_dirty] = last
-                n_dirty += 1
-                before = rev_thread[stem]
-                thread[before] = after
-                rev_thread[after] = before
-                parent[stem] = par_stem
-                par_stem = stem
-                stem = next_stem
-                last = rev_thread[par_stem] if last_succ[stem] == last_succ[par_stem] else last_succ[stem]
-                after = thread[last]
-            parent[u_out] = par_stem
-            thread[last] = thread_continue
-            rev_thread[thread_continue] = last
-            last_succ[u_out] = last
-            if old_rev_thread != v_in:
-                thread[old_rev_thread] = after
-                rev_thread[after] = old_rev_thread
-            for i in range(n_dirty):
-                u = dirty[i]
-                rev_thread[thread[u]] = u
-            tmp_sc = 0
-            tmp_ls = last_succ[u_out]
-            u = u_out
-            p = parent[u]
-            while u != u_in:
-                pred[u] = pred[p]
-                pred_dir[u] = -pred_dir[p]
-                tmp_sc += succ_num[u] - succ_num[p]
-                succ_num[u] = tmp_sc
-                last_succ[p] = tmp_ls
-                u = p
-                p = parent[u]
-            pred[u_in] = in_arc
-            pred_dir[u_in] = UP if u_in == source[in_arc] else DOWN
-            succ_num[u_in] = old_succ_num
-        up_limit_out = join if last_succ[join] == v_in else -1
-        last_succ_out = last_succ[u_out]
-        u = v_in
-        while u != -1 and last_succ[u] == v_in:
-            last_succ[u] = last_succ_out
-            u = parent[u]
-        if join != old_rev_thread and v_in != old_rev_thread:
-            u = v_out
-            while u != up_limit_out and last_succ[u] == old_last_succ:
-                last_succ[u] = old_rev_thread
-                u = parent[u]
-        elif last_succ_out != old_last_succ:
-            u = v_out
-            while u != up_limit_out and last_succ[u] == old_last_succ:
-                last_succ[u] = last_succ_out
-                u = parent[u]
-        u = v_in
-        while u != join:
-            succ_num[u] += old_succ_num
-            u = parent[u]
-        u = v_out
-        while u != join:
-            succ_num[u] -= old_succ_num
-            u = parent[u]
-        # --- update the potentials of the moved subtree
-        sigma = pi[v_in] - pi[u_in] - pred_dir[u_in] * cost[in_arc]
-        end = thread[last_succ[u_in]]
-        u = u_in
-        while u != end:
-            pi[u] += sigma
-            u = thread[u]
-
+        need = 0
+        for i in range(n):
+            if row_arg[i] >= 0:
+                need += 1
+        for j in range(m):
+            if col_arg[j] >= 0:
+                need += 1
+        if need == 0:
+            break
+        if count + need > cap:
+            cap = 2 * (count + need)
+            grown = np.empty(cap, np.int64)
+            grown[:count] = tails[:count]
+            tails = grown
+            grown = np.empty(cap, np.int64)
+            grown[:count] = heads[:count]
+            heads = grown
+            grown = np.empty(cap, np.int64)
+            grown[:count] = costs[:count]
+            costs = grown
+        for i in range(n):
+            if row_arg[i] >= 0:
+                tails[count] = i
+                heads[count] = n + row_arg[i]
+                costs[count] = cost[i, row_arg[i]]
+                count += 1
+        for j in range(m):
+            if col_arg[j] >= 0 and row_arg[col_arg[j]] != j:
+                tails[count] = col_arg[j]
+                heads[count] = n + j
+                costs[count] = cost[col_arg[j], j]
+                count += 1
+    size = 0
     left = 0.0
-    for e in range(m, total):
-        left = max(left, flow[e])
-    return flow[:m], pi[:n] - pi[root], left
+    for u in range(nodes):
+        if pred[u] < art_base:
+            size += 1
+        elif flowp[u] > left:
+            left = flowp[u]
+    rows = np.empty(size, np.int64)
+    cols = np.empty(size, np.int64)
+    flows = np.empty(size, np.float64)
+    t = 0
+    for u in range(nodes):
+        if pred[u] < art_base:
+            rows[t] = tails[pred[u]]
+            cols[t] = heads[pred[u]] - n
+            flows[t] = max(flowp[u], 0.0)
+            t += 1
+    if why == 1:
+        left = np.inf
+    elif why == 2:
+        left = -1.0
+    return rows, cols, flows, pi[:nodes] - pi[nodes], left, rounds
+
+
+@njit(cache=True, nogil=True)
+def scaled_integers(costs, scale, out):
+    """out = rint(costs * scale) as int64, in one pass (the dense kernel's integer costs)."""
+    flat_in = costs.ravel()
+    flat_out = out.ravel()
+    for e in range(flat_in.shape[0]):
+        flat_out[e] = np.int64(np.rint(flat_in[e] * scale))
+
+
+def warm_flow(tails, heads, costs, supplies, tree=None, *, path_arcs=None, stop=None):
+    """The ``simplex`` engine of :func:`solvopt.transport.flow.min_cost_flow` (uncapacitated arcs,
+    costs >= 0, integer-scaled as there) from a starting spanning tree: ``tree`` = (parent, pred,
+    pred_dir) per node as returned here, with pred indexing these arcs (len(tails) + u: u's
+    artificial arc), e.g. the previous optimum remapped by :func:`remap_tree` after arcs joined.
+    None: the artificial start. Returns (FlowSolution, the final tree)."""
+    from .flow import FlowSolution, FlowStopped, _integer_costs, _integer_data, _rounding_error, _run_stoppable
+    from solvopt.core.errors import ModelError
+    n_nodes = len(supplies)
+    units = _integer_data(supplies, None)
+    unit = 1.0 if units is None else units[0]
+    int_costs, scale = _integer_costs(costs, min(2**53, 2**62 // (4 * (n_nodes + 2))))
+    scaled = supplies if units is None else units[1].astype(np.float64)
+    if tree is None:
+        tree = (np.full(n_nodes, -1, np.int64), np.zeros(n_nodes, np.int64), np.zeros(n_nodes, np.int64))
+    if stop is not None and stop():
+        raise FlowStopped
+    flow, pi, left, parent, pred, pred_dir = _run_stoppable(
+        network_simplex_warm, (tails, heads, int_costs, scaled), (0, *tree), stop)
+    if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
+        raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
+    flow = np.maximum(flow, 0.0, out=flow)
+    flow *= unit
+    sol = FlowSolution(flow, float(flow @ costs), -pi.astype(np.float64) / scale, "simplex",
+                       _rounding_error(flow, supplies, scale, n_nodes, path_arcs))
+    return sol, (parent, pred, pred_dir)
+
+
+def remap_tree(tree, old_keys, new_keys):
+    """A tree of :func:`warm_flow` on arcs ``old_keys`` (sorted distinct arc keys) moved onto the
+    arcs ``new_keys`` (sorted, a superset): arc indices follow their keys, artificial arcs shift."""
+    parent, pred, pred_dir = tree
+    m_old, m_new = len(old_keys), len(new_keys)
+    real = pred < m_old
+    moved = np.empty_like(pred)
+    moved[real] = np.searchsorted(new_keys, old_keys[pred[real]])
+    moved[~real] = pred[~real] - m_old + m_new
+    return parent, moved, pred_dir

@@ -46,6 +46,7 @@ from solvopt.core.status import within_default_tolerance
 
 from .dual import _bound_and_partners
 from .flow import FlowStopped, min_cost_flow
+from .network_simplex import remap_tree, warm_flow
 from .quick import quick_plan, stopped_result
 from .result import LARGE_P, plan_cost, status_scale, transport_result
 from .stopping import Stopped
@@ -201,13 +202,20 @@ def price(model, keys: np.ndarray, *, engine: str = "simplex", method: str = "au
     stats = {"rounds": 0, "flow_time": 0.0, "pricing_time": 0.0}
     keys = np.unique(np.asarray(keys, dtype=np.int64))
     stopped = False
+    tree, tree_keys = None, None        # the simplex's last optimal tree: the next round's start
     for _ in range(max_rounds):
         r, c = np.divmod(keys, m)
         with np.errstate(under="ignore", over="ignore"):
             costs = (model.pair_distances(r, c) / unit) ** p
         t0 = time.perf_counter()
         try:
-            sol = min_cost_flow(r, c + n, costs, supplies, n_nodes=n + m, engine=engine, path_arcs=1, stop=stop)
+            if engine == "simplex":
+                if tree is not None:
+                    tree = remap_tree(tree, tree_keys, keys)
+                sol, tree = warm_flow(r, c + n, costs, supplies, tree, path_arcs=1, stop=stop)
+                tree_keys = keys
+            else:
+                sol = min_cost_flow(r, c + n, costs, supplies, n_nodes=n + m, engine=engine, path_arcs=1, stop=stop)
         except FlowStopped:
             stopped = True
             break
