@@ -20,6 +20,7 @@ from .layered_dp import LayeredDP, Transitions
 from .markov_games import LinearQuadraticMarkovGame, MarkovExchangeEconomy, MarkovPseudoGame
 from .model import Components, Model, Param, Var
 from .production import ProductionEconomy
+from .scalar_game import ScalarGame
 from .split import Split, StochasticSplit
 from .standard_form import QuadConstraint, StandardForm
 from .transport import Transport
@@ -27,5 +28,5 @@ from .transport import Transport
 __all__ = ["ArrowDebreuMarket", "Components", "Constraint", "FamilyModel", "FisherMarket", "HyperplaneClustering",
            "InventoryReinsertion", "LayeredDP", "LinExpr", "LinearQuadraticMarkovGame", "MarkovExchangeEconomy",
            "MarkovPseudoGame", "Model", "Param",
-           "ProductionEconomy", "PseudoGame", "QuadConstraint", "QuadExpr", "Split", "StandardForm",
+           "ProductionEconomy", "PseudoGame", "QuadConstraint", "QuadExpr", "ScalarGame", "Split", "StandardForm",
            "StochasticSplit", "Transitions", "Transport", "Var"]

@@ -10,10 +10,10 @@ FAMILY = Family(
     description="generalized Nash equilibria of pseudo-games, market equilibria (exploitability minimisation)",
     solver_modules=("solvopt.games.static", "solvopt.games.gnep_kkt", "solvopt.games.markets", "solvopt.games.auto",
                     "solvopt.games.markov_solvers", "solvopt.games.parametric_solvers",
-                    "solvopt.games.exchange", "solvopt.games.production"),
+                    "solvopt.games.exchange", "solvopt.games.production", "solvopt.games.scalar_equilibrium"),
     reader_modules=("solvopt.games.production_reader", "solvopt.games.reader"),
     models=("solvopt.dsl.games:PseudoGame", "solvopt.dsl.games:FisherMarket", "solvopt.dsl.games:ArrowDebreuMarket",
-            "solvopt.dsl.production:ProductionEconomy",
+            "solvopt.dsl.production:ProductionEconomy", "solvopt.dsl.scalar_game:ScalarGame",
             "solvopt.dsl.markov_games:MarkovPseudoGame", "solvopt.dsl.markov_games:MarkovExchangeEconomy",
             "solvopt.dsl.markov_games:LinearQuadraticMarkovGame"),
     params=(
