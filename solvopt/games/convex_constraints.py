@@ -190,6 +190,7 @@ def lagrangian_bound(u, gs, lam, P: Polyhedron, b, who: str = "") -> float:
 
     if not add(b):
         return np.inf
+    _probe(u, gs, P, b, who)
     lb = np.where(np.isfinite(P.lb), P.lb, b - REACH * (1.0 + np.abs(b).max()))
     ub = np.where(np.isfinite(P.ub), P.ub, b + REACH * (1.0 + np.abs(b).max()))
     artificial_lb, artificial_ub = ~np.isfinite(P.lb), ~np.isfinite(P.ub)
@@ -220,6 +221,22 @@ def _epigraph_lp(P: Polyhedron, lb, ub, points):
     e[-1] = 1.0
     z, top = Q.maximize_linear(e)
     return z[:n], top
+
+
+def _probe(u, gs, P: Polyhedron, b, who):
+    """Two cheap convexity probes: b moved by +-(1 + |b|) along every own coordinate (kept in the bounds),
+    where a constraint that is not convex (or a wrong gradient) often shows at once."""
+    width = 1.0 + float(np.abs(b).max(initial=0.0))
+    for sign in (1.0, -1.0):
+        y = np.clip(b + sign * width, P.lb, P.ub)
+        if np.array_equal(y, b):
+            continue
+        try:
+            for g in gs:
+                g.value(y), g.gradient(y)
+        except (ArithmeticError, ValueError, ModelError):
+            continue                         # outside a constraint's domain: nothing to probe there
+        _check_tangents(u, gs, [(b, None, None)], y, who)
 
 
 def _check_tangents(u, gs, points, y, who):

@@ -1,0 +1,299 @@
+"""Convex nonlinear constraints in pseudo-games: the model, gnep-kkt, the certificates, A.6 and A.9a/b.
+
+The references are independent of solvopt's solvers: each player's best response by scipy
+(SLSQP over the original bounds, rows and nonlinear constraints, plain NumPy costs and
+gradients: :meth:`solvopt.games.gnep_library.GNEP.scipy_regrets`), central finite differences for
+the gradients, second differences for convexity, closed forms for the small games.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solvopt.cli import main
+from solvopt.core.errors import InstanceFormatError, ModelError
+from solvopt.dsl import PseudoGame
+from solvopt.games.exploitability import static_exploitability
+from solvopt.games.expressions import convex_constraint
+from solvopt.games.gnep_library import NONLINEAR, problem
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FOLDER = ROOT / "instances" / "games" / "gnep"
+
+
+def _points(p, count, rng, width=5.0):
+    hi = np.minimum(p.ub, p.lb + width)
+    return [p.lb + (hi - p.lb) * rng.uniform(0.02, 1.0, p.n) for _ in range(count)]
+
+
+def _feasible(p, x, tol=1e-7) -> bool:
+    if np.any(x < p.lb - tol) or np.any(x > p.ub + tol):
+        return False
+    rows = all(np.all(r.A @ x >= r.lo - tol) and np.all(r.A @ x <= r.hi + tol) for r in p.rows)
+    return rows and all(c.fn(x) <= tol for c in p.nonlinear)
+
+
+# --- the library's statements ------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(NONLINEAR))
+def test_constraint_gradients_expressions_and_convexity(name):
+    """Hand-written gradients = central differences; the JSON trees = the NumPy functions; convex in own action."""
+    p = problem(name)
+    rng = np.random.default_rng(1)
+    for c in p.nonlinear:
+        tree = convex_constraint(c.json(), p.n, p.blocks[c.owner], ("c",), p.lb, p.ub)
+        for x in _points(p, 3, rng):
+            h = 1e-6
+            fd = np.array([(c.fn(x + h * e) - c.fn(x - h * e)) / (2 * h) for e in np.eye(p.n)])
+            np.testing.assert_allclose(c.grad(x), fd, rtol=1e-5, atol=1e-6)
+            assert tree.value(x) == pytest.approx(c.fn(x), rel=1e-12, abs=1e-12)
+            np.testing.assert_allclose(tree.gradient(x), c.grad(x), rtol=1e-12, atol=1e-12)
+            d = np.zeros(p.n)
+            d[p.blocks[c.owner]] = rng.normal(size=len(p.blocks[c.owner]))
+            t = 1e-2
+            assert c.fn(x + t * d) + c.fn(x - t * d) - 2 * c.fn(x) >= -1e-9
+
+
+@pytest.mark.parametrize("name", list(NONLINEAR))
+def test_default_method_solves_to_a_verified_gne(name):
+    p = problem(name)
+    model = p.model()
+    assert model.data().concept == "GNE" and model.default_method == "gnep-kkt"
+    r = model.solve(time_limit=60.0)
+    assert r.termination.value == "optimal"
+    x = np.asarray(r.solution["actions"], dtype=float)
+    assert _feasible(p, x)
+    assert r.objective <= 1e-6 * r.stats["payoff_scale"]
+    regrets = p.scipy_regrets(x)
+    assert regrets.sum() <= r.objective + 1e-9 * r.stats["payoff_scale"]      # the certificate bounds them
+    assert np.all(regrets <= 1e-6)
+
+
+@pytest.mark.parametrize("name", list(NONLINEAR))
+def test_certificate_bounds_scipy_regrets_away_from_equilibrium(name):
+    """At feasible points away from equilibrium (random ones, the GNE's powers scaled up: every rate grows),
+    each player's certified bound is at least scipy's regret."""
+    p = problem(name)
+    model = p.model()
+    data = model.data()
+    rng = np.random.default_rng(5)
+    tried = 0
+    gne = np.asarray(model.solve().solution["actions"])
+    for x in _points(p, 400, rng, width=1.0) + [1.5 * gne, 3.0 * gne]:
+        if not _feasible(p, x):
+            continue
+        e = static_exploitability(data, x)
+        regrets = p.scipy_regrets(x)
+        assert np.all(regrets <= e.per_player + 1e-7 * (1.0 + np.abs(regrets)))
+        assert e.lower <= e.value + 1e-12
+        tried += 1
+        if tried == 2:
+            break
+    assert tried
+
+
+@pytest.mark.parametrize("stem", sorted(problem(n).file_stem for n in NONLINEAR))
+def test_files_solve_optimal_from_the_cli(stem, capsys):
+    path = FOLDER / f"{stem}.json"
+    code = main(["solve", str(path), "--json", "--time-limit", "120"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["termination"] == "optimal" and result["method"] == "gnep-kkt"
+    p = next(problem(n) for n in NONLINEAR if problem(n).file_stem == stem)
+    x = np.asarray(result["solution"]["actions"], dtype=float)
+    assert _feasible(p, x) and np.all(p.scipy_regrets(x) <= 1e-6)
+
+
+def test_a6_published_point_is_not_a_gne_of_the_stated_problem():
+    """What the notes say: player 1 gains by lowering x12 at the published point (scipy, not solvopt)."""
+    p = problem("A.6")
+    regrets = p.scipy_regrets(p.published)
+    assert regrets[0] > 1.0 and "not a GNE" in p.notes
+
+
+# --- the model -------------------------------------------------------------------------------------
+def _disc_game():
+    """x (2 goods) wants (2, 2) inside x1^2 + x2^2 + y <= 4; y wants 2. GNE: x = (1, 1), y = 2."""
+    g = PseudoGame()
+    x = g.player("x", 2, lb=0, ub=3)
+    y = g.player("y", lb=0, ub=3)
+    g.minimize(x, (x[0] - 2) * (x[0] - 2) + (x[1] - 2) * (x[1] - 2))
+    g.minimize(y, (y - 2) * (y - 2))
+    return g, x, y
+
+
+def test_quadratic_dsl_constraint_of_one_player():
+    g, x, y = _disc_game()
+    g.constrain(x, x[0] * x[0] + x[1] * x[1] + y <= 4)
+    d = g.data()
+    assert d.concept == "GNE" and g.default_method == "gnep-kkt" and d.nonlinear[0].convexity == "proven"
+    r = g.solve()
+    assert r.termination == "optimal"
+    np.testing.assert_allclose(r.solution["actions"], [1, 1, 2], atol=1e-8)
+
+
+def test_callable_constraint_equals_the_quadratic_one():
+    g, x, y = _disc_game()
+    g.constrain_convex(x, lambda a: a[0] ** 2 + a[1] ** 2 + a[2] - 4, lambda a: np.array([2 * a[0], 2 * a[1], 1.0]))
+    assert g.data().nonlinear[0].convexity == "vouched"
+    r = g.solve()
+    assert r.termination == "optimal"
+    np.testing.assert_allclose(r.solution["actions"], [1, 1, 2], atol=1e-8)
+
+
+def test_shared_jointly_convex_constraint_gives_the_variational_equilibrium():
+    """min (x - 2)^2, min (y - 2)^2, shared x^2 + y^2 <= 2: the GNEs are the arc, the VE (one multiplier) (1, 1)."""
+    g = PseudoGame()
+    x = g.player("x", lb=-5, ub=5)
+    y = g.player("y", lb=-5, ub=5)
+    g.minimize(x, (x - 2) * (x - 2))
+    g.minimize(y, (y - 2) * (y - 2))
+    g.share(x * x + y * y <= 2)
+    assert g.data().concept == "VE" and g.default_method == "gnep-kkt"
+    r = g.solve(start=[0.3, -1.0])
+    assert r.termination == "optimal" and "variational" in r.guarantee
+    np.testing.assert_allclose(r.solution["actions"], [1, 1], atol=1e-8)
+
+
+def test_variational_methods_refuse_nonlinear_constraints():
+    g, x, y = _disc_game()
+    g.constrain(x, x[0] * x[0] + y <= 4)
+    for method in ("extragradient", "nested"):
+        with pytest.raises(ModelError, match="gnep-kkt"):
+            g.solve(method=method)
+
+
+def test_nonconvex_and_equality_quadratic_constraints_are_refused():
+    g, x, y = _disc_game()
+    g.constrain(x, x[0] * x[0] - x[1] * x[1] <= 1)
+    with pytest.raises(ModelError, match="not convex in the player's own action"):
+        g.data()
+    g, x, y = _disc_game()
+    g.constrain(x, x[0] * y >= 1)           # bilinear, but affine in x's own action: accepted
+    g.data()
+    g, x, y = _disc_game()
+    g.share(x[0] * y <= 1)                  # not jointly convex
+    with pytest.raises(ModelError, match="jointly convex"):
+        g.data()
+    g, x, y = _disc_game()
+    with pytest.raises(ModelError, match="quadratic equality"):
+        g.constrain(x, x[0] * x[0] == 1)
+
+
+def test_a_callable_that_is_not_convex_is_caught_by_the_certificate():
+    """g = 1 - x^2 (concave) states the nonconvex set |x| >= 1: the tangent checks refuse it."""
+    g = PseudoGame()
+    x = g.player("x", lb=-2, ub=2)
+    y = g.player("y", lb=0, ub=1)
+    g.minimize(x, (x - 0.2) * (x - 0.2))
+    g.minimize(y, y * y)
+    g.constrain_convex(x, lambda a: 1.0 - a[0] ** 2, lambda a: np.array([-2 * a[0], 0.0]))
+    with pytest.raises(ModelError, match="not convex"):
+        g.solve(start=[1.5, 0.0])
+
+
+def test_bad_callable_outputs_are_one_line_errors():
+    g, x, y = _disc_game()
+    g.constrain_convex(x, lambda a: [1.0, 2.0], lambda a: np.zeros(3))
+    with pytest.raises(ModelError, match="must return one number"):
+        g.solve()
+    with pytest.raises(ModelError, match="two callables"):
+        g.constrain_convex(x, 1.0, None)
+
+
+# --- instance files ----------------------------------------------------------------------------------
+def _tiny(constraint, key="nonlinear_constraints"):
+    data = {"kind": "pseudo_game", "name": "tiny",
+            "players": [{"name": "x", "size": 1, "lb": 0, "ub": 3, "cost": {"Q": [[2, 0], [0, 0]], "c": [-4, 0]}},
+                        {"name": "y", "size": 1, "lb": 0, "ub": 3, "cost": {"Q": [[0, 0], [0, 2]], "c": [0, -4]}}]}
+    if key == "nonlinear_constraints":
+        data["players"][0][key] = [constraint]
+    else:
+        data[key] = [constraint]
+    return data
+
+
+def _write(tmp_path, data):
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_json_nonlinear_constraint_solves(tmp_path, capsys):
+    """x's own x^2 + y^2 / 4 <= 2 (GNE (1, 2): y is free), then x^2 + y^2 <= 2 shared (the VE (1, 1))."""
+    def disc(w):
+        square = [{"op": "pow", "args": [{"var": j}, 2]} for j in (0, 1)]
+        return {"expression": {"op": "add", "args": [square[0], {"op": "mul", "args": [w, square[1]]}]},
+                "sense": "<=", "rhs": 2}
+
+    for key, w, expected in (("nonlinear_constraints", 0.25, [1, 2]), ("shared_nonlinear_constraints", 1.0, [1, 1])):
+        path = _write(tmp_path, _tiny(disc(w), key))
+        assert main(["solve", str(path), "--json"]) == 0
+        result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert result["termination"] == "optimal"
+        np.testing.assert_allclose(result["solution"]["actions"], expected, atol=1e-8)
+
+
+@pytest.mark.parametrize("constraint, where, message", [
+    ({"expression": {"op": "log", "args": [{"var": 0}]}, "sense": "<=", "rhs": 1},
+     "players[0].nonlinear_constraints[0]", "not proven convex"),
+    ({"expression": {"op": "pow", "args": [{"var": 7}, 2]}, "sense": "<="},
+     "players[0].nonlinear_constraints[0].expression.args[0].var", "index into the joint action"),
+    ({"expression": {"var": 0}, "sense": "=="}, "players[0].nonlinear_constraints[0].sense", ""),
+    ({"expression": {"var": 0}, "sense": "<=", "extra": 1}, "players[0].nonlinear_constraints[0]", ""),
+])
+def test_json_errors_name_the_file_and_field(tmp_path, constraint, where, message):
+    from solvopt.games.instance import model_from_instance
+    from solvopt.io import read_instance
+    path = _write(tmp_path, _tiny(constraint))
+    with pytest.raises(InstanceFormatError) as err:
+        model_from_instance(read_instance(str(path))).data()
+    text = str(err.value)
+    assert "tiny.json" in text and where in text and message in text and "\n" not in text
+
+
+# --- small random convex GNEPs ---------------------------------------------------------------------
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2 ** 31 - 1))
+def test_random_convex_gneps_are_solved_and_certified(seed):
+    """Two players, two goods each in [0, 1], strongly convex quadratic costs coupled through the others, each
+    with a disc constraint moved by the other's action (x_i = 0 always feasible); scipy checks the answer."""
+    from solvopt.games.gnep_library import GNEP, Convex, _quadratic
+    rng = np.random.default_rng(seed)
+    n, blocks = 4, [np.arange(0, 2), np.arange(2, 4)]
+    Qs, cs = [], []
+    for cols in blocks:
+        M = rng.normal(size=(2, 2))
+        Q = np.zeros((n, n))
+        Q[np.ix_(cols, cols)] = M @ M.T + np.eye(2)
+        others = np.setdiff1d(np.arange(n), cols)
+        B = 0.3 * rng.normal(size=(2, 2))
+        Q[np.ix_(cols, others)] = B
+        Q[np.ix_(others, cols)] = B.T
+        Qs.append(Q)
+        cs.append(np.where(np.isin(np.arange(n), cols), -rng.uniform(1, 4, n), 0.0))
+    costs, grads, quad = _quadratic(Qs, cs)
+    curved = []
+    for i, cols in enumerate(blocks):
+        w = rng.uniform(0, 0.3, n)
+        w[cols] = 0.0
+        r = 0.3 + rng.uniform(0, 0.5) + w.sum()
+        curved.append(Convex(i, lambda x, cols=cols, w=w, r=r: float(x[cols] @ x[cols] + w @ x - r),
+                             lambda x, cols=cols, w=w: 2 * x * np.isin(np.arange(n), cols) + w, {}))
+    p = GNEP("random", "random", [2, 2], np.zeros(n), np.ones(n), [], costs, grads, None, quadratic=quad,
+             nonlinear=curved, concept="GNE", unique=False)
+    r = p.model().solve(time_limit=30.0)
+    assert "actions" in r.solution
+    x = np.asarray(r.solution["actions"])
+    assert _feasible(p, x)
+    regrets = p.scipy_regrets(x)
+    assert regrets.sum() <= r.objective + 1e-8 * r.stats["payoff_scale"]
+    if r.termination.value == "optimal":
+        assert np.all(regrets <= 1e-6 * r.stats["payoff_scale"])
+    else:
+        assert r.termination.value in ("numerical_error", "time_limit")
