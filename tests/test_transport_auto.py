@@ -4,7 +4,6 @@ References: each chosen method run directly with the same options (the same plan
 the registry's own option schemas (every option of approx, exact and bottleneck is one of auto's).
 """
 import json
-import math
 
 import numpy as np
 import pytest
@@ -13,7 +12,8 @@ from solvopt import ModelError
 from solvopt.cli import main
 from solvopt.core.registry import get_solver
 from solvopt.dsl import Transport
-from solvopt.transport.auto import ASSIGNMENT_PAIRS, EXACT_PAIRS, auto_decision
+import solvopt.transport.auto as auto_module
+from solvopt.transport.auto import DENSE_PAIRS, EXACT_PAIRS, MATRIX_PAIRS, auto_decision
 
 
 def _points(seed, n, m, d=2):
@@ -44,11 +44,12 @@ def test_the_choice_follows_the_measured_rule():
     assert auto_decision(Transport(x, y, a=np.linspace(1, 2, 40), b=np.linspace(2, 1, 40), p="inf"))[0] == "exact"
     dist = np.sqrt(((x[:, None] - y[None]) ** 2).sum(-1))
     assert auto_decision(Transport(distance=dist, p="inf"))[0] == "exact"      # a matrix: the dense search
-    assert ASSIGNMENT_PAIRS >= EXACT_PAIRS
+    assert DENSE_PAIRS >= MATRIX_PAIRS >= EXACT_PAIRS
 
 
-def test_beyond_the_crossover_points_run_sparse_exact():
-    side = math.isqrt(EXACT_PAIRS) + 1
+def test_beyond_the_crossover_points_run_sparse_exact(monkeypatch):
+    monkeypatch.setattr(auto_module, "DENSE_PAIRS", 300 * 300)         # the crossover, small for the test
+    side = 301
     rng = np.random.default_rng(2)
     x, y = rng.random((side, 2)), rng.random((side, 2))
     a, b = rng.uniform(0.5, 1.5, side), rng.uniform(0.5, 1.5, side)
@@ -59,8 +60,9 @@ def test_beyond_the_crossover_points_run_sparse_exact():
     assert result.objective == pytest.approx(model.solve("exact", engine="highs").objective, rel=1e-6)
 
 
-def test_beyond_the_crossover_a_cost_matrix_runs_approx_with_its_options():
-    side = math.isqrt(EXACT_PAIRS) + 1
+def test_beyond_the_crossover_a_cost_matrix_runs_approx_with_its_options(monkeypatch):
+    monkeypatch.setattr(auto_module, "MATRIX_PAIRS", 300 * 300)
+    side = 301
     rng = np.random.default_rng(2)
     x, y = rng.random((side, 2)), rng.random((side, 2))
     a, b = rng.uniform(0.5, 1.5, side), rng.uniform(0.5, 1.5, side)

@@ -15,7 +15,7 @@ import solvopt.transport as T
 from solvopt import ModelError
 from solvopt.core.registry import solvers
 from solvopt.dsl import Transport
-from solvopt.transport.auto import ASSIGNMENT_PAIRS, EXACT_PAIRS, auto_choice
+from solvopt.transport.auto import DENSE_PAIRS, auto_choice
 
 try:
     import ot
@@ -156,11 +156,11 @@ def test_auto_picks_by_size():
     assert auto_choice(Transport(x, y)) == "1d"
     rng = np.random.default_rng(5)
     assert auto_choice(Transport(rng.random((40, 2)), rng.random((30, 2)))) == "exact"
-    side = int(math.isqrt(ASSIGNMENT_PAIRS))
+    side = int(math.isqrt(DENSE_PAIRS))
     pts = rng.random((side + 1, 2))
     assert auto_choice(Transport(pts, pts[::-1])) == "sparse-exact"          # points with a named metric
     assert auto_choice(Transport(pts[:side], pts[::-1][:side])) == "exact"
-    k = int(math.isqrt(EXACT_PAIRS)) + 1
+    k = side + 1
     assert auto_choice(Transport(pts[:k], pts[:k], a=np.linspace(1, 2, k), b=np.linspace(2, 1, k))) == "sparse-exact"
     flow = dict(a=np.linspace(1, 2, k), b=np.linspace(2, 1, k))
     assert auto_choice(Transport(pts[:k], pts[:k], p=12, **flow)) == "approx"   # beyond sparse-exact's p <= 8

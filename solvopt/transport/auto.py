@@ -4,9 +4,9 @@
   quantile formula;
 - p = inf on points with a named metric and n = m uniform masses: ``bottleneck``, exact W_inf on
   spatial trees (faster than ``approx`` at every size measured);
-- otherwise ``exact`` on the full matrix while n x m is at most :data:`ASSIGNMENT_PAIRS` (n = m
-  with uniform masses: an assignment) or :data:`EXACT_PAIRS` (a min-cost flow; p = inf: the
-  dense bottleneck search);
+- otherwise ``exact`` on the full matrix while n x m is at most :data:`DENSE_PAIRS` (finite p,
+  points with a named metric: the dense network simplex), :data:`MATRIX_PAIRS` (finite p, a cost
+  matrix or callable metric) or :data:`EXACT_PAIRS` (p = inf: the dense bottleneck search);
 - beyond, for points with a named metric and finite p <= 8: ``sparse-exact`` (exact, certified
   over all pairs without the n x m matrix) up to :data:`SPARSE_EXACT_PAIRS`, where it was both
   faster than ``approx`` with its default certificate and exact;
@@ -33,16 +33,16 @@ from .exact import ExactTransport, uniform_square
 from .one_d import OneDTransport, on_the_line
 from .sparse_exact import SparseExact, supported
 
-# Largest n x m for which ``auto`` runs ``exact``: the crossover measured by benchmarks/transport_auto.py
-# (2-D uniform points, n = m, p = 1, 2 and inf, medians of 3 on a shared 2-core machine; the table
-# is benchmarks/results/transport_auto.md):
-#   uniform masses (linear_sum_assignment), p = 2: n = 2000: exact 0.86 s, approx 2.3 s;
-#                                                  3000: 3.9 / 2.3 s;
-#   random masses (min-cost flow), p = 2: n = 1000: 0.17 / 0.32 s (another run 3.3 / 3.7 s);
-#                                         1400: 1.11 / 1.12 s; 2000: 3.3 / 2.3 s;
-#   p = inf, random masses (the dense search): n = 700: 3.8 / 11.0 s; uniform masses (matrices):
-#                                         n = 1000: 3.1 / 3.2 s; 2000: 1.0 / 0.47 s.
-ASSIGNMENT_PAIRS = 2500 * 2500
+# Largest n x m for which ``auto`` runs ``exact`` (finite p, the dense network simplex): points with a
+# named metric (beyond: sparse-exact), and cost matrices or callable metrics (beyond: approx).
+# Measured side by side in one process (benchmarks/transport_exact_scale.py --inprocess, 2-D and 3-D
+# uniform points, p = 1, 2, uniform and random masses; benchmarks/results/transport_exact_scale.md):
+# n = 3000: exact 1.2 s, sparse-exact 0.8-1.4 s, ot.emd 2.9-3.1 s; n = 5000: 2.4-5.7 s against
+# 1.3-2.4 s; up to 2000 exact was the faster of the two.
+DENSE_PAIRS = 3000 * 3000
+MATRIX_PAIRS = 2500 * 2500
+# p = inf off the spatial-tree path: the dense bottleneck search (random masses, n = 700: 3.8 s
+# against 11.0 s for approx; benchmarks/results/transport_auto.md).
 EXACT_PAIRS = 1200 * 1200
 # Largest n x m for which ``auto`` runs ``sparse-exact`` (beyond the limits above). Measured against
 # approx with its default (dual) certificate, 2-D uniform points, n = m, one run each on a loaded
@@ -80,13 +80,14 @@ def auto_decision(model) -> tuple[str, str]:
     pairs = model.n * model.m
     if math.isinf(model.p) and tree_path(model) and uniform_square(model):
         return "bottleneck", "p = inf on points with n = m uniform masses: exact W_inf on spatial trees"
-    square = uniform_square(model) and not math.isinf(model.p)     # p = inf: the dense bottleneck search
-    limit = ASSIGNMENT_PAIRS if square else EXACT_PAIRS
-    what = ("an assignment (n = m, uniform masses)" if square else "the bottleneck search" if math.isinf(model.p)
-            else "a min-cost flow")
+    points = supported(model) is None
+    if math.isinf(model.p):
+        limit, what = EXACT_PAIRS, "the bottleneck search"
+    else:
+        limit, what = (DENSE_PAIRS if points else MATRIX_PAIRS), "the dense network simplex"
     if pairs <= limit:
         return "exact", f"{pairs:,} pairs <= {limit:,}: exact on the full matrix ({what}) is the cheaper"
-    if supported(model) is None and pairs <= SPARSE_EXACT_PAIRS:
+    if points and pairs <= SPARSE_EXACT_PAIRS:
         return "sparse-exact", (f"{pairs:,} pairs > {limit:,}, points with a named metric: exact by pricing on "
                                 "candidate pairs is the cheaper")
     return "approx", f"{pairs:,} pairs > {limit:,}: the constant-factor approximation is the cheaper"
@@ -102,8 +103,9 @@ class AutoTransport(Solver):
     family = "transport"
     name = "auto"
     description = (f"the default: picks by measured cost: '1d' on the line; 'bottleneck' for p = inf on points with "
-                   f"n = m uniform masses; 'exact' up to {EXACT_PAIRS:,} pairs ({ASSIGNMENT_PAIRS:,} for n = m with "
-                   "uniform masses); 'sparse-exact' beyond for points with a named metric and finite p <= 8, up to "
+                   f"n = m uniform masses; 'exact' up to {DENSE_PAIRS:,} pairs for points ({MATRIX_PAIRS:,} for cost "
+                   f"matrices, {EXACT_PAIRS:,} for p = inf); 'sparse-exact' beyond for points with a named metric and "
+                   "finite p <= 8, up to "
                    f"{SPARSE_EXACT_PAIRS:,} pairs; 'approx' beyond (stats['auto_method'] and stats['auto_reason'] say "
                    "which and why)")
     default = True

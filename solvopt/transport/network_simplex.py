@@ -38,8 +38,6 @@ STOP_CHECK = 1024      # pivots between two looks at the stop flag
 # Pricing block = BLOCK_FACTOR * sqrt(arcs) (at least 10). LEMON's default factor is 1; on the
 # two-hop graphs (n = 4000 to 10^4, side by side) 0.1 was 1.5-1.8x faster than 1 and 0.03-0.25 within 15%.
 BLOCK_FACTOR = 0.1
-# The same for the dense kernel (complete bipartite graphs, measured at n = m = 500 to 3000).
-DENSE_BLOCK_FACTOR = 0.1
 
 
 @njit(cache=True, nogil=True)
@@ -531,7 +529,6 @@ def dense_simplex(cost, supplies, stop, max_pivots, k):
         for j in range(m):
             col_best[j] = 0
             col_arg[j] = -1
-        added = 0
         for i in range(n):
             best = 0
             arg = -1
@@ -620,8 +617,9 @@ def warm_flow(tails, heads, costs, supplies, tree=None, *, path_arcs=None, stop=
     pred_dir) per node as returned here, with pred indexing these arcs (len(tails) + u: u's
     artificial arc), e.g. the previous optimum remapped by :func:`remap_tree` after arcs joined.
     None: the artificial start. Returns (FlowSolution, the final tree)."""
-    from .flow import FlowSolution, FlowStopped, _integer_costs, _integer_data, _rounding_error, _run_stoppable
     from solvopt.core.errors import ModelError
+
+    from .flow import FlowSolution, FlowStopped, _integer_costs, _integer_data, _rounding_error, _run_stoppable
     n_nodes = len(supplies)
     units = _integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]
