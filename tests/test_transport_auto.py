@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
+import solvopt.transport.auto as auto_module
 from solvopt import ModelError
 from solvopt.cli import main
 from solvopt.core.registry import get_solver
 from solvopt.dsl import Transport
-import solvopt.transport.auto as auto_module
 from solvopt.transport.auto import DENSE_PAIRS, EXACT_PAIRS, MATRIX_PAIRS, auto_decision
 
 
