@@ -68,17 +68,17 @@ def budget_qp(Q: FloatArray, b: FloatArray, p: FloatArray, budget: float) -> tup
     lo, hi = 0.0, np.inf                            # p.x(lo) > budget >= p.x(hi)
     support, xl, lam = x > 0, x, 0.0
     for _ in range(500):
-        guess = None
+        guess: float | None = None
         S = support
         if S.any():
             QS = Q[np.ix_(S, S)]
             qb, qp = np.linalg.solve(QS, b[S]), np.linalg.solve(QS, p[S])
             slope = p[S] @ qp
             if slope > 0:
-                guess = (p[S] @ qb - budget) / slope  # p.x = budget on this piece (a Newton step)
+                guess = float((p[S] @ qb - budget) / slope)   # p.x = budget on this piece (a Newton step)
         if guess is None or not lo < guess < hi:
             guess = 0.5 * (lo + hi) if np.isfinite(hi) else 2.0 * max(lo, 1e-300) + 1.0
-        lam = guess
+        lam = float(guess)
         xl = box_qp(Q, b - lam * p, S)
         spend = p @ xl
         if abs(spend - budget) <= 1e-14 * max(budget, 1.0) or (np.isfinite(hi) and hi - lo <= 1e-15 * hi):

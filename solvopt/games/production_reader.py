@@ -39,7 +39,8 @@ def read_production(path: str) -> Instance:
     data = load_json(path)
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise InstanceFormatError(path, None, f"expected a JSON object with \"kind\": \"{KIND}\"")
-    from .reader import field_name, validate      # imported here: this reader registers before that one
+    # imported here: this reader registers before that one
+    from .reader import field_name, validate
     bad = first_nonfinite(data)
     if bad is not None:
         raise InstanceFormatError(path, None, f"field {field_name(bad)}: NaN and infinite numbers are not allowed")
