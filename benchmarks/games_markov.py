@@ -21,6 +21,7 @@ towards 1e-6; the table reports the time at which the goal was first certified a
 figures.
 
 Usage: python benchmarks/games_markov.py [--time-limit 30] [--large [--large-time-limit 300]] [--quick]
+       [--rerun-small] [--paper [--method M]] [--paper-data]
 Writes benchmarks/results/games_markov.{md,json,png}.
 """
 from __future__ import annotations
@@ -38,6 +39,9 @@ GOAL = 1e-4      # the issue's goal, relative to the total endowment value
 DEEP = 1e-8      # each 10 x 10 run goes on towards this to show the curve past the goal
 DEEP_LARGE = 1e-6   # each 20 x 20 run towards this (100 x past the goal), to keep the run short
 SMOOTH = ("cobb_douglas", "leontief")     # the utilities markov-newton takes
+CERTIFICATE = "every deviation, money"     # what the exploitability of a row bounds, and in which unit
+OLD = ("measured 2026-12-03 with the earlier certificate (stationary deviations only; utilities and money "
+       "added): not comparable with the other rows")
 ANCHOR = ("anchor (paper's public code, 2000 epochs of Adam, neural best responses): logged exploitability "
           "estimates e.g. -2.48 (Cobb-Douglas, deterministic) and -36 (Leontief, stochastic) — negative, so not "
           "bounds; excess demand between about 0.9 and 44")
@@ -63,6 +67,7 @@ def run_case(consumers, goods, assets, states, utility, stochastic, time_limit, 
         "bellman_error": m["bellman_error"],
         "portfolio_foc": m["portfolio_foc"], "budget_violation": m["budget_violation"],
         "time_limit": time_limit, "history": hist,     # the final metrics are above; their histories stay in Result
+        "certificate": CERTIFICATE,
     }
 
 
@@ -78,13 +83,19 @@ def markdown(meta, rows) -> str:
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         goal = f"{r['time_to_goal']:.1f}" if r["time_to_goal"] is not None else f"not within {r['time_limit']:g}"
-        out.append(f"| {r['size']} | {r['utility']} | {r['transitions']} | {r['method']} | {r['termination']} "
+        old = "" if r.get("certificate") == CERTIFICATE else " (old)"
+        out.append(f"| {r['size']}{old} | {r['utility']} | {r['transitions']} | {r['method']} | {r['termination']} "
                    f"| {goal} | "
                    f"{r['exploitability']:.3g} ({r['relative_exploitability']:.2g}) | "
                    f"{r['excess_demand_rel']:.2g} / {r['excess_demand_abs']:.2g} | {r['asset_excess_demand']:.1g} | "
                    f"{r['bellman_error']:.1g} | {r['iterations']} |")
     reached = sum(r["time_to_goal"] is not None for r in rows)
     out += ["", f"{reached} of {len(rows)} runs reached the goal within the time limit."]
+    if any(r.get("certificate") != CERTIFICATE for r in rows):
+        out += [f"Rows marked (old): {OLD}. The other rows bound the consumers' regret over every deviation "
+                "(holdings that depend on the whole history and on the consumer's own holdings), in money."]
+    if meta.get("rerun"):
+        out += [f"Re-run by `--rerun-small`: {meta['rerun']}."]
     out += [f"Appended later by `--add-large`: {a}." for a in meta.get("appended", [])] + [""]
     pairs = [(a, b) for a in rows for b in rows
              if a["method"] == "markov-newton" and b["method"] == "markov-tatonnement"
@@ -460,6 +471,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="Cobb-Douglas only, 10 s (a smoke run; results not written)")
     ap.add_argument("--add-large", nargs=2, metavar=("METHOD", "UTILITY"),
                     help="append the 20x20 rows of METHOD on UTILITY (both chains) to the recorded results")
+    ap.add_argument("--rerun-small", action="store_true",
+                    help="re-run the 10x10 rows of the recorded results with the current certificate, keep the rest")
     ap.add_argument("--paper-data", action="store_true",
                     help="write instances/games/markov_paper_*.json from the notebooks' seeds (needs JAX 0.4.x)")
     ap.add_argument("--paper", action="store_true",
@@ -475,6 +488,9 @@ def main(argv=None):
     if args.replot:
         recorded = json.loads((RESULTS / "games_markov.json").read_text())
         write(recorded["meta"], recorded["rows"])
+        return
+    if args.rerun_small:
+        rerun_small(args.time_limit)
         return
     if args.add_large:
         recorded = json.loads((RESULTS / "games_markov.json").read_text())
@@ -523,6 +539,23 @@ def main(argv=None):
         print(markdown(meta, rows))
     else:
         write(meta, rows)
+
+
+def rerun_small(time_limit):
+    """Re-run the recorded 10x10 rows (same economies, methods, limit) and replace them in the record."""
+    recorded = json.loads((RESULTS / "games_markov.json").read_text())
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    rows = []
+    for row in recorded["rows"]:
+        if row["size"] == "10x10x1x5":
+            row = run_case(10, 10, 1, 5, row["utility"], row["transitions"] == "stochastic", time_limit,
+                           row["method"])
+            print(f"{row['size']} {row['utility']} {row['transitions']} {row['method']}: {row['termination']} "
+                  f"rel {row['relative_exploitability']:.2e}, goal at {_seconds(row['time_to_goal'])}", flush=True)
+        rows.append(row)
+    recorded["meta"]["rerun"] = (f"the 10x10 rows, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
+                                 f"UTC, {time_limit:g} s each, load average {load:.2f} at the start")
+    write(recorded["meta"], rows)
 
 
 def write(meta, rows):
