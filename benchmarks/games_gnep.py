@@ -3,7 +3,8 @@
 For each instance solvopt states (the twelve with shared or own rows, A.1, A.11-A.18 with
 A.16a-d, whose default method computes the variational equilibrium; and the generalized Nash
 problems proper A.3-A.5, A.7, A.8, with player-specific coupled rows, whose default method
-gnep-kkt computes a GNE; see ``solvopt.games.gnep_library``): our default method's wall time,
+gnep-kkt computes a GNE; and A.6, A.9a, A.9b, whose players have convex nonlinear constraints, also
+gnep-kkt; see ``solvopt.games.gnep_library``): our default method's wall time,
 termination, certified exploitability and VE gap (VE problems only), the time at which the
 certified exploitability first reached 1e-6,
 the largest regret scipy's best responses find at our point (independent of our solvers), and
@@ -12,8 +13,9 @@ system of the variational GNE by root finding), when installed, on the same cost
 constraints: its total time (problem built, JAX compilation, solve), its time without the JIT
 compilation (its own ``stats.elapsed_time - stats.jax_jit_time``), and its point certified by
 *our* exploitability and by scipy's regrets. Ratios: ours / nashopt's total and / nashopt without JIT.
-nashopt states shared constraints only: on the GNEPs proper it is run with every row shared
-(its GNE mode, each player with its own multipliers) and its point is certified on the true
+nashopt states shared constraints only: on the GNEPs proper it is run with every row (and every
+nonlinear constraint, as a shared g(x) <= 0 evaluated from the problem's expression trees in JAX)
+shared (its GNE mode, each player with its own multipliers) and its point is certified on the true
 problem, so there it anchors the time, not the model.
 
     python benchmarks/games_gnep.py [--time-limit 60] [--only A.13 A.16a] [--no-nashopt]
@@ -38,7 +40,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from solvopt.games.exploitability import static_exploitability, ve_gap
-from solvopt.games.gnep_library import GENERAL, NAMES, problem
+from solvopt.games.gnep_library import GENERAL, NAMES, NONLINEAR, problem
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 
@@ -74,6 +76,31 @@ def run_ours(p, time_limit):
     return out
 
 
+def _jax_expression(tree):
+    """A JSON expression tree (solvopt.games.expressions) as a function of the joint action, in jax.numpy."""
+    import jax.numpy as jnp
+    if not isinstance(tree, dict):
+        return lambda x: float(tree)
+    if "var" in tree:
+        return lambda x: x[tree["var"]]
+    if "linear" in tree:
+        w, b = jnp.asarray(tree["linear"]), float(tree.get("constant", 0.0))
+        return lambda x: w @ x + b
+    args = [_jax_expression(a) for a in tree["args"][:1 if tree["op"] == "pow" else None]]
+    if tree["op"] == "add":
+        return lambda x: sum(f(x) for f in args)
+    if tree["op"] == "mul":
+        def product(x):
+            out = 1.0
+            for f in args:
+                out = out * f(x)
+            return out
+        return product
+    if tree["op"] == "pow":
+        return lambda x: args[0](x) ** float(tree["args"][1])
+    return lambda x: jnp.log(args[0](x))
+
+
 def run_nashopt(p):
     try:
         from importlib.metadata import version
@@ -91,11 +118,19 @@ def run_nashopt(p):
     # variables, so as shared rows they leave every player's feasible set (and the VE) unchanged
     G = jnp.asarray(np.vstack([A[np.isfinite(hi)], -A[np.isfinite(lo)]]))
     h = jnp.asarray(np.concatenate([hi[np.isfinite(hi)], -lo[np.isfinite(lo)]]))
-    ng = int(G.shape[0])
+    curved = [(_jax_expression(c.expression), 1.0 if c.sense == "<=" else -1.0, c.rhs) for c in p.nonlinear]
+    ng = int(G.shape[0]) + len(curved)
+
+    def g(x):
+        rows = G @ x - h
+        if not curved:
+            return rows
+        return jnp.concatenate([rows, jnp.stack([s * (f(x) - r) for f, s, r in curved])])
+
     x0 = p.start if p.start is not None else np.clip(np.zeros(p.n), p.lb, p.ub)
     start = time.perf_counter()
     try:
-        game = NashGNEP(list(p.sizes), list(p.costs), g=(lambda x: G @ x - h) if ng else None, ng=ng or None,
+        game = NashGNEP(list(p.sizes), list(p.costs), g=g if ng else None, ng=ng or None,
                         lb=p.lb, ub=p.ub, variational=bool(ng) and not p.coupled)
         sol = game.solve(x0=x0, verbose=0)
     except Exception as exc:
@@ -122,9 +157,11 @@ def _fmt(v, spec=".2e"):
 def markdown(meta, rows) -> str:
     lines = ["# Facchinei-Kanzow GNEP library: solvopt (default method) and nashopt", "",
              "Equilibrium computed: the VE where every coupled row is shared (A.1, A.11-A.18), a GNE on the "
-             "generalized Nash problems proper (A.3-A.5, A.7, A.8: player-specific coupled rows, method gnep-kkt). "
-             "nashopt states shared rows only: on those five it solves the game with every row shared (its GNE "
-             "mode), and its point is certified on the true problem.", "",
+             "generalized Nash problems proper (A.3-A.5, A.7, A.8: player-specific coupled rows; A.6, A.9a, A.9b: "
+             "player-specific convex nonlinear constraints; method gnep-kkt). nashopt states shared constraints "
+             "only (linear and nonlinear): on those eight it solves the game with every constraint shared (its GNE "
+             "mode: on A.9 each player then also faces the others' rate constraints, another game), and its point "
+             "is certified on the true problem.", "",
              f"Run {meta['date']} on {meta['machine']} ({meta['cpus']} CPUs, {meta.get('usable_cpus', '?')} usable by "
              f"the run, load average {meta['load']}), "
              f"our time limit {meta['time_limit']} s per instance. Command: `{meta['command']}`.", "",
@@ -196,7 +233,7 @@ def main(argv=None):
     ap.add_argument("--no-nashopt", action="store_true")
     ap.add_argument("--out", default=str(RESULTS / "games_gnep"))
     args = ap.parse_args(argv)
-    names = args.only or NAMES + list(GENERAL)
+    names = args.only or NAMES + list(GENERAL) + list(NONLINEAR)
     rows = []
     for name in names:
         p = problem(name)
