@@ -135,7 +135,7 @@ def test_bottleneck_weighted_against_thresholded_lps():
         for method in ("bottleneck", "exact"):
             r = t.solve(method)
             _optimal(t, r)
-            assert r.objective == expected and r.stats["engine"].startswith("max-flow")
+            assert r.objective == expected and "max flow" in r.stats["engine"].replace("-", " ")
     # uniform n != m: integer units, exact max flow
     t = Transport(rng.random((4, 2)), rng.random((6, 2)), p="inf")
     assert t.solve("bottleneck").objective == _lp_bottleneck(t.distance_block(slice(None)), t.a, t.b)

@@ -57,6 +57,7 @@ from .exact import (
     uniform_square,
 )
 from .flow import feasible_flow
+from .maxflow import WarmFlow
 from .quick import stopped_result
 from .result import transport_result
 from .stopping import Stopped, run_abandonable
@@ -122,6 +123,30 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         return sp.csr_matrix((flow[used] * model.mass, (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
 
     warm = engine == "auto" and uniform_square(model) and nr == nc
+    flowing = engine == "auto" and not warm       # general masses: the warm-started max flow
+
+    def flower(r, c):
+        """Tests on the prefixes r[:k], c[:k] by the warm-started max flow of
+        :mod:`solvopt.transport.maxflow` (each from the flow of the largest prefix proven
+        infeasible; an infeasible test is proven by a Hall violator). A test whose rounding leaves
+        no proof either way falls back to :func:`feasible_flow`."""
+        warm_flow = WarmFlow(r, c, model.a[rows], model.b[cols])
+
+        def run(k):
+            try:
+                flow = run_abandonable(lambda: warm_flow.test(k), stop)
+            except ArithmeticError:
+                return test(r[:k], c[:k])
+            state["tests"] += 1
+            progress(f"bottleneck: {k} pairs {'feasible' if flow is not None else 'infeasible'}, "
+                     f"{state['tests']} tests")
+            if flow is None:
+                return None
+            import scipy.sparse as sp
+            used = flow > 0
+            total = model.mass
+            return sp.csr_matrix((flow[used] * total, (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
+        return run
 
     def matcher(r, c):
         """Tests on the prefixes r[:k], c[:k] by a warm-started Hopcroft-Karp (n = m uniform):
@@ -166,6 +191,8 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         lo = int(np.searchsorted(values, lo_value))
         if warm:
             tester = matcher(r, c)
+        elif flowing:
+            tester = flower(r, c)
         else:
             def tester(k):
                 return test(r[:k], c[:k])
@@ -282,7 +309,7 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         from solvopt.core.result import Termination
         stopped = Termination.INTERRUPTED
     stats = {"engine": "hopcroft-karp" if matching else "warm-started hopcroft-karp (numba)" if warm
-             else f"max-flow ({engine})", "iterations": state["tests"],
+             else "warm-started max flow (numba)" if flowing else f"max-flow ({engine})", "iterations": state["tests"],
              "candidate_k": state["k"], "radius_rounds": state.get("rounds", 0), "pairs": state["pairs"],
              "path": "spatial tree"}
     plan = state["plan"]
