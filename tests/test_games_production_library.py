@@ -227,3 +227,9 @@ def test_quadratic_economy_status_does_not_depend_on_units():
     assert r1.termination == r0.termination
     assert np.allclose(r1.solution["prices"], r0.solution["prices"], rtol=1e-8)
     assert np.allclose(r1.solution["allocation"], s * r0.solution["allocation"], rtol=1e-8)
+
+
+def test_time_limit_returns_a_certified_point():
+    result = PROBLEMS["A.10c"]().solve(time_limit=0.05)
+    assert result.termination.value in ("time_limit", "optimal")
+    assert result.solution["prices"].shape == (6,) and result.objective is not None

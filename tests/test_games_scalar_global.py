@@ -185,3 +185,18 @@ def test_scalar_game_refuses_bad_input():
         game.constrain(0, [1.0, 2.0], 0, 1)
     with pytest.raises(ModelError, match="start"):
         game.solve(start=[1.0, 2.0])
+
+
+def test_scalar_status_does_not_depend_on_a_players_utility_units():
+    """Player 5's utility times 1e6 (its derivative enclosure too): the same point, status and measure."""
+    base = a2_game()
+    scaled = a2_game()
+    p = scaled.players[4]
+    u, du, rng_ = p.utility, p.derivative, p.derivative_range
+    p.utility = lambda x: 1e6 * u(x)
+    p.derivative = lambda x: 1e6 * du(x)
+    p.derivative_range = lambda x, lo, hi: tuple(1e6 * v for v in rng_(x, lo, hi))
+    r0, r1 = base.solve(start=PUBLISHED), scaled.solve(start=PUBLISHED)
+    assert r0.termination == r1.termination
+    assert np.allclose(r0.solution["actions"], r1.solution["actions"], atol=1e-12)
+    assert r1.objective == pytest.approx(r0.objective, abs=1e-12)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .projection import check_stop
+
 
 def demand_jacobian(model, x, lam, p):
     """d z / d p (m, m) at prices p > 0 somewhere, the consumers' demands x (n, m) and multipliers lam:
@@ -65,13 +67,23 @@ def solve_complementarity(model, certify, starts, stop):
     unit = model.endowments.sum(axis=0) + float(model.radii.sum()) / np.sqrt(m)
     unit = np.maximum(unit, 1e-3 * float(unit.max()))
 
+    cache: dict = {}
+
     def state(v):
+        """Prices (clipped to >= 0), demands, multipliers and excess demand at v = (p, t); the last one kept
+        (least squares asks for the residual and the Jacobian at the same point)."""
+        key = v.tobytes()
+        if key in cache:
+            return cache[key]
+        check_stop()                     # a solve's deadline and Ctrl-C reach scipy's loop through here
         p = np.maximum(v[:m], 0.0)
         if p.sum() <= 0:
             p = np.full(m, 1.0 / m)
         y = model.supply(p)
         x, lam = model.utility.demand_multipliers(p, model.budgets(p, y))
         z = x.sum(axis=0) - y.sum(axis=0) - model.endowments.sum(axis=0)
+        cache.clear()
+        cache[key] = (p, x, lam, z)
         return p, x, lam, z
 
     def residual(v):

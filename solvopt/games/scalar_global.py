@@ -25,6 +25,8 @@ import numpy as np
 
 from solvopt.core.errors import ModelError
 
+from .projection import check_stop
+
 _ULP = 8 * np.finfo(float).eps
 
 
@@ -111,6 +113,8 @@ def global_maximum(f: Callable[[float], float], lo: float, hi: float, *,
         if -neg <= best + tol or count >= max_intervals:
             break
         heapq.heappop(heap)
+        if count % 64 == 1:
+            check_stop()                 # a solve's deadline and Ctrl-C reach this loop
         mid = 0.5 * (a + b)
         if not a < mid < b:              # the interval cannot be split further: its bound stands
             heapq.heappush(heap, (neg, a, b, fa, fb))
