@@ -297,3 +297,31 @@ def test_random_convex_gneps_are_solved_and_certified(seed):
         assert np.all(regrets <= 1e-6 * r.stats["payoff_scale"])
     else:
         assert r.termination.value in ("numerical_error", "time_limit")
+
+
+@pytest.mark.parametrize("k", [-6, 0, 6])
+def test_units_of_payoffs_and_actions_do_not_change_the_answer(k):
+    """Costs times 10^k and actions in units 10^-k smaller (the constraint rewritten in them): same status,
+    the GNE times 10^k, the exploitability times 10^k (the unit frame, constraints divided by their scale)."""
+    f, s = 10.0 ** k, 10.0 ** -k                   # payoff factor; an action in the new units is a / s
+    g = PseudoGame()
+    x = g.player("x", 2, lb=0, ub=3 / s)
+    y = g.player("y", lb=0, ub=3 / s)
+    g.minimize(x, f * ((s * x[0] - 2) * (s * x[0] - 2) + (s * x[1] - 2) * (s * x[1] - 2)))
+    g.minimize(y, f * (s * y - 2) * (s * y - 2))
+    g.constrain(x, (s * x[0]) * (s * x[0]) + (s * x[1]) * (s * x[1]) + s * y <= 4)
+    r = g.solve()
+    assert r.termination == "optimal"
+    np.testing.assert_allclose(np.asarray(r.solution["actions"]) * s, [1, 1, 2], rtol=1e-8)
+    assert r.objective <= 1e-9 * r.stats["payoff_scale"]
+
+
+@pytest.mark.parametrize("name", ["A.6", "A.9a"])
+def test_iteration_limit_stops_with_an_honest_status(name):
+    p = problem(name)
+    r = p.model().solve(iteration_limit=2)
+    assert r.termination.value in ("iteration_limit", "optimal")
+    if "actions" in r.solution:                      # a certified point: feasible, its bound above scipy's regrets
+        x = np.asarray(r.solution["actions"])
+        assert _feasible(p, x)
+        assert p.scipy_regrets(x).sum() <= r.objective + 1e-8 * r.stats["payoff_scale"]
