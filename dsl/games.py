@@ -444,9 +444,18 @@ def _quadratic_constraints(con: Constraint, n: int, own: IntArray | None, owner:
             what = "jointly convex" if own is None else "convex in the player's own action"
             raise ModelError(f"a quadratic constraint of {name} is not {what} (a <= side must be convex, a >= "
                              "side concave)")
-        out.append(ConvexConstraint((lambda a, Q=Q, c=c, k=k: 0.5 * float(a @ (Q @ a)) + float(c @ a) + k),
-                                    (lambda a, Q=Q, c=c: np.asarray(Q @ a).ravel() + c), n, owner,
+        out.append(ConvexConstraint(functools.partial(_quadratic_value, Q, c, k),
+                                    functools.partial(_quadratic_gradient, Q, c), n, owner,
                                     f"{name} quadratic #{e}", "proven"))
+    return out
+
+
+def _quadratic_value(Q: sp.csr_matrix, c: FloatArray, k: float, a: FloatArray) -> float:
+    return 0.5 * float(a @ (Q @ a)) + float(c @ a) + k
+
+
+def _quadratic_gradient(Q: sp.csr_matrix, c: FloatArray, a: FloatArray) -> FloatArray:
+    out: FloatArray = np.asarray(Q @ a).ravel() + c
     return out
 
 

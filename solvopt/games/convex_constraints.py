@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvopt.core.errors import ModelError
+from solvopt.dsl.games import JointUtility
 
 from .projection import FEAS_TOL, Polyhedron, check_stop
 
@@ -77,10 +78,8 @@ def framed(game, widths: np.ndarray, z0: np.ndarray) -> list:
 
 
 # --- one player's problem with the others fixed -------------------------------------------------
-class _Restricted:
+class _Restricted(JointUtility):
     """u_i or g_j as a function of player i's action y alone (the others' actions fixed at a)."""
-
-    quadratic = False
 
     def __init__(self, f, a, cols, owner=0):
         self.f, self.a, self.cols, self.owner = f, a, cols, owner
@@ -103,6 +102,7 @@ def player_problem(game, i: int, a, P: Polyhedron):
     from solvopt.dsl.games import GameData, QuadraticUtility
     cols = game.blocks[i]
     u = game.utilities[i]
+    utility: QuadraticUtility | _Restricted
     if u.quadratic:
         rest = a.copy()
         rest[cols] = 0.0
@@ -112,7 +112,7 @@ def player_problem(game, i: int, a, P: Polyhedron):
     n = len(cols)
     sub = GameData([game.names[i]], [np.arange(n)], [utility], P.lb, P.ub, P.A, P.lo, P.hi,
                    np.zeros(P.A.shape[0], dtype=int))
-    sub.nonlinear = [_Restricted(game.nonlinear[k], a, cols) for k in binding(game, i)]
+    sub.nonlinear = [_Restricted(game.nonlinear[k], a, cols) for k in binding(game, i)]  # type: ignore[misc]
     return sub
 
 
@@ -175,7 +175,7 @@ def lagrangian_bound(u, gs, lam, P: Polyhedron, b, who: str = "") -> float:
         d = u.gradient(y) - sum((l * g.gradient(y) for l, g in zip(lam, gs) if l), np.zeros(n))
         return v, d
 
-    points = []
+    points: list[tuple[np.ndarray, float, np.ndarray]] = []
 
     def add(y):
         try:

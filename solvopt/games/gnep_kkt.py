@@ -19,7 +19,16 @@ stationary points that are no solutions (games that are not monotone): a run who
 halving is restarted from the players' best responses at the last certified point, halfway to
 them, or a random joint action (seeded), up to RESTARTS times.
 
-The solver (method ``gnep-kkt``, the default for games with player-specific rows) trusts none of
+Convex nonlinear constraints g_k(x) <= 0 (:mod:`solvopt.games.convex_constraints`) enter the same
+way: their gradients (restricted to the bound player's columns) times their multipliers nu in the
+stationarity, phi(nu_k, -g_k(x)) in the complementarity, and the Hessian term sum_k nu_k grad^2 g_k
+in the Newton matrix by forward differences of the exact gradients. A shared one binds every
+player it involves with that player's own multiplier; when every coupled constraint is shared and
+some is nonlinear (``variational``), each shared constraint has one multiplier for all players,
+the KKT system of the variational inequality.
+
+The solver (method ``gnep-kkt``, the default for games with player-specific rows or nonlinear
+constraints) trusts none of
 this: every candidate is certified by exact best responses over each player's true feasible set
 (:func:`solvopt.games.exploitability.static_exploitability`: an exact QP for quadratic utilities,
 bounded above through concavity by an LP), and the status is settled on that certificate in the
@@ -106,6 +115,7 @@ class KKTSystem:
         self.n, self.m, self.me, self.q = n, len(h), len(e), len(self.nl)
         self.game = game
         self.variational = variational
+        self.last_z = np.zeros(self.n + self.m + self.me + self.q)     # the latest iterate of solve_kkt
         if self.size > MAX_UNKNOWNS:
             raise ModelError(f"method 'gnep-kkt' solves a dense Newton system: this game has {self.size} variables and "
                              f"multipliers (at most {MAX_UNKNOWNS})")

@@ -101,7 +101,7 @@ def _check_expressions(players, path: str, shared=()) -> None:
 
     from .expressions import parse
     n = sum(p["size"] for p in players)
-    trees = []
+    trees: list[tuple[object, tuple]] = []
     for i, p in enumerate(players):
         for key in ("utility", "cost"):
             if "expression" in p.get(key, {}):
