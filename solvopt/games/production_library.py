@@ -17,7 +17,8 @@ profit. The consumers come in two halves (i is the consumer's index, 1..C):
 - A.10b (F = 4, C = 20, P = 5), A.10d (F = 6, C = 30, P = 10) and A.10e (F = 7, C = 40, P = 12):
   shifted logarithms sum_j w_ij log(x_j + c_ij), the first half with w_ij = a_j + i + F,
   c_ij = b_j + 2 (i + F) and xi^1, the second half with w_ij = c_j + i + F, c_ij = d_j + i + F
-  and xi^2 (a, b, c, d, xi^1, xi^2: the first P entries of A.10e's 12-vectors).
+  and xi^2 (a, b, c, d, xi^1, xi^2: the first P entries of A.10e's 12-vectors, except A.10b's
+  b = (20, 30, 30, 40, 50) and d = (50, 40, 30, 20, 20)).
 
 The data are those of the public Python port of the library, read where it contradicts itself:
 its market and budget functions reshape the concatenated consumer (and firm) vectors
@@ -81,11 +82,14 @@ def _quadratic(name, firms, first, Qs, betas, xis) -> ProductionEconomy:
     return ProductionEconomy(Quadratic(Q, b), endowments, _radii(firms), name=name)
 
 
-def _logarithmic(name, firms, consumers, goods) -> ProductionEconomy:
+def _logarithmic(name, firms, consumers, goods, shifts=None) -> ProductionEconomy:
+    """``shifts``: the (b, d) of this problem where they are not the first entries of A.10e's."""
     half = consumers // 2
     i1 = np.arange(1, half + 1, dtype=float)[:, None]
     i2 = np.arange(half + 1, consumers + 1, dtype=float)[:, None]
     a, b, c, d = (v[:goods] for v in (_A, _B, _C, _D))
+    if shifts is not None:
+        b, d = (np.asarray(v, dtype=float) for v in shifts)
     weights = np.vstack([a + i1 + firms, c + i2 + firms])
     shifts = np.vstack([b + 2 * (i1 + firms), d + i2 + firms])
     endowments = np.vstack([np.tile(_XI1[:goods], (half, 1)), np.tile(_XI2[:goods], (half, 1))])
@@ -100,7 +104,7 @@ def a10a() -> ProductionEconomy:
 
 def a10b() -> ProductionEconomy:
     """A.10b: 4 firms, 20 shifted-log consumers, a price player, 5 goods (see the module docstring)."""
-    return _logarithmic("A.10b", 4, 20, 5)
+    return _logarithmic("A.10b", 4, 20, 5, shifts=([20, 30, 30, 40, 50], [50, 40, 30, 20, 20]))
 
 
 def a10c() -> ProductionEconomy:
