@@ -5,13 +5,14 @@ problems", SIAM J. Optim. 20(5), 2228-2253, 2010, appendix A (the test problems 
 Nine of its eighteen families have linear constraints that are either a player's own or shared
 by all players (jointly convex): A.1, A.11-A.18, twelve instances with the four variants A.16a-d
 (:func:`problems`). A.3, A.4, A.5, A.7 and A.8 have player-specific coupled rows (``GENERAL``,
-generalized Nash equilibria); the others (A.2, A.6, A.9, A.10) need nonlinear constraints and
-are not here. :func:`write_instances` writes all seventeen as JSON.
+generalized Nash equilibria). A.6, A.9a and A.9b have player-specific convex nonlinear
+constraints (``NONLINEAR``, stated as :class:`Convex`: NumPy functions with exact gradients and
+expression trees). :func:`write_instances` writes all twenty as JSON.
 
 Every problem is stated once, as plain data: each player's cost theta_i(x) over the joint
 action x (players' actions concatenated in order; every player *minimises* its cost) with its
-exact gradient, the variable bounds and the linear rows ``lo <= A x <= hi``, each owned by one
-player or shared. From that one statement come
+exact gradient, the variable bounds, the linear rows ``lo <= A x <= hi`` and the nonlinear
+constraints, each owned by one player or shared. From that one statement come
 
 - :meth:`GNEP.model`: a :class:`~solvopt.dsl.PseudoGame` (quadratic costs through the JSON
   instance reader, so the shipped files and the factories are one model; other costs as
@@ -621,8 +622,8 @@ def problems() -> list[GNEP]:
 
 
 def write_instances(folder) -> list[str]:
-    """Write the JSON instance of every problem (the twelve and the ``GENERAL`` ones) into ``folder``;
-    returns the paths."""
+    """Write the JSON instance of every problem (the twelve, the ``GENERAL`` and the ``NONLINEAR`` ones)
+    into ``folder``; returns the paths."""
     import json
     import pathlib
     folder = pathlib.Path(folder)
