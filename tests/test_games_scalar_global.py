@@ -200,3 +200,16 @@ def test_scalar_status_does_not_depend_on_a_players_utility_units():
     assert r0.termination == r1.termination
     assert np.allclose(r0.solution["actions"], r1.solution["actions"], atol=1e-12)
     assert r1.objective == pytest.approx(r0.objective, abs=1e-12)
+
+
+def test_scalar_game_of_a_library_problem_with_concave_players_matches_its_equilibrium():
+    """A.14 (concave switching utilities, equilibrium x_i = 0.09) through the same converter: scalar-global
+    finds the library's closed-form equilibrium; a problem with vector players is refused."""
+    from solvopt.games.gnep_library import problem
+    from solvopt.games.gnep_library_extra import scalar_game
+    game = scalar_game(problem("A.14"), lambda x, i, lo, hi: switching_derivative_range(x, i, lo, hi, 1))
+    result = game.solve(start=np.full(10, 0.05), tolerance=1e-10)
+    assert result.termination.value == "optimal"
+    assert np.allclose(result.solution["actions"], 0.09, atol=1e-6)
+    with pytest.raises(ModelError, match="one-variable"):
+        scalar_game(problem("A.7"), lambda x, i, lo, hi: (0.0, 0.0))

@@ -105,17 +105,34 @@ def switching_derivative_range(x, i, lo, hi, k):
     return first[0] - second[1], first[1] - second[0]
 
 
-def a2_game():
-    """A.2 as a :class:`~solvopt.dsl.ScalarGame`: utilities -theta_i with their derivative enclosures."""
+def scalar_game(problem: GNEP, derivative_range):
+    """A library problem of one-variable players as a :class:`~solvopt.dsl.ScalarGame`: utilities -theta_i,
+    derivatives -d theta_i / dx_i, ``derivative_range(x, i, lo, hi)`` an enclosure of the latter over
+    x_i in [lo, hi]; each row binds its owner (a shared row, every player)."""
+    from solvopt.core.errors import ModelError
     from solvopt.dsl.scalar_game import ScalarGame
-    problem = a2()
-    game = ScalarGame("fk_a2")
-    for i in range(10):
-        game.player(f"p{i + 1}", problem.lb[i], problem.ub[i], (lambda x, i=i: -_cost(np.asarray(x), i)),
-                    (lambda x, i=i: -_gradient(np.asarray(x), i)[i]),
-                    derivative_range=(lambda x, lo, hi, i=i: switching_derivative_range(np.asarray(x), i, lo, hi,
-                                                                                         POWERS[i])))
+    if any(size != 1 for size in problem.sizes):
+        raise ModelError(f"problem {problem.name}: a ScalarGame needs one-variable players")
+    game = ScalarGame(problem.file_stem)
+    for i in range(len(problem.sizes)):
+        game.player(problem.names[i], problem.lb[i], problem.ub[i],
+                    (lambda x, i=i: -problem.cost(i, x)), (lambda x, i=i: -problem.cost_gradient(i, x)[i]),
+                    derivative_range=(lambda x, lo, hi, i=i: derivative_range(np.asarray(x, dtype=float), i, lo, hi)))
+    everyone = list(range(len(problem.sizes)))
     for r in problem.rows:
         for a, lo, hi in zip(r.A, r.lo, r.hi):
-            game.constrain(r.owner if r.owner >= 0 else list(range(10)), a, lo, hi)
+            game.constrain(r.owner if r.owner >= 0 else everyone, a, lo, hi)
     return game
+
+
+def a2_game():
+    """A.2 as a :class:`~solvopt.dsl.ScalarGame` (the default method ``scalar-global`` proves its GNE)."""
+    def enclose(x, i, lo, hi):                    # the utility (x_i / S)(1 - S / B)^k_i = -theta_i
+        return switching_derivative_range(x, i, lo, hi, POWERS[i])
+    return scalar_game(a2(), enclose)
+
+
+PROBLEMS = {"A.2": a2}
+"""The library problems stated here, in :mod:`solvopt.games.gnep_library`'s layout."""
+GAMES = {"A.2": a2_game}
+"""The same problems as the models their default method solves."""
