@@ -93,7 +93,8 @@ def budget_qp(Q: FloatArray, b: FloatArray, p: FloatArray, budget: float) -> tup
     return _kkt(Q, b, p, budget, support, xl, lam)
 
 
-def _kkt(Q, b, p, budget, S, x, lam):
+def _kkt(Q: FloatArray, b: FloatArray, p: FloatArray, budget: float, S: npt.NDArray[np.bool_], x: FloatArray,
+         lam: float) -> tuple[FloatArray, float]:
     """The exact KKT point on support S with the budget binding: [Q_SS p_S; p_S' 0] [x_S; lam] = [b_S; B]
     (kept only when it is valid: x_S >= 0, lam >= 0; else the bracketed point)."""
     k = int(S.sum())

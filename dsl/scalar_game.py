@@ -32,7 +32,7 @@ class ScalarPlayer:
     ub: float
     utility: Callable[[np.ndarray], float]
     derivative: Callable[[np.ndarray], float]
-    derivative_range: Callable[[np.ndarray, float, float], tuple] | None = None
+    derivative_range: Callable[[np.ndarray, float, float], tuple[float, float]] | None = None
     curvature: Callable[[np.ndarray, float, float], float] | None = None
 
 
@@ -59,8 +59,10 @@ class ScalarGame(FamilyModel):
     def n(self) -> int:
         return len(self.players)
 
-    def player(self, name: str, lb: float, ub: float, utility, derivative, *, derivative_range=None,
-               curvature=None) -> int:
+    def player(self, name: str, lb: float, ub: float, utility: Callable[[np.ndarray], float],
+               derivative: Callable[[np.ndarray], float], *,
+               derivative_range: Callable[[np.ndarray, float, float], tuple[float, float]] | None = None,
+               curvature: Callable[[np.ndarray, float, float], float] | None = None) -> int:
         """Add a player choosing x_i in [lb, ub] (finite) to maximise ``utility(x)``; returns its index."""
         lb, ub = float(lb), float(ub)
         if not (np.isfinite(lb) and np.isfinite(ub)) or lb > ub:
@@ -75,22 +77,24 @@ class ScalarGame(FamilyModel):
         self.players.append(ScalarPlayer(name, lb, ub, utility, derivative, derivative_range, curvature))
         return self.n - 1
 
-    def constrain(self, players, coefficients: Any, lo: float = -np.inf, hi: float = np.inf) -> None:
+    def constrain(self, players: int | list[int] | tuple[int, ...], coefficients: Any, lo: float = -np.inf,
+                  hi: float = np.inf) -> None:
         """lo <= coefficients . x <= hi, binding ``players`` (an index or a list; each needs a nonzero
         coefficient); the coefficients span every player added so far and later ones get 0."""
         a = np.asarray(coefficients, dtype=float).ravel()
-        owners = (players,) if np.isscalar(players) else tuple(players)
+        owners: tuple[int, ...] = (int(players),) if isinstance(players, (int, np.integer)) \
+            else tuple(int(i) for i in players)
         if a.size != self.n or not np.all(np.isfinite(a)):
             raise ModelError(f"a row needs {self.n} finite coefficients (one per player), got {a.size}")
         lo, hi = float(lo), float(hi)
         if np.isnan(lo) or np.isnan(hi) or lo > hi or lo == np.inf or hi == -np.inf:
             raise ModelError(f"a row needs lo <= hi, got [{lo}, {hi}]")
         for i in owners:
-            if not 0 <= int(i) < self.n:
+            if not 0 <= i < self.n:
                 raise ModelError(f"no player {i} (the game has {self.n})")
-            if a[int(i)] == 0:
-                raise ModelError(f"player {self.players[int(i)].name!r} has coefficient 0 in a row that binds it")
-        self.rows.append(ScalarRow(a, lo, hi, tuple(int(i) for i in owners)))
+            if a[i] == 0:
+                raise ModelError(f"player {self.players[i].name!r} has coefficient 0 in a row that binds it")
+        self.rows.append(ScalarRow(a, lo, hi, owners))
 
     def coefficients(self, row: ScalarRow) -> np.ndarray:
         """The row's coefficients padded to the current number of players."""

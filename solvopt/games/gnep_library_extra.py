@@ -114,10 +114,20 @@ def scalar_game(problem: GNEP, derivative_range):
     if any(size != 1 for size in problem.sizes):
         raise ModelError(f"problem {problem.name}: a ScalarGame needs one-variable players")
     game = ScalarGame(problem.file_stem)
+    def player(i: int) -> None:
+        def utility(x: np.ndarray) -> float:
+            return -problem.cost(i, x)
+
+        def derivative(x: np.ndarray) -> float:
+            return -float(problem.cost_gradient(i, x)[i])
+
+        def enclosure(x: np.ndarray, lo: float, hi: float) -> tuple[float, float]:
+            low, high = derivative_range(np.asarray(x, dtype=float), i, lo, hi)
+            return float(low), float(high)
+        game.player(problem.names[i], problem.lb[i], problem.ub[i], utility, derivative, derivative_range=enclosure)
+
     for i in range(len(problem.sizes)):
-        game.player(problem.names[i], problem.lb[i], problem.ub[i],
-                    (lambda x, i=i: -problem.cost(i, x)), (lambda x, i=i: -problem.cost_gradient(i, x)[i]),
-                    derivative_range=(lambda x, lo, hi, i=i: derivative_range(np.asarray(x, dtype=float), i, lo, hi)))
+        player(i)
     everyone = list(range(len(problem.sizes)))
     for r in problem.rows:
         for a, lo, hi in zip(r.A, r.lo, r.hi):
