@@ -52,6 +52,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .quick import north_west, sorted_unique
 from .stopping import poll
@@ -244,19 +245,37 @@ def _ranked(idx: np.ndarray) -> np.ndarray:
     return out
 
 
-def _expand(groups: np.ndarray, start: np.ndarray, items: np.ndarray):
-    """For each entry g of ``groups``, every item of CSR group g: (entry index, item) pairs."""
-    counts = start[groups + 1] - start[groups]
-    rep = np.repeat(np.arange(len(groups)), counts)
-    offs = np.arange(len(rep)) - np.repeat(np.cumsum(counts) - counts, counts)
-    return rep, items[np.repeat(start[groups], counts) + offs]
-
-
 def _csr(groups: np.ndarray, n_groups: int, values: np.ndarray):
     """(start, items): the values sorted by group, with group g at items[start[g]:start[g + 1]]."""
     order = np.argsort(groups, kind="stable")
     start = np.concatenate(([0], np.cumsum(np.bincount(groups, minlength=n_groups))))
     return start, values[order]
+
+
+@njit(cache=True, nogil=True)
+def _site_pairs(leaf_sites, leaf_cells, nb_start, nb_items, o_start, o_sites, mine_start, mine_items,
+                their_start, their_items, out_mine, out_their, fill):
+    """Every (point of a leaf site, point of a partner site in a neighbouring cell) pair: counted
+    when ``fill`` is false (returns the count), written to out_mine / out_their when true."""
+    k = 0
+    for q in range(leaf_sites.shape[0]):
+        site = leaf_sites[q]
+        cell = leaf_cells[q]
+        n_mine = mine_start[site + 1] - mine_start[site]
+        for e in range(nb_start[cell], nb_start[cell + 1]):
+            near = nb_items[e]
+            for f in range(o_start[near], o_start[near + 1]):
+                other = o_sites[f]
+                n_their = their_start[other + 1] - their_start[other]
+                if fill:
+                    for i in range(mine_start[site], mine_start[site + 1]):
+                        for j in range(their_start[other], their_start[other + 1]):
+                            out_mine[k] = mine_items[i]
+                            out_their[k] = their_items[j]
+                            k += 1
+                else:
+                    k += n_mine * n_their
+    return k
 
 
 def _leaf_pairs(active, cell_of, pa, pb, src_leaf, tgt_on, tgt_leaf, src_on, members_s, members_t):
@@ -269,13 +288,12 @@ def _leaf_pairs(active, cell_of, pa, pb, src_leaf, tgt_on, tgt_leaf, src_on, mem
         if not leaf.any():
             continue
         o_start, o_sites = _csr(cell_of[other], n_cells, active[other])
-        rep, near_cell = _expand(cell_of[leaf], nb_start, nb_items)
-        rep2, partner = _expand(near_cell, o_start, o_sites)
-        mine = active[leaf][rep[rep2]]
-        site_s, site_t = (mine, partner) if leaf_is_source else (partner, mine)
-        r1, src_pts = _expand(site_s, *members_s)
-        r2, tgt_pts = _expand(site_t[r1], *members_t)
-        parts.append((src_pts[r2], tgt_pts))
+        mine, theirs = (members_s, members_t) if leaf_is_source else (members_t, members_s)
+        args = (active[leaf], cell_of[leaf], nb_start, nb_items, o_start, o_sites, *mine, *theirs)
+        count = _site_pairs(*args, np.zeros(0, np.int64), np.zeros(0, np.int64), False)
+        out_mine, out_their = np.empty(count, np.int64), np.empty(count, np.int64)
+        _site_pairs(*args, out_mine, out_their, True)
+        parts.append((out_mine, out_their) if leaf_is_source else (out_their, out_mine))
     return tuple(np.concatenate(x) for x in zip(*parts))
 
 
