@@ -72,6 +72,8 @@ RADIUS_SLACK = 1e-9
 # Relative precision of the upper bound's search on the candidate graph: U within 1 % of the
 # candidate graph's own optimum is enough (the exact search then bisects between floor and U).
 UPPER_TOLERANCE = 0.01
+# General masses: the searches bisect the lengths geometrically while the bracket spans more than this ratio.
+GEOMETRIC_RATIO = 1.02
 
 
 def tree_path(model) -> bool:
@@ -124,6 +126,7 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
 
     warm = engine == "auto" and uniform_square(model) and nr == nc
     flowing = engine == "auto" and not warm       # general masses: the warm-started max flow
+    d_sorted: list = [None]
 
     def flower(r, c):
         """Tests on the prefixes r[:k], c[:k] by the warm-started max flow of
@@ -131,6 +134,10 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         infeasible; an infeasible test is proven by a Hall violator). A test whose rounding leaves
         no proof either way falls back to :func:`feasible_flow`."""
         warm_flow = WarmFlow(r, c, model.a[rows], model.b[cols])
+        carried = state.pop("carried", None)
+        if carried is not None:             # the candidate graph's preflow at its largest infeasible threshold
+            warm_flow.seed(carried[0], int(np.searchsorted(d_sorted[0], carried[1], side="right")))
+        state["flows"] = warm_flow
 
         def run(k):
             try:
@@ -192,6 +199,7 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         if warm:
             tester = matcher(r, c)
         elif flowing:
+            d_sorted[0] = ds
             tester = flower(r, c)
         else:
             def tester(k):
@@ -205,10 +213,25 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         else:
             hi = int(np.searchsorted(values, hi_known))
         lo = min(lo, hi)
-        gap = 1 if rel > 0 else len(values)     # galloping only on the candidate graph
+        gap = 1 if rel > 0 and not flowing else len(values)     # galloping only on the candidate graph
+        seeded = state.pop("seed_value", None)
+        if flowing and seeded is not None and values[lo] < seeded < values[hi]:
+            # first the candidate graph's largest infeasible threshold: infeasible here too, as a rule,
+            # which proves the bracket [that, U] at once; the carried preflow starts it
+            mid = int(np.searchsorted(values, seeded, side="right")) - 1
+            plan = tester(prefix[mid])
+            if plan is None:
+                lo = mid + 1
+                state["bound"] = float(values[lo])
+            else:
+                hi, state["plan"] = mid, plan
         while lo < hi and values[hi] > values[lo] * (1 + rel):
             poll_stop()
             mid = min(lo + gap - 1, (lo + hi) // 2)
+            if flowing and values[lo] > 0 and values[hi] > GEOMETRIC_RATIO * values[lo]:
+                # general masses: bisect the lengths geometrically while they span a wide range (the
+                # floor can lie far below W_inf; galloping by index took ~20 tests to climb)
+                mid = int(np.clip(np.searchsorted(values, math.sqrt(values[lo] * values[hi])), lo, hi - 1))
             plan = tester(prefix[mid])
             if plan is None:
                 lo, gap = mid + 1, 2 * gap
@@ -296,6 +319,10 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
                 raise RuntimeError("bottleneck: the complete bipartite graph tested infeasible")
             k *= 2
         state.pop("kbase", None)
+        flows = state.pop("flows", None)
+        if flows is not None and flows.base[4] > 0:      # general masses: carry the preflow to step 3
+            state["carried"] = (flows.carried(), float(d_sorted[0][flows.base[4] - 1]))
+            state["seed_value"] = state["carried"][1]
         # 3. every pair with d <= U, and the exact search on them
         r, c, d = pairs_within(tx, ty, upper, "U")
         index, values = search(r, c, d, floor, upper, True)

@@ -205,6 +205,25 @@ class WarmFlow:
         self.tol = MASS_TOLERANCE / max(len(r), 1)
         self.base = (*self._empty(), 0)              # flow, row excess, column excess, room to the sink, prefix
 
+    def carried(self):
+        """The base preflow as (pair keys r * len(b) + c, their flows, row excess, column excess,
+        room to the sink), for :meth:`seed` on another pair list holding those pairs."""
+        flow = self.base[0]
+        used = np.flatnonzero(flow > 0)
+        keys = self.rows_sorted[used] * len(self.b) + self.indices[used]
+        return keys, flow[used], *(x.copy() for x in self.base[1:4])
+
+    def seed(self, carried, prefix: int) -> None:
+        """Start from a preflow of :meth:`carried` (another pair list's), valid on every prefix of at
+        least ``prefix`` pairs here (those holding all of its pairs)."""
+        keys, flows, ex_r, ex_c, room = carried
+        mine = self.rows_sorted * len(self.b) + self.indices
+        order = np.argsort(mine, kind="stable")
+        where = order[np.searchsorted(mine, keys, sorter=order)]
+        flow = np.zeros(len(mine))
+        flow[where] = flows
+        self.base = (flow, ex_r, ex_c, room, prefix)
+
     def _empty(self):
         return np.zeros(len(self.r)), self.supply.copy(), np.zeros(len(self.b)), self.demand.copy()
 
@@ -225,8 +244,7 @@ class WarmFlow:
         neighbours[self.indices[arcs]] = True
         if hall_deficit(self.a, self.b, stuck, neighbours) <= 0:
             raise ArithmeticError("max flow: unmet demand without a Hall violator (rounding)")
-        if k >= self.base[4]:
-            self.base = (flow, ex_r, ex_c, room, k)
+        self.base = (flow, ex_r, ex_c, room, k)     # a search tests only longer prefixes after this one
         return None
 
 
