@@ -11,10 +11,16 @@ player's action) and at least u_i on X_i, so
     max over X_i of u_i  <=  max over y in P_i of L(y)  <=  max over y in P_i of min_t [L(t) + grad L(t).(y - t)],
 
 the last a linear program (Kelley's cutting planes on L: tangents at the response b, then at each
-LP solution, until the LP's value meets L's). With Newton's multipliers the bound is tight at
-the optimum. An LP solution on an artificial box (where P_i is unbounded) leaves the bound at
-+inf: a local maximum of a concave function is a global one, so only a solution strictly inside
-that box bounds max over P_i. The tangent points double as convexity checks: a constraint that
+LP solution, until the LP's value meets L's). The LP's y is also kept in the constraints'
+tangent half-spaces g(t) + grad g(t).(y - t) <= 0 at the same points (outer approximation: they
+contain X_i, so the bound stays valid, and they close directions where P_i is unbounded). With
+Newton's multipliers the bound is tight at the optimum. Where P_i is unbounded the LP runs on an
+artificial box: a local maximum of a concave function is a global one, so only a solution
+strictly inside that box bounds max over P_i; on it, the planes go on, and a bound still on it
+after KELLEY_STEPS is +inf. The VE gap of a game whose nonlinear constraints are all shared is
+the same construction for all players at once (:func:`nonlinear_ve_gap`).
+
+The tangent points double as convexity checks: a constraint that
 breaks its own tangent inequality there (a callable that is not convex, a wrong gradient) stops
 the solve with a ModelError instead of certifying a lie.
 """
@@ -118,11 +124,17 @@ def player_problem(game, i: int, a, P: Polyhedron):
 
 def nonlinear_response(game, i: int, a, P: Polyhedron, start=None):
     """(b, u_i(b, a_-i) or -inf when b is not feasible, certified upper bound on max u_i over X_i(a_-i))."""
-    from .gnep_kkt import KKTSystem, solve_kkt
     cols = game.blocks[i]
-    sub = player_problem(game, i, a, P)
-    system = KKTSystem(sub)
     y0 = P.project(a[cols] if start is None else np.asarray(start, dtype=float))
+    return certified_maximum(player_problem(game, i, a, P), P, y0, game.names[i])
+
+
+def certified_maximum(sub, P: Polyhedron, y0, who: str):
+    """(b, u(b) or -inf when b is not feasible, certified upper bound on max u over P ∩ {g <= 0}) for the
+    one-player game ``sub`` (utility u, constraints g, polyhedron P): Newton on its KKT system, the
+    Lagrangian bound with Newton's multipliers (module doc)."""
+    from .gnep_kkt import KKTSystem, solve_kkt
+    system = KKTSystem(sub)
     best = (np.inf, y0, np.zeros(len(sub.nonlinear)))
     for attempt in range(2):                     # Newton from the point, then from a local solver's answer
         if attempt == 1:
@@ -145,8 +157,64 @@ def nonlinear_response(game, i: int, a, P: Polyhedron, start=None):
     gs = sub.nonlinear
     feasible = P.violation(b) <= FEAS_TOL and all(g.value(b) <= FEAS_TOL for g in gs)
     value = u.value(b) if feasible else -np.inf
-    top = lagrangian_bound(u, gs, lam, P, b, who=game.names[i])
+    top = lagrangian_bound(u, gs, lam, P, b, who=who)
     return b, value, top
+
+
+# --- the VE gap: all players' deviations at once over the joint set ------------------------------------
+class _JointDeviation(JointUtility):
+    """Psi(a, .) + sum_i u_i(a) = sum_i u_i(b_i, a_-i) as a function of the joint deviation b (concave)."""
+
+    def __init__(self, game, a):
+        self.game, self.a = game, a
+        self.n = game.n
+
+    def value(self, b):
+        from .exploitability import joint_value
+        return joint_value(self.game, self.a, b)
+
+    def gradient(self, b):
+        from .exploitability import joint_gradient
+        return joint_gradient(self.game, self.a, b)
+
+
+def joint_problem(game, a, K: Polyhedron):
+    """max over b in K ∩ {every g <= 0} of sum_i u_i(b_i, a_-i) as a one-player game (quadratic when every
+    utility is: the blocks' own Hessians, the others' actions fixed at a)."""
+    from solvopt.dsl.games import GameData, QuadraticUtility
+    n = game.n
+    utility: QuadraticUtility | _JointDeviation
+    if game.all_quadratic:
+        Q = sp.lil_matrix((n, n))
+        c = np.empty(n)
+        k = 0.0
+        for cols, u in zip(game.blocks, game.utilities):
+            rest = a.copy()
+            rest[cols] = 0.0
+            Q[np.ix_(cols, cols)] = u.Q[cols][:, cols].toarray()
+            c[cols] = u.gradient(rest)[cols]
+            k += u.value(rest)
+        utility = QuadraticUtility(Q.tocsr(), c, k)
+    else:
+        utility = _JointDeviation(game, a)
+    sub = GameData(["joint deviation"], [np.arange(n)], [utility], K.lb, K.ub, K.A, K.lo, K.hi,
+                   np.zeros(K.A.shape[0], dtype=int))
+    sub.nonlinear = [_Restricted(c, a, np.arange(n)) for c in getattr(game, "nonlinear", ())]  # type: ignore[misc]
+    return sub
+
+
+def nonlinear_ve_gap(game, a, K: Polyhedron):
+    """Certified max over b in K ∩ {g <= 0} of Psi(a, b) = sum_i [u_i(b_i, a_-i) - u_i(a)], zero exactly at a
+    variational equilibrium: the joint deviation by Newton, bounded above by the Lagrangian cutting planes
+    over K (as a player's response); the deviation found, when feasible, is the lower value."""
+    from .exploitability import Exploitability
+    a = np.asarray(a, dtype=float)
+    here = sum(u.value(a) for u in game.utilities)
+    sub = joint_problem(game, a, K)
+    b, found, top = certified_maximum(sub, K, K.project(a), "the joint deviation")
+    lower = max(0.0, found - here) if np.isfinite(found) else 0.0
+    upper = max(0.0, top - here, lower)        # the deviation's value bounds the maximum too (rounding)
+    return Exploitability(upper, lower, np.array([upper]), [b], max(K.violation(a), violation(game, a)))
 
 
 def _local_solution(sub, P: Polyhedron, y0):
@@ -167,25 +235,31 @@ def _local_solution(sub, P: Polyhedron, y0):
 
 
 def lagrangian_bound(u, gs, lam, P: Polyhedron, b, who: str = "") -> float:
-    """An upper bound on max u over P ∩ {g <= 0}: Kelley's cutting planes on L = u - lam . g over P (module doc)."""
+    """An upper bound on max u over P ∩ {g <= 0}: Kelley's cutting planes on L = u - lam . g over P (module doc),
+    P narrowed by the constraints' tangent cuts (outer approximation, module doc)."""
     n = P.n
 
     def L(y):
-        v = u.value(y) - sum(l * g.value(y) for l, g in zip(lam, gs) if l)
-        d = u.gradient(y) - sum((l * g.gradient(y) for l, g in zip(lam, gs) if l), np.zeros(n))
-        return v, d
+        values = [g.value(y) for g in gs]
+        grads = [g.gradient(y) for g in gs]
+        v = u.value(y) - sum(l * gv for l, gv in zip(lam, values) if l)
+        d = u.gradient(y) - sum((l * dg for l, dg in zip(lam, grads) if l), np.zeros(n))
+        cuts = [(dg, float(dg @ y) - gv) for gv, dg in zip(values, grads)]     # dg . y' <= dg . y - g(y)
+        return v, d, cuts
 
     points: list[tuple[np.ndarray, float, np.ndarray]] = []
+    cuts: list[tuple[np.ndarray, float]] = []
 
     def add(y):
         try:
-            v, d = L(y)
+            v, d, more = L(y)
         except (ArithmeticError, ValueError, ModelError):
             return False                       # outside a function's domain: no tangent there
         if not (np.isfinite(v) and np.all(np.isfinite(d))):
             return False
         _check_tangents(u, gs, points, y, who)
         points.append((y.copy(), v, d))
+        cuts.extend((dg, rhs) for dg, rhs in more if np.isfinite(rhs) and np.all(np.isfinite(dg)) and dg.any())
         return True
 
     if not add(b):
@@ -197,26 +271,35 @@ def lagrangian_bound(u, gs, lam, P: Polyhedron, b, who: str = "") -> float:
     top = np.inf
     for _ in range(KELLEY_STEPS):
         check_stop()
-        y, top = _epigraph_lp(P, lb, ub, points)
+        try:
+            y, top = _epigraph_lp(P, lb, ub, points, cuts)
+        except ModelError:                     # the cuts leave nothing (the constraints cannot hold): no bound
+            return np.inf
         best = max(v for _, v, _ in points)
-        if top - best <= KELLEY_TOL * (1.0 + abs(best)):
+        touching = np.any(artificial_lb & (y <= lb + 1e-9 * (1.0 + np.abs(lb)))) or \
+            np.any(artificial_ub & (y >= ub - 1e-9 * (1.0 + np.abs(ub))))
+        if top - best <= KELLEY_TOL * (1.0 + abs(best)) and not touching:
             break
         if not add(y):
             break
-    touching = np.any(artificial_lb & (y <= lb + 1e-9 * (1.0 + np.abs(lb)))) or \
-        np.any(artificial_ub & (y >= ub - 1e-9 * (1.0 + np.abs(ub))))
     return np.inf if touching else top
 
 
-def _epigraph_lp(P: Polyhedron, lb, ub, points):
-    """(y, s) maximising s subject to s <= L(t) + grad L(t).(y - t) for the tangent points t, y in P (box lb, ub)."""
+def _epigraph_lp(P: Polyhedron, lb, ub, points, cuts=()):
+    """(y, s) maximising s subject to s <= L(t) + grad L(t).(y - t) for the tangent points t, the constraints'
+    tangent cuts (relaxed by 1e-12 relative: rounding must not empty the set), y in P (box lb, ub)."""
     n, m = P.n, P.A.shape[0]
     D = np.array([d for _, _, d in points])
     rhs = np.array([v - float(d @ t) for t, v, d in points])
+    C = np.array([c for c, _ in cuts]).reshape(-1, n)
+    side = np.array([r for _, r in cuts], dtype=float)
+    side = side + 1e-12 * (1.0 + np.abs(side) + np.abs(C).sum(axis=1) * (1.0 + np.abs(points[0][0]).max()))
     A = sp.vstack([sp.hstack([P.A, sp.csr_matrix((m, 1))]),
-                   sp.hstack([sp.csr_matrix(-D), sp.csr_matrix(np.ones((len(points), 1)))])], format="csr")
+                   sp.hstack([sp.csr_matrix(-D), sp.csr_matrix(np.ones((len(points), 1)))]),
+                   sp.hstack([sp.csr_matrix(C), sp.csr_matrix((len(cuts), 1))])], format="csr")
     Q = Polyhedron(np.append(lb, -np.inf), np.append(ub, np.inf), A,
-                   np.concatenate([P.lo, np.full(len(points), -np.inf)]), np.concatenate([P.hi, rhs]))
+                   np.concatenate([P.lo, np.full(len(points) + len(cuts), -np.inf)]),
+                   np.concatenate([P.hi, rhs, side]))
     e = np.zeros(n + 1)
     e[-1] = 1.0
     z, top = Q.maximize_linear(e)

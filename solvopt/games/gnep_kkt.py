@@ -25,7 +25,8 @@ stationarity, phi(nu_k, -g_k(x)) in the complementarity, and the Hessian term su
 in the Newton matrix by forward differences of the exact gradients. A shared one binds every
 player it involves with that player's own multiplier; when every coupled constraint is shared and
 some is nonlinear (``variational``), each shared constraint has one multiplier for all players,
-the KKT system of the variational inequality.
+the KKT system of the variational inequality, and each certificate bounds the VE gap too
+(:func:`solvopt.games.convex_constraints.nonlinear_ve_gap`).
 
 The solver (method ``gnep-kkt``, the default for games with player-specific rows or nonlinear
 constraints) trusts none of
@@ -46,7 +47,7 @@ from solvopt.core.registry import Solver, register
 from solvopt.core.result import Termination
 
 from .convex_constraints import violation
-from .exploitability import static_exploitability
+from .exploitability import static_exploitability, ve_gap
 from .face_newton import affine_jacobian, jacobian_columns, pseudo_gradient
 from .projection import FEAS_TOL, check_stop, stopping_at
 from .static import START, TOLERANCE, framed_start
@@ -76,26 +77,39 @@ class KKTSystem:
         for i, cols in enumerate(game.blocks):
             block_of[cols] = i
         A = game.A.toarray() if game.A.shape[0] else np.zeros((0, n))
-        G, h, og, E, e, oe = [], [], [], [], [], []
+        G: list = []
+        h: list = []
+        og: list = []
+        E: list = []
+        e: list = []
+        oe: list = []
+
+        def inequality(row, side, p):
+            G.append(row)
+            h.append(side)
+            og.append(p)
+
         for r in range(A.shape[0]):
             row = A[r]
             owners = [int(game.owner[r])] if game.owner[r] >= 0 else \
                 ([-1] if variational else sorted({int(block_of[j]) for j in np.flatnonzero(row)}))
             for p in owners:
                 if game.lo[r] == game.hi[r]:
-                    E.append(row), e.append(game.hi[r]), oe.append(p)
+                    E.append(row)
+                    e.append(game.hi[r])
+                    oe.append(p)
                     continue
                 if np.isfinite(game.hi[r]):
-                    G.append(row), h.append(game.hi[r]), og.append(p)
+                    inequality(row, game.hi[r], p)
                 if np.isfinite(game.lo[r]):
-                    G.append(-row), h.append(-game.lo[r]), og.append(p)
+                    inequality(-row, -game.lo[r], p)
         for j in range(n):
             unit = np.zeros(n)
             unit[j] = 1.0
             if np.isfinite(game.ub[j]):
-                G.append(unit), h.append(game.ub[j]), og.append(int(block_of[j]))
+                inequality(unit, game.ub[j], int(block_of[j]))
             if np.isfinite(game.lb[j]):
-                G.append(-unit), h.append(-game.lb[j]), og.append(int(block_of[j]))
+                inequality(-unit, -game.lb[j], int(block_of[j]))
         # nonlinear constraints g_k(x) <= 0: one copy per player they bind (one shared copy when variational)
         self.nl, masks = [], []
         players = range(len(game.blocks))
@@ -322,7 +336,8 @@ class GNEPKKT(Solver):
                 return False                  # not a joint action every player may take: nothing to certify
             e = static_exploitability(game, x)
             last_cert.update(point=x, responses=e.responses)
-            return run.record(it, x, frame.in_user_units(e))
+            also = ve_gap(game, x, K).value * scale if variational else None
+            return run.record(it, x, frame.in_user_units(e), also=also)
 
         done = 0                              # Newton steps of the runs before this one
         rng = np.random.default_rng(0)        # restarts are reproducible
@@ -344,11 +359,12 @@ class GNEPKKT(Solver):
                     run.stopped = Termination.NUMERICAL_ERROR
         best = None if run.best_point is None else frame.to_user(run.best_point)
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
-        result = run.result(solution, payoff_scale=scale, equilibrium="GNE")
+        result = run.result(solution, payoff_scale=scale, equilibrium="VE" if variational else "GNE")
         result.guarantee = _guarantee(game.concept)
         if variational:
-            result.guarantee += ("; the KKT system gives each shared constraint one multiplier for all players (a "
-                                 "variational equilibrium where Newton converges), the certificate proves a GNE")
+            result.guarantee += ("; the KKT system gives each shared constraint one multiplier for all players, and "
+                                 "stats['ve_gap'] is a certified upper bound on the VE gap (0 only at the variational "
+                                 "equilibrium; optimal needs it within the tolerance too)")
         if result.termination is Termination.NUMERICAL_ERROR:
             result.message = (f"Newton's method on the KKT system stalled {RESTARTS + 1} times (restarted from best "
                               "responses and random points) before a certified equilibrium; the best certified point "
