@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from solvopt.core.errors import ModelError
-from solvopt.games.gnep_library import GENERAL, NAMES, NONLINEAR, problem, problems
+from solvopt.games.gnep_library import GENERAL, NAMES, NONCONCAVE, NONLINEAR, problem, problems
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "instances" / "games" / "gnep"
@@ -34,7 +34,7 @@ def test_library_has_the_twelve_instances():
     assert NAMES == ["A.1", "A.11", "A.12", "A.13", "A.14", "A.15", "A.16a", "A.16b", "A.16c", "A.16d",
                      "A.17", "A.18"]
     with pytest.raises(ModelError, match="unknown problem"):
-        problem("A.2")
+        problem("A.10")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -70,11 +70,11 @@ def test_published_point_is_nearly_an_equilibrium(name):
 
 
 def test_instance_files_match_the_library():
-    """instances/games/gnep holds every problem (the twelve, the GENERAL five and the NONLINEAR three), equal to
-    what the factories state."""
-    library = {p.file_stem: p for p in problems() + [problem(name) for name in (*GENERAL, *NONLINEAR)]}
+    """instances/games/gnep holds every problem (the twelve, the GENERAL five, the NONLINEAR three and the
+    NONCONCAVE one), equal to what the factories state."""
+    library = {p.file_stem: p for p in problems() + [problem(name) for name in (*GENERAL, *NONLINEAR, *NONCONCAVE)]}
     files = {f.stem: f for f in FOLDER.glob("*.json")}
-    assert set(files) == set(library) and len(files) == 20
+    assert set(files) == set(library) and len(files) == 21
     for stem, path in files.items():
         assert json.loads(path.read_text()) == json.loads(json.dumps(library[stem].instance()))
 

@@ -20,7 +20,7 @@ FAMILY = Family(
         Param("tolerance", float, "stop when the certified exploitability / payoff scale is at most this",
               target="solver"),
     ),
-    from_instance="solvopt.games.production_reader:model_from_instance",
+    from_instance="solvopt.games.instance:model_from_instance",
     scale_cases="solvopt.games.scaling:scale_cases",
     stop_cases="solvopt.games.scaling:stop_cases",
 )

@@ -7,7 +7,9 @@ by all players (jointly convex): A.1, A.11-A.18, twelve instances with the four 
 (:func:`problems`). A.3, A.4, A.5, A.7 and A.8 have player-specific coupled rows (``GENERAL``,
 generalized Nash equilibria). A.6, A.9a and A.9b have player-specific convex nonlinear
 constraints (``NONLINEAR``, stated as :class:`Convex`: NumPy functions with exact gradients and
-expression trees). :func:`write_instances` writes all twenty as JSON.
+expression trees). A.2's costs are not convex in the own action (``NONCONCAVE``: a
+``scalar_game``, :mod:`solvopt.games.gnep_library_extra`). :func:`write_instances` writes all
+twenty-one as JSON.
 
 Every problem is stated once, as plain data: each player's cost theta_i(x) over the joint
 action x (players' actions concatenated in order; every player *minimises* its cost) with its
@@ -90,7 +92,9 @@ class GNEP:
     JSON expression tree (what the instance file states), to which ``expression_quadratic``
     (per player (Q, c, constant), or None) adds a quadratic part. ``unique``
     says whether the equilibrium the default method computes (the variational equilibrium) is
-    unique, so that a computed point can be compared with ``published``.
+    unique, so that a computed point can be compared with ``published``. ``nonconcave``: one-variable
+    players whose costs are not convex in their own action, stated as a ``scalar_game`` (solved with
+    certified global best responses).
     """
 
     name: str
@@ -111,6 +115,7 @@ class GNEP:
     notes: str = ""
     player_names: list[str] = field(default_factory=list)
     nonlinear: list[Convex] = field(default_factory=list)
+    nonconcave: bool = False
 
     # --- plain data -------------------------------------------------------------------------
     @property
@@ -190,7 +195,8 @@ class GNEP:
             any(c.owner >= 0 for c in self.nonlinear)
 
     def instance(self) -> dict:
-        """The JSON instance (``kind: pseudo_game``): quadratic costs as Q, c; the others as expressions.
+        """The JSON instance (``kind: pseudo_game``, ``scalar_game`` when ``nonconcave``): quadratic costs as
+        Q, c; the others as expressions.
 
         A player's rows go to its ``constraints`` (over its own action) when they involve only its
         own variables, else to its ``joint_constraints`` (over the joint action); shared rows to
@@ -242,8 +248,8 @@ class GNEP:
             reference["notes"] = self.notes
         if self.start is not None:
             reference["start"] = self.start.tolist()
-        data = {"kind": "pseudo_game", "name": self.file_stem, "description": self.title,
-                "reference": reference, "players": players}
+        data = {"kind": "scalar_game" if self.nonconcave else "pseudo_game", "name": self.file_stem,
+                "description": self.title, "reference": reference, "players": players}
         if shared:
             data["shared_constraints"] = shared
         curved = [c.json() for c in self.nonlinear if c.owner == -1]
@@ -256,7 +262,11 @@ class GNEP:
         return "fk_" + self.name.replace(".", "").lower()
 
     def model(self):
-        """The problem as a :class:`~solvopt.dsl.PseudoGame` (a new one on every call)."""
+        """The problem as a :class:`~solvopt.dsl.PseudoGame` (a :class:`~solvopt.dsl.ScalarGame` when
+        ``nonconcave``; a new one on every call)."""
+        if self.nonconcave:
+            from .scalar_instance import scalar_game_from_json
+            return scalar_game_from_json(self.instance())
         if self.quadratic is not None and not self.coupled and not self.nonlinear:
             from .instance import game_from_json
             return game_from_json(self.instance())
@@ -609,10 +619,10 @@ NAMES = list(FACTORIES)
 
 def problem(name: str) -> GNEP:
     """The library problem ``name`` (``"A.1"``, ``"A.11"`` ... ``"A.16a"`` ... ``"A.18"``)."""
-    factory = FACTORIES.get(name) or GENERAL.get(name) or NONLINEAR.get(name)
+    factory = FACTORIES.get(name) or GENERAL.get(name) or NONLINEAR.get(name) or NONCONCAVE.get(name)
     if factory is None:
         raise ModelError(f"unknown problem {name!r}; the library has "
-                         f"{', '.join(NAMES + list(GENERAL) + list(NONLINEAR))}")
+                         f"{', '.join(NAMES + list(GENERAL) + list(NONLINEAR) + list(NONCONCAVE))}")
     return factory()
 
 
@@ -622,23 +632,23 @@ def problems() -> list[GNEP]:
 
 
 def write_instances(folder) -> list[str]:
-    """Write the JSON instance of every problem (the twelve, the ``GENERAL`` and the ``NONLINEAR`` ones)
-    into ``folder``; returns the paths."""
+    """Write the JSON instance of every problem (the twelve, the ``GENERAL``, ``NONLINEAR`` and
+    ``NONCONCAVE`` ones) into ``folder``; returns the paths."""
     import json
     import pathlib
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for p in problems() + [factory() for factory in (*GENERAL.values(), *NONLINEAR.values())]:
+    for p in problems() + [factory() for factory in (*GENERAL.values(), *NONLINEAR.values(), *NONCONCAVE.values())]:
         path = folder / (p.file_stem + ".json")
         path.write_text(json.dumps(p.instance(), indent=1) + "\n")
         paths.append(str(path))
     return paths
 
 
-__all__ = ["GNEP", "Rows", "Convex", "NAMES", "FACTORIES", "GENERAL", "NONLINEAR", "problem", "problems",
-           "write_instances", "a1", "a11", "a12", "a13", "a14", "a15", "a16", "a17", "a18", "a3", "a4", "a5", "a6",
-           "a7", "a8", "a9"]
+__all__ = ["GNEP", "Rows", "Convex", "NAMES", "FACTORIES", "GENERAL", "NONLINEAR", "NONCONCAVE", "problem",
+           "problems", "write_instances", "a1", "a11", "a12", "a13", "a14", "a15", "a16", "a17", "a18", "a3", "a4",
+           "a5", "a6", "a7", "a8", "a9"]
 
 
 # --- the generalized Nash problems proper: player-specific coupled rows (A.3-A.5, A.7, A.8) ----------
@@ -1182,3 +1192,12 @@ A9_NOTES = ("gains, noise and rate targets as the public port andrespty/GNEProbl
 
 NONLINEAR: dict[str, Callable[[], GNEP]] = {"A.6": a6, "A.9a": lambda: a9("a"), "A.9b": lambda: a9("b")}
 """The problems with convex nonlinear constraints (generalized Nash problems proper); ``problem`` finds them too."""
+
+
+def _a2() -> GNEP:
+    from .gnep_library_extra import a2  # that module builds on this one's GNEP
+    return a2()
+
+
+NONCONCAVE: dict[str, Callable[[], GNEP]] = {"A.2": _a2}
+"""The problems whose costs are not convex in the own action (``scalar_game`` files, global best responses)."""

@@ -21,8 +21,9 @@ penalty method's approximate solution) lies on that segment up to the method's a
 3.7e-4 below its bound 0.3 and the players at 0.01 are up to 2.2e-5 below it.
 
 :func:`a2` gives the problem in the data layout of :mod:`solvopt.games.gnep_library` (its
-``GNEP``); :func:`a2_game` the :class:`~solvopt.dsl.ScalarGame` that states it with the
-derivative enclosures the global best responses need.
+``GNEP``, registered there as ``NONCONCAVE``; its file is a ``scalar_game`` whose enclosures come
+from the cost trees by interval arithmetic); :func:`a2_game` the :class:`~solvopt.dsl.ScalarGame`
+with hand-derived derivative enclosures (an independent statement the tests compare).
 """
 from __future__ import annotations
 
@@ -53,6 +54,14 @@ def _gradient(x, i):
     return out
 
 
+def _expression(i: int) -> dict:
+    """theta_i as an expression tree: -x_i S^-1 (1 - S / B)^k_i (what the instance file states)."""
+    n = POWERS.size
+    return {"op": "mul", "args": [-1.0, {"var": i}, {"op": "pow", "args": [{"linear": [1.0] * n}, -1.0]},
+                                  {"op": "pow", "args": [{"linear": [-1.0 / B] * n, "constant": 1.0},
+                                                         float(POWERS[i])]}]}
+
+
 def _rows() -> list[Rows]:
     n = 10
     ones = np.ones((1, n))
@@ -70,7 +79,7 @@ def a2() -> GNEP:
     return GNEP("A.2", "Internet switching model with nonconvex costs (players 2-5), N = 10, B = 1", [1] * 10, lb, ub,
                 _rows(), [(lambda x, i=i: _cost(x, i)) for i in range(10)],
                 [(lambda x, i=i: _gradient(x, i)) for i in range(10)], PUBLISHED.copy(), start=np.full(10, 0.1),
-                concept="GNE", unique=False,
+                expressions=[_expression(i) for i in range(10)], concept="GNE", unique=False, nonconcave=True,
                 notes="players 2-5 have costs that are not convex in their own action; the GNEs are x1 = 0.3, "
                       "x2..x4 = x7..x10 = 0.01 and every split x5 + x6 = 0.62 (x5, x6 >= 0.01): S >= 0.99 binds "
                       "players 5 and 6; the published point has x1 3.7e-4 below its bound 0.3 and the players at "
@@ -141,8 +150,3 @@ def a2_game():
         return switching_derivative_range(x, i, lo, hi, POWERS[i])
     return scalar_game(a2(), enclose)
 
-
-PROBLEMS = {"A.2": a2}
-"""The library problems stated here, in :mod:`solvopt.games.gnep_library`'s layout."""
-GAMES = {"A.2": a2_game}
-"""The same problems as the models their default method solves."""

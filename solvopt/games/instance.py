@@ -5,8 +5,11 @@ the joint action a (the players' actions concatenated in file order) or a librar
 their own action, and linear constraints: a player's ``constraints`` (rows over its own action),
 its ``joint_constraints`` (rows over the joint action that bind that player only: the others'
 actions enter as data, a generalized Nash problem proper) and ``shared_constraints`` (rows over
-the joint action binding every player). Markets: one utility form with one parameter row per consumer. The
-Markov kinds go to :func:`solvopt.games.markov_instance.model_from_json`.
+the joint action binding every player). ``scalar_game``: the same layout with one-variable players
+whose utility need not be concave (:mod:`solvopt.games.scalar_instance`). Markets: one utility form
+with one parameter row per consumer. The Markov kinds go to
+:func:`solvopt.games.markov_instance.model_from_json`, ``production_economy`` to
+:func:`solvopt.games.production_reader.economy_from_json`.
 """
 from __future__ import annotations
 
@@ -21,16 +24,22 @@ from .reader import MARKOV_KINDS
 
 
 def model_from_instance(instance, **params):
-    """The model of a game instance (``params``: none are taken by the static kinds)."""
+    """The family's ``from_instance``: the model of a game instance (``params``: only the Markov kinds take any)."""
     data, path = instance.data, instance.path
     kind = data["kind"]
     if kind in MARKOV_KINDS:
         return model_from_json(data, path, **params)
     if params:
         raise ModelError(f"{kind} instances take no parameters (got {', '.join(params)})")
+    if kind == "production_economy":
+        from .production_reader import economy_from_json
+        return economy_from_json(data, path)
     try:
         if kind == "pseudo_game":
             return game_from_json(data)
+        if kind == "scalar_game":
+            from .scalar_instance import scalar_game_from_json
+            return scalar_game_from_json(data)
         utility = form_from_json(data["utility"])
         if kind == "fisher_market":
             supplies = data.get("supplies")

@@ -5,33 +5,19 @@ row per consumer: ``quadratic`` with ``Q`` and ``b``, ``log`` with ``values`` an
 ``shift``, ``cobb_douglas``, ``ces``), ``endowments`` (consumers x goods), ``radii`` (one ball
 technology per firm) and optional ``profit_shares`` (consumers x firms). It is validated against
 ``production_schema.json``; NaN / Infinity are refused; every error is one line naming the file and
-the JSON path (``a10a.json: field utility.Q[1]: ...``). The reader registers before the general
-game reader, whose ``.json`` sniffing would otherwise claim these files.
+the JSON path (``a10a.json: field utility.Q[1]: ...``). The general game reader leaves these files
+to this one (:func:`solvopt.games.reader.sniff_game`); :func:`solvopt.games.instance.model_from_instance`
+builds the model with :func:`economy_from_json`.
 """
 from __future__ import annotations
-
-import dataclasses
-import math
 
 from solvopt.core.errors import InstanceFormatError, ModelError, SolvoptError
 from solvopt.io.base import Instance, Reader, instance_name, load_json, register_reader
 
+from .reader import field_name, first_nonfinite, validate
+
 KIND = "production_economy"
 SCHEMA = "production_schema.json"
-
-
-def first_nonfinite(value):
-    """The JSON path (a tuple) of the first NaN / Infinity in parsed JSON, or None (no recursion)."""
-    stack = [(value, ())]
-    while stack:
-        item, parts = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return parts
-        if isinstance(item, dict):
-            stack.extend((v, parts + (k,)) for k, v in reversed(list(item.items())))
-        elif isinstance(item, list):
-            stack.extend((v, parts + (i,)) for i, v in reversed(list(enumerate(item))))
-    return None
 
 
 def read_production(path: str) -> Instance:
@@ -39,25 +25,12 @@ def read_production(path: str) -> Instance:
     data = load_json(path)
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise InstanceFormatError(path, None, f"expected a JSON object with \"kind\": \"{KIND}\"")
-    # imported here: this reader registers before that one
-    from .reader import field_name, validate
     bad = first_nonfinite(data)
     if bad is not None:
         raise InstanceFormatError(path, None, f"field {field_name(bad)}: NaN and infinite numbers are not allowed")
     validate(data, path, SCHEMA)
     return Instance(family="games", format="production_json", name=data.get("name") or instance_name(path),
                     path=path, data=data, meta={"kind": KIND, "utility": data["utility"]["kind"]})
-
-
-def model_from_instance(instance, **params):
-    """The family's ``from_instance``: economies with production here, every other kind by
-    :func:`solvopt.games.instance.model_from_instance`."""
-    if instance.data.get("kind") != KIND:
-        from .instance import model_from_instance as game_model
-        return game_model(instance, **params)
-    if params:
-        raise ModelError(f"{KIND} instances take no parameters (got {', '.join(params)})")
-    return economy_from_json(instance.data, instance.path)
 
 
 def economy_from_json(data: dict, path: str):
@@ -125,17 +98,3 @@ PRODUCTION_READER = register_reader(Reader(
     format="production_json", family="games", extensions=(".json",), read=read_production, sniff=sniff_production,
     description="economy with production (JSON, kind production_economy, solvopt/games/production_schema.json)"))
 
-
-def _leave_production_files(reader: Reader) -> Reader:
-    """The general game reader claims every ``.json`` file; the same reader (registered again under its
-    own format, in its place) leaving this kind's files to this reader, whichever registered first."""
-    claims = reader.sniff
-    if claims is None:
-        return reader
-    return register_reader(dataclasses.replace(
-        reader, sniff=lambda path, head: not sniff_production(path, head) and claims(path, head)))
-
-
-from .reader import GAME_READER  # noqa: E402 - after this reader's registration (see above)
-
-_leave_production_files(GAME_READER)

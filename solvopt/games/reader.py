@@ -1,14 +1,17 @@
 """Game instance files (JSON): read, reject non-finite numbers, validate against the JSON Schema.
 
-The top-level ``kind`` says what the file holds: ``pseudo_game``, ``fisher_market``,
-``arrow_debreu_market`` (this family's :mod:`solvopt.games.instance` builds them) or
+The top-level ``kind`` says what the file holds: ``pseudo_game``, ``scalar_game`` (one-variable
+players whose utility need not be concave), ``fisher_market``, ``arrow_debreu_market`` (this
+family's :mod:`solvopt.games.instance` builds them) or
 ``markov_pseudo_game`` / ``markov_exchange_economy`` (validated here against
 ``schema_markov.json`` when present; built by :mod:`solvopt.games.markov_instance`). A malformed
 file is one :class:`InstanceFormatError` naming the file and the field (``players[0].cost.Q``);
 utility ``expression`` trees (and nonlinear constraints') are parsed here too
 (:mod:`solvopt.games.expressions`), so a bad node is named by its path
 (``players[2].cost.expression.args[0].op``).
-The schema is ``solvopt/games/schema.json``; docs/games.md describes it.
+The schema is ``solvopt/games/schema.json``; docs/games.md describes it. Economies with production
+(``production_economy``) have their own reader (:mod:`solvopt.games.production_reader`), which
+:func:`sniff_game` leaves them to.
 """
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ import os
 from ..core.errors import InstanceFormatError, SolvoptError
 from ..io.base import Instance, Reader, instance_name, load_json, register_reader
 
-KINDS = ("pseudo_game", "fisher_market", "arrow_debreu_market", "markov_pseudo_game", "markov_exchange_economy")
+KINDS = ("pseudo_game", "scalar_game", "fisher_market", "arrow_debreu_market", "markov_pseudo_game",
+         "markov_exchange_economy")
 MARKOV_KINDS = ("markov_pseudo_game", "markov_exchange_economy")
 _HERE = os.path.dirname(__file__)
 
@@ -43,20 +47,18 @@ def field_name(parts) -> str:
     return out or "(top level)"
 
 
-def _nonfinite(value, parts=()):
-    """The path of the first NaN / Infinity in the parsed JSON, or None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return parts
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    else:
-        return None
-    for key, item in items:
-        found = _nonfinite(item, parts + (key,))
-        if found is not None:
-            return found
+def first_nonfinite(value):
+    """The JSON path (a tuple) of the first NaN / Infinity in parsed JSON, or None (no recursion, so
+    any nesting the JSON parser accepted is walked)."""
+    stack = [(value, ())]
+    while stack:
+        item, parts = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return parts
+        if isinstance(item, dict):
+            stack.extend((v, parts + (k,)) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list):
+            stack.extend((v, parts + (i,)) for i, v in reversed(list(enumerate(item))))
     return None
 
 
@@ -77,7 +79,7 @@ def read_game(path: str) -> Instance:
     data = load_json(path)  # broken JSON: FILE:LINE:COLUMN; too deep, not UTF-8: one line each
     if not isinstance(data, dict):
         raise InstanceFormatError(path, None, "expected a JSON object with a 'kind' field")
-    bad = _nonfinite(data)
+    bad = first_nonfinite(data)
     if bad is not None:
         raise InstanceFormatError(path, None, f"field {field_name(bad)}: NaN and infinite numbers are not allowed")
     validate(data, path)
@@ -85,7 +87,7 @@ def read_game(path: str) -> Instance:
     if kind in MARKOV_KINDS:
         validate(data, path, "schema_markov.json")
     meta = {"kind": kind}
-    if kind == "pseudo_game":
+    if kind in ("pseudo_game", "scalar_game"):
         meta["players"] = len(data["players"])
         _check_expressions(data["players"], path, data.get("shared_nonlinear_constraints", ()))
     elif "utility" in data:
@@ -100,7 +102,7 @@ def _check_expressions(players, path: str, shared=()) -> None:
     from solvopt.core.errors import ModelError
 
     from .expressions import parse
-    n = sum(p["size"] for p in players)
+    n = sum(p.get("size", 1) for p in players)          # a scalar game's players have size 1
     trees: list[tuple[object, tuple]] = []
     for i, p in enumerate(players):
         for key in ("utility", "cost"):
@@ -118,11 +120,12 @@ def _check_expressions(players, path: str, shared=()) -> None:
 
 
 def sniff_game(path: str, head: str) -> bool:
-    """A ``.json`` file is this reader's (it then says what is wrong: broken JSON names line and
-    column); another file is when it parses as a JSON object with a known ``kind`` (wherever the
-    key sits: the whole file is parsed, not only ``head``)."""
+    """A ``.json`` file is this reader's unless it is an economy with production (this reader then says
+    what is wrong: broken JSON names line and column); another file is when it parses as a JSON
+    object with a known ``kind`` (wherever the key sits: the whole file is parsed, not only ``head``)."""
     if path.lower().endswith(".json"):
-        return True
+        from .production_reader import sniff_production
+        return not sniff_production(path, head)
     if not head.lstrip("\ufeff \t\r\n").startswith("{"):
         return False
     try:
