@@ -254,10 +254,12 @@ def _csr(groups: np.ndarray, n_groups: int, values: np.ndarray):
 
 @njit(cache=True, nogil=True)
 def _site_pairs(leaf_sites, leaf_cells, nb_start, nb_items, o_start, o_sites, mine_start, mine_items,
-                their_start, their_items, out_mine, out_their, fill):
-    """Every (point of a leaf site, point of a partner site in a neighbouring cell) pair: counted
-    when ``fill`` is false (returns the count), written to out_mine / out_their when true."""
-    k = 0
+                their_start, their_items, key_mine, key_their, out, at):
+    """Every (point of a leaf site, point of a partner site in a neighbouring cell) pair as the
+    key mine * key_mine + theirs * key_their, written to out from index ``at`` on; an empty
+    ``out``: only counted. Returns the index after the last pair."""
+    k = at
+    fill = out.shape[0] > 0
     for q in range(leaf_sites.shape[0]):
         site = leaf_sites[q]
         cell = leaf_cells[q]
@@ -266,35 +268,38 @@ def _site_pairs(leaf_sites, leaf_cells, nb_start, nb_items, o_start, o_sites, mi
             near = nb_items[e]
             for f in range(o_start[near], o_start[near + 1]):
                 other = o_sites[f]
-                n_their = their_start[other + 1] - their_start[other]
                 if fill:
                     for i in range(mine_start[site], mine_start[site + 1]):
+                        base = mine_items[i] * key_mine
                         for j in range(their_start[other], their_start[other + 1]):
-                            out_mine[k] = mine_items[i]
-                            out_their[k] = their_items[j]
+                            out[k] = base + their_items[j] * key_their
                             k += 1
                 else:
-                    k += n_mine * n_their
+                    k += n_mine * (their_start[other + 1] - their_start[other])
     return k
 
 
-def _leaf_pairs(active, cell_of, pa, pb, src_leaf, tgt_on, tgt_leaf, src_on, members_s, members_t):
-    """Direct (source, target) point pairs of the sides that stop at this level: a stopping
-    source meets every target in its cell's neighbourhood, a stopping target every source."""
+def _leaf_pairs(active, cell_of, pa, pb, src_leaf, tgt_on, tgt_leaf, src_on, members_s, members_t, m: int):
+    """Direct (source, target) point pairs of the sides that stop at this level, as keys
+    source * m + target: a stopping source meets every target in its cell's neighbourhood, a
+    stopping target every source. One pass counts them, a second writes them."""
     n_cells = int(cell_of.max()) + 1
     nb_start, nb_items = _csr(pa, n_cells, pb)
-    parts = []
+    calls = []
     for leaf, other, leaf_is_source in ((src_leaf, tgt_on, True), (tgt_leaf, src_on, False)):
-        if not leaf.any():
-            continue
-        o_start, o_sites = _csr(cell_of[other], n_cells, active[other])
-        mine, theirs = (members_s, members_t) if leaf_is_source else (members_t, members_s)
-        args = (active[leaf], cell_of[leaf], nb_start, nb_items, o_start, o_sites, *mine, *theirs)
-        count = _site_pairs(*args, np.zeros(0, np.int64), np.zeros(0, np.int64), False)
-        out_mine, out_their = np.empty(count, np.int64), np.empty(count, np.int64)
-        _site_pairs(*args, out_mine, out_their, True)
-        parts.append((out_mine, out_their) if leaf_is_source else (out_their, out_mine))
-    return tuple(np.concatenate(x) for x in zip(*parts))
+        if leaf.any():
+            o_start, o_sites = _csr(cell_of[other], n_cells, active[other])
+            mine, theirs = (members_s, members_t) if leaf_is_source else (members_t, members_s)
+            scale = (m, 1) if leaf_is_source else (1, m)
+            calls.append((active[leaf], cell_of[leaf], nb_start, nb_items, o_start, o_sites, *mine, *theirs, *scale))
+    count = 0
+    for args in calls:
+        count = _site_pairs(*args, np.zeros(0, np.int64), count)
+    keys = np.empty(count, np.int64)
+    at = 0
+    for args in calls:
+        at = _site_pairs(*args, keys, at)
+    return keys
 
 
 def build_grid(model, rng: np.random.Generator, leaf: int = LEAF_PARTNERS, stop=None) -> GridGraph:
@@ -383,7 +388,7 @@ def build_grid(model, rng: np.random.Generator, leaf: int = LEAF_PARTNERS, stop=
         tgt_leaf = tgt_on & (partners_t <= leaf)
         if src_leaf.any() or tgt_leaf.any():
             dir_parts.append(_leaf_pairs(active, cell_of, pa, pb, src_leaf, tgt_on, tgt_leaf, src_on,
-                                         members_s, members_t))
+                                         members_s, members_t, model.m))
         poll(stop)
         src_hub_on = src_on & ~src_leaf
         tgt_hub_on = tgt_on & ~tgt_leaf
@@ -423,8 +428,14 @@ def build_grid(model, rng: np.random.Generator, leaf: int = LEAF_PARTNERS, stop=
         n_in += len(both)
         n_out += len(both)
     if dir_parts:
-        key = sorted_unique(np.concatenate([r for r, _ in dir_parts]) * model.m
-                             + np.concatenate([c for _, c in dir_parts]))
+        key = np.concatenate(dir_parts) if len(dir_parts) > 1 else dir_parts[0]
+        del dir_parts
+        key.sort()                             # in place (the pairs are the graph's largest array)
+        if len(key) > 1:
+            fresh = np.empty(len(key), dtype=bool)
+            fresh[0] = True
+            np.not_equal(key[1:], key[:-1], out=fresh[1:])
+            key = key[fresh]
         dir_src, dir_tgt = key // model.m, key % model.m
     else:
         dir_src = dir_tgt = np.zeros(0, dtype=np.int64)
