@@ -12,8 +12,10 @@
   KKT conditions do not see: no row there.
 - A.2 by ``scalar-global`` (the default method of :class:`~solvopt.dsl.ScalarGame`) from the
   bounds' midpoints and from the two published points: wall time, certified relative
-  exploitability, the point; and the published points' own certificate (their violation of the
-  bounds).
+  exploitability, the point; the same from the midpoints on the shipped file
+  (``instances/games/gnep/fk_a2.json``, enclosures by interval arithmetic on its expression trees
+  instead of the hand-derived ones); and the published points' own certificate (their violation of
+  the bounds).
 
     python benchmarks/games_production.py [--no-nashopt]
 
@@ -35,9 +37,11 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 
 from solvopt.games.gnep_library_extra import PUBLISHED, PUBLISHED_SECOND, a2_game
+from solvopt.games.instance import model_from_instance
 from solvopt.games.production import money_scale, production_exploitability
 from solvopt.games.production_library import PROBLEMS
 from solvopt.games.scalar_equilibrium import scalar_exploitability
+from solvopt.io import read_instance
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 
@@ -145,13 +149,17 @@ def nashopt_row(name="A.10a"):
 def a2_rows():
     game = a2_game()
     rows = []
-    for label, start in (("bounds' midpoints", None), ("published point", PUBLISHED),
-                         ("second published point", PUBLISHED_SECOND)):
+    starts = (("bounds' midpoints", None), ("published point", PUBLISHED), ("second published point", PUBLISHED_SECOND))
+    # the hand-derived enclosures, then the shipped file's (interval arithmetic on its expression trees)
+    shipped = pathlib.Path(__file__).resolve().parents[1] / "instances" / "games" / "gnep" / "fk_a2.json"
+    runs = [(game, "", label, start) for label, start in starts]
+    runs.append((model_from_instance(read_instance(str(shipped))), " (fk_a2.json)", starts[0][0], None))
+    for model, source, label, start in runs:
         t = time.perf_counter()
-        result = game.solve() if start is None else game.solve(start=start)
+        result = model.solve() if start is None else model.solve(start=start)
         wall = time.perf_counter() - t
         x = result.solution["actions"]
-        rows.append({"problem": "A.2", "method": result.method, "start": label,
+        rows.append({"problem": "A.2", "method": result.method + source, "start": label,
                      "termination": str(result.termination), "wall_s": wall,
                      "relative_exploitability": result.objective, "sweeps": result.stats["iterations"],
                      "actions": x.tolist()})

@@ -202,6 +202,18 @@ def test_scalar_status_does_not_depend_on_a_players_utility_units():
     assert r1.objective == pytest.approx(r0.objective, abs=1e-12)
 
 
+@pytest.mark.parametrize("factor", [1e-12, 1e12])
+def test_scalar_status_does_not_depend_on_every_utility_units(factor):
+    """Every cost times 1e-12 or 1e12 (the A.2 file's trees): optimal on the same segment, the same
+    measure. Before, 1e-12 stopped at once (the gains fell under an absolute floor) and 1e12 spent
+    its branch and bound on rounding."""
+    from solvopt.games.scaling import scalar_a2
+    r0, r1 = scalar_a2(1.0).solve(), scalar_a2(factor).solve()
+    assert r0.termination.value == r1.termination.value == "optimal"
+    assert np.allclose(r0.solution["actions"], r1.solution["actions"], atol=1e-12)
+    assert r1.objective <= 1e-9 and r1.stats["iterations"] == r0.stats["iterations"]
+
+
 def test_scalar_game_of_a_library_problem_with_concave_players_matches_its_equilibrium():
     """A.14 (concave switching utilities, equilibrium x_i = 0.09) through the same converter: scalar-global
     finds the library's closed-form equilibrium; a problem with vector players is refused."""

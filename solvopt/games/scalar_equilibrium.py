@@ -31,7 +31,7 @@ from .tracking import COMMON_HONOURS, EquilibriumRun
 
 def best_response(game, i: int, x, tol: float):
     """Player i's certified global best response at x: (GlobalMaximum, (L, U)), or (None, (L, U)) when its
-    interval is empty."""
+    interval is empty; ``tol`` is relative to its payoff's range on the interval (any utility units)."""
     x = np.asarray(x, dtype=float)
     lo, hi = game.interval(i, x)
     if lo > hi:
@@ -49,7 +49,7 @@ def best_response(game, i: int, x, tol: float):
     else:
         def enclose(a, b):
             return curvature_enclosure(lambda t: float(p.derivative(at(t))), float(p.curvature(at(a), a, b)))(a, b)
-    gm = global_maximum(f, lo, hi, derivative_range=enclose, tol=tol, candidates=(min(max(x[i], lo), hi),))
+    gm = global_maximum(f, lo, hi, derivative_range=enclose, tol=0.0, rtol=tol, candidates=(min(max(x[i], lo), hi),))
     return gm, (lo, hi)
 
 
@@ -126,7 +126,8 @@ class ScalarGlobal(Solver):
                         moved = True
                         continue
                     own = float(p.utility(_with(x, i, min(max(x[i], lo), hi))))
-                    if gm.value > own + inner * max(1.0, abs(own)):
+                    span = gm.upper - min(own, float(p.utility(_with(x, i, lo))), float(p.utility(_with(x, i, hi))))
+                    if gm.value > own + inner * span:    # a gain beyond the tolerance, in the payoff's range
                         moved = moved or gm.x != x[i]
                         x[i] = gm.x
                     else:

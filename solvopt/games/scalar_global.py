@@ -6,8 +6,11 @@ the *global* best response. :func:`global_maximum` finds it and proves it: on a 
 an enclosure [d_lo, d_hi] of f' gives f(x) <= min(f(l) + d_hi (x - l), f(r) - d_lo (r - x)), whose
 maximum over [l, r] is an upper bound of f there (f(l) when d_hi <= 0, f(r) when d_lo >= 0, else
 where the two lines meet). Intervals are split at their midpoint, best bound first; an interval
-whose bound is below the best value found (plus the tolerance) is dropped. The answer is the best
-point evaluated and a certified upper bound of the maximum; their difference is the gap.
+whose bound is below the best value found plus the tolerance is dropped. The tolerance is
+absolute (``tol``), relative to the function's range (``rtol`` times the bound minus the least of
+f at the ends and the candidates, so that it holds in any units of f), and never below rounding
+(a few thousand ulps of the values). The answer is the best point evaluated and a certified upper
+bound of the maximum; their difference is the gap.
 
 The derivative enclosure comes from the caller: ``derivative_range(l, r)`` directly, or a bound M
 on |f''| over the whole interval, with which f'([l, r]) lies within M (r - l) / 2 of the
@@ -75,8 +78,9 @@ def interval_bound(fl: float, fr: float, d_lo: float, d_hi: float, width: float)
 def global_maximum(f: Callable[[float], float], lo: float, hi: float, *,
                    derivative_range: Callable[[float, float], tuple] | None = None,
                    df: Callable[[float], float] | None = None, curvature: float | None = None,
-                   tol: float = 1e-12, max_intervals: int = 200_000, candidates=()) -> GlobalMaximum:
-    """A certified global maximum of f on [lo, hi] to absolute tolerance ``tol`` (see the module doc).
+                   tol: float = 1e-12, rtol: float = 0.0, max_intervals: int = 200_000,
+                   candidates=()) -> GlobalMaximum:
+    """A certified global maximum of f on [lo, hi] to tolerance ``tol`` + ``rtol`` x range (see the module doc).
 
     Give ``derivative_range(l, r)`` (an enclosure of f' on [l, r]) or ``df`` with ``curvature`` (a bound
     on |f''| over [lo, hi]). ``candidates`` are points worth evaluating first (e.g. the current action).
@@ -90,15 +94,22 @@ def global_maximum(f: Callable[[float], float], lo: float, hi: float, *,
         derivative_range = curvature_enclosure(df, curvature)
     fl, fr = float(f(lo)), float(f(hi))
     best_x, best = (lo, fl) if fl >= fr else (hi, fr)
+    low, size = min(fl, fr), max(abs(fl), abs(fr))
     for c in candidates:
         c = min(max(float(c), lo), hi)
         fc = float(f(c))
+        low, size = min(low, fc), max(size, abs(fc))
         if fc > best:
             best_x, best = c, fc
     if not np.isfinite(best):
         raise ModelError(f"the function is not finite on [{lo}, {hi}]")
     if hi == lo:
         return GlobalMaximum(lo, fl, fl, 1)
+    floor = max(float(tol), 512 * _ULP * size)
+
+    def settled(bound_: float) -> bool:
+        """Whether a bound is within the tolerance of the best value (nothing to gain below it)."""
+        return bound_ <= best + max(floor, rtol * (bound_ - low))
 
     def bound(a, b, fa, fb):
         d_lo, d_hi = derivative_range(a, b)
@@ -110,7 +121,7 @@ def global_maximum(f: Callable[[float], float], lo: float, hi: float, *,
     count, dropped = 1, -np.inf          # dropped: the largest bound of an interval let go
     while heap:
         neg, a, b, fa, fb = heap[0]
-        if -neg <= best + tol or count >= max_intervals:
+        if settled(-neg) or count >= max_intervals:
             break
         heapq.heappop(heap)
         if count % 64 == 1:
@@ -125,7 +136,7 @@ def global_maximum(f: Callable[[float], float], lo: float, hi: float, *,
         for u, v, fu, fv in ((a, mid, fa, fm), (mid, b, fm, fb)):
             ub = bound(u, v, fu, fv)
             count += 1
-            if ub > best + tol:
+            if not settled(ub):
                 heapq.heappush(heap, (-ub, u, v, fu, fv))
             else:
                 dropped = max(dropped, ub)

@@ -2,9 +2,9 @@
 
 Scale: every payoff multiplied by ``factor`` (pseudo-games: the utilities' coefficients; Fisher
 markets: the budgets, and separately the utilities' values; Arrow-Debreu: the values; Markov and
-linear-quadratic Markov games: every reward; economies with production: the utilities' values,
-and separately the goods' units). The equilibria do not move, the exploitability is
-linear in the payoffs (for markets: in the budgets, invariant in the values, since a buyer's
+linear-quadratic Markov games: every reward; economies with production: the utilities' values (log
+or quadratic), and separately the goods' units; scalar games: every cost). The equilibria do not
+move, the exploitability is linear in the payoffs (for markets: in the budgets, invariant in the values, since a buyer's
 regret is measured in money) and the status must not change. Markov exchange economies: every
 consumer's utility values (the exploitability is in money: invariant), and separately the money
 unit (goods price sum, asset returns and asset price cap: linear).
@@ -178,10 +178,35 @@ def production_goods(factor: float):
     return _production(goods_factor=factor)
 
 
+def production_quadratic(factor: float):
+    """An economy with production whose consumers have satiable quadratic utilities b.x - 0.5 x'Qx,
+    Q and b times ``factor`` (demand unchanged; the exploitability, in money, is invariant)."""
+    from solvopt.dsl import ProductionEconomy
+    from solvopt.dsl.quadratic_utility import Quadratic
+    rng = np.random.default_rng(1)
+    roots = rng.uniform(-0.5, 0.5, size=(3, 3, 3)) + 2.0 * np.eye(3)
+    Q = np.einsum("kij,klj->kil", roots, roots)
+    b = rng.uniform(5.0, 15.0, size=(3, 3))
+    endowments = rng.uniform(0.5, 3.0, size=(3, 3))
+    return ProductionEconomy(Quadratic(Q * factor, b * factor), endowments, np.array([1.0, 2.0]))
+
+
+def scalar_a2(factor: float):
+    """Problem A.2 (a ``scalar_game``: costs not convex in the own action) with every cost times
+    ``factor``; the certificate divides by each payoff's range, so it is invariant."""
+    from .gnep_library import problem
+    from .scalar_instance import scalar_game_from_json
+    data = problem("A.2").instance()
+    for player in data["players"]:
+        player["cost"]["expression"] = {"op": "mul", "args": [factor, player["cost"]["expression"]]}
+    return scalar_game_from_json(data)
+
+
 def scale_cases() -> list[ScaleCase]:
     """Each case stops at a small iteration limit, certified at every iteration: the exploitability
     there is far above rounding, so its law is testable (a converged run's is rounding, whose
     relative size no law fixes); tests/test_games_scale.py checks the converged statuses and points."""
+    from .gnep_library_extra import PUBLISHED
     every = {"iteration_limit": 6, "check_every": 1}
     return [
         # the static methods' face-Newton polish lands on the equilibrium at once (rounding): off here
@@ -219,6 +244,12 @@ def scale_cases() -> list[ScaleCase]:
                   {"iteration_limit": 0}, rtol=1e-9),
         ScaleCase("production-goods", production_goods, linear, ("production-root", "auto"),
                   {"iteration_limit": 0}, rtol=1e-9),
+        ScaleCase("production-quadratic-values", production_quadratic, invariant, ("production-root", "auto"),
+                  {"iteration_limit": 0}, rtol=1e-9),
+        # from the published point (outside the bounds) one sweep leaves a certificate far above
+        # rounding; the next lands on the equilibrium segment
+        ScaleCase("scalar-a2", scalar_a2, invariant, ("scalar-global",),
+                  {"iteration_limit": 1, "start": PUBLISHED.tolist()}, rtol=1e-9),
     ]
 
 
