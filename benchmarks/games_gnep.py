@@ -3,8 +3,10 @@
 For each instance solvopt states (the twelve with shared or own rows, A.1, A.11-A.18 with
 A.16a-d, whose default method computes the variational equilibrium; and the generalized Nash
 problems proper A.3-A.5, A.7, A.8, with player-specific coupled rows, whose default method
-gnep-kkt computes a GNE; and A.6, A.9a, A.9b, whose players have convex nonlinear constraints, also
-gnep-kkt; see ``solvopt.games.gnep_library``): our default method's wall time,
+gnep-kkt computes a GNE; A.6, A.9a, A.9b, whose players have convex nonlinear constraints, also
+gnep-kkt; and A.2, whose costs are not convex in the own action, by scalar-global, certified global
+best responses, its exploitability relative to each payoff's range; see
+``solvopt.games.gnep_library``): our default method's wall time,
 termination, certified exploitability and VE gap (VE problems only), the time at which the
 certified exploitability first reached 1e-6,
 the largest regret scipy's best responses find at our point (independent of our solvers), and
@@ -40,7 +42,8 @@ from datetime import datetime, timezone
 import numpy as np
 
 from solvopt.games.exploitability import static_exploitability, ve_gap
-from solvopt.games.gnep_library import GENERAL, NAMES, NONLINEAR, problem
+from solvopt.games.gnep_library import GENERAL, NAMES, NONCONCAVE, NONLINEAR, problem
+from solvopt.games.scalar_equilibrium import scalar_exploitability
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 
@@ -137,11 +140,15 @@ def run_nashopt(p):
         return {"error": f"{type(exc).__name__}: {exc}", "version": version("nashopt")}
     wall = time.perf_counter() - start
     x = np.clip(np.asarray(sol.x, dtype=float)[:p.n], p.lb, p.ub)
-    data = p.model().data()
+    model = p.model()
+    if p.nonconcave:            # certified global best responses, relative to each payoff's range
+        exploitability, gap = scalar_exploitability(model, x).value, None
+    else:
+        data = model.data()
+        exploitability, gap = static_exploitability(data, x).value, None if p.coupled else ve_gap(data, x).value
     return {"version": version("nashopt"), "wall_s": wall, "jit_s": float(sol.stats.jax_jit_time),
             "solve_without_jit_s": float(sol.stats.elapsed_time - sol.stats.jax_jit_time),
-            "exploitability": static_exploitability(data, x).value,
-            "ve_gap": None if p.coupled else ve_gap(data, x).value, "rows_shared": p.coupled,
+            "exploitability": exploitability, "ve_gap": gap, "rows_shared": p.coupled,
             "scipy_max_regret": float(p.scipy_regrets(x).max()), "published_distance": _distance(p, x),
             "actions": x.tolist()}
 
@@ -158,8 +165,10 @@ def markdown(meta, rows) -> str:
     lines = ["# Facchinei-Kanzow GNEP library: solvopt (default method) and nashopt", "",
              "Equilibrium computed: the VE where every coupled row is shared (A.1, A.11-A.18), a GNE on the "
              "generalized Nash problems proper (A.3-A.5, A.7, A.8: player-specific coupled rows; A.6, A.9a, A.9b: "
-             "player-specific convex nonlinear constraints; method gnep-kkt). nashopt states shared constraints "
-             "only (linear and nonlinear): on those eight it solves the game with every constraint shared (its GNE "
+             "player-specific convex nonlinear constraints; method gnep-kkt), and a GNE with certified global best "
+             "responses on A.2 (costs not convex in the own action; method scalar-global; its exploitability is "
+             "relative to each payoff's range on its interval). nashopt states shared constraints "
+             "only (linear and nonlinear): on those nine it solves the game with every constraint shared (its GNE "
              "mode: on A.9 each player then also faces the others' rate constraints, another game), and its point "
              "is certified on the true problem.", "",
              f"Run {meta['date']} on {meta['machine']} ({meta['cpus']} CPUs, {meta.get('usable_cpus', '?')} usable by "
@@ -233,7 +242,7 @@ def main(argv=None):
     ap.add_argument("--no-nashopt", action="store_true")
     ap.add_argument("--out", default=str(RESULTS / "games_gnep"))
     args = ap.parse_args(argv)
-    names = args.only or NAMES + list(GENERAL) + list(NONLINEAR)
+    names = args.only or NAMES + list(GENERAL) + list(NONLINEAR) + list(NONCONCAVE)
     rows = []
     for name in names:
         p = problem(name)
