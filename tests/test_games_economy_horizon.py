@@ -98,16 +98,29 @@ def test_leontief_paper_economy_with_its_horizon_has_a_certified_equilibrium():
     assert np.allclose(profile.portfolio[2:29, :, 0], econ.holding_limit[0])
 
 
-def test_forward_construction_is_not_claimed_where_it_fails():
-    # Cobb-Douglas: in the second period nobody has money left at the lowest return, the construction
-    # puts the whole price on the scarcest good and consumers who value the others regret it; the
-    # certificate says so (an equilibrium there needs consumers indifferent between the asset and
-    # consumption, which the construction does not solve for)
+def test_cobb_douglas_paper_economy_with_its_horizon_needs_indifferent_consumers():
+    # in the second period nobody can afford the limit: the first construction puts the whole price
+    # on the scarcest good, and Cobb-Douglas consumers would rather buy the nearly free others (the
+    # certificate says so); the rounds make them indifferent at the value of investing
     econ = paper_with_horizon("cd_deterministic")
-    _, _, m = forward_equilibrium(econ)
-    assert m["horizon_relative_exploitability"] > 1.0
+    _, _, first = forward_equilibrium(econ, rounds=0)
+    assert first["horizon_relative_exploitability"] > 1.0
+    x, profile, m = forward_equilibrium(econ, rounds=3)
+    assert m["rounds"] == 3 and m["horizon_relative_exploitability"] < 1e-4
+    regrets = _finite_horizon_regrets(econ, x, profile)
+    scale = m["horizon_endowment_value"]
+    assert np.all(regrets >= -1e-9 * scale)
+    assert regrets.sum() <= m["consumer_regret"] + 1e-9 * scale      # the certificate is an upper bound
+    # in the second period every consumer holds less than the limit
+    assert np.all(profile.portfolio[1, :, 0] < econ.holding_limit[0])
+
+
+def test_forward_equilibrium_refuses_what_it_does_not_build():
+    base = ec.random_economy(3, 2, 1, 3, "leontief", stochastic=False, seed=0)
+    bundles = np.ones((3, 1, 2))
     with pytest.raises(NotImplementedError, match="uniform"):
-        base = ec.random_economy(3, 2, 1, 3, "leontief", stochastic=False, seed=0)
-        bundles = np.ones((3, 1, 2))
         forward_equilibrium(MarkovExchangeEconomy(base.utility, base.endowments, base.transitions, 0.9,
                                                   initial=[1.0, 0, 0], asset_returns=bundles, horizon=3))
+    with pytest.raises(NotImplementedError, match="bundle"):
+        forward_equilibrium(MarkovExchangeEconomy(base.utility, base.endowments, base.transitions, 0.9,
+                                                  initial=[1.0, 0, 0], asset_returns=base.asset_returns, horizon=3))

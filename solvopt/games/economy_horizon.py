@@ -99,12 +99,13 @@ def _fisher_prices(utility, budgets, supply) -> np.ndarray:
     return p * (budgets.sum() / (p @ supply))          # Walras' law fixes the scale
 
 
-def _period(econ, e, bundle, carried, q):
+def _period(econ, e, bundle, carried, q, corner=None):
     """Period prices, holdings and consumption: every consumer buys the asset at q with what it has,
     up to the holding limit (none when q = 0: nothing is paid after the last period), and spends the
     rest; the goods left after the auctioneer takes q Y / price_sum of each (its zero regret at the
     cap) clear as a Fisher market. The budgets depend on the prices only through R = p . bundle
-    (endowments uniform over goods), so the prices are a root in R."""
+    (endowments uniform over goods), so the prices are a root in R. When nobody has money left at
+    the lowest return, the whole price goes to the scarcest good and ``corner`` (a list) is told."""
     total, h, N = econ.price_sum, econ.holding_limit[0], econ.n_consumers
     c = e[:, 0] * total                                  # p . e_i at any prices on the simplex
     supply = e.sum(axis=0) + carried.sum() * bundle
@@ -126,6 +127,8 @@ def _period(econ, e, bundle, carried, q):
         p, y, budgets = parts(0.0)
     elif gap(lo_R) <= -total * (1 - 1e-12):
         # nobody has money left at the lowest return: the scarcest good carries the whole price
+        if corner is not None:
+            corner.append(True)
         _, y, budgets = parts(lo_R)
         p = np.zeros_like(bundle)
         p[np.argmin(bundle)] = total
@@ -137,14 +140,76 @@ def _period(econ, e, bundle, carried, q):
     return p, y, x
 
 
-def forward_equilibrium(econ):
+def _indifferent_period(econ, e, bundle, carried, q, kappa):
+    """Period prices and holdings where consumers may be indifferent between the asset and
+    consumption: unknowns log p and the money W_i each spends, with Fischer-Burmeister
+    FB(W_i, log kappa_i - log beta_i(p)) = 0 (spend only where money buys at least kappa_i, the
+    value of investing it) and the goods left after the auctioneer's share cleared. Solved by
+    Levenberg-Marquardt along a continuation from kappa x 1000 (everyone invests; the scarcest good
+    carries the price) down to kappa. Returns prices, holdings, consumption and the residual."""
+    from scipy.optimize import least_squares
+    total, N, M = econ.price_sum, econ.n_consumers, econ.n_goods
+    supply = e.sum(axis=0) + carried.sum() * bundle
+    rate = ec.money_rates(econ)
+
+    def parts(z):
+        p = np.exp(np.clip(z[:M], -300, 300))
+        return p, z[M:], e @ p + (p @ bundle) * carried
+
+    def residual(z, target):
+        p, W, cash = parts(z)
+        g = np.log(target) - np.log(econ.utility.indirect(p[None], 1.0).reshape(-1) / rate)
+        fb = W + g - np.sqrt(W ** 2 + g ** 2)
+        demand = econ.utility.demand(p[None], np.maximum(W, 0.0)).reshape(N, M).sum(axis=0)
+        left = supply - (cash - W).sum() / total       # the auctioneer's share: q Y / price_sum of each
+        return np.concatenate([(demand - left) / supply, fb, [(p.sum() - total) / total]])
+
+    start = np.full(M, 1e-2 * total / M)
+    start[np.argmin(bundle)] = total - start.sum() + start[0]
+    z = np.concatenate([np.log(start), np.zeros(N)])
+    for scale in np.append(np.geomspace(1e3, 1.0, 40), 1.0):
+        res = least_squares(residual, z, args=(scale * kappa,), method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15,
+                            max_nfev=5000)
+        z = res.x
+    p, W, cash = parts(z)
+    p = total * p / p.sum()
+    W = np.maximum(W, 0.0)
+    return p, (cash - W) / q, econ.utility.demand(p[None], W).reshape(N, M), float(np.abs(res.fun).max())
+
+
+def _investing_values(econ, chain, prof, T):
+    """(T-1, N) kappa_t: the money value at t of a unit invested at t, gamma R_{t+1} mu_{t+1} / q_t,
+    with mu_t the value of money at t along the profile: beta_t where the consumer spends, the larger
+    of beta_t and kappa_t where it invests all it has; mu_{T-1} = beta_{T-1} (money values in the
+    certificate's unit)."""
+    p, q = prof.prices[:T], prof.asset_prices[:T, 0]
+    beta = ec.bang_per_buck(econ, p) / ec.money_rates(econ)
+    R = np.einsum("tm,tm->t", p, econ.asset_bundles[:T, 0])
+    W = ec.wealth(econ, chain, prof.prices, prof.asset_prices, prof.portfolio)[:T]
+    mu = beta[T - 1]
+    kappa = np.zeros((T - 1, econ.n_consumers))
+    for t in range(T - 2, -1, -1):
+        kappa[t] = econ.discount * R[t + 1] * mu / q[t]
+        spends = W[t] > 1e-9 * np.maximum(1.0, np.abs(W[t]))
+        mu = np.where(spends, beta[t], np.maximum(beta[t], kappa[t]))
+    return kappa
+
+
+def forward_equilibrium(econ, rounds=8, tolerance=1e-9):
     """A profile of the finite-horizon economy ``econ`` built period by period (:func:`_period`;
     the start: prices uniform, everyone buys the asset with its endowment's value), certified on
-    the expanded economy. Returns (expanded, profile, metrics); metrics are the certificate's
+    the expanded economy. Where a period leaves nobody money to spend at the lowest return (the
+    whole price on the scarcest good: an equilibrium for Leontief consumers, not for Cobb-Douglas
+    ones, who would buy the nearly free goods), up to ``rounds`` rounds re-solve the first such
+    period with consumers indifferent at the value of investing (:func:`_indifferent_period`,
+    values from the last round's profile) and rebuild the periods after it; the best certified
+    profile is kept, and the rounds stop once its relative exploitability is at most ``tolerance``.
+    Returns (expanded, profile, metrics); metrics are the certificate's
     (:func:`solvopt.games.economy.metrics`) plus ``horizon_endowment_value`` (sum over the T periods
-    of gamma^t p_t . E_t) and ``horizon_relative_exploitability`` (the exploitability divided by it).
-    Economies of the paper's kind only: one asset, the asset price at the cap in every period but the
-    last; endowments uniform over goods after the start (otherwise NotImplementedError)."""
+    of gamma^t p_t . E_t), ``horizon_relative_exploitability`` (the exploitability divided by it)
+    and ``rounds``. Economies of the paper's kind only: one asset paying a bundle, the asset price at
+    the cap in every period but the last; endowments uniform over goods after the start (otherwise
+    NotImplementedError)."""
     x = time_expanded(econ)
     big = x.economy
     if big.n_assets != 1 or big.asset_bundles is None:
@@ -162,18 +227,48 @@ def forward_equilibrium(econ):
     holdings.append(y)
     consumption.append(big.utility.demand(p0[None], cash - cap * y).reshape(N, M))
     asset_prices.append(cap)
+    corners = []
     for t in range(1, T + 1):                           # the periods, then the terminal state
         q = cap if t < T - 1 else 0.0
-        p, y, xt = _period(big, E[t], big.asset_bundles[t, 0], holdings[-1], q)
+        corner: list[bool] = []
+        p, y, xt = _period(big, E[t], big.asset_bundles[t, 0], holdings[-1], q, corner)
+        if corner:
+            corners.append(t)
         prices.append(p)
         holdings.append(y)
         consumption.append(xt)
         asset_prices.append(q)
     chain = ec.pair_chain(big)
-    profile = ec.Profile(np.array(prices)[chain.world], np.array(asset_prices)[chain.world][:, None],
-                         np.array(consumption)[chain.world], np.array(holdings)[:, :, None])
-    metrics = ec.metrics(big, chain, profile)
-    value = float(sum(big.discount ** t * prices[t] @ E[t].sum(axis=0) for t in range(T)))
-    metrics["horizon_endowment_value"] = value
-    metrics["horizon_relative_exploitability"] = metrics["exploitability"] / value
+
+    def certified():
+        prof = ec.Profile(np.array(prices)[chain.world], np.array(asset_prices)[chain.world][:, None],
+                          np.array(consumption)[chain.world], np.array(holdings)[:, :, None])
+        m = ec.metrics(big, chain, prof)
+        m["horizon_endowment_value"] = float(sum(big.discount ** t * prices[t] @ E[t].sum(axis=0) for t in range(T)))
+        m["horizon_relative_exploitability"] = m["exploitability"] / m["horizon_endowment_value"]
+        return prof, m
+
+    profile, metrics = certified()
+    latest = profile
+    metrics["rounds"] = 0
+    # Cobb-Douglas consumers do not leave the other goods almost free: where the corner was taken,
+    # re-solve with consumers indifferent at the value of investing, from the profile's money values
+    lo, hi = -big.borrowing_limit[0], big.holding_limit[0]
+    for k in range(rounds if corners and big.utility.kind != "leontief" else 0):
+        if metrics["horizon_relative_exploitability"] <= tolerance:
+            break
+        kappa = _investing_values(big, chain, latest, T)
+        first = corners[0]
+        p, y, xt, res = _indifferent_period(big, E[first], big.asset_bundles[first, 0], holdings[first - 1],
+                                            asset_prices[first], kappa[first])
+        if res > 1e-8 or np.any(y < lo - 1e-9) or np.any(y > hi + 1e-9):
+            break
+        prices[first], holdings[first], consumption[first] = p, y, xt
+        for t in range(first + 1, T + 1):
+            prices[t], holdings[t], consumption[t] = _period(big, E[t], big.asset_bundles[t, 0], holdings[t - 1],
+                                                             asset_prices[t])
+        latest, m = certified()
+        m["rounds"] = k + 1
+        if m["exploitability"] < metrics["exploitability"]:
+            profile, metrics = latest, m
     return x, profile, metrics
