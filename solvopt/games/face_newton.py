@@ -88,16 +88,29 @@ def face_newton(game, K: Polyhedron, a):
         return None
 
 
-def _face_newton(game, K: Polyhedron, a):
+def _activity(K: Polyhedron, a, A):
+    """(at_lb, at_ub, up, low): the bounds and row sides within FACE_TOL of ``a`` (A: K's rows, dense)."""
     lb, ub = K.lb, K.ub
     with np.errstate(invalid="ignore"):
         at_lb = np.isfinite(lb) & (np.abs(a - lb) <= FACE_TOL * (1.0 + np.abs(lb)))
         at_ub = np.isfinite(ub) & (np.abs(a - ub) <= FACE_TOL * (1.0 + np.abs(ub))) & ~at_lb
-    A = K.A.toarray() if K.A.shape[0] else np.zeros((0, game.n))
     r = A @ a
     with np.errstate(invalid="ignore"):
         up = np.isfinite(K.hi) & (np.abs(r - K.hi) <= FACE_TOL * (1.0 + np.abs(K.hi)))
         low = np.isfinite(K.lo) & (np.abs(r - K.lo) <= FACE_TOL * (1.0 + np.abs(K.lo))) & ~up
+    return at_lb, at_ub, up, low
+
+
+def active_face(K: Polyhedron, a) -> bytes:
+    """The face of K active at ``a`` (what :func:`face_newton` solves on), as a key to compare faces."""
+    a = np.asarray(a, dtype=float)
+    return np.concatenate(_activity(K, a, K.A)).tobytes()
+
+
+def _face_newton(game, K: Polyhedron, a):
+    lb, ub = K.lb, K.ub
+    A = K.A.toarray() if K.A.shape[0] else np.zeros((0, game.n))
+    at_lb, at_ub, up, low = _activity(K, a, A)
     act = np.flatnonzero(up | low)
     rhs = np.where(up, K.hi, K.lo)[act]
     fixed = at_lb | at_ub

@@ -58,7 +58,7 @@ ARMIJO = 1e-4
 NEWTON_ITERATIONS = 200  # Newton steps of one run (the iteration limit, a time limit and Ctrl-C stop it earlier)
 STALL_WINDOW = 30        # a run whose merit has not halved over this many steps has stalled
 RESTARTS = 20            # new runs from the best responses at the last certified point, after a stall
-FINISH_STEPS = 2        # Newton steps after the first point certified within the tolerance (each certified too)
+FINISH_STEPS = 2        # Newton steps after the first point certified within the tolerance (the last certified)
 DESCENT = 1e-10         # a Newton direction must satisfy grad Psi . d <= -DESCENT ||d||^2.1
 
 
@@ -308,7 +308,8 @@ class GNEPKKT(Solver):
     honours = COMMON_HONOURS
     capabilities = ("pseudo_game",)
     options = (TOLERANCE, START,
-               Option("check_every", int, 5, "certify every this many Newton steps (and when the residual is small)"))
+               Option("check_every", int, 5, "certify every this many Newton steps if the residual fell tenfold "
+                                 "(and whenever it is small or fell 1000-fold)"))
 
     @classmethod
     def compile(cls, model):
@@ -393,24 +394,38 @@ class GNEPKKT(Solver):
 
     @staticmethod
     def _newton(system, x0, certify, run, done, every):
-        """One Newton run from x0, certifying as it goes: (within the tolerance, stop the method, last step)."""
-        last, pending, it, within = np.inf, None, done, False
+        """One Newton run from x0, certifying as it goes: (within the tolerance, stop the method, last step).
+
+        Far from a solution a certificate costs more than it tells, so a step is certified only when its
+        residual is small (<= 1e-7), has fallen 1000-fold since the last certified step, or, every ``every``
+        steps, tenfold; the run's last point (converged, stalled or stopped by the iteration limit) is
+        certified too. After the first point within the tolerance up to FINISH_STEPS more steps are taken
+        and only the last is certified (the best certified point is what the run returns)."""
+        last, pending, it, within = None, None, done, False
         extra = FINISH_STEPS                  # Newton steps still taken once a point is certified
         for step, x, norm in solve_kkt(system, x0, iterations=NEWTON_ITERATIONS):
             it = done + step
-            small = norm <= 1e-7 or norm <= 1e-3 * last
-            checked = within or small or step % every == 0
-            if checked and certify(it, x):
-                within = True
-            if small:
-                last = norm
-            pending = None if checked else x
             if within:                        # quadratic convergence: a few more steps cost little and sharpen
                 extra -= 1
-                if extra < 0 or norm <= 1e-14:
+                if extra <= 0 or norm <= 1e-14 or run.should_stop(it):
+                    certify(it, x)
                     return True, True, it
+                pending = x
+                continue
+            if last is None:                  # the first step: the scale the residual falls from
+                last = norm
+            small = norm <= 1e-7 or norm <= 1e-3 * last or (step % every == 0 and norm <= 0.1 * last)
+            if small and certify(it, x):
+                within = True
+                if run.best_score == 0.0:     # nothing left to sharpen
+                    return True, True, it
+            if small:
+                last = norm
+            pending = None if small else x
             if run.should_stop(it):
+                if pending is not None and run.stopped is Termination.ITERATION_LIMIT:
+                    within = certify(it, pending) or within
                 return within, True, it
         if pending is not None:               # the run ended (converged or stalled): its last point, certified
-            within = certify(it, pending)
+            within = certify(it, pending) or within
         return within, within, it

@@ -20,6 +20,11 @@ Both methods work on K = {a : bounds, own rows, shared rows} and return the iter
 the iterate (:mod:`solvopt.games.face_newton`, option ``polish``): the first-order iterates find
 the face early and the point itself slowly; the polished point is kept only if it certifies.
 
+**Checks.** Every ``check_every`` iterations, but a check certifies only when the natural residual
+||a - P_K(a - F(a))|| has fallen tenfold since the last certificate, the active face has changed
+(a new polish), or CHECK_PATIENCE checks were skipped; a stop certifies its point. The VE gap is
+bounded only for a point whose exploitability does not already rule it out as the best.
+
 **Scale.** Both methods run on the game's unit frame (:mod:`solvopt.games.frame`): each action
 measured in its own range, each row divided by its largest coefficient, every payoff divided by
 the payoff scale. Every inner test and step (feasibility, projections, best responses, the
@@ -42,12 +47,13 @@ from .exploitability import (
     static_exploitability,
     ve_gap,
 )
-from .face_newton import face_newton, pseudo_gradient
+from .face_newton import active_face, face_newton, pseudo_gradient
 from .frame import UnitFrame
 from .projection import check_stop, stopping_at
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
 DEFAULT_TOLERANCE = 1e-9
+CHECK_PATIENCE = 4       # checks skipped in a row at most (see ``due`` in the solve)
 
 
 TOLERANCE = Option("tolerance", positive_number, DEFAULT_TOLERANCE,
@@ -171,8 +177,10 @@ class _StaticSolver(Solver):
         polish = options.extra.get("polish", True)
 
         def certify_point(it, a):
-            return run.record(it, a, frame.in_user_units(static_exploitability(game, a)),
-                              also=ve_gap(game, a, K).value * scale)
+            e = frame.in_user_units(static_exploitability(game, a))
+            # the VE gap only where the point may still be the best: a larger exploitability alone rules it out
+            worse = run.best_score is not None and e.value > run.best_score
+            return run.record(it, a, e, also=None if worse else ve_gap(game, a, K).value * scale)
 
         def certify(it, a):
             if polish:                               # Newton on the iterate's face: certified like any point
@@ -181,15 +189,32 @@ class _StaticSolver(Solver):
                     return True
             return certify_point(it, a)
 
+        gate: dict = {"residual": None, "face": None, "skipped": 0}
+
+        def due(a):
+            """Whether a check certifies ``a``. Far from a solution a certificate costs more than it tells:
+            only when the natural residual ||a - P_K(a - F(a))|| has fallen tenfold since the last certified
+            check, the active face (what the polish solves on) has changed, or CHECK_PATIENCE checks passed."""
+            r = float(np.abs(a - K.project(a - pseudo_gradient(game, a))).max(initial=0.0))
+            face = active_face(K, a)
+            if gate["residual"] is not None and r > 0.1 * gate["residual"] and face == gate["face"] \
+                    and gate["skipped"] < CHECK_PATIENCE:
+                gate["skipped"] += 1
+                return False
+            gate.update(residual=r, face=face, skipped=0)
+            return True
+
         with run.guard():
             with stopping_at(run.first_deadline()):      # the start's certificate: a returned point
                 first = certify(0, a)
+                gate.update(residual=np.inf, face=active_face(K, a))
             if not first:
                 for it, point in self.iterate(game, K, a, options):
-                    if it % every == 0 and certify(it, point):
+                    checked = it % every == 0 and due(point)
+                    if checked and certify(it, point):
                         break
                     if run.should_stop(it):
-                        if it % every:
+                        if not checked:
                             certify(it, point)
                         break
         best = None if run.best_point is None else frame.to_user(run.best_point)
