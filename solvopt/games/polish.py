@@ -75,12 +75,7 @@ class LinearMarket:
     # --- a support forest: potentials, component money balance, spending ---------------------
     def components(self, forest):
         """(label, count): the connected components of the forest over buyers (0..n-1) and goods (n..n+m-1)."""
-        import scipy.sparse as sp
-        from scipy.sparse.csgraph import connected_components
-        buyer, good = forest
-        nodes = self.n + self.m
-        ncomp, label = connected_components(sp.csr_matrix((np.ones(len(buyer)), (buyer, self.n + good)),
-                                                          shape=(nodes, nodes)), directed=False)
+        label, ncomp, _, _, _ = forest_traversal(forest[0], forest[1], self.n, self.n + self.m)
         return label, ncomp
 
     def potentials(self, forest):
@@ -127,43 +122,87 @@ class LinearMarket:
         return x, p
 
 
-def forest_flows(buyer, good, n, demand, label):
+def forest_flows(buyer, good, n, demand, label=None):
     """Flows on the forest edges (buyer_e, good_e) with every node's incident flows summing to its demand.
 
-    Nodes are buyers 0..n-1 and goods n..; ``label`` their forest components (each balanced).
-    Leaves first: a node's remaining demand is the flow to its parent (breadth-first order from
-    one root per component, then a Numba loop in reverse). :func:`forest_flows_reference` is the
-    same by a sparse solve.
+    Nodes are buyers 0..n-1 and goods n..; each forest component balanced (``label``, its
+    components, is not needed: the traversal finds them). Leaves first: a node's remaining demand
+    is the flow to its parent (breadth-first order from one root per component, then the order in
+    reverse). :func:`forest_flows_reference` is the same by a sparse solve.
     """
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import breadth_first_order
-    nodes, k = len(demand), len(buyer)
-    roots = np.unique(label, return_index=True)[1]
-    ends = (np.concatenate([buyer, roots]), np.concatenate([n + good, np.full(len(roots), nodes)]))
-    graph = sp.csr_matrix((np.ones(k + len(roots)), ends), shape=(nodes + 1, nodes + 1))
-    order, pred = breadth_first_order(graph, nodes, directed=False)   # from a super-root joined to the roots
-    child = np.where(pred[n + good] == buyer, n + good, buyer)
-    edge_of = np.zeros(nodes, dtype=np.int64)
-    edge_of[child] = np.arange(k)
-    return _peel()(order.astype(np.int64), pred.astype(np.int64), edge_of, np.asarray(demand, dtype=float), k, nodes)
+    demand = np.asarray(demand, dtype=float)
+    _, _, order, pred, pred_edge = forest_traversal(buyer, good, n, len(demand))
+    return _kernels()[1](order, pred, pred_edge, demand, len(buyer))
+
+
+def forest_traversal(buyer, good, n, nodes):
+    """(label, count, order, pred, pred_edge) of the forest's edges (buyer_e, n + good_e) over ``nodes`` nodes:
+    its components numbered from the lowest node (scipy's numbering), a breadth-first order from each
+    component's lowest node, each node's parent (-1 at a root) and the edge to it. One Numba pass, no
+    sparse matrix: the active-set polish calls it at every step."""
+    return _kernels()[0](np.asarray(buyer, dtype=np.int64), np.asarray(good, dtype=np.int64) + n, nodes)
 
 
 @functools.cache
-def _peel():
-    """:func:`_peel_loop` compiled by Numba (on first use: importing this module stays light)."""
+def _kernels():
+    """:func:`_traverse_loop` and :func:`_peel_loop` compiled by Numba (on first use: importing stays light)."""
     from numba import njit
-    return njit(cache=True)(_peel_loop)
+    return njit(cache=True)(_traverse_loop), njit(cache=True)(_peel_loop)
 
 
-def _peel_loop(order, pred, edge_of, demand, k, source):
+def _traverse_loop(tail, head, nodes):
+    """Breadth-first traversal of the undirected edges (tail_e, head_e): see :func:`forest_traversal`."""
+    k = len(tail)
+    start = np.zeros(nodes + 1, dtype=np.int64)
+    for e in range(k):
+        start[tail[e] + 1] += 1
+        start[head[e] + 1] += 1
+    for v in range(nodes):
+        start[v + 1] += start[v]
+    fill = start[:-1].copy()
+    other = np.empty(2 * k, dtype=np.int64)
+    edge = np.empty(2 * k, dtype=np.int64)
+    for e in range(k):
+        a, b = tail[e], head[e]
+        other[fill[a]], edge[fill[a]] = b, e
+        fill[a] += 1
+        other[fill[b]], edge[fill[b]] = a, e
+        fill[b] += 1
+    label = np.full(nodes, -1, dtype=np.int64)
+    order = np.empty(nodes, dtype=np.int64)
+    pred = np.full(nodes, -1, dtype=np.int64)
+    pred_edge = np.full(nodes, -1, dtype=np.int64)
+    count, end = 0, 0
+    for root in range(nodes):
+        if label[root] >= 0:
+            continue
+        label[root] = count
+        order[end] = root
+        front = end
+        end += 1
+        while front < end:
+            v = order[front]
+            front += 1
+            for j in range(start[v], start[v + 1]):
+                w = other[j]
+                if label[w] < 0:
+                    label[w] = count
+                    pred[w], pred_edge[w] = v, edge[j]
+                    order[end] = w
+                    end += 1
+        count += 1
+    return label, count, order, pred, pred_edge
+
+
+def _peel_loop(order, pred, pred_edge, demand, k):
     """Reverse breadth-first order: the flow to a node's parent is what its subtree still needs."""
     left = demand.copy()
     flows = np.zeros(k)
-    for idx in range(len(order) - 1, 0, -1):
+    for idx in range(len(order) - 1, -1, -1):
         node = order[idx]
         parent = pred[node]
-        if parent != source:
-            flows[edge_of[node]] = left[node]
+        if parent >= 0:
+            flows[pred_edge[node]] = left[node]
             left[parent] -= left[node]
     return flows
 
