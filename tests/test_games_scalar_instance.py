@@ -215,3 +215,41 @@ def test_each_kind_is_detected_and_built_through_the_family(path, fmt, model, tm
         instance = read_instance(str(copy))
         assert instance.format == fmt
         assert type(get_family("games").build_model(instance)).__name__ == model
+
+
+# --- mutated files: built and solved-step evaluated, or one SolvoptError ------------------------------
+_VALUES = st.one_of(st.sampled_from([None, True, "x", {}, [], [1, 2], [[1.0] * 10], 0, -1, 0.5, 2, 1e308, 1e-320,
+                                     {"var": 0}, {"op": "pow", "args": [0, -1]}, {"op": "log", "args": [0]},
+                                     {"coefficients": [[0.0] * 10], "sense": "<=", "rhs": 1.0}]),
+                    st.floats(allow_nan=False, allow_infinity=False), st.integers(-3, 12))
+
+
+def _paths(obj, where=()):
+    yield where
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        yield from _paths(value, where + (key,))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(data=st.data())
+def test_mutated_scalar_games_are_built_and_bounded_or_refused_in_one_line(tmp_path_factory, data):
+    from solvopt.core.errors import SolvoptError
+    doc = _doc()
+    i = data.draw(st.integers(0, 9))
+    for _ in range(data.draw(st.integers(1, 2))):
+        where = data.draw(st.sampled_from(list(_paths(doc["players"][i]))[1:]))
+        _edit(doc["players"][i], where, data.draw(_VALUES))
+    path = tmp_path_factory.mktemp("mutated") / "m.json"
+    path.write_text(json.dumps(doc))
+    try:
+        game = model_from_instance(read_instance(str(path)))
+        x = game.start()
+        for k, p in enumerate(game.players):
+            lo, hi = game.interval(k, x)
+            assert np.isfinite(p.utility(x)) and np.isfinite(p.derivative(x))
+            if lo <= hi:
+                d_lo, d_hi = p.derivative_range(x, lo, hi)
+                assert d_lo <= p.derivative(np.r_[x[:k], lo, x[k + 1:]]) <= d_hi
+    except SolvoptError as exc:
+        assert str(exc).strip() and "\n" not in str(exc)
