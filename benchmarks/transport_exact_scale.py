@@ -10,6 +10,12 @@ sparse-exact and its status. Medians over ``--repeats`` runs, each on its own se
     python benchmarks/transport_exact_scale.py --sizes 1000 2000 --masses random --methods sparse-exact exact
 
 Writes a markdown table to stdout (and to ``--out`` when given).
+
+``--inprocess`` compares the default method (``auto``) and ``sparse-exact`` with ``ot.emd`` in one
+process, after a warm-up solve (imports and compiled kernels loaded), on uniform, random-mass and
+tie-heavy pixel-colour clouds; it reports medians over seeds and the ratio ours / ot.emd:
+
+    python benchmarks/transport_exact_scale.py --inprocess --sizes 500 1000 2000 3000
 """
 from __future__ import annotations
 
@@ -52,6 +58,68 @@ def one(method: str, n: int, dim: int, p: float, seed: int, masses: str = "unifo
     return out
 
 
+def cloud(kind: str, n: int, dim: int, seed: int):
+    """(x, y, a, b): uniform points with uniform or random masses, or a pixel-colour-like cloud
+    (integer colours in 0..15 per channel: many repeated points and tied distances)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    if kind == "pixels":
+        x, y = rng.integers(0, 16, (n, dim)).astype(float), rng.integers(0, 16, (n, dim)).astype(float)
+    else:
+        x, y = rng.uniform(size=(n, dim)), rng.uniform(size=(n, dim))
+    a = b = np.full(n, 1.0 / n)
+    if kind == "random":
+        a, b = rng.uniform(0.5, 1.5, n), rng.uniform(0.5, 1.5, n)
+        a, b = a / a.sum(), b / b.sum()
+    return x, y, a, b
+
+
+def in_process(sizes, repeats: int, methods=("auto", "sparse-exact")) -> str:
+    """Ours against ot.emd in this process (see the module docstring): one markdown table."""
+    import numpy as np
+    import ot
+
+    from solvopt.dsl import Transport
+    cases = [("uniform", 2, 1.0), ("uniform", 2, 2.0), ("uniform", 3, 1.0), ("uniform", 3, 2.0),
+             ("random", 2, 1.0), ("random", 2, 2.0), ("pixels", 3, 1.0), ("pixels", 3, 2.0)]
+    for kind, dim, p in cases:              # warm-up: imports and compiled kernels
+        x, y, a, b = cloud(kind, 60, dim, 99)
+        for method in methods:
+            Transport(x, y, a=a, b=b, p=p).solve(method)
+    head = ("| n | masses | d | p | ot.emd (s) | " + " | ".join(f"{m} (s) | {m} / ot.emd" for m in methods)
+            + " | auto ran | statuses |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for n in sizes:
+        for kind, dim, p in cases:
+            times: dict = {"pot": []}
+            ran, statuses = set(), set()
+            for seed in range(repeats):
+                x, y, a, b = cloud(kind, n, dim, seed)
+                t0 = time.perf_counter()
+                cost = ot.dist(x, y, metric="euclidean") ** p
+                plan = ot.emd(a, b, cost, numItermax=10**12)
+                times["pot"].append(time.perf_counter() - t0)
+                reference = float(np.sum(plan * cost)) ** (1.0 / p)
+                del cost, plan
+                for method in methods:
+                    model = Transport(x, y, a=a, b=b, p=p)
+                    t0 = time.perf_counter()
+                    r = model.solve(method)
+                    times.setdefault(method, []).append(time.perf_counter() - t0)
+                    statuses.add(r.termination.value)
+                    if abs(r.objective - reference) > 1e-6 * reference:
+                        statuses.add(f"{method} differs from ot.emd: {r.objective!r} vs {reference!r}")
+                    if method == "auto":
+                        ran.add(f"{r.stats['auto_method']} ({r.stats.get('engine', '')})")
+            pot = statistics.median(times["pot"])
+            cells = " | ".join(f"{statistics.median(times[m]):.3f} | {statistics.median(times[m]) / pot:.2f}"
+                               for m in methods)
+            lines.append(f"| {n} | {kind} | {dim} | {p:g} | {pot:.3f} | {cells} | {', '.join(sorted(ran))} | "
+                         f"{', '.join(sorted(statuses))} |")
+            print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
+
 def run_child(method, n, dim, p, seed, timeout, masses="uniform"):
     cmd = [sys.executable, __file__, "--one", method, str(n), str(dim), str(p), str(seed), masses]
     try:
@@ -74,8 +142,17 @@ def main(argv=None) -> None:
                     help="uniform 1/n (exact: an assignment) or random in [0.5, 1.5], normalised (a flow)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     ap.add_argument("--out", help="write the markdown table here too")
+    ap.add_argument("--inprocess", action="store_true",
+                    help="auto and sparse-exact against ot.emd in this process (uniform, random, pixel clouds)")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.inprocess:
+        table = in_process(args.sizes, args.repeats)
+        print(table)
+        if args.out:
+            with open(args.out, "w") as fh:
+                fh.write(table + "\n")
+        return
     if args.one:
         method, n, dim, p, seed, *masses = args.one
         print(json.dumps(one(method, int(n), int(dim), float(p), int(seed), *masses)))

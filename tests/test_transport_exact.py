@@ -275,6 +275,7 @@ def test_full_matrix_methods_refuse_what_cannot_fit(monkeypatch, method, p):
         pytest.importorskip("ot")
     import solvopt.transport.exact as exact
     monkeypatch.setattr(exact, "memory_budget", lambda fraction=0.5: 1000)
+    monkeypatch.setattr(exact, "SMALL_BYTES", 0)          # small matrices skip the check
     # the bottleneck method works from a spatial tree on points with a named metric; a callable
     # metric still needs the full matrix
     metric = (lambda X, Y: np.sqrt(((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1))) if method == "bottleneck" \
@@ -293,6 +294,7 @@ def test_bottleneck_on_points_needs_no_full_matrix(monkeypatch):
     x, y = rng.random((10, 2)), rng.random((10, 2))
     dense = Transport(distance=np.sqrt(((x[:, None] - y[None]) ** 2).sum(-1)), p=math.inf).solve("bottleneck")
     monkeypatch.setattr(exact, "memory_budget", lambda fraction=0.5: 1000)
+    monkeypatch.setattr(exact, "SMALL_BYTES", 0)          # small matrices skip the check
     r = Transport(x, y, p=math.inf).solve("bottleneck")
     assert r.termination.value == "optimal"
     assert r.objective == pytest.approx(dense.objective, rel=1e-12)

@@ -81,6 +81,7 @@ def test_exact_stopped_returns_a_plan_and_a_bound(monkeypatch, assignment):
     x, y = _points(2, 40, 40 if assignment else 30)
     model = Transport(x, y, p=2)
     optimum = model.solve("exact").objective
+    monkeypatch.setattr(exact_module, "INLINE_PAIRS", 0)          # the watched steps of a large input
     _stop_after(exact_module, monkeypatch, 2)
     result = model.solve("exact", time_limit=100.0, assignment=assignment)
     _check_stopped(result, model, optimum)

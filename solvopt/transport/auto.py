@@ -35,11 +35,11 @@ from .sparse_exact import SparseExact, supported
 
 # Largest n x m for which ``auto`` runs ``exact`` (finite p, the dense network simplex): points with a
 # named metric (beyond: sparse-exact), and cost matrices or callable metrics (beyond: approx).
-# Measured side by side in one process (benchmarks/transport_exact_scale.py --inprocess, 2-D and 3-D
-# uniform points, p = 1, 2, uniform and random masses; benchmarks/results/transport_exact_scale.md):
-# n = 3000: exact 1.2 s, sparse-exact 0.8-1.4 s, ot.emd 2.9-3.1 s; n = 5000: 2.4-5.7 s against
-# 1.3-2.4 s; up to 2000 exact was the faster of the two.
-DENSE_PAIRS = 3000 * 3000
+# Measured in one process beside ot.emd (benchmarks/transport_exact_scale.py --inprocess, 2-D and 3-D
+# uniform points, random masses, pixel-colour clouds, p = 1, 2, medians of 3, load average 4-5 on 2
+# cores; benchmarks/results/transport_exact_scale.md), time / ot.emd's: n = 2000: exact 0.39-0.88,
+# sparse-exact 0.81-1.69; n = 3000: exact 0.31-0.74, sparse-exact 0.21-0.38.
+DENSE_PAIRS = 2500 * 2500
 MATRIX_PAIRS = 2500 * 2500
 # p = inf off the spatial-tree path: the dense bottleneck search (random masses, n = 700: 3.8 s
 # against 11.0 s for approx; benchmarks/results/transport_auto.md).

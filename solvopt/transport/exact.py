@@ -59,8 +59,12 @@ BOTTLENECK_ENGINES = FEASIBILITY_ENGINES + ("hopcroft-karp",)
 # copy), rounded up from the peak RSS measured at 1500 x 1200 points: 25 / 159 / 42 / 42.
 PAIR_BYTES = {"assignment": 32, "flow": 168, "dense": 48, "bottleneck": 56, "pot": 48}
 # Cheapest arcs per row and per column that start the dense simplex's column generation (side
-# by side at n = m = 500 to 3000: 8 took 0.7-0.9x the time of 4).
-DENSE_NEIGHBOURS = 8
+# by side at n = m = 300 to 2000, kernel only: 16 took 0.4-0.9x the time of 8, 8 0.7-0.9x that of 4).
+DENSE_NEIGHBOURS = 16
+# Matrices below this many bytes skip the memory check.
+SMALL_BYTES = 64 << 20
+# Up to this many pairs method exact runs its steps in place, not in a watched thread.
+INLINE_PAIRS = 1 << 18
 # Iteration limit handed to ot.emd when the user sets none (its own default stops early).
 POT_ITERATIONS = 10**12
 
@@ -73,7 +77,7 @@ def full_distances(model, method: str, bytes_per_pair: int) -> np.ndarray:
     holds at its peak, exceeds half of the machine's memory.
     """
     need = bytes_per_pair * model.n * model.m
-    if need > memory_budget():
+    if need > SMALL_BYTES and need > memory_budget():      # (reading the budget costs about a millisecond)
         raise ModelError(f"method {method!r} holds the full {model.n} x {model.m} distance matrix and its work arrays: "
                          f"about {format_bytes(need)}, more than half of this machine's memory "
                          f"({format_bytes(memory_budget(1.0))}); use method 'approx'")
@@ -273,9 +277,11 @@ class ExactTransport(Solver):
         def halted(bound=None, engine="exact"):         # a stop between two steps: the best held so far
             return stopped_result(model, stop_reason(deadline), {"engine": engine}, bound=bound, plan=bottleneck)
         need = PAIR_BYTES["assignment" if assignment else "dense" if options.extra["engine"] == "auto" else "flow"]
+        # small inputs take milliseconds: run in place (a watching thread costs as much), stops seen between steps
+        watch = None if model.n * model.m <= INLINE_PAIRS else stop
         try:          # the full matrix and its p-th powers: seconds for large inputs, watched
             costs, scale = run_abandonable(
-                lambda: scaled_costs(full_distances(model, "exact", need), model.p, reference, cap), stop)
+                lambda: scaled_costs(full_distances(model, "exact", need), model.p, reference, cap), watch)
         except Stopped:
             return halted()
         rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
@@ -308,7 +314,7 @@ class ExactTransport(Solver):
             work = sub if here == 1.0 else sub / here
             try:
                 if engine == "dense":
-                    plan, sol = dense_flow(model, work, rows, cols, stop=stop)
+                    plan, sol = dense_flow(model, work, rows, cols, stop=watch)
                 else:
                     plan, sol = bipartite_flow(model, work, rows, cols, engine, stop=stop)
             except FlowStopped:

@@ -245,10 +245,10 @@ def _art_cost(costs):
 
 @njit(cache=True, nogil=True)
 def _sparse_loop(tails, heads, costs, stop, max_pivots, parent, pred, pred_dir, thread, rev_thread, succ_num,
-                 last_succ, pi, flowp, dirty):
+                 last_succ, pi, flowp, dirty, block_factor=BLOCK_FACTOR):
     """Pivots on an arc list until optimal: 0, stopped: 1, pivot limit: 2."""
     m = tails.shape[0]
-    block = max(int(BLOCK_FACTOR * np.sqrt(m)), 10) if m > 0 else 1
+    block = max(int(block_factor * np.sqrt(m)), 10) if m > 0 else 1
     next_arc = 0
     pivots = 0
     while m > 0:
@@ -460,7 +460,7 @@ def _k_smallest(values, k, out_idx, out_val):
 
 
 @njit(cache=True, nogil=True)
-def dense_simplex(cost, supplies, stop, max_pivots, k):
+def dense_simplex(cost, supplies, stop, max_pivots, k, block_factor=BLOCK_FACTOR):
     """The transport problem on the complete bipartite graph of an (n, m) int64 cost matrix:
     sources 0..n-1 with ``supplies[:n]`` >= 0, targets n..n+m-1 with ``supplies[n:]`` <= 0
     (float64, summing to 0), arc (i, j) from source i to target n + j.
@@ -522,7 +522,7 @@ def dense_simplex(cost, supplies, stop, max_pivots, k):
     while True:
         rounds += 1
         why = _sparse_loop(tails[:count], heads[:count], costs[:count], stop, max_pivots, parent, pred, pred_dir,
-                           thread, rev_thread, succ_num, last_succ, pi, flowp, dirty)
+                           thread, rev_thread, succ_num, last_succ, pi, flowp, dirty, block_factor)
         if why != 0:
             break
         # price every arc of the matrix

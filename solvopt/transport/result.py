@@ -83,18 +83,23 @@ def clean_plan(model, plan):
     return plan, error
 
 
+def _sums(plan, axis: int) -> np.ndarray:
+    """Row (axis=1) or column (axis=0) sums of a CSR plan, from its arrays (no sparse products)."""
+    if axis == 1:
+        return np.add.reduceat(np.append(plan.data, 0.0), plan.indptr[:-1]) * (np.diff(plan.indptr) > 0)
+    return np.bincount(plan.indices, weights=plan.data, minlength=plan.shape[1]).astype(np.float64, copy=False)
+
+
 def _rescaled(plan, target: np.ndarray, axis: int):
-    """Scale each row (axis=1) or column (axis=0) onto its target sum (empty ones untouched)."""
-    sums = np.asarray(plan.sum(axis=axis)).ravel()
+    """Scale each row (axis=1) or column (axis=0) onto its target sum (empty ones untouched), in place."""
+    sums = _sums(plan, axis)
     factor = np.divide(target, sums, out=np.ones_like(sums), where=sums > 0)
-    import scipy.sparse as sp
-    scale = sp.diags(factor)
-    return (scale @ plan if axis == 1 else plan @ scale).tocsr()
+    plan.data *= np.repeat(factor, np.diff(plan.indptr)) if axis == 1 else factor[plan.indices]
+    return plan
 
 
 def _marginal_error(model, plan) -> float:
-    rows = np.asarray(plan.sum(axis=1)).ravel()
-    cols = np.asarray(plan.sum(axis=0)).ravel()
+    rows, cols = _sums(plan, 1), _sums(plan, 0)
     return float(max(np.abs(rows - model.a).max(), np.abs(cols - model.b).max()))
 
 
