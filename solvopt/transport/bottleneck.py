@@ -19,12 +19,14 @@ pairs within R = floor, R growing by 1.1 per round (1.5 after 8), each round war
 previous round's maximum matching, until a round is feasible; that round holds every pair of
 length <= R, so its exact search gives W_inf (an infeasible round proves W_inf > R).
 
-Feasibility tests are :func:`solvopt.transport.flow.feasible_flow` (OR-Tools max flow where
-installed, else SciPy's ``maximum_flow``), the package's engine: it turns the masses into integer
-units only when that is exact (all masses integer multiples of one unit, total below 2^31 for
-SciPy) and otherwise solves a zero-cost flow LP with HiGHS, so general real masses are handled
-exactly, not rounded. For n = m uniform masses (engine ``auto``) the tests are a Numba
-Hopcroft-Karp warm-started from the maximum matching of the largest threshold proven infeasible.
+Feasibility tests under engine ``auto``: for n = m uniform masses a Numba Hopcroft-Karp
+warm-started from the maximum matching of the largest threshold proven infeasible; otherwise a
+Numba push-relabel max flow on the real masses (:mod:`solvopt.transport.maxflow`) warm-started
+from the preflow of the largest threshold proven infeasible (the exact step from the candidate
+graph's), an infeasible answer proven by a Hall violator, the lengths bisected geometrically while
+the bracket spans more than :data:`GEOMETRIC_RATIO`. Engines ``ortools``, ``scipy`` and ``highs``
+run :func:`solvopt.transport.flow.feasible_flow` instead (integer units only where exact, else a
+zero-cost flow LP with HiGHS).
 Engine ``hopcroft-karp`` (n = m uniform masses) uses SciPy's
 ``maximum_bipartite_matching`` instead.
 
