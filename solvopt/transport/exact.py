@@ -285,7 +285,8 @@ class ExactTransport(Solver):
         except Stopped:
             return halted()
         rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
-        sub = costs if assignment else costs[np.ix_(rows, cols)]
+        full = assignment or (len(rows) == model.n and len(cols) == model.m)
+        sub = costs if full else costs[np.ix_(rows, cols)]        # no copy when every point has mass
         # the row and column minima bound (in units of scale^p per unit of mass): kept for a stop
         low = max(np.dot(model.a[rows], sub.min(axis=1)), np.dot(model.b[cols], sub.min(axis=0))) / model.mass
         cheap = scale * (model.mass * low) ** (1.0 / model.p)
