@@ -335,9 +335,12 @@ class MarkovExchangeEconomy(FamilyModel):
 
     @property
     def default_method(self) -> str:
-        """markov-newton (the one that converges at the paper's large size), but markov-tatonnement
-        for linear utilities, where it reaches 1e-4 in seconds at 10 x 10 and Newton's smoothing
-        is slow (use markov-newton for large linear economies; docs/markov_games.md)."""
+        """markov-horizon for an economy with a finite horizon (it refuses what it cannot take, in one
+        line); otherwise markov-newton (the one that converges at the paper's large size), but
+        markov-tatonnement for linear utilities, where it reaches 1e-4 in seconds at 10 x 10 and
+        Newton's smoothing is slow (use markov-newton for large linear economies; docs/markov_games.md)."""
+        if self.horizon is not None:
+            return "markov-horizon"
         return "markov-tatonnement" if self.utility.kind == "linear" else "markov-newton"
 
     def __init__(self, utility: Any, endowments: Any, transitions: Any, discount: Any = 0.9, *, initial: Any = None,
@@ -473,7 +476,8 @@ class MarkovExchangeEconomy(FamilyModel):
         if self.endowment_floor is not None:
             out.append(("endowment floors / caps after payouts (the consumer's problem is then not convex)", False))
         if self.horizon is not None:
-            out.append((f"a finite horizon ({self.horizon} periods; stationary policies only)", False))
+            out.append((f"a finite horizon ({self.horizon} periods; stationary policies only: markov-horizon "
+                        "solves it on a deterministic chain)", False))
         if self.asset_bundles is not None:
             out.append(("assets paying bundles of goods", True))
         if self.n_shocks > 1:

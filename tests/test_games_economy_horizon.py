@@ -124,3 +124,93 @@ def test_forward_equilibrium_refuses_what_it_does_not_build():
     with pytest.raises(NotImplementedError, match="bundle"):
         forward_equilibrium(MarkovExchangeEconomy(base.utility, base.endowments, base.transitions, 0.9,
                                                   initial=[1.0, 0, 0], asset_returns=base.asset_returns, horizon=3))
+
+
+# --- the method markov-horizon ------------------------------------------------------------------
+def _horizon_file(which):
+    return INSTANCES / f"markov_paper_{which}_deterministic_horizon.json"
+
+
+def test_the_horizon_files_are_the_paper_economies_as_markov_horizon_takes_them():
+    for which in ("cd", "leontief"):
+        econ = MarkovExchangeEconomy.from_dict(json.loads(_horizon_file(which).read_text()))
+        stated = paper_with_horizon(f"{which}_deterministic")
+        assert econ.horizon == 30 and econ.degree == 1.0 and econ.endowment_floor is None
+        assert np.allclose(econ.utility.weights, stated.utility.weights)
+        assert np.array_equal(econ.endowments, stated.endowments)
+        assert np.array_equal(econ.asset_bundles, stated.asset_bundles)
+        assert econ.default_method == "markov-horizon"
+
+
+def test_markov_horizon_is_the_default_and_certifies_the_paper_leontief_economy():
+    econ = MarkovExchangeEconomy.from_dict(json.loads(_horizon_file("leontief").read_text()))
+    r = econ.solve()
+    assert r.to_dict()["method"] == "markov-horizon"
+    x, profile, m = forward_equilibrium(econ)
+    assert r.termination.value == "feasible_within_gap"          # 1e-9 < relative <= the tolerance 1e-4
+    assert r.objective == pytest.approx(m["exploitability"], rel=1e-9)
+    scale = m["horizon_endowment_value"]
+    assert 1e-9 < r.objective / scale <= 1e-4
+    assert r.stats["relative_exploitability"] == pytest.approx(r.objective / scale, rel=1e-9)
+    assert r.solution["prices"].shape == (30, 10) and r.solution["portfolio"].shape == (30, 10, 1)
+    assert r.solution["worlds"] == x.worlds.tolist()
+    # the certificate against each consumer's best holdings path (HiGHS, original data)
+    regrets = _finite_horizon_regrets(econ, x, profile)
+    assert np.all(regrets >= -1e-9 * scale) and regrets.sum() <= r.objective + 1e-9 * scale
+
+
+def test_markov_horizon_from_the_command_line(capsys):
+    from solvopt.cli import main
+    code = main(["solve", str(_horizon_file("leontief")), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["termination"] == "feasible_within_gap" and data["stats"]["rounds"] == 0
+    code = main(["solve", str(INSTANCES / "markov_paper_cd_deterministic.json")])
+    out, err = capsys.readouterr()          # as stated (degree 0.1, floors): refused in one line
+    assert code == 1 and "degree 0.1" in err and "floors" in err and len(err.strip().splitlines()) == 1
+
+
+def test_markov_horizon_refuses_what_it_cannot_take_in_one_line():
+    base = ec.random_economy(3, 2, 1, 3, "leontief", stochastic=False, seed=0)
+    bundles = np.ones((3, 1, 2))
+    uniform = np.ones((3, 3, 2))
+    cases = [
+        (MarkovExchangeEconomy(base.utility, uniform, np.full((3, 3), 1 / 3), 0.9, initial=[1.0, 0, 0],
+                               asset_returns=bundles, horizon=3), "deterministic chain"),
+        (MarkovExchangeEconomy(base.utility, base.endowments, base.transitions, 0.9, initial=[1.0, 0, 0],
+                               asset_returns=bundles, horizon=3), "uniform over goods"),
+        (MarkovExchangeEconomy(base.utility, uniform, base.transitions, 0.9, initial=[1.0, 0, 0],
+                               asset_returns=np.ones((3, 2, 2)), horizon=3), "one asset"),
+        (MarkovExchangeEconomy(base.utility, uniform, base.transitions, 0.9, initial=[1.0, 0, 0],
+                               asset_returns=base.asset_returns, horizon=3), "paying money"),
+        (MarkovExchangeEconomy(("linear", np.ones((3, 2))), uniform, base.transitions, 0.9, initial=[1.0, 0, 0],
+                               asset_returns=bundles, horizon=3), "Cobb-Douglas or Leontief"),
+        (MarkovExchangeEconomy(base.utility, uniform, base.transitions, 0.9, initial=[1.0, 0, 0],
+                               asset_returns=bundles), "finite horizon"),
+    ]
+    for econ, message in cases:
+        with pytest.raises(ModelError, match=message) as err:
+            econ.solve(method="markov-horizon")
+        assert "\n" not in str(err.value)
+    # the other methods point to it
+    with pytest.raises(ModelError, match="markov-horizon"):
+        cases[1][0].solve(method="markov-newton")
+
+
+def test_markov_horizon_stops_with_its_certified_profile():
+    from solvopt.core.interrupt import clear_stop, request_stop
+    from solvopt.games.scaling import horizon_economy
+    econ = horizon_economy()                # the asset is worth less than its cap: far from an equilibrium
+    full = econ.solve(method="markov-horizon")
+    assert full.termination.value == "iteration_limit" and full.objective > 1e-3
+    # a tiny time limit: the first construction runs in the grace time and is returned, certified
+    r = econ.solve(method="markov-horizon", time_limit=1e-6)
+    assert r.termination.value == "time_limit" and r.solution_status.value == "feasible"
+    assert r.objective == pytest.approx(full.objective, rel=1e-12) and r.solution["prices"].shape == (6, 3)
+    # Ctrl-C (a stop request) after the first certificate: INTERRUPTED with it
+    try:
+        r = econ.solve(method="markov-horizon", log=lambda line: request_stop())
+    finally:
+        clear_stop()
+    assert r.termination.value == "interrupted" and r.objective == pytest.approx(full.objective, rel=1e-12)

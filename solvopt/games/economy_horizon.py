@@ -11,7 +11,8 @@ is paid there), so it only adds the terminal state's own regrets, which are >= 0
 
 :func:`forward_equilibrium` builds a profile period by period for economies of the paper's kind
 (one asset whose return is worth more than the price cap, so every consumer invests what it has up
-to the holding limit) and certifies it on the expanded economy.
+to the holding limit) and certifies it on the expanded economy; :func:`check_supported` says which
+economies it takes (the method ``markov-horizon`` runs it, :mod:`solvopt.games.markov_solvers`).
 """
 from __future__ import annotations
 
@@ -24,7 +25,41 @@ from solvopt.core.errors import ModelError
 
 from . import economy as ec
 
-PRICE_FLOOR = 1e-12        # free goods get this price (demands and the certificate need positive prices)
+PRICE_FLOOR = 1e-13        # free goods get this fraction of the price sum (demands and the certificate need
+                           # positive prices)
+MONEY_UNIT = 10.0          # the indifferent period measures spending in units of price_sum / MONEY_UNIT
+
+
+def _no_check() -> None:
+    """The default stop check of :func:`forward_equilibrium` outside a solve: never stop."""
+
+
+def check_supported(econ) -> None:
+    """A one-line ModelError naming what :func:`forward_equilibrium` cannot take in ``econ``: it needs
+    a finite horizon on a deterministic chain, degree-1 Cobb-Douglas or Leontief utilities, one asset
+    paying a bundle of goods, no endowment floors, caps or shocks, and endowments uniform over goods
+    (each consumer the same amount of every good) in every period after the start."""
+    missing = []
+    if econ.horizon is None:
+        missing.append("a finite horizon (the economy has none: use markov-newton or markov-tatonnement)")
+    if econ.degree != 1.0:
+        missing.append(f"utilities of degree 1 (these are of degree {econ.degree:.6g})")
+    if econ.utility.kind not in ("cobb_douglas", "leontief"):
+        missing.append(f"Cobb-Douglas or Leontief utilities (got {econ.utility.kind})")
+    if econ.endowment_floor is not None:
+        missing.append("no endowment floors or caps")
+    if econ.n_shocks > 1:
+        missing.append("no endowment shocks")
+    if econ.n_assets != 1 or econ.asset_bundles is None:
+        missing.append(f"one asset paying a bundle of goods (got {econ.n_assets} asset(s)"
+                       + (", paying money)" if econ.asset_bundles is None and econ.n_assets else ")"))
+    if not missing and econ.horizon is not None:
+        w = _path(econ)
+        E = econ.endowments[w[1:]]
+        if not np.allclose(E, E[:, :, :1]):
+            missing.append("endowments uniform over goods in every period after the start")
+    if missing:
+        raise ModelError("method 'markov-horizon' needs " + "; ".join(missing))
 
 
 @dataclass
@@ -42,7 +77,8 @@ def _path(econ) -> np.ndarray:
         raise ModelError("time_expanded needs an economy with a horizon")
     unit = lambda v: np.isclose(v.max(), 1.0) and np.count_nonzero(v > 0) == 1      # noqa: E731
     if not unit(econ.initial) or not all(unit(row) for row in econ.transitions):
-        raise ModelError("time_expanded needs a deterministic chain (one start, one successor per world state)")
+        raise ModelError("a finite horizon is solved on a deterministic chain only (one start, one successor per "
+                         "world state); this chain is stochastic")
     w = [int(np.argmax(econ.initial))]
     for _ in range(1, econ.horizon):
         w.append(int(np.argmax(econ.transitions[w[-1]])))
@@ -75,9 +111,10 @@ def time_expanded(econ) -> Expanded:
     return Expanded(out, w, T)
 
 
-def _fisher_prices(utility, budgets, supply) -> np.ndarray:
+def _fisher_prices(utility, budgets, supply, check=_no_check) -> np.ndarray:
     """Equilibrium prices of a Fisher market (budgets, supply > 0): closed form for Cobb-Douglas, the
-    Eisenberg-Gale dual min_{p >= 0} p . supply - sum_i b_i log(p . a_i) for Leontief."""
+    Eisenberg-Gale dual min_{p >= 0} p . supply - sum_i b_i log(p . a_i) for Leontief (``check`` is
+    called at every evaluation: it raises to stop)."""
     a = utility.weights
     if utility.kind == "cobb_douglas":
         share = a / a.sum(axis=1, keepdims=True)
@@ -87,8 +124,11 @@ def _fisher_prices(utility, budgets, supply) -> np.ndarray:
     act = budgets > 0
     if not act.any():
         return np.zeros(len(supply))
+    money = budgets.sum()              # prices are linear in the budgets: solve in units of their sum
+    budgets = budgets / money
 
     def dual(p):
+        check()
         pa = a[act] @ p
         return p @ supply - budgets[act] @ np.log(pa), supply - (budgets[act] / pa) @ a[act]
 
@@ -96,10 +136,10 @@ def _fisher_prices(utility, budgets, supply) -> np.ndarray:
     res = minimize(dual, start, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * len(supply),
                    options={"maxiter": 20000, "gtol": 1e-13, "ftol": 1e-16, "maxcor": 30})
     p = np.maximum(res.x, 0.0)
-    return p * (budgets.sum() / (p @ supply))          # Walras' law fixes the scale
+    return p * (money / (p @ supply))                  # Walras' law fixes the scale
 
 
-def _period(econ, e, bundle, carried, q, corner=None):
+def _period(econ, e, bundle, carried, q, corner=None, check=_no_check):
     """Period prices, holdings and consumption: every consumer buys the asset at q with what it has,
     up to the holding limit (none when q = 0: nothing is paid after the last period), and spends the
     rest; the goods left after the auctioneer takes q Y / price_sum of each (its zero regret at the
@@ -115,12 +155,16 @@ def _period(econ, e, bundle, carried, q, corner=None):
         y = np.minimum(h, cash / q) if q > 0 else np.zeros(N)
         budgets = cash - q * y
         left = supply - q * y.sum() / total
-        p = None if left.min() <= 0 else _fisher_prices(econ.utility, budgets, left)
+        p = None if left.min() <= 0 else _fisher_prices(econ.utility, budgets, left, check)
         return p, y, budgets
 
+    seen: dict[float, float] = {}
+
     def gap(R):
-        p = parts(R)[0]
-        return (np.inf if p is None else p.sum()) - total
+        if R not in seen:
+            p = parts(R)[0]
+            seen[R] = (np.inf if p is None else p.sum()) - total
+        return seen[R]
 
     lo_R, hi_R = total * bundle.min(), total * bundle.max()
     if hi_R == 0:                                        # the terminal state: nothing is paid
@@ -132,41 +176,50 @@ def _period(econ, e, bundle, carried, q, corner=None):
         _, y, budgets = parts(lo_R)
         p = np.zeros_like(bundle)
         p[np.argmin(bundle)] = total
+    elif 0 <= gap(lo_R) < np.inf or gap(hi_R) <= 0:     # a root at an end (to rounding)
+        p, y, budgets = parts(hi_R if gap(hi_R) <= 0 else lo_R)
+    elif gap(lo_R) < 0:
+        p, y, budgets = parts(brentq(gap, lo_R, hi_R, xtol=1e-16 * total, rtol=1e-15))
     else:
-        p, y, budgets = parts(brentq(gap, lo_R, hi_R, xtol=1e-15, rtol=1e-15))
-    p = np.maximum(total * p / p.sum(), PRICE_FLOOR)
+        raise NotImplementedError("forward_equilibrium: no goods prices clear a period with the asset at its cap "
+                                  "(the goods left after the auctioneer's share cannot pay what the consumers hold)")
+    p = np.maximum(total * p / p.sum(), PRICE_FLOOR * total)
     p = total * p / p.sum()
     x = econ.utility.demand(p[None], budgets).reshape(N, -1)
     return p, y, x
 
 
-def _indifferent_period(econ, e, bundle, carried, q, kappa):
+def _indifferent_period(econ, e, bundle, carried, q, kappa, check=_no_check):
     """Period prices and holdings where consumers may be indifferent between the asset and
     consumption: unknowns log p and the money W_i each spends, with Fischer-Burmeister
     FB(W_i, log kappa_i - log beta_i(p)) = 0 (spend only where money buys at least kappa_i, the
     value of investing it) and the goods left after the auctioneer's share cleared. Solved by
     Levenberg-Marquardt along a continuation from kappa x 1000 (everyone invests; the scarcest good
-    carries the price) down to kappa. Returns prices, holdings, consumption and the residual."""
+    carries the price) down to kappa; spending is measured in units of price_sum / MONEY_UNIT (the
+    same steps in any money unit). Returns prices, holdings, consumption and the residual."""
     from scipy.optimize import least_squares
     total, N, M = econ.price_sum, econ.n_consumers, econ.n_goods
     supply = e.sum(axis=0) + carried.sum() * bundle
     rate = ec.money_rates(econ)
 
+    unit = total / MONEY_UNIT
+
     def parts(z):
-        p = np.exp(np.clip(z[:M], -300, 300))
-        return p, z[M:], e @ p + (p @ bundle) * carried
+        p = np.exp(np.clip(z[:M], -300, 300) + np.log(unit))
+        return p, z[M:] * unit, e @ p + (p @ bundle) * carried
 
     def residual(z, target):
+        check()
         p, W, cash = parts(z)
         g = np.log(target) - np.log(econ.utility.indirect(p[None], 1.0).reshape(-1) / rate)
-        fb = W + g - np.sqrt(W ** 2 + g ** 2)
+        fb = W / unit + g - np.sqrt((W / unit) ** 2 + g ** 2)
         demand = econ.utility.demand(p[None], np.maximum(W, 0.0)).reshape(N, M).sum(axis=0)
         left = supply - (cash - W).sum() / total       # the auctioneer's share: q Y / price_sum of each
         return np.concatenate([(demand - left) / supply, fb, [(p.sum() - total) / total]])
 
     start = np.full(M, 1e-2 * total / M)
     start[np.argmin(bundle)] = total - start.sum() + start[0]
-    z = np.concatenate([np.log(start), np.zeros(N)])
+    z = np.concatenate([np.log(start / unit), np.zeros(N)])
     for scale in np.append(np.geomspace(1e3, 1.0, 40), 1.0):
         res = least_squares(residual, z, args=(scale * kappa,), method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15,
                             max_nfev=5000)
@@ -190,12 +243,19 @@ def _investing_values(econ, chain, prof, T):
     kappa = np.zeros((T - 1, econ.n_consumers))
     for t in range(T - 2, -1, -1):
         kappa[t] = econ.discount * R[t + 1] * mu / q[t]
-        spends = W[t] > 1e-9 * np.maximum(1.0, np.abs(W[t]))
+        spends = W[t] > 1e-9 * np.maximum(econ.price_sum / MONEY_UNIT, np.abs(W[t]))
         mu = np.where(spends, beta[t], np.maximum(beta[t], kappa[t]))
     return kappa
 
 
-def forward_equilibrium(econ, rounds=8, tolerance=1e-9):
+def horizon_endowment_value(econ, prices, T) -> float:
+    """sum over the T periods of gamma^t p_t . E_t (the expanded economy ``econ``, prices (T, M)):
+    the money frame of the finite-horizon economy's status."""
+    E = econ.endowments[:T].sum(axis=1)
+    return float(np.sum(econ.discount ** np.arange(T) * np.einsum("tm,tm->t", prices[:T], E)))
+
+
+def forward_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_no_check, note=None):
     """A profile of the finite-horizon economy ``econ`` built period by period (:func:`_period`;
     the start: prices uniform, everyone buys the asset with its endowment's value), certified on
     the expanded economy. Where a period leaves nobody money to spend at the lowest return (the
@@ -209,7 +269,9 @@ def forward_equilibrium(econ, rounds=8, tolerance=1e-9):
     of gamma^t p_t . E_t), ``horizon_relative_exploitability`` (the exploitability divided by it)
     and ``rounds``. Economies of the paper's kind only: one asset paying a bundle, the asset price at
     the cap in every period but the last; endowments uniform over goods after the start (otherwise
-    NotImplementedError)."""
+    NotImplementedError). Hooks for a solve: ``record(round, profile, metrics, exploitability)``
+    after each certificate (True: stop the rounds), ``check()`` in every inner loop (raises to
+    stop), ``note(message)`` for progress lines."""
     x = time_expanded(econ)
     big = x.economy
     if big.n_assets != 1 or big.asset_bundles is None:
@@ -229,9 +291,12 @@ def forward_equilibrium(econ, rounds=8, tolerance=1e-9):
     asset_prices.append(cap)
     corners = []
     for t in range(1, T + 1):                           # the periods, then the terminal state
+        check()
+        if note is not None:
+            note(f"markov-horizon: period {t} of {T}")
         q = cap if t < T - 1 else 0.0
         corner: list[bool] = []
-        p, y, xt = _period(big, E[t], big.asset_bundles[t, 0], holdings[-1], q, corner)
+        p, y, xt = _period(big, E[t], big.asset_bundles[t, 0], holdings[-1], q, corner, check)
         if corner:
             corners.append(t)
         prices.append(p)
@@ -240,35 +305,38 @@ def forward_equilibrium(econ, rounds=8, tolerance=1e-9):
         asset_prices.append(q)
     chain = ec.pair_chain(big)
 
-    def certified():
+    def certified(k):
         prof = ec.Profile(np.array(prices)[chain.world], np.array(asset_prices)[chain.world][:, None],
                           np.array(consumption)[chain.world], np.array(holdings)[:, :, None])
-        m = ec.metrics(big, chain, prof)
-        m["horizon_endowment_value"] = float(sum(big.discount ** t * prices[t] @ E[t].sum(axis=0) for t in range(T)))
+        m, expl = ec.certificate(big, chain, prof)
+        m["horizon_endowment_value"] = horizon_endowment_value(big, np.array(prices), T)
         m["horizon_relative_exploitability"] = m["exploitability"] / m["horizon_endowment_value"]
-        return prof, m
+        m["rounds"] = k
+        stop = record is not None and record(k, prof, m, expl)
+        return prof, m, stop
 
-    profile, metrics = certified()
+    profile, metrics, stop = certified(0)
     latest = profile
-    metrics["rounds"] = 0
     # Cobb-Douglas consumers do not leave the other goods almost free: where the corner was taken,
     # re-solve with consumers indifferent at the value of investing, from the profile's money values
     lo, hi = -big.borrowing_limit[0], big.holding_limit[0]
     for k in range(rounds if corners and big.utility.kind != "leontief" else 0):
-        if metrics["horizon_relative_exploitability"] <= tolerance:
+        if stop or metrics["horizon_relative_exploitability"] <= tolerance:
             break
+        if note is not None:
+            note(f"markov-horizon: round {k + 1} of {rounds}, period {corners[0]} with indifferent consumers")
         kappa = _investing_values(big, chain, latest, T)
         first = corners[0]
         p, y, xt, res = _indifferent_period(big, E[first], big.asset_bundles[first, 0], holdings[first - 1],
-                                            asset_prices[first], kappa[first])
+                                            asset_prices[first], kappa[first], check)
         if res > 1e-8 or np.any(y < lo - 1e-9) or np.any(y > hi + 1e-9):
             break
         prices[first], holdings[first], consumption[first] = p, y, xt
         for t in range(first + 1, T + 1):
+            check()
             prices[t], holdings[t], consumption[t] = _period(big, E[t], big.asset_bundles[t, 0], holdings[t - 1],
-                                                             asset_prices[t])
-        latest, m = certified()
-        m["rounds"] = k + 1
+                                                             asset_prices[t], check=check)
+        latest, m, stop = certified(k + 1)
         if m["exploitability"] < metrics["exploitability"]:
             profile, metrics = latest, m
     return x, profile, metrics

@@ -1,5 +1,6 @@
 """The games family's Markov methods: ``gda`` for Markov pseudo-games, ``markov-tatonnement`` and
-``markov-newton`` (smooth demands) for Markov exchange economies. All report the certified
+``markov-newton`` (smooth demands) for Markov exchange economies, ``markov-horizon`` for those with
+a finite horizon on a deterministic chain (:mod:`solvopt.games.economy_horizon`). All report the certified
 exploitability of their best iterate (:mod:`solvopt.games.markov`, :mod:`solvopt.games.economy`;
 the economies' methods run through :mod:`solvopt.games.economy_methods`) and settle their status
 through :class:`~solvopt.games.tracking.EquilibriumRun` (OPTIMAL only at certified exploitability <= 1e-9).
@@ -9,8 +10,9 @@ from __future__ import annotations
 from solvopt.core.errors import ModelError
 from solvopt.core.options import Option, integer_at_least, positive_number
 from solvopt.core.registry import Solver, register
+from solvopt.core.result import Termination
 
-from . import economy, economy_methods, markov
+from . import economy, economy_horizon, economy_methods, markov
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
 
@@ -124,6 +126,77 @@ class MarkovNewton(_MarkovSolver):
         return _economy_result(econ, run, history)
 
 
+@register
+class MarkovHorizon(_MarkovSolver):
+    name = "markov-horizon"
+    description = ("finite-horizon Markov exchange economies on a deterministic chain: the periods' equilibria "
+                   "built forward (asset at its cap, each period's goods a Fisher market, rounds of consumers "
+                   "indifferent between asset and consumption), certified over every deviation on the "
+                   "time-expanded economy")
+    capabilities = ("markov_exchange_economy",)
+    options = (
+        Option("tolerance", positive_number, 1e-4, "stop the rounds when the certified exploitability is at most "
+                                                   "this fraction of the endowment value of the periods"),
+        Option("rounds", integer_at_least(0), 8, "rounds that re-solve a period with indifferent consumers "
+                                                 "(Cobb-Douglas)"),
+    )
+
+    model_class = "MarkovExchangeEconomy"
+
+    @classmethod
+    def compile(cls, model):
+        from solvopt.dsl import markov_games
+        if not isinstance(model, markov_games.MarkovExchangeEconomy):
+            raise ModelError(f"method {cls.name!r} solves MarkovExchangeEconomy models, got {type(model).__name__}")
+        economy_horizon.check_supported(model)
+        return model
+
+    def solve(self, econ, options):
+        import numpy as np
+
+        from solvopt.core.interrupt import stop_reason
+
+        from .projection import Stopped
+        x = options.extra
+        expanded = economy_horizon.time_expanded(econ)
+        T, big = expanded.horizon, expanded.economy
+        uniform = np.full((T, econ.n_goods), econ.price_sum / econ.n_goods)
+        # the frame: the periods' endowment value (every profile of the construction has this one)
+        run = EquilibriumRun(options, x["tolerance"], scale=economy_horizon.horizon_endowment_value(big, uniform, T))
+        history: dict = {}
+
+        def record(k, prof, m, expl):
+            history[k] = m
+            return run.record(k, prof, expl) or run.should_stop(k + 1)
+
+        def step():
+            # the first construction may run into the grace time (a certified profile even at a tiny limit)
+            reason = stop_reason(run.first_deadline() if run.best is None else run.deadline)
+            if reason is not None:
+                raise Stopped(reason)
+
+        with run.guard():
+            economy_horizon.forward_equilibrium(econ, rounds=x["rounds"], tolerance=run.tolerance / run.scale,
+                                                record=record, check=step, note=run.progress)
+        if run.best is None and run.stopped is None:
+            run.stopped = Termination.ITERATION_LIMIT
+        prof = run.best_point
+        if prof is None:
+            return run.result({})
+        T = expanded.horizon
+        solution = {"prices": prof.prices[:T], "asset_prices": prof.asset_prices[:T],
+                    "consumption": prof.consumption[:T], "portfolio": prof.portfolio[:T],
+                    "worlds": expanded.worlds.tolist()}
+        best = history[max(k for k in history if history[k]["exploitability"] == run.best.value)]
+        metrics = {k: v for k, v in best.items() if k != "per_player"}
+        result = run.result(solution, metrics=metrics, rounds=best["rounds"],
+                            metric_history=[[k] + [history[k][n] for n in HORIZON_METRICS] for k in sorted(history)],
+                            metric_names=list(HORIZON_METRICS))
+        from .economy_deviation import GUARANTEE
+        result.guarantee = GUARANTEE + " (on the time-expanded economy: an upper bound for the finite horizon)"
+        return result
+
+
 def _economy_run(econ, options) -> EquilibriumRun:
     """The run of an economy method: the tolerance is relative to the total endowment value at the
     starting prices (prices sum to price_sum in every state, so that value barely moves); the
@@ -151,4 +224,5 @@ def _economy_result(econ, run, history):
     return result
 
 
+HORIZON_METRICS = ("horizon_relative_exploitability", "excess_demand", "bellman_error", "portfolio_foc")
 METRIC_NAMES = ("relative_exploitability", "excess_demand", "asset_excess_demand", "bellman_error", "portfolio_foc")

@@ -153,6 +153,36 @@ def economy_money(factor: float):
     return _economy(money_factor=factor)
 
 
+def horizon_economy(values_factor: float = 1.0, money_factor: float = 1.0, *, kind: str = "leontief",
+                    payout: float = 0.05, horizon: int = 6):
+    """A 3 consumers x 3 goods economy with a horizon on a deterministic chain (seed 0): a start world
+    state, then one world state repeated, one asset paying a bundle there worth about ``payout``
+    times the price sum. At 0.05 the asset is worth less than its cap, so the construction of
+    markov-horizon (everyone buys at the cap) is far from an equilibrium: a certified exploitability
+    well above rounding, whose law the scale property checks."""
+    from solvopt.dsl.markov_games import MarkovExchangeEconomy
+    rng = np.random.default_rng(0)
+    weights = rng.uniform(0.2, 1.0, size=(3, 3))
+    weights = weights / weights.sum(axis=1, keepdims=True) if kind == "cobb_douglas" else weights * values_factor
+    endowments = np.ones((2, 3, 3))
+    endowments[0] = rng.uniform(0.01, 0.1, size=(3, 3))
+    bundles = np.zeros((2, 1, 3))
+    bundles[1, 0] = rng.uniform(0.5, 1.1, size=3) * payout
+    return MarkovExchangeEconomy((kind, weights), endowments, [[0.0, 1.0], [0.0, 1.0]], 0.9, initial=[1.0, 0.0],
+                                 asset_returns=bundles, asset_price_max=money_factor, price_sum=10.0 * money_factor,
+                                 horizon=horizon)
+
+
+def horizon_values(factor: float):
+    """The economy with a horizon, every consumer's Leontief requirements times ``factor``."""
+    return horizon_economy(values_factor=factor)
+
+
+def horizon_money(factor: float):
+    """The economy with a horizon in a money unit ``factor`` times smaller (price sum and asset cap)."""
+    return horizon_economy(money_factor=factor)
+
+
 def _production(values_factor: float = 1.0, goods_factor: float = 1.0):
     """A random 3 consumers x 2 firms x 3 goods economy with shifted-log utilities (seed 0)."""
     from solvopt.dsl import ProductionEconomy
@@ -237,6 +267,8 @@ def scale_cases() -> list[ScaleCase]:
                   rtol=1e-5),
         ScaleCase("economy-values", economy_values, invariant, ECONOMY_METHODS, {"iteration_limit": 3}, rtol=1e-6),
         ScaleCase("economy-money", economy_money, linear, ECONOMY_METHODS, {"iteration_limit": 3}, rtol=1e-6),
+        ScaleCase("economy-horizon-values", horizon_values, invariant, ("markov-horizon", "auto"), rtol=1e-6),
+        ScaleCase("economy-horizon-money", horizon_money, linear, ("markov-horizon", "auto"), rtol=1e-6),
         # production-root's first certificate (uniform prices) is far from the equilibrium; one more
         # iteration lands on it (rounding): the law is tested at the start; tests/test_games_production.py
         # checks the converged statuses and points
