@@ -294,11 +294,11 @@ def _leaf_pairs(active, cell_of, pa, pb, src_leaf, tgt_on, tgt_leaf, src_on, mem
             calls.append((active[leaf], cell_of[leaf], nb_start, nb_items, o_start, o_sites, *mine, *theirs, *scale))
     count = 0
     for args in calls:
-        count = _site_pairs(*args, np.zeros(0, np.int64), count)
+        count = _site_pairs(*args, np.zeros(0, np.int64), count)  # type: ignore[call-arg]  # a Numba kernel
     keys = np.empty(count, np.int64)
     at = 0
     for args in calls:
-        at = _site_pairs(*args, keys, at)
+        at = _site_pairs(*args, keys, at)  # type: ignore[call-arg]  # a Numba kernel
     return keys
 
 
