@@ -103,7 +103,7 @@ from solvopt.core.options import Option
 from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
 
-from .flow import ENGINES, FlowStopped, _integer_data, _ortools_installed, feasible_flow, min_cost_flow
+from .flow import ENGINES, FlowStopped, feasible_flow, integer_data, min_cost_flow, ortools_installed
 from .graph import Distances, TwoHopGraph, build_two_hop, default_centres
 from .hierarchy import GridGraph, build_grid
 from .hierarchy import supported as grid_supported
@@ -205,8 +205,8 @@ def _use_grid(model, choice: str) -> bool:
 def _flow_engine(graph, engine: str, supplies) -> str:
     """The engine for the graph's flow: under ``auto`` the grid hierarchy goes to OR-Tools' cost
     scaling where it applies (3x faster than our network simplex on it at n = 10^5: many hubs)."""
-    if engine == "auto" and isinstance(graph, GridGraph) and _ortools_installed() \
-            and _integer_data(supplies, None) is not None:
+    if engine == "auto" and isinstance(graph, GridGraph) and ortools_installed() \
+            and integer_data(supplies, None) is not None:
         return "ortools"
     return engine
 

@@ -148,15 +148,15 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     ``simplex`` engine, so the flow's cost error is bounded by ``abs_error``. Returns (plan, FlowSolution)."""
     import scipy.sparse as sp
 
-    from .flow import FlowSolution, _integer_costs, _integer_data, _rounding_error, _run_stoppable
+    from .flow import FlowSolution, integer_costs, integer_data, rounding_error, run_stoppable
     from .network_simplex import dense_simplex, scaled_integers
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
-    units = _integer_data(supplies, None)
+    units = integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]
     scaled = supplies if units is None else units[1].astype(np.float64)
     nodes = len(rows) + len(cols)
     costs = np.ascontiguousarray(costs)
-    # as flow._integer_costs (the simplex engine's scaling), in one pass where the scale is finite
+    # as flow.integer_costs (the simplex engine's scaling), in one pass where the scale is finite
     limit = min(2**53, 2**62 // (4 * (nodes + 2)))
     top = float(costs.max()) if costs.size else 0.0
     if top > 0 and math.isfinite(limit / top):
@@ -164,11 +164,11 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
         ints = np.empty(costs.shape, np.int64)
         scaled_integers(costs, cost_scale, ints)
     else:
-        ints, cost_scale = _integer_costs(costs.ravel(), limit)
+        ints, cost_scale = integer_costs(costs.ravel(), limit)
         ints = ints.reshape(costs.shape)
     if stop is not None and stop():
         raise FlowStopped
-    r, c, flow, pi, left, rounds = _run_stoppable(dense_simplex, (ints, scaled), (0, DENSE_NEIGHBOURS), stop)
+    r, c, flow, pi, left, rounds = run_stoppable(dense_simplex, (ints, scaled), (0, DENSE_NEIGHBOURS), stop)
     del ints
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
         raise SolverError("the dense network simplex ended with flow on an artificial arc")
@@ -176,7 +176,7 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     used = flow > 0
     plan = sp.csr_matrix((flow[used] * model.mass, (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
     sol = FlowSolution(flow, float(flow @ costs[r, c]), -pi.astype(np.float64) / cost_scale, "dense network simplex",
-                       _rounding_error(flow, supplies, cost_scale, nodes, 1))
+                       rounding_error(flow, supplies, cost_scale, nodes, 1))
     sol.rounds = int(rounds)
     return plan, sol
 

@@ -11,7 +11,7 @@ One entry point, :func:`min_cost_flow`, several engines behind it:
   supplies must be integer multiples of one unit (uniform weights are; checked, else ModelError)
   and costs are scaled to integers below ``ORTOOLS_COST_RANGE`` and rounded. The flow it returns
   is optimal for the rounded costs, hence within ``abs_error`` of the optimum for the true costs
-  (see :func:`_rounding_error`; pass ``path_arcs`` to make it tight). No potentials.
+  (see :func:`rounding_error`; pass ``path_arcs`` to make it tight). No potentials.
 - ``"simplex"``: our primal network simplex in Numba (:mod:`solvopt.transport.network_simplex`)
   on costs scaled to integers like OR-Tools' (``abs_error`` likewise), uncapacitated arcs only;
   its potentials are exact duals of the rounded costs.
@@ -112,7 +112,7 @@ def min_cost_flow(tails, heads, costs, supplies, *, n_nodes=None, capacities=Non
     fallback = None
     if engine == "auto":
         engine = auto_engine(supplies, capacities, costs)
-        if engine == "simplex" and _ortools_installed() and _integer_data(supplies, None) is not None:
+        if engine == "simplex" and ortools_installed() and integer_data(supplies, None) is not None:
             fallback = "ortools"
     if engine == "highs":
         return _highs(tails, heads, costs, supplies, n_nodes, capacities, stop)
@@ -122,7 +122,7 @@ def min_cost_flow(tails, heads, costs, supplies, *, n_nodes=None, capacities=Non
         if sol is not None:
             return sol
         engine = fallback               # the simplex stalled (many ties): OR-Tools' cost scaling does not
-    units = _integer_data(supplies, capacities)
+    units = integer_data(supplies, capacities)
     if units is None:
         raise ModelError(f"engine {engine!r} needs supplies (and capacities) that are integer multiples of one "
                          "unit; use engine='highs' for general real supplies")
@@ -144,7 +144,7 @@ def auto_engine(supplies, capacities=None, costs=None) -> str:
         import ortools.graph.python.min_cost_flow  # noqa: F401
     except ImportError:
         return "highs"
-    return "ortools" if _integer_data(supplies, capacities) is not None else "highs"
+    return "ortools" if integer_data(supplies, capacities) is not None else "highs"
 
 
 def integer_units(values, max_denominator: int = 10**7, max_distinct: int = 256):
@@ -173,7 +173,7 @@ def integer_units(values, max_denominator: int = 10**7, max_distinct: int = 256)
     return unit
 
 
-def _integer_data(supplies, capacities):
+def integer_data(supplies, capacities):
     """``(unit, integer supplies, integer capacities or None)`` for the integer engines, or None."""
     unit = integer_units(supplies if capacities is None else np.concatenate([supplies, capacities]))
     if unit is None:
@@ -249,7 +249,7 @@ def _highs(tails, heads, costs, supplies, n_nodes, capacities, stop=None) -> Flo
     return FlowSolution(flow, float(flow @ costs), potentials, "highs")
 
 
-def _integer_costs(costs, cost_range=ORTOOLS_COST_RANGE):
+def integer_costs(costs, cost_range=ORTOOLS_COST_RANGE):
     """Costs scaled to integers in [-cost_range, cost_range], and the scale."""
     top = float(np.abs(costs).max()) if len(costs) else 0.0
     if not top > 0:
@@ -265,7 +265,7 @@ def _integer_costs(costs, cost_range=ORTOOLS_COST_RANGE):
     return work.astype(np.int64), scale
 
 
-def _rounding_error(flow, supplies, scale, n_nodes, path_arcs) -> float:
+def rounding_error(flow, supplies, scale, n_nodes, path_arcs) -> float:
     """Cost error of a flow optimal for costs rounded to multiples of 1/scale (error <= 0.5/scale
     per unit of flow on an arc): c(f) - c(f*) <= (|f| + |f*|) / (2 scale), where an optimal f*
     can be taken cycle-free (costs >= 0), so |f*| <= path_arcs * total supply."""
@@ -281,15 +281,15 @@ def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop
     from .network_simplex import network_simplex
     if len(costs) and costs.min() < 0:
         raise ModelError("engine 'simplex' needs costs >= 0")
-    units = _integer_data(supplies, None)
+    units = integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]
     # the simplex's potentials and reduced costs stay below 3 (n_nodes + 2) x the largest cost:
     # the finest integer costs that cannot overflow int64 (and are exact in float64)
-    int_costs, scale = _integer_costs(costs, min(2**53, 2**62 // (4 * (n_nodes + 2))))
+    int_costs, scale = integer_costs(costs, min(2**53, 2**62 // (4 * (n_nodes + 2))))
     scaled = supplies if units is None else units[1].astype(np.float64)
     if stop is not None and stop():
         raise FlowStopped
-    flow, pi, left = _run_stoppable(network_simplex, (tails, heads, int_costs, scaled), (max_pivots,), stop)
+    flow, pi, left = run_stoppable(network_simplex, (tails, heads, int_costs, scaled), (max_pivots,), stop)
     if left < 0:
         return None
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
@@ -299,10 +299,10 @@ def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop
     # pi: int_cost + pi[tail] - pi[head] >= 0; in the convention of the HiGHS duals
     # (cost >= P[tail] - P[head]) P = -pi, in the caller's cost units
     return FlowSolution(flow, float(flow @ costs), -pi.astype(np.float64) / scale, "simplex",
-                        _rounding_error(flow, supplies, scale, n_nodes, path_arcs))
+                        rounding_error(flow, supplies, scale, n_nodes, path_arcs))
 
 
-def _run_stoppable(kernel, args, tail, stop):
+def run_stoppable(kernel, args, tail, stop):
     """``kernel(*args, flag, *tail)`` in a worker thread (it releases the GIL), setting the flag
     when ``stop()`` turns true; the main thread keeps running Python, so Ctrl-C is seen at once."""
     import threading
@@ -331,7 +331,7 @@ def _ortools(tails, heads, costs, units, n_nodes, path_arcs) -> FlowSolution:
     unit, int_supplies, caps = units
     if caps is None:          # unbounded arcs: no flow on an arc exceeds the total supply
         caps = np.full(len(tails), int(int_supplies[int_supplies > 0].sum()), dtype=np.int64)
-    int_costs, scale = _integer_costs(costs)
+    int_costs, scale = integer_costs(costs)
     solver = ort.SimpleMinCostFlow()
     solver.add_arcs_with_capacity_and_unit_cost(tails, heads, caps, int_costs)
     solver.set_nodes_supplies(np.arange(n_nodes), int_supplies)
@@ -342,7 +342,7 @@ def _ortools(tails, heads, costs, units, n_nodes, path_arcs) -> FlowSolution:
         raise SolverError(f"OR-Tools min-cost flow stopped with status {status}")
     flow = solver.flows(np.arange(len(tails))).astype(np.float64) * unit
     return FlowSolution(flow, float(flow @ costs), None, "ortools",
-                        _rounding_error(flow, unit * int_supplies, scale, n_nodes, path_arcs))
+                        rounding_error(flow, unit * int_supplies, scale, n_nodes, path_arcs))
 
 
 def _ortools_forked(tails, heads, costs, units, n_nodes, path_arcs, stop) -> FlowSolution:
@@ -402,7 +402,7 @@ def _ortools_forked(tails, heads, costs, units, n_nodes, path_arcs, stop) -> Flo
 def _networkx(tails, heads, costs, units, n_nodes) -> FlowSolution:
     import networkx as nx
     unit, int_supplies, caps = units
-    int_costs, scale = _integer_costs(costs)
+    int_costs, scale = integer_costs(costs)
     graph = nx.MultiDiGraph()
     for node in range(n_nodes):
         graph.add_node(node, demand=-int(int_supplies[node]))
@@ -418,7 +418,7 @@ def _networkx(tails, heads, costs, units, n_nodes) -> FlowSolution:
     flow = np.array([flow_dict[t][h][k] for k, (t, h) in enumerate(zip(tails.tolist(), heads.tolist()))],
                     dtype=np.float64) * unit
     return FlowSolution(flow, float(flow @ costs), None, "networkx",
-                        _rounding_error(flow, unit * int_supplies, scale, n_nodes, None))
+                        rounding_error(flow, unit * int_supplies, scale, n_nodes, None))
 
 
 def feasible_flow(tails, heads, supplies, *, n_nodes=None, engine="auto"):
@@ -432,8 +432,8 @@ def feasible_flow(tails, heads, supplies, *, n_nodes=None, engine="auto"):
     if engine not in FEASIBILITY_ENGINES:
         raise ModelError(f"unknown feasibility engine {engine!r}; choose one of {', '.join(FEASIBILITY_ENGINES)}")
     tails, heads, costs, supplies, n_nodes, _ = _check(tails, heads, np.zeros(len(tails)), supplies, n_nodes, None)
-    units = _integer_data(supplies, None)
-    use_ortools = engine in ("auto", "ortools") and _ortools_installed()
+    units = integer_data(supplies, None)
+    use_ortools = engine in ("auto", "ortools") and ortools_installed()
     if engine == "ortools" and not use_ortools:
         raise BackendUnavailable("flow engine 'ortools' needs OR-Tools: pip install ortools")
     if engine == "highs" or units is None or (not use_ortools and units[1][units[1] > 0].sum() >= 2**31):
@@ -471,7 +471,7 @@ def _scipy_feasible(tails, heads, caps, n_nodes, source, sink, total, n_arcs, un
     return np.asarray(result.flow[tails[:n_arcs], heads[:n_arcs]]).ravel().astype(np.float64) * unit
 
 
-def _ortools_installed() -> bool:
+def ortools_installed() -> bool:
     try:
         import ortools.graph.python.max_flow  # noqa: F401
     except ImportError:

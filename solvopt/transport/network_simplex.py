@@ -619,24 +619,24 @@ def warm_flow(tails, heads, costs, supplies, tree=None, *, path_arcs=None, stop=
     None: the artificial start. Returns (FlowSolution, the final tree)."""
     from solvopt.core.errors import ModelError
 
-    from .flow import FlowSolution, FlowStopped, _integer_costs, _integer_data, _rounding_error, _run_stoppable
+    from .flow import FlowSolution, FlowStopped, integer_costs, integer_data, rounding_error, run_stoppable
     n_nodes = len(supplies)
-    units = _integer_data(supplies, None)
+    units = integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]
-    int_costs, scale = _integer_costs(costs, min(2**53, 2**62 // (4 * (n_nodes + 2))))
+    int_costs, scale = integer_costs(costs, min(2**53, 2**62 // (4 * (n_nodes + 2))))
     scaled = supplies if units is None else units[1].astype(np.float64)
     if tree is None:
         tree = (np.full(n_nodes, -1, np.int64), np.zeros(n_nodes, np.int64), np.zeros(n_nodes, np.int64))
     if stop is not None and stop():
         raise FlowStopped
-    flow, pi, left, parent, pred, pred_dir = _run_stoppable(
+    flow, pi, left, parent, pred, pred_dir = run_stoppable(
         network_simplex_warm, (tails, heads, int_costs, scaled), (0, *tree), stop)
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
         raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
     flow = np.maximum(flow, 0.0, out=flow)
     flow *= unit
     sol = FlowSolution(flow, float(flow @ costs), -pi.astype(np.float64) / scale, "simplex",
-                       _rounding_error(flow, supplies, scale, n_nodes, path_arcs))
+                       rounding_error(flow, supplies, scale, n_nodes, path_arcs))
     return sol, (parent, pred, pred_dir)
 
 
