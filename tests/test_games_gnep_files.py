@@ -77,6 +77,8 @@ def test_every_gnep_file_solves_optimal_near_the_published_point(stem, capsys):
     result = json.loads(out.strip().splitlines()[-1])
     assert result["termination"] == "optimal"
     ref = json.loads(path.read_text())["reference"]
+    # the kind the file states; a game without coupled rows (NE) has its NE as its VE
+    assert result["stats"]["equilibrium"] == {"NE": "VE"}.get(ref["equilibrium"], ref["equilibrium"])
     x = np.asarray(result["solution"]["actions"], dtype=float)
     p = next(q for q in problems() if q.file_stem == stem)
     assert np.all(p.scipy_regrets(x) <= 1e-5)                   # checked from outside solvopt

@@ -104,6 +104,7 @@ def test_files_solve_optimal_from_the_cli(stem, capsys):
     assert code == 0, err
     result = json.loads(out.strip().splitlines()[-1])
     assert result["termination"] == "optimal" and result["method"] == "gnep-kkt"
+    assert result["stats"]["equilibrium"] == "GNE"
     p = next(problem(n) for n in NONLINEAR if problem(n).file_stem == stem)
     x = np.asarray(result["solution"]["actions"], dtype=float)
     assert _feasible(p, x) and np.all(p.scipy_regrets(x) <= 1e-6)

@@ -192,6 +192,7 @@ def test_instance_files_are_the_factories_and_the_cli_solves_them(capsys):
     code = main(["solve", str(FOLDER / "fk_a10a.json"), "--json"])
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert code == 0 and out["termination"] == "optimal" and out["method"] == "production-root"
+    assert out["stats"]["equilibrium"] == "GNE"     # budgets move with the prices: a GNE of the pseudo-game
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -136,6 +136,7 @@ def test_a2_file_solves_from_the_cli_to_a_point_of_the_equilibrium_segment(capsy
     assert code == 0, err
     result = json.loads(out.strip().splitlines()[-1])
     assert result["termination"] == "optimal" and result["method"] == "scalar-global"
+    assert result["stats"]["equilibrium"] == "GNE"
     x = np.asarray(result["solution"]["actions"])
     # the GNEs: x1 = 0.3, x2..x4 = x7..x10 = 0.01, x5 + x6 = 0.62 with both >= 0.01
     assert x[0] == pytest.approx(0.3, abs=1e-9)

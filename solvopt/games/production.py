@@ -262,7 +262,7 @@ class ProductionRoot(Solver):
         if run.best_point is None:
             return run.result({})
         x, y, p = run.best_point
-        return run.result({"allocation": x, "production": y, "prices": p})
+        return run.result({"allocation": x, "production": y, "prices": p}, equilibrium="GNE")
 
     @staticmethod
     def _solve_satiable(model, options, run):
@@ -297,4 +297,4 @@ class ProductionRoot(Solver):
         if run.best_point is None:
             return run.result({})
         x, y, p = run.best_point
-        return run.result({"allocation": x, "production": y, "prices": p})
+        return run.result({"allocation": x, "production": y, "prices": p}, equilibrium="GNE")

@@ -138,4 +138,4 @@ class ScalarGlobal(Solver):
                     break
         if run.best_point is None:
             return run.result({})
-        return run.result({"actions": run.best_point})
+        return run.result({"actions": run.best_point}, equilibrium="GNE")   # global best responses over own rows
