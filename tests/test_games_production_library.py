@@ -234,3 +234,6 @@ def test_time_limit_returns_a_certified_point():
     result = PROBLEMS["A.10c"]().solve(time_limit=0.05)
     assert result.termination.value in ("time_limit", "optimal")
     assert result.solution["prices"].shape == (6,) and result.objective is not None
+    assert result.stats["equilibrium"] == "GNE"
+    early = PROBLEMS["A.10c"]().solve(time_limit=1e-9)      # stopped before the first certificate, or at it
+    assert early.termination.value in ("time_limit", "optimal") and early.stats["equilibrium"] == "GNE"

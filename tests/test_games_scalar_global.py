@@ -225,3 +225,11 @@ def test_scalar_game_of_a_library_problem_with_concave_players_matches_its_equil
     assert np.allclose(result.solution["actions"], 0.09, atol=1e-6)
     with pytest.raises(ModelError, match="one-variable"):
         scalar_game(problem("A.7"), lambda x, i, lo, hi: (0.0, 0.0))
+
+
+def test_a_stopped_run_still_names_its_equilibrium():
+    """With a point or without one (a deadline before the first certificate), the result says GNE."""
+    for limit in (1e-9, 60.0):
+        r = a2_game().solve(time_limit=limit)
+        assert r.stats["equilibrium"] == "GNE"
+        assert r.termination.value in ("time_limit", "optimal")

@@ -260,7 +260,7 @@ class ProductionRoot(Solver):
                         s = lm.x
                     s = tatonnement(s, 50 * attempt * attempt)
         if run.best_point is None:
-            return run.result({})
+            return run.result({}, equilibrium="GNE")
         x, y, p = run.best_point
         return run.result({"allocation": x, "production": y, "prices": p}, equilibrium="GNE")
 
@@ -295,6 +295,6 @@ class ProductionRoot(Solver):
                 solve_complementarity(model, certify, starts(), lambda it: run.should_stop(it)
                                       or (limit is not None and it >= limit))
         if run.best_point is None:
-            return run.result({})
+            return run.result({}, equilibrium="GNE")
         x, y, p = run.best_point
         return run.result({"allocation": x, "production": y, "prices": p}, equilibrium="GNE")

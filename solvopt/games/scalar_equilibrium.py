@@ -137,5 +137,5 @@ class ScalarGlobal(Solver):
                     run.record(sweep + 1, x.copy(), e)
                     break
         if run.best_point is None:
-            return run.result({})
+            return run.result({}, equilibrium="GNE")
         return run.result({"actions": run.best_point}, equilibrium="GNE")   # global best responses over own rows
