@@ -9,6 +9,7 @@ its own holdings attains. No such value may exceed the certified bound.
 from __future__ import annotations
 
 import itertools
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -233,3 +234,40 @@ def test_compiled_bellman_step_matches_the_numpy_reference(seed, limit):
                     inside = sample[(sample >= f[0][0]) & (sample <= f[0][-1])]
                     assert np.allclose(np.interp(inside, *f), np.interp(inside, *g), atol=1e-10, rtol=1e-12)
             U = fast
+
+
+def test_a_stop_reaches_the_certificate_inner_calls(monkeypatch):
+    # a passed deadline stops the Lagrangian LP and the dynamic program (not a silently looser bound)
+    from solvopt.games.projection import Stopped, stopping_at
+    econ, chain, p, q = random_case(1, 10.0, consumers=3)
+    beta = ec.bang_per_buck(econ, p)
+    with stopping_at(time.perf_counter() - 1.0), pytest.raises(Stopped):
+        dv.deviation_bounds(econ, chain, p, q, beta)
+    # inside HiGHS: the time left and the interrupt callback (the check before the run switched off)
+    from scipy import sparse
+
+    from solvopt.core.interrupt import clear_stop, request_stop
+    monkeypatch.setattr(dv, "check_stop", lambda: None)
+    n = 3000
+    A = sparse.random(n, n, density=0.003, random_state=1, format="csc") + sparse.identity(n)
+    cost = -np.random.default_rng(0).uniform(size=n)
+    b, lb, ub = np.full(n, 1.5), np.zeros(n), np.full(n, 10.0)
+    with stopping_at(time.perf_counter() + 1e-4), pytest.raises(Stopped) as stop:
+        dv.highs_lp(cost, A, b, lb, ub)
+    assert stop.value.reason is Termination.TIME_LIMIT
+    request_stop()
+    try:
+        with pytest.raises(Stopped) as stop:
+            dv.highs_lp(cost, A, b, lb, ub)
+        assert stop.value.reason is Termination.INTERRUPTED
+    finally:
+        clear_stop()
+
+
+def test_highs_lp_matches_linprog():
+    from scipy.optimize import linprog
+    rng = np.random.default_rng(3)
+    A, b, c = rng.normal(size=(6, 8)), rng.uniform(1, 2, 6), rng.normal(size=8)
+    ref = linprog(c, A_ub=A, b_ub=b, bounds=[(-1, 1)] * 8, method="highs")
+    x, duals = dv.highs_lp(c, A, b, -np.ones(8), np.ones(8))
+    assert np.allclose(x, ref.x, atol=1e-9) and np.allclose(duals, ref.ineqlin.marginals, atol=1e-9)

@@ -170,12 +170,12 @@ def consumer_best_value(econ, chain, prices, asset_prices, beta):
 
 def _portfolio_lp(G, c, g, lb, ub, i):
     """max g.y over {lb <= y <= ub, c + G y >= 0} by HiGHS: (y, g.y, Lagrangian upper bound)."""
-    from scipy.optimize import linprog
-    res = linprog(-g, A_ub=-G, b_ub=c, bounds=list(zip(lb, ub)), method="highs")
-    if res.status != 0:
-        raise SolverError(f"the portfolio best response of consumer {i} failed: {res.message}")
-    y = np.clip(res.x, lb, ub)
-    lam = np.maximum(-res.ineqlin.marginals, 0.0)
+    from .economy_deviation import highs_lp
+    res = highs_lp(-g, -G, c, lb, ub)
+    if res is None:
+        raise SolverError(f"the portfolio best response of consumer {i} failed (HiGHS proved no optimum)")
+    y = np.clip(res[0], lb, ub)
+    lam = np.maximum(-res[1], 0.0)
     reduced = g + G.T @ lam
     bound = lam @ c + np.where(reduced > 0, ub, lb) @ reduced
     feasible = np.all(G @ y + c >= -1e-9 * np.maximum(1.0, np.abs(c)))

@@ -38,6 +38,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvopt.core.errors import SolverError
+from solvopt.core.interrupt import stop_reason
+from solvopt.core.result import Termination
+
+from .projection import Stopped, check_stop, current_deadline
 
 DP_MAX_ITERATIONS = 2000     # Bellman steps of the one-asset dynamic program per consumer
 DP_TIME_LIMIT = 2.0          # seconds per consumer; the bound of the last step is kept (valid at any step)
@@ -63,6 +67,38 @@ class DeviationBounds:
     how: list = field(default_factory=list)
     dp_iterations: int = 0
     seconds: float = 0.0
+
+
+def highs_lp(cost, A_ub, b_ub, lb, ub):
+    """min cost.x s.t. A_ub x <= b_ub, lb <= x <= ub by HiGHS, with the running solve's time left and
+    Ctrl-C (:class:`~solvopt.games.projection.Stopped` when either cuts it short): (x, row duals, in
+    linprog's sign: <= 0 on binding rows), or None when HiGHS does not prove an optimum."""
+    import highspy
+    from scipy import sparse
+
+    from solvopt.dsl.highs_export import colwise_matrix, new_highs, watch_interrupt
+    check_stop()
+    A = colwise_matrix(sparse.csc_matrix(A_ub))
+    m, n = A.shape
+    h = new_highs()
+    h.passModel(n, m, int(A.nnz), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMinimize), 0.0,
+                np.ascontiguousarray(cost, dtype=float), np.ascontiguousarray(lb, dtype=float),
+                np.ascontiguousarray(ub, dtype=float), np.full(m, -np.inf), np.ascontiguousarray(b_ub, dtype=float),
+                A.indptr.astype(np.int32), A.indices.astype(np.int32), np.ascontiguousarray(A.data, dtype=float),
+                np.zeros(n, dtype=np.int32))
+    deadline = current_deadline()
+    if deadline is not None:
+        h.setOptionValue("time_limit", max(1e-3, deadline - time.perf_counter()))
+    with watch_interrupt(h):
+        h.run()
+    status = h.getModelStatus()
+    if status in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kInterrupt,
+                  getattr(highspy.HighsModelStatus, "kHighsInterrupt", highspy.HighsModelStatus.kInterrupt)):
+        raise Stopped(stop_reason(deadline) or Termination.TIME_LIMIT)
+    if status != highspy.HighsModelStatus.kOptimal:
+        return None
+    sol = h.getSolution()
+    return np.asarray(sol.col_value, dtype=float), np.asarray(sol.row_dual, dtype=float)
 
 
 def _edges(chain):
@@ -159,7 +195,6 @@ def _lagrangian(chain, gamma, beta, c, q, R, lo, hi):
     all (block diagonal); the row multipliers are lam, and each bound is re-evaluated from the
     clipped multipliers, so it does not trust the solver. Returns (lam (n, S), bounds (n,))."""
     from scipy import sparse
-    from scipy.optimize import linprog
     S, K = q.shape
     n = beta.shape[1]
     if n == 0:
@@ -170,9 +205,9 @@ def _lagrangian(chain, gamma, beta, c, q, R, lo, hi):
     A_ub = sparse.block_diag([one] * n, format="csc")                      # columns (i, k, s)
     cost = np.concatenate([-(d[:, None] * _lagrangian_slopes(chain, gamma, beta[:, i], q, R, np.zeros(S))).T.ravel()
                            for i in range(n)])
-    bounds = [(lo[k], hi[k]) for k in range(K) for _ in range(S)] * n
-    res = linprog(cost, A_ub=A_ub, b_ub=(d[:, None] * c).T.ravel(), bounds=bounds, method="highs")
-    lam = np.zeros((n, S)) if res.status != 0 else np.maximum(-res.ineqlin.marginals, 0.0).reshape(n, S)
+    lb, ub = np.tile(np.repeat(lo, S), n), np.tile(np.repeat(hi, S), n)
+    res = highs_lp(cost, A_ub, (d[:, None] * c).T.ravel(), lb, ub)
+    lam = np.zeros((n, S)) if res is None else np.maximum(-res[1], 0.0).reshape(n, S)
     return lam, np.array([lagrangian_value(chain, gamma, beta[:, i], c[:, i], q, R, lo, hi, lam[i])
                           for i in range(n)])
 
@@ -206,7 +241,6 @@ def _pair_state_lp(chain, a, b, starts, beta, c, q, R, lo, hi, A0):
     max sum_s d(s) (beta c + A0(s).y(s)) s.t. c(t) + R(t).y(s) - q(t).y(t) >= 0 for each edge s -> t
     and c(t) - q(t).y(t) >= 0 at the start states. Returns its value (-inf if HiGHS fails)."""
     from scipy import sparse
-    from scipy.optimize import linprog
     S, K = q.shape
     d = chain.occupancy
     E, n = len(a), len(starts)
@@ -220,11 +254,10 @@ def _pair_state_lp(chain, a, b, starts, beta, c, q, R, lo, hi, A0):
     A_ub = sparse.vstack([A_e, A_s]).tocsc()
     b_ub = np.concatenate([c[b], c[starts]])
     g = (d[:, None] * A0).ravel()
-    bounds = list(zip(np.tile(lo, S), np.tile(hi, S)))
-    res = linprog(-g, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
-    if res.status != 0:
+    res = highs_lp(-g, A_ub, b_ub, np.tile(lo, S), np.tile(hi, S))
+    if res is None:
         return -np.inf
-    y = np.clip(res.x, np.tile(lo, S), np.tile(hi, S)).reshape(S, K)
+    y = np.clip(res[0], np.tile(lo, S), np.tile(hi, S)).reshape(S, K)
     wealth_e = c[b] + np.einsum("ek,ek->e", R[b], y[a]) - np.einsum("ek,ek->e", q[b], y[b])
     wealth_s = c[starts] - np.einsum("ek,ek->e", q[starts], y[starts])
     if np.any(wealth_e < 0) or np.any(wealth_s < 0):   # pull the holdings towards 0 until affordable
@@ -345,6 +378,7 @@ class OneAssetDP:
             target = max(atol, REL_PRECISION * (best - reference))
             if best - lower <= target:
                 break
+            check_stop()
             n += 1
             eps = max(1e-15 * self.scale, 0.01 * (1 - gamma) * target)   # raises U by <= target / 100 in all
             new = [self.bellman(U, s, eps) for s in range(len(U))]

@@ -48,6 +48,11 @@ def stopping_at(deadline):
         _deadline[0] = previous
 
 
+def current_deadline():
+    """The running solve's deadline (time.perf_counter()), None outside a solve or without a time limit."""
+    return _deadline[0]
+
+
 def check_stop() -> None:
     """Raise :class:`Stopped` when the deadline has passed or a stop was requested (inner loops call this)."""
     reason = stop_reason(_deadline[0])
