@@ -15,6 +15,10 @@ system of the variational GNE by root finding), when installed, on the same cost
 constraints: its total time (problem built, JAX compilation, solve), its time without the JIT
 compilation (its own ``stats.elapsed_time - stats.jax_jit_time``), and its point certified by
 *our* exploitability and by scipy's regrets. Ratios: ours / nashopt's total and / nashopt without JIT.
+Beside ours, the shipped file (``instances/games/gnep/``) as ``solvopt solve FILE`` takes it: read,
+built by the family (expression trees where the library's model has callables), solved by the
+default method from its default start. A last section lists A.10a-e (economies with production)
+from ``benchmarks/results/games_production.json``, written by ``benchmarks/games_production.py``.
 nashopt states shared constraints only: on the GNEPs proper it is run with every row (and every
 nonlinear constraint, as a shared g(x) <= 0 evaluated from the problem's expression trees in JAX)
 shared (its GNE mode, each player with its own multipliers) and its point is certified on the true
@@ -46,6 +50,7 @@ from solvopt.games.gnep_library import GENERAL, NAMES, NONCONCAVE, NONLINEAR, pr
 from solvopt.games.scalar_equilibrium import scalar_exploitability
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+FILES = pathlib.Path(__file__).resolve().parents[1] / "instances" / "games" / "gnep"
 
 
 def _distance(p, x):
@@ -77,6 +82,31 @@ def run_ours(p, time_limit):
         out.update(actions=x.tolist(), scipy_max_regret=float(p.scipy_regrets(x).max()),
                    published_distance=_distance(p, x))
     return out
+
+
+def run_file(p, time_limit):
+    """The shipped file as ``solvopt solve FILE`` takes it: read, built by the family, solved by the
+    default method from its default start (expression trees where the library model has callables)."""
+    from solvopt.core.family import get_family
+    from solvopt.io import read_instance
+    start = time.perf_counter()
+    r = get_family("games").build_model(read_instance(str(FILES / f"{p.file_stem}.json"))).solve(
+        time_limit=time_limit)
+    wall = time.perf_counter() - start
+    out = {"wall_s": wall, "method": r.method, "termination": r.termination.value, "exploitability": r.objective,
+           "equilibrium": r.stats.get("equilibrium")}
+    x = r.solution.get("actions")
+    if x is not None:
+        out["scipy_max_regret"] = float(p.scipy_regrets(np.asarray(x, dtype=float)).max())
+    return out
+
+
+def production_rows():
+    """A.10a-e as benchmarks/games_production.py last recorded them (None when it has not run)."""
+    path = RESULTS / "games_production.json"
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())
 
 
 def _jax_expression(tree):
@@ -161,7 +191,7 @@ def _fmt(v, spec=".2e"):
     return format(v, spec)
 
 
-def markdown(meta, rows) -> str:
+def markdown(meta, rows, production=None) -> str:
     lines = ["# Facchinei-Kanzow GNEP library: solvopt (default method) and nashopt", "",
              "Equilibrium computed: the VE where every coupled row is shared (A.1, A.11-A.18), a GNE on the "
              "generalized Nash problems proper (A.3-A.5, A.7, A.8: player-specific coupled rows; A.6, A.9a, A.9b: "
@@ -181,19 +211,24 @@ def markdown(meta, rows) -> str:
              "solved), time without the JIT compilation, its point's exploitability by our certificate, scipy's "
              "regret there and its distance to the published point. ratio = our wall time / nashopt's. "
              "scipy's points are accepted within 1e-9 of the constraints, so where a constraint binds its regret "
-             "may exceed our certified bound by up to the utility's slope times 1e-9 (A.16: slope about 28).", "",
+             "may exceed our certified bound by up to the utility's slope times 1e-9 (A.16: slope about 28). "
+             "file: the shipped instance file as `solvopt solve FILE` takes it (read and built from "
+             "instances/games/gnep/, default method, default start; A.1, A.14 and A.16a-d state their costs "
+             "as expression trees there, callables in the library's model): wall time and status.", "",
              "| problem | n | ours: time (s) | status | exploitability | VE gap | to 1e-6 (s) | scipy regret | "
-             "dist. published | nashopt total (s) | w/o JIT (s) | nashopt exploit. | nashopt regret | "
-             "nashopt dist. | ratio total | ratio w/o JIT |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "dist. published | file (s) | file status | nashopt total (s) | w/o JIT (s) | nashopt exploit. | "
+             "nashopt regret | nashopt dist. | ratio total | ratio w/o JIT |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+             "| --- |"]
     for row in rows:
-        o, a = row["ours"], row.get("nashopt", {})
+        o, a, f = row["ours"], row.get("nashopt", {}), row.get("file", {})
         ok = "wall_s" in a
         lines.append("| " + " | ".join([
             row["problem"] + (f" ({row['concept']})" if row.get("concept", "VE") != "VE" else ""), str(row["n"]),
             _fmt(o["wall_s"], ".2f"), o["termination"], _fmt(o.get("exploitability")),
             _fmt(o.get("ve_gap")), _fmt(o.get("time_to_1e-6_s"), ".2f"), _fmt(o.get("scipy_max_regret")),
             _fmt(o.get("published_distance")),
+            _fmt(f.get("wall_s"), ".2f"), f.get("termination", "-"),
             _fmt(a.get("wall_s"), ".2f") if ok else a.get("error", a.get("skipped", "-"))[:40],
             _fmt(a.get("solve_without_jit_s"), ".3f"), _fmt(a.get("exploitability")),
             _fmt(a.get("scipy_max_regret")), _fmt(a.get("published_distance")),
@@ -213,12 +248,48 @@ def markdown(meta, rows) -> str:
     faster = [r["problem"] for r in timed if r["ours"]["wall_s"] < r["nashopt"]["wall_s"]]
     lines.append(f"- our wall time below nashopt's total (JIT included) on {len(faster)} of {len(timed)}: "
                  f"{', '.join(faster) or 'none'}.")
-    loose = [r["problem"] for r in timed
-             if r["nashopt"]["exploitability"] > 1e3 * r["nashopt"]["scipy_max_regret"] + 1e-6]
+    files = [r for r in rows if "wall_s" in r.get("file", {})]
+    if files:
+        good = [r["problem"] for r in files if r["file"]["termination"] == "optimal"
+                and r["file"].get("scipy_max_regret", np.inf) <= 1e-5 and r["file"]["wall_s"] <= 1.0]
+        lines.append(f"- the shipped file `optimal`, within 1 s and confirmed by scipy (regret <= 1e-5) on "
+                     f"{len(good)} of {len(files)}; below nashopt's total on "
+                     f"{sum(r['file']['wall_s'] < r['nashopt']['wall_s'] for r in files if r in timed)} of "
+                     f"{sum(r in timed for r in files)}.")
+    infeasible = [r["problem"] for r in timed if not np.isfinite(r["nashopt"]["exploitability"])]
+    if infeasible:
+        lines.append(f"- nashopt's point on {', '.join(infeasible)} violates the true problem's constraints (our "
+                     "certificate: inf); scipy's regret there is 0 only because no deviation of a player is "
+                     "feasible against the others' actions.")
+    loose = [r["problem"] for r in timed if np.isfinite(r["nashopt"]["exploitability"])
+             and r["nashopt"]["exploitability"] > 1e3 * r["nashopt"]["scipy_max_regret"] + 1e-6]
     if loose:
         lines.append(f"- at nashopt's point on {', '.join(loose)}, our certified exploitability is far above "
                      "the regret scipy finds (an upper bound, but a loose one: the certificate of library forms "
                      "and callables at points where the gradient vanishes exactly).")
+    if production:
+        lines += ["", f"## A.10a-e: economies with production ({production['date']}, {production['machine']})", "",
+                  "`benchmarks/games_production.py` (results in `games_production.md`) runs them with "
+                  "`production-root` (a GNE: each consumer's budget moves with the prices), our median wall time "
+                  "of three runs; exploitability relative to the money scale; scipy: every consumer's and firm's "
+                  "best response by SLSQP, the price player's by HiGHS. nashopt states constraints shared by every "
+                  "player only, so the budgets become constraints of the price player too (another game): it runs "
+                  "on that restatement of A.10a alone (the smallest), its point certified on the true economy; "
+                  "A.10b-e: not run. nashopt's time: its second call (JAX's compilation cached), the first in "
+                  "parentheses; ratio = ours / its second call.", "",
+                  "| problem | consumers x firms x goods | ours: time (s) | status | rel. exploitability | "
+                  "scipy regret | nashopt (s) | nashopt rel. exploit. | ratio |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        anchor = production.get("nashopt") or {}
+        for e in production["economies"]:
+            mine = anchor.get("problem") == e["problem"]
+            lines.append("| " + " | ".join([
+                e["problem"], " x ".join(str(v) for v in e["shape"]), _fmt(e["wall_s"], ".3f"), e["termination"],
+                _fmt(e["relative_exploitability"], ".1e"), _fmt(e["scipy_regret"], ".1e"),
+                f"{anchor['wall_s']:.2f} (first call {anchor['first_call_s']:.2f})" if mine else "not run",
+                (_fmt(anchor["relative_exploitability"], ".1e") + f" (violation {anchor['violation']:.1e})")
+                if mine else "-",
+                _fmt(e["wall_s"] / anchor["wall_s"], ".3f") if mine else "-"]) + " |")
     lines += ["", "Notes from the library (`solvopt.games.gnep_library`):", ""]
     for row in rows:
         if row["notes"]:
@@ -251,7 +322,9 @@ def main(argv=None):
               f"{_fmt(ours['exploitability'])} VE gap {_fmt(ours['ve_gap'])} scipy regret "
               f"{_fmt(ours.get('scipy_max_regret'))} dist {_fmt(ours.get('published_distance'))}", flush=True)
         row = {"problem": name, "n": p.n, "players": len(p.sizes), "concept": p.concept, "unique": p.unique,
-               "published": None if p.published is None else p.published.tolist(), "notes": p.notes, "ours": ours}
+               "published": None if p.published is None else p.published.tolist(), "notes": p.notes, "ours": ours,
+               "file": run_file(p, args.time_limit)}
+        print(f"{name:6s} file {row['file']['termination']:18s} {row['file']['wall_s']:7.2f}s", flush=True)
         if not args.no_nashopt:
             row["nashopt"] = anchor = run_nashopt(p)
             if "wall_s" in anchor:
@@ -268,8 +341,10 @@ def main(argv=None):
             "command": _command(args)}
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-    out.with_suffix(".md").write_text(markdown(meta, rows))
+    production = production_rows()
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows, "production": production}, indent=1)
+                                        + "\n")
+    out.with_suffix(".md").write_text(markdown(meta, rows, production))
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
 
 
