@@ -25,9 +25,10 @@ def test_c_transform_matches_dense_reference(metric, p):
     out, arg = dual.c_transform(x, y, pot, 0.7, p, metric, method="brute")
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
     np.testing.assert_allclose((cdist(y, x, metric)[np.arange(23), arg] / 0.7) ** p - pot[arg], ref, atol=1e-12)
-    grid, arg = dual.c_transform(x, y, pot, 0.7, p, metric, method="grid")
-    np.testing.assert_allclose(grid, ref, rtol=0, atol=1e-12)
-    np.testing.assert_allclose((cdist(y, x, metric)[np.arange(23), arg] / 0.7) ** p - pot[arg], ref, atol=1e-12)
+    for method in ("grid", "kdtree"):
+        pruned, arg = dual.c_transform(x, y, pot, 0.7, p, metric, method=method)
+        np.testing.assert_allclose(pruned, ref, rtol=0, atol=1e-12)
+        np.testing.assert_allclose((cdist(y, x, metric)[np.arange(23), arg] / 0.7) ** p - pot[arg], ref, atol=1e-12)
     if metric == "euclidean" and p == 2.0:
         tree, _ = dual.c_transform(x, y, pot, 0.7, p, metric, method="tree")
         np.testing.assert_allclose(tree, ref, rtol=0, atol=1e-12)
@@ -59,7 +60,7 @@ def test_any_potentials_certify_no_more_than_the_lp_optimum(n, m, p, seed, tree)
     a, b = rng.random(n) + 0.1, rng.random(m) + 0.1
     t = Transport(rng.random((n, 2)), rng.random((m, 2)), a=a, b=b * a.sum() / b.sum(), p=p)
     opt = _lp_optimum(t)                           # sum pi d^p
-    method = ("tree" if p == 2.0 else "grid") if tree else "brute"
+    method = ("tree" if p == 2.0 else "kdtree" if seed % 2 else "grid") if tree else "brute"
     for u in (rng.normal(size=n), np.zeros(n), 5 * rng.random(n)):
         bound = dual.certified_bound(t, u, 1.0, method=method)
         assert bound is not None and bound ** p <= opt * (1 + 1e-12) + 1e-15
@@ -126,9 +127,42 @@ def test_pruned_searches_match_the_dense_reference_on_many_cells(metric, p, d):
     x, y = rng.random((1500, d)), rng.random((400, d))
     pot = 0.3 * x[:, 0] + 0.05 * rng.random(1500)         # potentials with structure, as a flow's are
     ref = _dense_transform(x, y, pot, 1.3, p, metric)
-    for method in ("grid", "tree") if p == 2.0 else ("grid",):
+    for method in ("grid", "kdtree", "tree") if p == 2.0 else ("grid", "kdtree"):
         out, _ = dual.c_transform(x, y, pot, 1.3, p, metric, method=method)
         np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 300), m=st.integers(1, 40), d=st.integers(1, 3), repeats=st.booleans(),
+       metric=st.sampled_from(["euclidean", "cityblock", "chebyshev"]), p=st.sampled_from([1.0, 2.0, 3.5]),
+       spread=st.sampled_from([0.0, 0.1, 10.0]), seed=st.integers(0, 10**6))
+def test_kdtree_c_transform_is_the_dense_minimum(n, m, d, repeats, metric, p, spread, seed):
+    """The k-d tree's branch and bound prunes exactly: the dense minimum, repeated points and flat
+    or wild potentials included (a wide potential range is where pruning is weakest)."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, d))
+    if repeats:
+        x = np.round(x * 3) / 3
+    y = rng.random((m, d))
+    pot = spread * rng.normal(size=n)
+    out, arg = dual.c_transform(x, y, pot, 0.4, p, metric, method="kdtree")
+    ref = _dense_transform(x, y, pot, 0.4, p, metric)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12 * (1 + np.abs(ref).max()))
+    np.testing.assert_allclose((cdist(y, x, metric)[np.arange(m), arg] / 0.4) ** p - pot[arg], out, rtol=0,
+                               atol=1e-12 * (1 + np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("engine", ["simplex", "highs"])
+def test_refined_bound_from_a_disconnected_plan_reaches_the_optimum(engine):
+    """From the support of one plan (many components, as the approximation hands over) the
+    neighbour pairs join the components; warm-started or not, pricing ends at the optimum."""
+    rng = np.random.default_rng(8)
+    t = Transport(rng.random((150, 2)), rng.random((150, 2)), p=1)
+    exact = t.solve(method="exact").objective
+    bound, rounds = dual.refined_bound(t, np.arange(150), rng.permutation(150), 1.0, engine=engine)
+    assert bound == pytest.approx(exact, rel=1e-7) and bound <= exact * (1 + 1e-9)
+    budget, _ = dual.refined_bound(t, np.arange(150), np.arange(150), 1.0, engine=engine, budget=0.0)
+    assert _ == 1 and budget <= exact * (1 + 1e-9)          # a spent budget: one round, still a bound
 
 
 def test_a_time_limit_reaches_the_certificate():

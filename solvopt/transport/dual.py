@@ -13,9 +13,14 @@ both steps without the n x m matrix:
 - ``brute``: a Numba kernel, targets in parallel, O(nm) time and O(n + m) memory, in chunks of
   about :data:`CHUNK_ENTRIES` pairs between which a time limit or Ctrl-C (``stop``) is seen;
   every named metric, every finite p;
+- ``kdtree`` (the default from :data:`TREE_FROM_PAIRS` pairs on; every named metric, every p):
+  branch and bound in a k-d tree of the sources whose nodes carry their largest potential, a node
+  skipped when (distance to its box)^p - (that potential) cannot beat the best value found: exact,
+  O(log n) a query plus the sources not ruled out (:mod:`solvopt.transport.kernels_kdtree`);
+- ``grid``: the same pruning over one level of grid cells (O(cells) a query);
 - ``tree`` (p = 2, euclidean): with w_i = max(u) - u_i >= 0, c_ij - u_i = |(x_i, sqrt(w_i)) -
-  (y_j, 0)|^2 - max(u) in units of the scale: one nearest-neighbour query per target in a k-d
-  tree of the lifted sources (the power diagram of the sources), O((n + m) log n);
+  (y_j, 0)|^2 - max(u) in units of the scale: one nearest-neighbour query per target in SciPy's
+  k-d tree of the lifted sources (the power diagram of the sources), O((n + m) log n);
 - cost matrices and callable metrics: row blocks of the model's own distances (NumPy).
 
 Certified: the computed potentials may violate u_i + v_j <= c_ij by float rounding (of the
@@ -39,17 +44,19 @@ from .stopping import Stopped, poll
 
 # Pairs per kernel call of the brute-force c-transform (about 0.05 s on two cores): a stop is seen between calls.
 CHUNK_ENTRIES = 1 << 24
-# Targets per k-d tree query batch (a stop is seen between batches).
+# Targets per k-d tree query batch (both trees; a stop is seen between batches).
 TREE_BATCH = 1 << 15
 # Sources per cell of the grid c-transform (a cell's lower bound costs about one distance).
 GRID_POINTS_PER_CELL = 16
 # Units in the last place of the largest term, per pair, allowed for float rounding.
 MARGIN_ULPS = 64
-# From this many pairs on, p = 2 euclidean uses the k-d tree (below it the brute force is as quick).
+# From this many pairs on, the c-transform uses the k-d tree (below it the brute force is as quick).
 TREE_FROM_PAIRS = 1 << 22
 EPS = np.finfo(np.float64).eps
 # Pricing rounds of :func:`refined_bound` (each: a sparse exact solve and two c-transforms).
 REFINE_ROUNDS = 40
+# Nearest neighbours of every point (both ways) added to the pairs of :func:`refined_bound`.
+REFINE_NEIGHBOURS = 4
 
 
 
@@ -84,13 +91,27 @@ def _grid(src, dst, pot, unit, p, code, stop):
     return out, order[arg]
 
 
+def _kdtree(src, dst, pot, unit, p, code, stop):
+    """The c-transform by branch and bound in a k-d tree of the sources (see :mod:`.kernels_kdtree`)."""
+    from .kernels_kdtree import PotentialTree
+    tree = PotentialTree(src, pot)
+    out = np.empty(len(dst))
+    arg = np.zeros(len(dst), dtype=np.int64)
+    step = TREE_BATCH
+    for start in range(0, len(dst), step):
+        poll(stop)
+        end = min(len(dst), start + step)
+        tree.transform(dst, unit, p, code, start, end, out[start:end], arg[start:end])
+    return out, arg
+
+
 def c_transform(src, dst, pot, unit: float, p: float, metric: str, *, method: str = "auto",
                 stop=None) -> tuple[np.ndarray, np.ndarray]:
     """(out, arg): out_k = min_i ((d(src_i, dst_k) / unit)^p - pot_i) for every row k of ``dst``
     (points, named metric), arg_k the minimising i.
 
-    ``method``: "brute" (Numba, any metric and p), "tree" (p = 2 euclidean only), "auto" (the tree
-    for p = 2 euclidean from :data:`TREE_FROM_PAIRS` pairs on). Raises :class:`Stopped` when
+    ``method``: "brute" (Numba), "kdtree" or "grid" (pruned, exact), "tree" (p = 2 euclidean only),
+    "auto" (the k-d tree from :data:`TREE_FROM_PAIRS` pairs on, else the brute force). Raises :class:`Stopped` when
     ``stop()`` turns true between chunks."""
     from .kernels_numpy import metric_code
     src = np.ascontiguousarray(src, dtype=np.float64)
@@ -98,7 +119,9 @@ def c_transform(src, dst, pot, unit: float, p: float, metric: str, *, method: st
     pot = np.ascontiguousarray(pot, dtype=np.float64)
     tree_ok = p == 2.0 and metric == "euclidean"
     if method == "auto":
-        method = "brute" if len(src) * len(dst) < TREE_FROM_PAIRS else "tree" if tree_ok else "grid"
+        method = "brute" if len(src) * len(dst) < TREE_FROM_PAIRS else "kdtree"
+    if method == "kdtree":
+        return _kdtree(src, dst, pot, unit, p, metric_code(metric), stop)
     if method == "grid":
         return _grid(src, dst, pot, unit, p, metric_code(metric), stop)
     if method == "tree":
@@ -229,26 +252,45 @@ def refined_bound(model, rows, cols, unit: float, *, rounds: int = REFINE_ROUNDS
     an exact min-cost flow whose potentials are optimal there), takes the certified bound of its
     source potentials and adds the c-transform's minimisers (the most violated pair of every
     target and of every source) to the pairs. A restricted optimum splits into components with
-    free potential offsets; the minimisers join them, and the bound climbs to the optimum as the
-    pairs approach an optimal plan's support (no pair left to add: the bound is the optimum, to the
-    margin). Stops early once the bound reaches ``target``, and after the round that used up ``budget``
-    seconds. ``plans``: a list that receives the last restricted optimum as (rows, cols, mass per
-    unit of total mass), a plan with the right marginals. Returns (bound or None, rounds done);
-    :class:`Stopped` when ``stop()`` turns true (between chunks, and in the flow)."""
+    free potential offsets, which one c-transform cannot repair; for points with a named metric
+    the :data:`REFINE_NEIGHBOURS` nearest neighbours of every point (both ways) therefore join
+    the pairs first and make one component of the usual instance. The bound climbs to the optimum
+    as the pairs approach an optimal plan's support (no pair left to add: the bound is the optimum,
+    to the margin). The network simplex restarts each round from the last optimal tree. Stops
+    early once the bound reaches ``target``, and before a round that would end past ``budget``
+    seconds (judged by the last warm round's time). ``plans``: a list that
+    receives the last restricted optimum as (rows, cols, mass per unit of total mass), a plan with
+    the right marginals. Returns (bound or None, rounds done); :class:`Stopped` when ``stop()``
+    turns true (between chunks, and in the flow)."""
     import time
 
-    from .flow import FlowStopped, min_cost_flow
+    from .flow import FlowStopped, auto_engine, min_cost_flow
+    from .network_simplex import remap_tree, warm_flow
     start = time.perf_counter()
     n, m, p = model.n, model.m, model.p
-    keys = np.unique(np.asarray(rows, dtype=np.int64) * m + np.asarray(cols, dtype=np.int64))
+    keys = np.asarray(rows, dtype=np.int64) * m + np.asarray(cols, dtype=np.int64)
+    if REFINE_NEIGHBOURS and model.cost is None and not callable(model.metric):
+        from .sparse_exact import neighbour_pairs
+        near_r, near_c = neighbour_pairs(model, REFINE_NEIGHBOURS)
+        keys = np.concatenate([keys, near_r * m + near_c])
+    keys = np.unique(keys)
     supplies = np.concatenate([model.a, -model.b]) / model.mass
-    best, done = None, 0
+    if engine == "auto":
+        engine = auto_engine(supplies)
+    best, done, tree, tree_keys = None, 0, None, None
     for _ in range(rounds):
+        began = time.perf_counter()
         r, c = keys // m, keys % m
         with np.errstate(under="ignore", over="ignore"):
             costs = (model.pair_distances(r, c) / unit) ** p
         try:
-            sol = min_cost_flow(r, c + n, costs, supplies, n_nodes=n + m, engine=engine, path_arcs=1, stop=stop)
+            if engine == "simplex":        # warm: from the last optimal tree, moved onto the grown pairs
+                tree = None if tree is None else remap_tree(tree, tree_keys, keys)
+                sol, tree = warm_flow(r, c + n, costs, supplies, tree, path_arcs=1, stop=stop)
+                tree_keys = keys
+            else:
+                sol = min_cost_flow(r, c + n, costs, supplies, n_nodes=n + m, engine=engine, path_arcs=1,
+                                    stop=stop)
         except FlowStopped:
             raise Stopped from None
         done += 1
@@ -263,8 +305,10 @@ def refined_bound(model, rows, cols, unit: float, *, rounds: int = REFINE_ROUNDS
         bound, (new_r, new_c) = out
         best = bound if best is None else max(best, bound)
         grown = np.union1d(keys, new_r * m + new_c)
+        now = time.perf_counter()
+        last = now - began
         # no pair left outside: the restricted optimum is optimal
-        if len(grown) == len(keys) or best >= target or time.perf_counter() - start > budget:
+        if len(grown) == len(keys) or best >= target or now - start + (last if done > 1 else 0.0) > budget:
             break
         keys = grown
     return best, done
