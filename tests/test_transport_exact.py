@@ -199,6 +199,36 @@ def test_dual_bound_is_valid_for_any_potentials_and_tight_for_optimal_ones():
     assert dual_bound(Transport(t.x, t.y, p="inf"), np.zeros(15), 1.0) is None
 
 
+@pytest.mark.parametrize("passes", [1, 2])
+def test_dual_bound_on_a_held_matrix_equals_the_recomputed_one(passes, monkeypatch):
+    from solvopt.transport import result
+    monkeypatch.setattr(result, "HELD_BLOCK_ENTRIES", 7)         # several row blocks
+    rng = np.random.default_rng(9)
+    a, b = _weights(rng, 23, 17)
+    a[[3, 8]] = 0.0
+    b[[0]] = 0.0
+    a, b = a / a.sum(), b / b.sum()
+    t = Transport(rng.random((23, 3)), rng.random((17, 3)), a, b, p=1.5)
+    d = t.distance_block(slice(None))
+    held = ((d / d.max()) ** 1.5)[np.ix_(t.a > 0, t.b > 0)]
+    u = rng.normal(size=23)
+    assert dual_bound(t, u, d.max(), passes=passes, costs=held) == pytest.approx(
+        dual_bound(t, u, d.max(), passes=passes), rel=1e-13)
+
+
+def test_pair_plan_matches_the_coo_conversion():
+    import scipy.sparse as sp
+
+    from solvopt.transport.result import pair_plan
+    rng = np.random.default_rng(2)
+    flat = rng.choice(30 * 20, 90, replace=False)
+    rows, cols = np.divmod(flat, 20)
+    mass = rng.random(90)
+    plan = pair_plan((30, 20), rows, cols, mass)
+    assert plan.format == "csr" and plan.has_sorted_indices
+    np.testing.assert_array_equal(plan.toarray(), sp.coo_matrix((mass, (rows, cols)), shape=(30, 20)).toarray())
+
+
 @pytest.mark.parametrize("p", [1, 2, 3])
 def test_pot_method_equals_exact(p):
     pytest.importorskip("ot")

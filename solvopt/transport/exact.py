@@ -50,7 +50,7 @@ from solvopt.core.status import within_default_tolerance
 
 from .flow import ENGINES, FEASIBILITY_ENGINES, FlowStopped, feasible_flow, min_cost_flow
 from .quick import stopped_result
-from .result import LARGE_P, dual_bound, plan_cost, status_scale, transport_result
+from .result import LARGE_P, dual_bound, pair_plan, plan_cost, status_scale, transport_result
 from .stopping import Stopped, run_abandonable
 
 # Feasibility tests of the bottleneck search: flow.feasible_flow's engines, or SciPy's Hopcroft-Karp.
@@ -146,8 +146,6 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     (:func:`solvopt.transport.network_simplex.dense_simplex`): nothing per arc beyond the matrix
     and its integer copy. Costs are scaled to integers from the largest one, as for the
     ``simplex`` engine, so the flow's cost error is bounded by ``abs_error``. Returns (plan, FlowSolution)."""
-    import scipy.sparse as sp
-
     from .flow import FlowSolution, integer_costs, integer_data, rounding_error, run_stoppable
     from .network_simplex import dense_simplex, scaled_integers
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
@@ -174,7 +172,7 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
         raise SolverError("the dense network simplex ended with flow on an artificial arc")
     flow = flow * unit
     used = flow > 0
-    plan = sp.csr_matrix((flow[used] * model.mass, (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
+    plan = pair_plan((model.n, model.m), rows[r[used]], cols[c[used]], flow[used] * model.mass)
     sol = FlowSolution(flow, float(flow @ costs[r, c]), -pi.astype(np.float64) / cost_scale, "dense network simplex",
                        rounding_error(flow, supplies, cost_scale, nodes, 1))
     sol.rounds = int(rounds)
@@ -216,22 +214,25 @@ def support_potentials(costs: np.ndarray, plan, rows: np.ndarray, cols: np.ndarr
     return u
 
 
-def flow_bound(model, costs, scale, plan, sol, rows, cols, cap: float = math.inf, stop=None) -> float | None:
-    """The best certified bound on W_p from a full-graph flow: the engine's duals (either sign
-    convention), the support's tree potentials, and the engine's stated cost error. ``cap``: the
-    cap the costs were computed with; ``stop``: when it turns true, the passes not yet made are
-    skipped (the bound so far stays valid)."""
+def flow_bound(model, costs, scale, plan, sol, rows, cols, stop=None) -> float | None:
+    """The best certified bound on W_p from a full-graph flow on ``costs`` (the rows x cols
+    matrix of (d / scale)^p the flow ran on, capped or not): the engine's duals (either sign
+    convention), the support's tree potentials, and the engine's stated cost error. The dual
+    passes read ``costs``; ``stop``: when it turns true, the passes not yet made are skipped
+    (the bound so far stays valid)."""
     candidates: list[float | None] = []
     if sol.potentials is not None:
         full = np.zeros(model.n)
-        # the dense simplex's potentials follow HiGHS' sign convention: one pass
-        for sign in (1.0,) if sol.engine == "dense network simplex" else (1.0, -1.0):
+        # the dense simplex's potentials are exact duals in HiGHS' sign convention: one sign, and
+        # one pass (the targets' best partners) makes them feasible for the float costs
+        dense = sol.engine == "dense network simplex"
+        for sign in (1.0,) if dense else (1.0, -1.0):
             if candidates and stop is not None and stop():
                 break
             full[rows] = sign * sol.potentials[:len(rows)]
-            candidates.append(dual_bound(model, full, scale, cap=cap))
+            candidates.append(dual_bound(model, full, scale, passes=1 if dense else 2, costs=costs))
     else:
-        candidates.append(dual_bound(model, support_potentials(costs, plan, rows, cols), scale, cap=cap))
+        candidates.append(dual_bound(model, support_potentials(costs, plan, rows, cols), scale, costs=costs))
         cost_low = sol.cost - sol.abs_error           # the engine's own optimality statement
         if cost_low > 0:
             candidates.append(scale * (cost_low * model.mass) ** (1.0 / model.p))
@@ -287,17 +288,26 @@ class ExactTransport(Solver):
         rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
         full = assignment or (len(rows) == model.n and len(cols) == model.m)
         sub = costs if full else costs[np.ix_(rows, cols)]        # no copy when every point has mass
-        # the row and column minima bound (in units of scale^p per unit of mass): kept for a stop
-        low = max(np.dot(model.a[rows], sub.min(axis=1)), np.dot(model.b[cols], sub.min(axis=0))) / model.mass
-        cheap = scale * (model.mass * low) ** (1.0 / model.p)
+        minima: list[float] = []
+
+        def lowest() -> float:
+            """The row and column minima bound, in units of scale^p per unit of mass (computed once,
+            when a stop, a first LP engine or a gap left open needs it: two passes over the matrix)."""
+            if not minima:
+                minima.append(max(np.dot(model.a[rows], sub.min(axis=1)),
+                                  np.dot(model.b[cols], sub.min(axis=0))) / model.mass)
+            return minima[0]
+
+        def cheap() -> float:
+            return scale * (model.mass * lowest()) ** (1.0 / model.p)
         if stop():
-            return halted(cheap)
+            return halted(cheap())
         if assignment:
             from scipy.optimize import linear_sum_assignment
             try:
                 _, perm = run_abandonable(lambda: linear_sum_assignment(costs), stop)
             except Stopped:
-                return halted(cheap, "linear_sum_assignment")
+                return halted(cheap(), "linear_sum_assignment")
             plan = permutation_plan(model, perm)
             return _best_of(model, plan, bottleneck, guarantee=1.0, proven_optimal=True,
                             stats={"engine": "linear_sum_assignment"})
@@ -306,10 +316,12 @@ class ExactTransport(Solver):
         # bound does not close the gap, once more with the cost found (and, under engine "auto",
         # with HiGHS, whose duals certify a degenerate optimum that support potentials cannot).
         # (in the large-p frame the optimum is already between the smallest mass fraction and 1)
-        unit = math.sqrt(low) if low > 0 and reference is None else 1.0
         # Under engine "auto" the dense network simplex runs first (integer costs scaled from the
         # largest: no absolute tolerance, so no unit; its potentials are exact duals).
         chosen = options.extra["engine"]
+        unit = 1.0
+        if chosen != "auto" and reference is None and lowest() > 0:
+            unit = math.sqrt(lowest())
         for attempt, engine in enumerate(("dense", "highs") if chosen == "auto" else (chosen, chosen)):
             here = 1.0 if engine == "dense" else unit
             work = sub if here == 1.0 else sub / here
@@ -320,16 +332,21 @@ class ExactTransport(Solver):
                     plan, sol = bipartite_flow(model, work, rows, cols, engine, stop=stop)
             except FlowStopped:
                 if attempt == 0:
-                    return halted(cheap, engine)
+                    return halted(cheap(), engine)
                 break                     # keep the first attempt's plan and bound
             unit_scale = scale * here ** (1.0 / model.p)        # (d / unit_scale)^p = cost / unit
-            bound = flow_bound(model, work, unit_scale, plan, sol, rows, cols, cap=cap / here, stop=stop)
-            objective = plan_cost(model, plan)[0]
-            if bound is not None and within_default_tolerance(objective, bound, scale=status_scale(model, objective)) \
-                    or not sol.cost > 0 or stop():
+            bound = flow_bound(model, work, unit_scale, plan, sol, rows, cols, stop=stop)
+            # the flow's own cost on uncapped costs is the plan's W_p up to float rounding (the
+            # Result measures it again on the distances)
+            objective = unit_scale * (model.mass * sol.cost) ** (1.0 / model.p) if math.isinf(cap) \
+                else plan_cost(model, plan)[0]
+            closed = bound is not None and within_default_tolerance(objective, bound,
+                                                                    scale=status_scale(model, objective))
+            if closed or not sol.cost > 0 or stop():
                 break
             unit = here * sol.cost
-        bound = max(b for b in (bound, cheap) if b is not None)
+        if not closed:
+            bound = max(b for b in (bound, cheap()) if b is not None)
         return _best_of(model, plan, bottleneck, guarantee=1.0, bound=bound, stopped=stop_reason(deadline),
                         stats={"engine": sol.engine, "flow_solves": attempt + 1,
                                "pricing_rounds": getattr(sol, "rounds", None)})
