@@ -72,3 +72,43 @@ def test_general_masses_match_the_dense_search(factor):
     assert tree.termination is dense.termination is Termination.OPTIMAL
     assert math.isclose(tree.objective, dense.objective, rel_tol=1e-12)
     assert tree.bound == tree.objective
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_candidate_graph_path_matches_the_dense_search(seed, monkeypatch):
+    """The k-nearest candidate graphs (the path of a zero floor), each warm from the last one's
+    preflow, against the dense search."""
+    from solvopt.transport import bottleneck
+    monkeypatch.setattr(bottleneck, "RADIUS_FLOWS", False)
+    rng = np.random.default_rng(seed)
+    x, y = rng.random((400, 2)), rng.random((300, 2))
+    a, b = rng.uniform(0.5, 1.5, 400), rng.uniform(0.5, 1.5, 300)
+    b *= a.sum() / b.sum()
+    tree = Transport(x, y, a=a, b=b, p="inf").solve("bottleneck")
+    dense = Transport(distance=cdist(x, y), a=a, b=b, p="inf").solve("bottleneck", engine="highs")
+    assert tree.stats["candidate_k"] >= 16 and tree.stats["radius_rounds"] == 0     # at least one carry
+    assert tree.termination is dense.termination is Termination.OPTIMAL
+    assert math.isclose(tree.objective, dense.objective, rel_tol=1e-12)
+    assert tree.bound == tree.objective
+
+
+def test_radius_rounds_with_general_masses_prove_each_round():
+    rng = np.random.default_rng(8)
+    x, y = rng.random((500, 2)), rng.random((500, 2))
+    a, b = rng.uniform(0.5, 1.5, 500), rng.uniform(0.5, 1.5, 500)
+    b *= a.sum() / b.sum()
+    tree = Transport(x, y, a=a, b=b, p="inf").solve("bottleneck")
+    dense = Transport(distance=cdist(x, y), a=a, b=b, p="inf").solve("bottleneck", engine="highs")
+    assert tree.stats["radius_rounds"] >= 2
+    assert tree.termination is Termination.OPTIMAL and tree.objective == dense.objective == tree.bound
+
+
+def test_seed_refuses_a_preflow_on_missing_pairs():
+    a, b = np.array([1.0, 1.0]), np.array([1.0, 1.0])
+    small = WarmFlow(np.array([0, 1]), np.array([0, 0]), a, b)        # both rows to column 0: infeasible
+    assert small.test(2) is None
+    carried = small.carried()
+    other = WarmFlow(np.array([0, 1]), np.array([1, 1]), a, b)        # neither pair of the first list
+    assert not other.seed(carried, 0) and other.base[4] == 0
+    both = WarmFlow(np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1]), a, b)
+    assert both.seed(carried, 2) and both.test(4) is not None

@@ -76,6 +76,9 @@ RADIUS_SLACK = 1e-9
 UPPER_TOLERANCE = 0.01
 # General masses: the searches bisect the lengths geometrically while the bracket spans more than this ratio.
 GEOMETRIC_RATIO = 1.02
+# General masses: radius rounds too (growth per round), the preflow carried from round to round.
+RADIUS_FLOWS = True
+FLOW_GROWTH = 1.25
 
 
 def tree_path(model) -> bool:
@@ -137,7 +140,7 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
         no proof either way falls back to :func:`feasible_flow`."""
         warm_flow = WarmFlow(r, c, model.a[rows], model.b[cols])
         carried = state.pop("carried", None)
-        if carried is not None:             # the candidate graph's preflow at its largest infeasible threshold
+        if carried is not None:             # the last graph's preflow at its largest infeasible threshold
             warm_flow.seed(carried[0], int(np.searchsorted(d_sorted[0], carried[1], side="right")))
         state["flows"] = warm_flow
 
@@ -153,6 +156,8 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
                 return None
             import scipy.sparse as sp
             used = flow > 0
+            # the flow's longest pair: every threshold from its length on is feasible too
+            state["reach"] = int(np.flatnonzero(used)[-1]) + 1 if used.any() else 0
             total = model.mass
             return sp.csr_matrix((flow[used] * total, (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
         return run
@@ -212,6 +217,7 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
             if plan is None:
                 return None, values
             state["plan"] = plan
+            hi = tightened(hi, prefix)
         else:
             hi = int(np.searchsorted(values, hi_known))
         lo = min(lo, hi)
@@ -224,9 +230,10 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
             plan = tester(prefix[mid])
             if plan is None:
                 lo = mid + 1
-                state["bound"] = float(values[lo])
+                if certify:
+                    state["bound"] = float(values[lo])
             else:
-                hi, state["plan"] = mid, plan
+                hi, state["plan"] = tightened(mid, prefix), plan
         while lo < hi and values[hi] > values[lo] * (1 + rel):
             poll_stop()
             mid = min(lo + gap - 1, (lo + hi) // 2)
@@ -240,13 +247,27 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
                 if certify:
                     state["bound"] = float(values[lo])
             else:
-                hi, state["plan"] = mid, plan
+                hi, state["plan"] = tightened(mid, prefix), plan
             progress(f"bottleneck: W_inf in [{values[lo]:.6g}, {values[hi]:.6g}], {state['tests']} tests")
         return hi, values
+
+    def tightened(hi, prefix):
+        """``hi`` after a feasible flow test: lowered to the length of the longest pair its flow uses."""
+        reach = state.pop("reach", None)
+        return hi if reach is None else min(hi, int(np.searchsorted(prefix, reach)))
 
     def poll_stop():
         if stop():
             raise Stopped
+
+    def carry():
+        """General masses: hand the last search's preflow at its largest infeasible threshold to
+        the next pair list (the next candidate graph, or every pair within U), which holds all
+        of its pairs: valid there on every prefix reaching that threshold."""
+        flows = state.pop("flows", None)
+        if flows is not None and flows.base[4] > 0:
+            state["carried"] = (flows.carried(), float(d_sorted[0][flows.base[4] - 1]))
+            state["seed_value"] = state["carried"][1]
 
     def pairs_within(tx, ty, radius, name):
         """Every pair (row, column, distance) with distance <= ``radius`` (the tree's search reaches
@@ -280,10 +301,13 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
             index, values = search(r, c, d, lo_value, None, True)
             if index is not None:
                 return float(values[index])
-            below = state.pop("kbase")             # the maximum matching at R: valid beyond R
+            if flowing:
+                carry()                            # the preflow at R: valid beyond R
+            else:
+                below = state.pop("kbase")         # the maximum matching at R: valid beyond R
             state["bound"] = radius                # R is infeasible: W_inf > R
             rounds += 1
-            radius *= 1.1 if rounds < 8 else 1.5
+            radius *= (FLOW_GROWTH if flowing else 1.1) if rounds < 8 else 1.5
 
     try:
         tx = run_abandonable(lambda: _tree(model.x[rows]), stop)
@@ -295,7 +319,7 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
                     float(model.pair_distances(rows[near_r], cols).max()))
         floor *= 1 - 1e-12                                           # safe side of rounding
         state["bound"] = floor
-        if warm and floor > 0:
+        if (warm or (flowing and RADIUS_FLOWS)) and floor > 0:
             w_inf = radius_rounds(tx, ty, floor)
             raise _Done
         # 2. the upper bound: the smallest feasible threshold on a k-nearest candidate graph
@@ -319,12 +343,10 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
                 break
             if kc >= nc and kr >= nr:           # cannot happen: the complete graph is feasible
                 raise RuntimeError("bottleneck: the complete bipartite graph tested infeasible")
+            carry()                             # the k nearest are among the 2k nearest
             k *= 2
         state.pop("kbase", None)
-        flows = state.pop("flows", None)
-        if flows is not None and flows.base[4] > 0:      # general masses: carry the preflow to step 3
-            state["carried"] = (flows.carried(), float(d_sorted[0][flows.base[4] - 1]))
-            state["seed_value"] = state["carried"][1]
+        carry()
         # 3. every pair with d <= U, and the exact search on them
         r, c, d = pairs_within(tx, ty, upper, "U")
         index, values = search(r, c, d, floor, upper, True)

@@ -213,16 +213,22 @@ class WarmFlow:
         keys = self.rows_sorted[used] * len(self.b) + self.indices[used]
         return keys, flow[used], *(x.copy() for x in self.base[1:4])
 
-    def seed(self, carried, prefix: int) -> None:
+    def seed(self, carried, prefix: int) -> bool:
         """Start from a preflow of :meth:`carried` (another pair list's), valid on every prefix of at
-        least ``prefix`` pairs here (those holding all of its pairs)."""
+        least ``prefix`` pairs here (those holding all of its pairs). False, and no change, when a
+        pair carrying flow there is missing here (e.g. a tie broken otherwise by a neighbour query)."""
         keys, flows, ex_r, ex_c, room = carried
         mine = self.rows_sorted * len(self.b) + self.indices
+        if len(keys) and not len(mine):
+            return False
         order = np.argsort(mine, kind="stable")
-        where = order[np.searchsorted(mine, keys, sorter=order)]
+        where = order[np.minimum(np.searchsorted(mine, keys, sorter=order), max(len(mine) - 1, 0))]
+        if np.any(mine[where] != keys):
+            return False
         flow = np.zeros(len(mine))
         flow[where] = flows
         self.base = (flow, ex_r, ex_c, room, prefix)
+        return True
 
     def _empty(self):
         return np.zeros(len(self.r)), self.supply.copy(), np.zeros(len(self.b)), self.demand.copy()
