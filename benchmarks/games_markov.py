@@ -302,9 +302,9 @@ def paper_data(out_dir=INSTANCES):
         (Path(out_dir) / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
         print("wrote", Path(out_dir) / f"{name}.json")
         if not stochastic:
-            variant = horizon_variant(data)
-            (Path(out_dir) / f"{variant['name']}.json").write_text(json.dumps(variant, indent=1) + "\n")
-            print("wrote", Path(out_dir) / f"{variant['name']}.json")
+            for variant in [horizon_variant(data)] + ([degree_variant(data)] if data["degree"] != 1.0 else []):
+                (Path(out_dir) / f"{variant['name']}.json").write_text(json.dumps(variant, indent=1) + "\n")
+                print("wrote", Path(out_dir) / f"{variant['name']}.json")
 
 
 def horizon_variant(data) -> dict:
@@ -322,6 +322,22 @@ def horizon_variant(data) -> dict:
     source["mapping"] = [m for m in source["mapping"] if not m.startswith(("endowment_floor", "utility"))] + [
         "utility: " + ("the stated exponents scaled to sum to 1 per consumer (degree 1; the notebook's are 0.1)"
                        if data["utility"]["kind"] == "cobb_douglas" else "as stated (Leontief, degree 1)"),
+        "no endowment floor or cap (the notebook clips endowments to [0.01, 0.1] after payouts)"]
+    out["source"] = source
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def degree_variant(data) -> dict:
+    """A deterministic paper economy with its 30 periods and its stated degree (Cobb-Douglas exponents
+    as the notebook draws them, summing to 0.1), no endowment floor or cap: what markov-horizon takes
+    closest to the notebook."""
+    out = dict(data, name=data["name"] + "_horizon_degree", endowment_floor=None, endowment_cap=None)
+    out["description"] = (data["description"].split(", endowments clipped")[0] + f", 30 periods; utilities of "
+                          f"degree {data['degree']:g} as stated; no endowment floor or cap")
+    source = dict(data["source"])
+    source["generated_by"] = source["generated_by"] + f", then the degree variant of {data['name']}.json"
+    source["mapping"] = [m for m in source["mapping"] if not m.startswith("endowment_floor")] + [
+        f"degree: {data['degree']:g} as stated in cell 32 (the exponents' sum)",
         "no endowment floor or cap (the notebook clips endowments to [0.01, 0.1] after payouts)"]
     out["source"] = source
     return {k: v for k, v in out.items() if v is not None}

@@ -193,6 +193,16 @@ def excess_demand(econ, chain, profile: Profile) -> tuple[np.ndarray, np.ndarray
     return z, Y
 
 
+def auctioneer_gaps(econ, chain, profile: Profile):
+    """((S,) the auctioneer's best value minus its current one per state (closed form: all the price on
+    the most demanded good, the asset at its cap when demanded), and :func:`excess_demand`'s z, Y)."""
+    z, Y = excess_demand(econ, chain, profile)
+    Ys = Y[chain.world]
+    br = econ.price_sum * z.max(axis=1) + econ.asset_price_max * np.maximum(Ys, 0.0).sum(axis=1)
+    current = np.einsum("sm,sm->s", profile.prices, z) + np.einsum("sk,sk->s", profile.asset_prices, Ys)
+    return br - current, z, Y
+
+
 def metrics(econ, chain: PairChain, profile: Profile) -> dict:
     """Certified exploitability and the market metrics of a profile. Each consumer's regret is
     bounded over every deviation the model allows (holdings that depend on the whole world-state
@@ -215,14 +225,12 @@ def metrics(econ, chain: PairChain, profile: Profile) -> dict:
     # a value above the bound only where the profile overspends (budget_violation says so): count 0
     consumer_regret = np.maximum(best - values, 0.0)
     price_violation = _price_violation(econ, p, q)
-    z, Y = excess_demand(econ, chain, profile)
+    gap, z, Y = auctioneer_gaps(econ, chain, profile)
     Ys = Y[chain.world]
-    br = econ.price_sum * z.max(axis=1) + econ.asset_price_max * np.maximum(Ys, 0.0).sum(axis=1)
-    current = np.einsum("sm,sm->s", p, z) + np.einsum("sk,sk->s", q, Ys)
     # >= 0 in every state when the prices are feasible (on the simplex, q in [0, asset_price_max]);
     # a negative one means they are not: counted 0 in the bound, reported, and price_violation flags it
-    auctioneer_regret = float(d @ np.maximum(br - current, 0.0))
-    auctioneer_signed = float(d @ (br - current))
+    auctioneer_regret = float(d @ np.maximum(gap, 0.0))
+    auctioneer_signed = float(d @ gap)
     total = float(consumer_regret.sum() + auctioneer_regret)
     endowment_value = float(d @ np.einsum("sm,sm->s", p, econ.endowments[chain.world].sum(axis=1)))
     supply = econ.endowments[chain.world].sum(axis=1)

@@ -36,14 +36,12 @@ def _no_check() -> None:
 
 def check_supported(econ) -> None:
     """A one-line ModelError naming what :func:`forward_equilibrium` cannot take in ``econ``: it needs
-    a finite horizon on a deterministic chain, degree-1 Cobb-Douglas or Leontief utilities, one asset
+    a finite horizon on a deterministic chain, Cobb-Douglas or Leontief utilities (any degree), one asset
     paying a bundle of goods, no endowment floors, caps or shocks, and endowments uniform over goods
     (each consumer the same amount of every good) in every period after the start."""
     missing = []
     if econ.horizon is None:
         missing.append("a finite horizon (the economy has none: use markov-newton or markov-tatonnement)")
-    if econ.degree != 1.0:
-        missing.append(f"utilities of degree 1 (these are of degree {econ.degree:.6g})")
     if econ.utility.kind not in ("cobb_douglas", "leontief"):
         missing.append(f"Cobb-Douglas or Leontief utilities (got {econ.utility.kind})")
     if econ.endowment_floor is not None:
@@ -87,11 +85,11 @@ def _path(econ) -> np.ndarray:
 
 def time_expanded(econ) -> Expanded:
     """The economy with horizon T on a deterministic chain as an infinite-horizon economy on its
-    periods plus a terminal world state (module docstring). Only what the economy methods take
-    otherwise: degree 1, no endowment floors or caps, no endowment shocks."""
+    periods plus a terminal world state (module docstring), of the same degree. No endowment floors,
+    caps or shocks."""
     from solvopt.dsl.markov_games import MarkovExchangeEconomy
-    if econ.degree != 1.0 or econ.endowment_floor is not None or econ.n_shocks > 1:
-        raise ModelError("time_expanded takes degree-1 utilities without endowment floors, caps or shocks")
+    if econ.endowment_floor is not None or econ.n_shocks > 1:
+        raise ModelError("time_expanded takes economies without endowment floors, caps or shocks")
     w = _path(econ)
     T = len(w)
     endowments = np.concatenate([econ.endowments[w], econ.endowments[w[-1]][None]])
@@ -107,7 +105,8 @@ def time_expanded(econ) -> Expanded:
     start[0] = 1.0
     out = MarkovExchangeEconomy(econ.utility, endowments, P, econ.discount, initial=start, asset_returns=returns,
                                 borrowing_limit=econ.borrowing_limit, holding_limit=econ.holding_limit,
-                                asset_price_max=econ.asset_price_max, price_sum=econ.price_sum)
+                                asset_price_max=econ.asset_price_max, price_sum=econ.price_sum,
+                                degree=None if econ.degree == 1.0 else econ.degree)
     return Expanded(out, w, T)
 
 
@@ -340,3 +339,110 @@ def forward_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_n
         if m["exploitability"] < metrics["exploitability"]:
             profile, metrics = latest, m
     return x, profile, metrics
+
+
+# --- utilities of degree h < 1: holdings from the consumers' best paths -----------------------------
+PERIOD_STEPS = 500          # fixed-point steps of one period's prices
+
+
+def _clear_period(econ, e, bundle, carried, y, q, check=_no_check):
+    """Prices and consumption of one period with the holdings ``y`` bought at ``q`` and ``carried``
+    from the last: the budgets p . e_i + (p . bundle) carried_i - q y_i (0 where negative: the
+    certificate reports the overspending) clear the goods left after the auctioneer's share as a
+    Fisher market; the budgets depend on the prices, so the prices are a fixed point, iterated."""
+    from solvopt.core.errors import SolverError
+    total, N = econ.price_sum, econ.n_consumers
+    supply = e.sum(axis=0) + carried.sum() * bundle
+    left = supply - q * y.sum() / total
+    if left.min() <= 0:
+        raise SolverError("markov-horizon: the auctioneer's share of the asset's price exceeds a good's supply")
+    p = np.full(len(supply), total / len(supply))
+    for _ in range(PERIOD_STEPS):
+        check()
+        budgets = np.maximum(e @ p + (p @ bundle) * carried - q * y, 0.0)
+        new = _fisher_prices(econ.utility, budgets, left, check)
+        new = total * new / new.sum()
+        done = np.max(np.abs(new - p)) <= 1e-15 * total
+        p = new
+        if done:
+            break
+    else:
+        raise SolverError("markov-horizon: a period's prices did not settle (the budgets' fixed point)")
+    p = np.maximum(p, PRICE_FLOOR * total)
+    p = total * p / p.sum()
+    budgets = np.maximum(e @ p + (p @ bundle) * carried - q * y, 0.0)
+    return p, econ.utility.demand(p[None], budgets).reshape(N, -1)
+
+
+def degree_metrics(x, prof):
+    """The certificate of a profile of the expanded economy ``x`` with utilities of degree h < 1 over
+    the T periods: each consumer's best path (:mod:`solvopt.games.economy_path`, exact duality), the
+    auctioneer's regret per period (closed form), in money; keys as :func:`forward_equilibrium`'s."""
+    from .economy_path import path_bounds
+    from .exploitability import Exploitability
+    big, T = x.economy, x.horizon
+    chain = ec.pair_chain(big)
+    periods = np.flatnonzero(chain.world < T)
+    order = periods[np.argsort(chain.world[periods])]
+    b = path_bounds(big, np.arange(T), prof.prices[order], prof.asset_prices[order], prof.consumption[order])
+    gap, z, _ = ec.auctioneer_gaps(big, chain, prof)
+    d = chain.occupancy
+    auctioneer = float(d[periods] @ np.maximum(gap[periods], 0.0))
+    W = ec.wealth(big, chain, prof.prices, prof.asset_prices, prof.portfolio)[order]
+    scale = np.maximum(1.0, ec.endowment_values(big, chain, prof.prices)[order])
+    spend = np.einsum("tm,tnm->tn", prof.prices[order], prof.consumption[order])
+    violation = float(np.max(np.maximum(np.maximum(spend - W, -W), 0.0) / scale))
+    value = float(b.regret.sum() + auctioneer)
+    lower = float(b.regret_lower.sum() + auctioneer)
+    per_player = np.append(b.regret, auctioneer)
+    ev = horizon_endowment_value(big, prof.prices[order], T)
+    supply = big.endowments[chain.world].sum(axis=1)
+    m = {"exploitability": value, "exploitability_lower": lower, "per_player": per_player,
+         "consumer_regret": float(b.regret.sum()), "auctioneer_regret": auctioneer,
+         "budget_violation": violation, "excess_demand": float(np.max(np.maximum(z[periods], 0.0) / supply[periods])),
+         "horizon_endowment_value": ev, "horizon_relative_exploitability": value / ev,
+         "deviation_bounds": ["path duality"] * big.n_consumers}
+    return m, Exploitability(value, lower, per_player, violation=violation), b.holdings
+
+
+def degree_equilibrium(econ, rounds=30, tolerance=1e-9, *, record=None, check=_no_check, note=None):
+    """A profile of the finite-horizon economy ``econ`` with utilities of degree h < 1: the asset at its
+    cap in every period but the last (0 there), holdings from each consumer's best path against the
+    last round's prices (none at first), each period's prices clearing the goods as a Fisher market
+    with wealth effects (:func:`_clear_period`); a round whose certified exploitability does not fall
+    halves the step towards the best paths. Up to ``rounds`` rounds, stopping once the relative
+    exploitability is at most ``tolerance``; same hooks and return as :func:`forward_equilibrium`."""
+    x = time_expanded(econ)
+    big, T = x.economy, x.horizon
+    if big.n_assets != 1 or big.asset_bundles is None:
+        raise NotImplementedError("degree_equilibrium: one asset paying a bundle of goods only")
+    N, M = big.n_consumers, big.n_goods
+    chain = ec.pair_chain(big)
+    q = np.full(T + 1, big.asset_price_max)
+    q[T - 1:] = 0.0
+    Y = np.zeros((T + 1, N))
+    best = None
+    step, last = 1.0, np.inf
+    for k in range(rounds + 1):
+        check()
+        if note is not None:
+            note(f"markov-horizon: round {k} of {rounds} (degree {big.degree:.6g})")
+        prices, consumption = np.empty((T + 1, M)), np.empty((T + 1, N, M))
+        for t in range(T + 1):
+            carried = Y[t - 1] if t else np.zeros(N)
+            prices[t], consumption[t] = _clear_period(big, big.endowments[t], big.asset_bundles[t, 0], carried, Y[t],
+                                                      q[t], check)
+        prof = ec.Profile(prices[chain.world], q[chain.world][:, None], consumption[chain.world], Y[:, :, None])
+        m, expl, paths = degree_metrics(x, prof)
+        m["rounds"] = k
+        if best is None or expl.value < best[1]["exploitability"]:
+            best = (prof, m)
+        stop = record is not None and record(k, prof, m, expl)
+        if stop or m["horizon_relative_exploitability"] <= tolerance:
+            break
+        if expl.value >= last:
+            step /= 2
+        last = expl.value
+        target = np.vstack([paths[:, :, 0].T, np.zeros((1, N))])
+        Y = Y + step * (target - Y)
+    return x, best[0], best[1]

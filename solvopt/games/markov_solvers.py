@@ -132,13 +132,14 @@ class MarkovHorizon(_MarkovSolver):
     description = ("finite-horizon Markov exchange economies on a deterministic chain: the periods' equilibria "
                    "built forward (asset at its cap, each period's goods a Fisher market, rounds of consumers "
                    "indifferent between asset and consumption), certified over every deviation on the "
-                   "time-expanded economy")
+                   "time-expanded economy; utilities of degree h < 1: holdings from each consumer's best path, "
+                   "certified by path duality")
     capabilities = ("markov_exchange_economy",)
     options = (
         Option("tolerance", positive_number, 1e-4, "stop the rounds when the certified exploitability is at most "
                                                    "this fraction of the endowment value of the periods"),
         Option("rounds", integer_at_least(0), 8, "rounds that re-solve a period with indifferent consumers "
-                                                 "(Cobb-Douglas)"),
+                                                 "(Cobb-Douglas; degree h < 1: rounds of best paths)"),
     )
 
     model_class = "MarkovExchangeEconomy"
@@ -175,9 +176,14 @@ class MarkovHorizon(_MarkovSolver):
             if reason is not None:
                 raise Stopped(reason)
 
-        with run.guard():
-            economy_horizon.forward_equilibrium(econ, rounds=x["rounds"], tolerance=run.tolerance / run.scale,
-                                                record=record, check=step, note=run.progress)
+        construct = (economy_horizon.forward_equilibrium if econ.degree == 1.0
+                     else economy_horizon.degree_equilibrium)
+        from .projection import stopping_at
+        # inner calls (certificates' HiGHS runs, Newton loops) may use the first certificate's grace too;
+        # step() holds the later rounds to the run's own deadline
+        with run.guard(), stopping_at(run.first_deadline()):
+            construct(econ, rounds=x["rounds"], tolerance=run.tolerance / run.scale, record=record, check=step,
+                      note=run.progress)
         if run.best is None and run.stopped is None:
             run.stopped = Termination.ITERATION_LIMIT
         prof = run.best_point
@@ -190,10 +196,13 @@ class MarkovHorizon(_MarkovSolver):
         best = history[max(k for k in history if history[k]["exploitability"] == run.best.value)]
         metrics = {k: v for k, v in best.items() if k != "per_player"}
         result = run.result(solution, metrics=metrics, rounds=best["rounds"],
-                            metric_history=[[k] + [history[k][n] for n in HORIZON_METRICS] for k in sorted(history)],
+                            metric_history=[[k] + [history[k].get(n) for n in HORIZON_METRICS]
+                                            for k in sorted(history)],
                             metric_names=list(HORIZON_METRICS))
         from .economy_deviation import GUARANTEE
-        result.guarantee = GUARANTEE + " (on the time-expanded economy: an upper bound for the finite horizon)"
+        from .economy_path import PATH_GUARANTEE
+        result.guarantee = (GUARANTEE + " (on the time-expanded economy: an upper bound for the finite horizon)"
+                            if econ.degree == 1.0 else PATH_GUARANTEE)
         return result
 
 
