@@ -41,7 +41,10 @@ def test_the_choice_follows_the_measured_rule():
     assert auto_decision(line)[0] == "1d"
     x, y = _points(1, 40, 40)
     assert auto_decision(Transport(x, y, p="inf"))[0] == "bottleneck"          # tree path, uniform square
-    assert auto_decision(Transport(x, y, a=np.linspace(1, 2, 40), b=np.linspace(2, 1, 40), p="inf"))[0] == "exact"
+    general = Transport(x, y, a=np.linspace(1, 2, 40), b=np.linspace(2, 1, 40), p="inf")
+    assert auto_decision(general)[0] == "bottleneck"                            # tree path, general masses
+    taxicab = Transport(x, y, p="inf", metric=lambda u, v: np.abs(u[:, None] - v[None]).sum(-1))
+    assert auto_decision(taxicab)[0] == "exact"                                 # a callable: the dense search
     dist = np.sqrt(((x[:, None] - y[None]) ** 2).sum(-1))
     assert auto_decision(Transport(distance=dist, p="inf"))[0] == "exact"      # a matrix: the dense search
     assert DENSE_PAIRS >= MATRIX_PAIRS >= EXACT_PAIRS

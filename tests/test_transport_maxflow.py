@@ -112,3 +112,17 @@ def test_seed_refuses_a_preflow_on_missing_pairs():
     assert not other.seed(carried, 0) and other.base[4] == 0
     both = WarmFlow(np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1]), a, b)
     assert both.seed(carried, 2) and both.test(4) is not None
+
+
+def test_dense_search_with_general_masses_runs_the_warm_flow():
+    """A cost matrix with real masses: the dense search's tests by the warm-started max flow (the
+    flow LP's tolerance left marginals off by 4e-5 at n = 1200), against the spatial-tree path."""
+    rng = np.random.default_rng(11)
+    x, y = rng.random((260, 2)), rng.random((240, 2))
+    a, b = rng.uniform(0.5, 1.5, 260), rng.uniform(0.5, 1.5, 240)
+    b *= a.sum() / b.sum()
+    dense = Transport(distance=cdist(x, y), a=a, b=b, p="inf").solve("bottleneck")
+    tree = Transport(x, y, a=a, b=b, p="inf").solve()
+    assert tree.stats["auto_method"] == "bottleneck" and tree.stats["path"] == "spatial tree"
+    assert dense.termination is tree.termination is Termination.OPTIMAL
+    assert dense.objective == tree.objective and dense.stats["marginal_error"] <= 1e-12 * a.sum()

@@ -2,8 +2,8 @@
 
 - points on the line (dimension 1, a named metric), every p including inf: ``1d``, the exact
   quantile formula;
-- p = inf on points with a named metric and n = m uniform masses: ``bottleneck``, exact W_inf on
-  spatial trees (faster than ``approx`` at every size measured);
+- p = inf on points with a named metric: ``bottleneck``, exact W_inf on spatial trees (faster than
+  ``approx`` and the dense search at every size measured, uniform or general masses);
 - otherwise ``exact`` on the full matrix while n x m is at most :data:`DENSE_PAIRS` (finite p,
   points with a named metric: the dense network simplex), :data:`MATRIX_PAIRS` (finite p, a cost
   matrix or callable metric) or :data:`EXACT_PAIRS` (p = inf: the dense bottleneck search);
@@ -29,7 +29,7 @@ from solvopt.core.registry import Solver, register
 
 from .approx import Approx
 from .bottleneck import BottleneckTransport, tree_path
-from .exact import ExactTransport, uniform_square
+from .exact import ExactTransport
 from .one_d import OneDTransport, on_the_line
 from .sparse_exact import SparseExact, supported
 
@@ -41,8 +41,8 @@ from .sparse_exact import SparseExact, supported
 # sparse-exact 0.81-1.69; n = 3000: exact 0.31-0.74, sparse-exact 0.21-0.38.
 DENSE_PAIRS = 2500 * 2500
 MATRIX_PAIRS = 2500 * 2500
-# p = inf off the spatial-tree path: the dense bottleneck search (random masses, n = 700: 3.8 s
-# against 11.0 s for approx; benchmarks/results/transport_auto.md).
+# p = inf off the spatial-tree path (cost matrices, callable metrics): the dense bottleneck search
+# (random masses, n = 700: 3.8 s against 11.0 s for approx; benchmarks/results/transport_auto.md).
 EXACT_PAIRS = 1200 * 1200
 # Largest n x m for which ``auto`` runs ``sparse-exact`` (beyond the limits above). Measured against
 # approx with its default (dual) certificate, 2-D uniform points, n = m, one run each on a loaded
@@ -78,8 +78,8 @@ def auto_decision(model) -> tuple[str, str]:
     if on_the_line(model):
         return "1d", "points on the line: the exact quantile formula"
     pairs = model.n * model.m
-    if math.isinf(model.p) and tree_path(model) and uniform_square(model):
-        return "bottleneck", "p = inf on points with n = m uniform masses: exact W_inf on spatial trees"
+    if math.isinf(model.p) and tree_path(model):
+        return "bottleneck", "p = inf on points with a named metric: exact W_inf on spatial trees"
     points = supported(model) is None
     if math.isinf(model.p):
         limit, what = EXACT_PAIRS, "the bottleneck search"
@@ -103,7 +103,7 @@ class AutoTransport(Solver):
     family = "transport"
     name = "auto"
     description = (f"the default: picks by measured cost: '1d' on the line; 'bottleneck' for p = inf on points with "
-                   f"n = m uniform masses; 'exact' up to {DENSE_PAIRS:,} pairs for points ({MATRIX_PAIRS:,} for cost "
+                   f"a named metric; 'exact' up to {DENSE_PAIRS:,} pairs for points ({MATRIX_PAIRS:,} for cost "
                    f"matrices, {EXACT_PAIRS:,} for p = inf); 'sparse-exact' beyond for points with a named metric and "
                    "finite p <= 8, up to "
                    f"{SPARSE_EXACT_PAIRS:,} pairs; 'approx' beyond (stats['auto_method'] and stats['auto_reason'] say "

@@ -48,7 +48,7 @@ from solvopt.core.registry import Solver, register
 from solvopt.core.result import Termination
 from solvopt.core.status import within_default_tolerance
 
-from .flow import ENGINES, FEASIBILITY_ENGINES, FlowStopped, feasible_flow, min_cost_flow
+from .flow import ENGINES, FEASIBILITY_ENGINES, FlowStopped, feasible_flow, integer_data, min_cost_flow
 from .quick import stopped_result
 from .result import LARGE_P, dual_bound, pair_plan, plan_cost, status_scale, transport_result
 from .stopping import Stopped, run_abandonable
@@ -433,6 +433,14 @@ def bottleneck_search(model, options, engine: str = "auto", raw: bool = False):
     matching = engine == "hopcroft-karp"
     if matching and not uniform_square(model):
         raise ModelError("engine 'hopcroft-karp' tests perfect matchings: it needs n = m and uniform weights")
+    flows = None
+    if engine == "auto" and not matching and integer_data(
+            np.concatenate([model.a[rows], -model.b[cols]]) / model.mass, None) is None:
+        # general real masses: the warm-started max flow on the pairs by length (exact to 1e-12 of
+        # the mass, each test from the preflow of the largest threshold proven infeasible)
+        from .maxflow import WarmFlow
+        r_all, c_all = np.divmod(order, len(cols))
+        flows = WarmFlow(r_all, c_all, model.a[rows], model.b[cols])
     incumbent = northwest_corner(model)
     coo = incumbent.tocoo()
     lo = int(np.searchsorted(candidates, floor))
@@ -446,7 +454,7 @@ def bottleneck_search(model, options, engine: str = "auto", raw: bool = False):
         # graphs), bisecting once a feasible threshold is known
         mid = min(lo + gap - 1, (lo + hi) // 2)
         try:
-            plan = threshold_plan(model, order[:prefix[mid]], rows, cols, matching, engine)
+            plan = threshold_plan(model, order[:prefix[mid]], rows, cols, matching, engine, flows)
         except KeyboardInterrupt:      # a flow engine stopped by Ctrl-C: keep the incumbent and bound
             stopped = Termination.INTERRUPTED
             break
@@ -464,15 +472,29 @@ def bottleneck_search(model, options, engine: str = "auto", raw: bool = False):
                             bound=float(candidates[lo]), stopped=stopped, stats=stats)
 
 
-def threshold_plan(model, pairs: np.ndarray, rows, cols, matching: bool, engine: str):
+def threshold_plan(model, pairs: np.ndarray, rows, cols, matching: bool, engine: str, flows=None):
     """A plan using only the given pairs (flat indices into the rows x cols matrix), or None when
     there is none.
 
-    ``matching``: Hopcroft-Karp perfect matching (n = m uniform); else a max flow
-    (:func:`solvopt.transport.flow.feasible_flow`, on the sources and targets with mass).
+    ``matching``: Hopcroft-Karp perfect matching (n = m uniform); ``flows``: a
+    :class:`solvopt.transport.maxflow.WarmFlow` on every pair by length, of which ``pairs`` is a
+    prefix; else a max flow (:func:`solvopt.transport.flow.feasible_flow`, on the sources and
+    targets with mass).
     """
     import scipy.sparse as sp
     r, c = np.divmod(pairs, len(cols))
+    if flows is not None:
+        try:
+            flow = flows.test(len(pairs))
+        except ArithmeticError:         # rounding left no proof either way: the flow LP decides
+            flow = False
+        if flow is None:
+            return None
+        if flow is not False:
+            flow = flow[:len(pairs)]
+            used = flow > 0
+            return sp.csr_matrix((flow[used] * model.mass, (rows[r[used]], cols[c[used]])),
+                                 shape=(model.n, model.m))
     if matching:
         from scipy.sparse.csgraph import maximum_bipartite_matching
         graph = sp.csr_matrix((np.ones(len(r), dtype=np.int8), (r, c)), shape=(len(rows), len(cols)))
