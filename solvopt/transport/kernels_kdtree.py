@@ -34,10 +34,17 @@ class PotentialTree:
         for _ in range(depth):        # one level: sort each node's sources along its widest axis, split at the middle
             sizes = end - begin
             pts = src[order]
-            spread = np.maximum.reduceat(pts, begin, axis=0) - np.minimum.reduceat(pts, begin, axis=0)
-            axis = np.repeat(spread.argmax(axis=1), sizes)
+            least = np.minimum.reduceat(pts, begin, axis=0)
+            spread = np.maximum.reduceat(pts, begin, axis=0) - least
+            widest = spread.argmax(axis=1)
+            axis = np.repeat(widest, sizes)
             node = np.repeat(np.arange(len(begin)), sizes)
-            order = order[np.lexsort((pts[np.arange(n), axis], node))]
+            low = np.repeat(least[np.arange(len(begin)), widest], sizes)
+            width = np.repeat(np.maximum(spread.max(axis=1), np.finfo(float).tiny), sizes)
+            # one float key per source: its node (integer part, dominant) then its place along the axis in
+            # [0, 1]; rounding may reorder near-ties, which only moves the split, never mixes nodes
+            key = node * 4.0 + (pts[np.arange(n), axis] - low) / width
+            order = order[np.argsort(key, kind="stable")]
             mid = (begin + end) // 2
             begin, end = np.column_stack([begin, mid]).ravel(), np.column_stack([mid, end]).ravel()
         self.order = order
