@@ -512,8 +512,10 @@ def paper_horizon():
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rows = []
-    for name in ("markov_paper_cd_deterministic", "markov_paper_leontief_deterministic"):
-        econ = MarkovExchangeEconomy.from_dict(json.loads((INSTANCES / f"{name}_horizon.json").read_text()))
+    for name in ("markov_paper_cd_deterministic", "markov_paper_leontief_deterministic",
+                 "markov_paper_cd_deterministic_degree"):
+        stem = name.replace("_degree", "_horizon_degree") if name.endswith("_degree") else name + "_horizon"
+        econ = MarkovExchangeEconomy.from_dict(json.loads((INSTANCES / f"{stem}.json").read_text()))
         runs = [{}, {"tolerance": 1e-9}] + ([{"rounds": 0}] if econ.utility.kind == "cobb_douglas" else [])
         for options in runs:
             r = econ.solve(method="markov-horizon", **options)
@@ -528,10 +530,14 @@ def paper_horizon():
     text = "\n".join([
         f"# The paper's deterministic economies with their horizon — {date}", "",
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared; load average "
-        f"{load:.2f} at the start), Python {platform.python_version()}. Command: "
-        "`python benchmarks/games_markov.py --paper-horizon`.", "",
+        f"{load:.2f} at the start), Python {platform.python_version()}, OMP_NUM_THREADS="
+        f"{os.environ.get('OMP_NUM_THREADS', 'unset')} (on a loaded machine, threaded BLAS on these small "
+        "problems can be ten times slower). Command: `python benchmarks/games_markov.py --paper-horizon`.", "",
         "Economies: `instances/games/markov_paper_{cd,leontief}_deterministic_horizon.json`: the stated ones with "
-        "their 30 periods, degree 1 (Cobb-Douglas exponents scaled to sum to 1) and no endowment floor or cap. "
+        "their 30 periods, degree 1 (Cobb-Douglas exponents scaled to sum to 1) and no endowment floor or cap; "
+        "`markov_paper_cd_deterministic_horizon_degree.json` (cd_deterministic_degree): the Cobb-Douglas one "
+        "at its stated degree 0.1, 30 periods, no floor or cap (holdings from the consumers' best paths, "
+        "certified by path duality). "
         "Method: `markov-horizon` (the default for an economy with a horizon; asset at the cap, every consumer "
         "buying up to the holding limit or indifferent, each period's goods a Fisher market), certified over "
         "every deviation on the time-expanded economy (periods as world states, then a terminal state where "

@@ -472,7 +472,8 @@ class MarkovExchangeEconomy(FamilyModel):
         out: list[tuple[str, bool]] = []
         if self.degree != 1.0:
             out.append((f"utilities homogeneous of degree {self.degree:.6g} (only degree 1: consumers "
-                        "risk-neutral in wealth, portfolio best responses LPs)", False))
+                        "risk-neutral in wealth, portfolio best responses LPs; markov-horizon takes it with a "
+                        "horizon on a deterministic chain)", False))
         if self.endowment_floor is not None:
             out.append(("endowment floors / caps after payouts (the consumer's problem is then not convex)", False))
         if self.horizon is not None:
