@@ -438,28 +438,6 @@ def network_simplex_warm(tails, heads, costs, supplies, stop, max_pivots, start_
 
 
 @njit(cache=True, nogil=True)
-def _k_smallest(values, k, out_idx, out_val):
-    """The indices of the k smallest entries of ``values`` (any order) into out_idx[:k]."""
-    size = 0
-    for j in range(values.shape[0]):
-        v = values[j]
-        if size < k:
-            pos = size
-            size += 1
-        elif v < out_val[size - 1]:
-            pos = size - 1
-        else:
-            continue
-        while pos > 0 and out_val[pos - 1] > v:       # insertion into the sorted prefix
-            out_val[pos] = out_val[pos - 1]
-            out_idx[pos] = out_idx[pos - 1]
-            pos -= 1
-        out_val[pos] = v
-        out_idx[pos] = j
-    return size
-
-
-@njit(cache=True, nogil=True)
 def dense_simplex(cost, supplies, stop, max_pivots, k, block_factor=BLOCK_FACTOR):
     """The transport problem on the complete bipartite graph of an (n, m) int64 cost matrix:
     sources 0..n-1 with ``supplies[:n]`` >= 0, targets n..n+m-1 with ``supplies[n:]`` <= 0
@@ -478,13 +456,6 @@ def dense_simplex(cost, supplies, stop, max_pivots, k, block_factor=BLOCK_FACTOR
     n, m = cost.shape
     nodes = n + m
     parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ, pi, flowp, dirty = _tree_arrays(nodes)
-    top = 0
-    for i in range(n):
-        for j in range(m):
-            if cost[i, j] > top:
-                top = cost[i, j]
-    art_cost = (top + 1) * (nodes + 1)
-    art_base = 1 << 60             # artificial arc of node u: art_base + u (beyond every candidate index)
     kk = max(1, min(k, m))
     kc = max(1, min(k, n))
     cap = max(16, n * kk + m * kc + 2 * nodes)
@@ -492,25 +463,60 @@ def dense_simplex(cost, supplies, stop, max_pivots, k, block_factor=BLOCK_FACTOR
     heads = np.empty(cap, np.int64)
     costs = np.empty(cap, np.int64)
     count = 0
-    idx = np.empty(max(kk, kc), np.int64)
-    val = np.empty(max(kk, kc), np.int64)
+    # one row-major pass: the largest cost, the kk cheapest of every row and the kc cheapest of
+    # every column (each kept sorted by insertion; ties keep the lower index)
+    top = 0
+    row_val = np.empty(kk, np.int64)
+    row_idx = np.empty(kk, np.int64)
+    col_val = np.empty((m, kc), np.int64)
+    col_idx = np.empty((m, kc), np.int64)
+    col_size = np.zeros(m, np.int64)
     for i in range(n):
-        size = _k_smallest(cost[i], kk, idx, val)
+        size = 0
+        for j in range(m):
+            v = cost[i, j]
+            if v > top:
+                top = v
+            pos = -1
+            if size < kk:
+                pos = size
+                size += 1
+            elif v < row_val[size - 1]:
+                pos = size - 1
+            if pos >= 0:
+                while pos > 0 and row_val[pos - 1] > v:
+                    row_val[pos] = row_val[pos - 1]
+                    row_idx[pos] = row_idx[pos - 1]
+                    pos -= 1
+                row_val[pos] = v
+                row_idx[pos] = j
+            held = col_size[j]
+            if held < kc:
+                pos = held
+                col_size[j] = held + 1
+            elif v < col_val[j, held - 1]:
+                pos = held - 1
+            else:
+                continue
+            while pos > 0 and col_val[j, pos - 1] > v:
+                col_val[j, pos] = col_val[j, pos - 1]
+                col_idx[j, pos] = col_idx[j, pos - 1]
+                pos -= 1
+            col_val[j, pos] = v
+            col_idx[j, pos] = i
         for t in range(size):
             tails[count] = i
-            heads[count] = n + idx[t]
-            costs[count] = cost[i, idx[t]]
+            heads[count] = n + row_idx[t]
+            costs[count] = row_val[t]
             count += 1
-    column = np.empty(n, np.int64)
     for j in range(m):
-        for i in range(n):
-            column[i] = cost[i, j]
-        size = _k_smallest(column, kc, idx, val)
-        for t in range(size):
-            tails[count] = idx[t]
+        for t in range(col_size[j]):
+            tails[count] = col_idx[j, t]
             heads[count] = n + j
-            costs[count] = cost[idx[t], j]
+            costs[count] = col_val[j, t]
             count += 1
+    art_cost = (top + 1) * (nodes + 1)
+    art_base = 1 << 60             # artificial arc of node u: art_base + u (beyond every candidate index)
     _artificial_tree(supplies, art_cost, art_base, parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ,
                      pi, flowp)
     row_best = np.empty(n, np.int64)
