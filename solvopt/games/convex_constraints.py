@@ -78,6 +78,14 @@ class FramedConstraint:
     def gradient(self, z):
         return self.c.gradient(self.widths * z) * self.widths / self.scale
 
+    def hessian(self, z):
+        """The exact Hessian W H(w * z) W / s where the gradient's owner computes one (the JSON reader's expression
+        trees: :meth:`solvopt.games.expressions.ConvexExpression.hessian`), else None."""
+        exact = getattr(getattr(self.c.grad, "__self__", None), "hessian", None)
+        if exact is None:
+            return None
+        return exact(self.widths * z) * np.outer(self.widths, self.widths) / self.scale
+
 
 def framed(game, widths: np.ndarray, z0: np.ndarray) -> list:
     return [FramedConstraint(c, widths, z0) for c in getattr(game, "nonlinear", ())]

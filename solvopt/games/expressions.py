@@ -132,6 +132,15 @@ class Node:
         """(w, b) when the node is the affine form w . a + b (a var or a linear node), else None."""
         return None
 
+    def support(self) -> set:
+        """The entries of the joint action the node depends on."""
+        return set()
+
+    def second(self, a, S):  # pragma: no cover - abstract
+        """(value, gradient, Hessian) over the entries ``S`` (sorted indices holding the support): exact, forward
+        mode; None for a gradient or Hessian that is zero."""
+        raise NotImplementedError
+
 
 @dataclass
 class Const(Node):
@@ -142,6 +151,9 @@ class Const(Node):
 
     def curvature(self, frame):
         return Curvature(True, True, True, int(np.sign(self.v)))
+
+    def second(self, a, S):
+        return self.v, None, None
 
 
 @dataclass
@@ -158,6 +170,12 @@ class Linear(Node):
 
     def affine(self):
         return self.w, self.b
+
+    def support(self):
+        return set(np.flatnonzero(self.w).tolist())
+
+    def second(self, a, S):
+        return float(self.w @ a) + self.b, self.w[S], None
 
 
 @dataclass
@@ -183,6 +201,14 @@ class Var(Node):
         w[self.k] = 1.0
         return w, 0.0
 
+    def support(self):
+        return {self.k}
+
+    def second(self, a, S):
+        e = np.zeros(len(S))
+        e[np.searchsorted(S, self.k)] = 1.0
+        return float(a[self.k]), e, None
+
 
 @dataclass
 class Add(Node):
@@ -196,6 +222,18 @@ class Add(Node):
             if g is not None:
                 grad = g.copy() if grad is None else grad + g
         return total, grad
+
+    def support(self):
+        return set().union(*(arg.support() for arg in self.args))
+
+    def second(self, a, S):
+        total, grad, hess = 0.0, None, None
+        for arg in self.args:
+            v, g, H = arg.second(a, S)
+            total += v
+            grad = _plus(grad, g)
+            hess = _plus(hess, H)
+        return total, grad, hess
 
     def curvature(self, frame):
         cs = [arg.curvature(frame) for arg in self.args]
@@ -217,6 +255,24 @@ class Mul(Node):
                 rest = math.prod(vals[:j]) * math.prod(vals[j + 1:])     # no division: zeros are fine
                 grad = rest * g if grad is None else grad + rest * g
         return value, grad
+
+    def support(self):
+        return set().union(*(arg.support() for arg in self.args))
+
+    def second(self, a, S):
+        vals, grads, hessians = zip(*(arg.second(a, S) for arg in self.args))
+        grad = hess = None
+        for j, (g, H) in enumerate(zip(grads, hessians)):
+            rest = math.prod(vals[:j]) * math.prod(vals[j + 1:])        # no division: zeros are fine
+            if g is not None:
+                grad = _plus(grad, rest * g)
+            if H is not None:
+                hess = _plus(hess, rest * H)
+            for k in range(j + 1, len(vals)):                            # the cross terms g_j g_k' + g_k g_j'
+                if g is not None and grads[k] is not None:
+                    both = math.prod(v for i, v in enumerate(vals) if i not in (j, k)) * np.outer(g, grads[k])
+                    hess = _plus(hess, both + both.T)
+        return math.prod(vals), grad, hess
 
     def curvature(self, frame):
         cs = [arg.curvature(frame) for arg in self.args]
@@ -242,15 +298,19 @@ class Pow(Node):
     base: Node
     p: float
 
+    def _check(self, v: float) -> None:
+        p = self.p
+        if not p.is_integer() and v < 0.0:
+            raise ModelError(f"{field_name(self.where)}: power {p:g} of a negative number ({v:.6g})")
+        if p < 0.0 and v == 0.0:
+            raise ModelError(f"{field_name(self.where)}: power {p:g} of zero")
+
     def evaluate(self, a):
         v, g = self.base.evaluate(a)
         p = self.p
         if p == 0.0:
             return 1.0, None
-        if not p.is_integer() and v < 0.0:
-            raise ModelError(f"{field_name(self.where)}: power {p:g} of a negative number ({v:.6g})")
-        if p < 0.0 and v == 0.0:
-            raise ModelError(f"{field_name(self.where)}: power {p:g} of zero")
+        self._check(v)
         try:
             value = v ** p
             if g is None:
@@ -261,6 +321,26 @@ class Pow(Node):
         except OverflowError:
             raise ModelError(f"{field_name(self.where)}: power {p:g} of {v:.6g} overflows") from None
         return value, d * g
+
+    def support(self):
+        return self.base.support()
+
+    def second(self, a, S):
+        v, g, H = self.base.second(a, S)
+        p = self.p
+        if p == 0.0:
+            return 1.0, None, None
+        self._check(v)
+        if g is None or p == 1.0:
+            return v ** p, g, H
+        if v == 0.0 and p < 2.0:
+            raise ModelError(f"{field_name(self.where)}: the power {p:g} has no finite second derivative at zero")
+        try:
+            first, curve = p * v ** (p - 1.0), p * (p - 1.0) * v ** (p - 2.0)
+        except OverflowError:
+            raise ModelError(f"{field_name(self.where)}: power {p:g} of {v:.6g} overflows") from None
+        hess = curve * np.outer(g, g)
+        return v ** p, first * g, hess if H is None else hess + first * H
 
     def curvature(self, frame):
         c, p = self.base.curvature(frame), self.p
@@ -292,11 +372,28 @@ class Log(Node):
             raise ModelError(f"{field_name(self.where)}: log of a non-positive number ({v:.6g})")
         return math.log(v), (None if g is None else g / v)
 
+    def support(self):
+        return self.arg.support()
+
+    def second(self, a, S):
+        v, g, H = self.arg.second(a, S)
+        if v <= 0.0:
+            raise ModelError(f"{field_name(self.where)}: log of a non-positive number ({v:.6g})")
+        if g is None:
+            return math.log(v), None, None
+        hess = np.outer(g, g) / (-v * v)
+        return math.log(v), g / v, hess if H is None else hess + H / v
+
     def curvature(self, frame):
         c = self.arg.curvature(frame)
         if c.constant:
             return CONST
         return Curvature(False, False, c.concave)
+
+
+def _plus(total, term):
+    """total + term, where None is zero (no copy of ``term`` is kept: the nodes never write into theirs)."""
+    return term if total is None else (total if term is None else total + term)
 
 
 def _affine_times_power(kids: list, frame: Frame) -> Curvature:
@@ -458,6 +555,7 @@ class ConvexExpression:
 
     def __init__(self, node: Node, sense: str, rhs: float):
         self.node, self.sign, self.rhs = node, (1.0 if sense == "<=" else -1.0), float(rhs)
+        self.support: np.ndarray | None = None          # the entries the tree depends on (at the first hessian)
 
     def value(self, a) -> float:
         v, _ = self.node.evaluate(np.asarray(a, dtype=float).ravel())
@@ -467,6 +565,21 @@ class ConvexExpression:
         a = np.asarray(a, dtype=float).ravel()
         _, g = self.node.evaluate(a)
         return np.zeros(a.size) if g is None else self.sign * g
+
+    def hessian(self, a) -> np.ndarray:
+        """The exact Hessian of g (n x n): second-order forward mode over the tree's support. A point where it
+        is not finite (a power below 2 of zero) is a ModelError."""
+        a = np.asarray(a, dtype=float).ravel()
+        if self.support is None:
+            self.support = np.array(sorted(self.node.support()), dtype=int)
+        S = self.support
+        out = np.zeros((a.size, a.size))
+        _, _, H = self.node.second(a, S)
+        if H is not None:
+            if not np.all(np.isfinite(H)):
+                raise ModelError("the constraint's Hessian is not finite here")
+            out[np.ix_(S, S)] = self.sign * H
+        return out
 
 
 def convex_constraint(spec: dict, n: int, own, where, lb=None, ub=None) -> ConvexExpression:
