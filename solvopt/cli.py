@@ -465,7 +465,11 @@ def _skipped(paths: list[str], why: str = "not started") -> None:
 def _summary_row(name: str, r: Result) -> list[str]:
     def num(x):
         return "-" if x is None else (f"{x:.10g}" if math.isfinite(x) else str(x))
-    return [name, r.family or "-", r.method or "-", r.termination_label, num(r.objective), num(r.bound),
+    termination = r.termination_label
+    concept = r.stats.get("equilibrium")  # a game's result: the equilibrium it is (a VE or a GNE), as --json says
+    if isinstance(concept, str) and concept:
+        termination += f" ({concept})"
+    return [name, r.family or "-", r.method or "-", termination, num(r.objective), num(r.bound),
             format_gap(r.gap), f"{r.stats.get('wall_time', float('nan')):.3f}"]
 
 

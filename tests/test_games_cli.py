@@ -134,3 +134,17 @@ def test_markets_from_files(tmp_path, capsys):
     code, out, err = _run(capsys, "solve", _write(tmp_path, json.dumps(ad), "ad.json"), "--json")
     assert code == 0, err
     assert json.loads(out.strip().splitlines()[-1])["method"] == "tatonnement"
+
+
+def test_plain_output_names_the_equilibrium(capsys):
+    # the table says what --json's stats.equilibrium says: a variational equilibrium, or a generalized Nash one
+    harker, a3 = os.path.join(GAMES, "harker.json"), os.path.join(GAMES, "gnep", "fk_a3.json")
+    code, out, err = _run(capsys, "solve", harker, a3, os.path.join(GAMES, "fisher_market.json"))
+    assert code == 0, err
+    header, *rows = out.strip().splitlines()
+    start = header.index("termination")
+    labels = {row.split()[0]: row[start:].split("  ")[0].strip() for row in rows}
+    assert labels == {"harker": "optimal (VE)", "fk_a3": "optimal (GNE)", "fisher_market": "optimal"}
+    for path, concept in ((harker, "VE"), (a3, "GNE")):
+        _, out, _ = _run(capsys, "solve", path, "--json")
+        assert json.loads(out.strip().splitlines()[-1])["stats"]["equilibrium"] == concept
