@@ -6,6 +6,7 @@ the VE-gap certificate ignored, a step that could send an iterate to 1e11.
 """
 from __future__ import annotations
 
+import pathlib
 import time
 
 import numpy as np
@@ -117,3 +118,43 @@ def test_nested_steps_stay_near_the_iterate():
     a, g = np.array([1.0, -2.0]), np.array([1e-9, 3.0])
     cap = _step_cap(a, g)
     assert np.max(np.abs(cap * g)) <= 1e6 * (1 + 2.0) * (1 + 1e-12)
+
+
+A16A_FILE = pathlib.Path(__file__).resolve().parents[1] / "instances" / "games" / "gnep" / "fk_a16a.json"
+
+
+def _a16a_scale_at(x):
+    """The payoff scale at x from the library's callables (not the file's expression trees): the largest
+    gradient entry times the action's range (0 to 75)."""
+    from solvopt.games.gnep_library import problem
+    data = problem("A.16a").model().data()
+    x = np.asarray(x, dtype=float)
+    return max(float(np.abs(u.gradient(x) * (data.ub - data.lb)).max()) for u in data.utilities)
+
+
+def test_a16a_from_its_file_is_judged_at_its_equilibrium_scale():
+    # before: the default start (near S = 0, where the price's gradient is huge) set the payoff scale to
+    # 1.49e6, so optimal accepted an exploitability of 1.5e-3 where the profits are 360-770
+    from solvopt.core.family import get_family
+    from solvopt.io import read_instance
+    r = get_family("games").build_model(read_instance(str(A16A_FILE))).solve()
+    assert r.termination is Termination.OPTIMAL and r.stats["equilibrium"] == "VE"
+    assert r.stats["start_payoff_scale"] > 1e6
+    scale = _a16a_scale_at(r.solution["actions"])
+    assert 1e3 < scale < 1e4
+    assert r.stats["payoff_scale"] == pytest.approx(scale, rel=1e-9)
+    assert r.stats["tolerance"] == pytest.approx(1e-9 * scale, rel=1e-9)
+    assert r.objective <= 1e-9 * scale and r.stats["ve_gap"] <= 1e-9 * scale
+
+
+@pytest.mark.parametrize("method", ["extragradient", "nested"])
+def test_a_singular_start_does_not_loosen_the_stop(method):
+    # before: without the polish, tolerance 1e-6 stopped extragradient at a VE gap of 2.3e-3 > 1e-6 * 2095
+    from solvopt.core.family import get_family
+    from solvopt.io import read_instance
+    r = get_family("games").build_model(read_instance(str(A16A_FILE))).solve(method=method, tolerance=1e-6,
+                                                                             polish=False)
+    assert r.termination in (Termination.OPTIMAL, Termination.FEASIBLE_WITHIN_GAP)
+    scale = _a16a_scale_at(r.solution["actions"])
+    assert r.stats["payoff_scale"] == pytest.approx(scale, rel=1e-9)
+    assert max(r.objective, r.stats["ve_gap"]) <= 1e-6 * scale

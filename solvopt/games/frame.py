@@ -9,7 +9,13 @@ changes with them. So the methods solve the game in its unit frame:
   finite, else the largest finite bound's magnitude, else the start's |a_j|, else 1 (an action
   with no finite bound and a zero start has no scale of its own: its user units are kept);
 - each linear row is divided by its largest coefficient in that frame;
-- every payoff is divided by the payoff scale S (:func:`payoff_scale`, measured in that frame).
+- every payoff is divided by the payoff scale S (:func:`payoff_scale`, measured in that frame at
+  the start).
+
+For library forms and callables S is a gradient, so a start near a singularity (a price
+S^(-1/gamma) near S = 0) inflates it. The iterations keep the start's frame, but the status of a
+returned point is settled on :meth:`UnitFrame.status_scale`: the smaller of the start's scale and
+the scale measured at that point, which no start can inflate.
 
 The change of variables a = w * z maps equilibria to equilibria, and the exploitability and the
 VE gap (payoffs) are the same numbers in both frames up to the factor S, which the methods
@@ -24,6 +30,8 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+
+from solvopt.core.errors import ModelError
 
 from .exploitability import Exploitability
 
@@ -103,6 +111,16 @@ class UnitFrame:
         scale = payoff_scale(unscaled, a / widths)
         game = dataclasses.replace(unscaled, utilities=_framed_utilities(user, widths, 1.0 / scale))
         return cls(game, widths, scale)
+
+    def status_scale(self, z) -> float:
+        """The scale a point ``z`` of the frame is judged against: min(S at the start, S at z), in the user's
+        payoff units. Both scale with the payoffs and ignore the actions' units, and so does the minimum;
+        a point where S cannot be measured (a utility undefined there) keeps the start's."""
+        try:
+            here = payoff_scale(self.game, np.asarray(z, dtype=float))     # S(z) / S(start): the frame is divided by S
+        except (ArithmeticError, ValueError, ModelError):
+            return self.scale
+        return self.scale * min(1.0, here) if np.isfinite(here) and here > 0.0 else self.scale
 
     def to_unit(self, a: np.ndarray) -> np.ndarray:
         return np.asarray(a, dtype=float) / self.widths

@@ -22,7 +22,8 @@ them, or a random joint action (seeded), up to RESTARTS times.
 Convex nonlinear constraints g_k(x) <= 0 (:mod:`solvopt.games.convex_constraints`) enter the same
 way: their gradients (restricted to the bound player's columns) times their multipliers nu in the
 stationarity, phi(nu_k, -g_k(x)) in the complementarity, and the Hessian term sum_k nu_k grad^2 g_k
-in the Newton matrix by forward differences of the exact gradients. A shared one binds every
+in the Newton matrix, exact for expression trees (second-order forward mode) and by forward
+differences of the exact gradients for callables. A shared one binds every
 player it involves with that player's own multiplier; when every coupled constraint is shared and
 some is nonlinear (``variational``), each shared constraint has one multiplier for all players,
 the KKT system of the variational inequality, and each certificate bounds the VE gap too
@@ -180,18 +181,28 @@ class KKTSystem:
         return np.concatenate([F + self.MG.T @ lam + self.ME.T @ mu + GN.T @ nu, fb, self.E @ x - self.e, fbn]), F
 
     def _curvature(self, x, nu):
-        """d/dx of sum_k nu_k (masked grad g_k)(x): forward differences of the exact gradients (inward at a
-        bound; only the constraints with a nonzero multiplier)."""
+        """d/dx of sum_k nu_k (masked grad g_k)(x), only the constraints with a nonzero multiplier: their exact
+        Hessians where they have one (expression trees), else forward differences of the exact gradients
+        (inward at a bound)."""
         n = self.n
         out = np.zeros((n, n))
         live = np.flatnonzero(nu != 0.0)
         if not live.size:
             return out
         cons = self.game.nonlinear
-        used = sorted({self.nl[c] for c in live})
-        weights = {k: np.zeros(n) for k in used}
+        weights: dict = {}
         for c in live:                           # sum of nu over a constraint's copies, masked per copy
+            weights.setdefault(self.nl[c], np.zeros(n))
             weights[self.nl[c]] += nu[c] * self.nl_mask[c]
+        used = []
+        for k in sorted(weights):
+            H = _exact_hessian(cons[k], x)
+            if H is None:
+                used.append(k)
+            else:
+                out += weights[k][:, None] * H
+        if not used:
+            return out
 
         def field(y):
             return sum(weights[k] * cons[k].gradient(y) for k in used)
@@ -204,7 +215,7 @@ class KKTSystem:
                 step = -step
             y = x.copy()
             y[j] += step
-            out[:, j] = (field(y) - base) / step
+            out[:, j] += (field(y) - base) / step
         return out
 
     def jacobian(self, z, F):
@@ -233,6 +244,16 @@ class KKTSystem:
             J[n + m + me:, :n] = -eb[:, None] * grads
             J[n + m + me:, n + m + me:] = np.diag(ea)
         return J
+
+
+def _exact_hessian(constraint, x):
+    """The constraint's exact Hessian at x where it has one and it is finite there, else None (differences)."""
+    hessian = getattr(constraint, "hessian", None)
+    try:
+        H = None if hessian is None else hessian(x)
+    except (ModelError, ArithmeticError, ValueError):
+        return None
+    return H if H is not None and np.all(np.isfinite(H)) else None
 
 
 def _fb_derivatives(a, b):
@@ -326,7 +347,7 @@ class GNEPKKT(Solver):
         game, scale = frame.game, frame.scale
         variational = bool(game.nonlinear) and game.concept == "VE"
         system = KKTSystem(game, variational)
-        run = EquilibriumRun(options, options.extra["tolerance"], scale=scale)
+        run = EquilibriumRun(options, options.extra["tolerance"], scale=scale, scale_at=frame.status_scale)
         every = max(1, options.extra.get("check_every") or 5)
 
         last_cert = {}
@@ -360,7 +381,7 @@ class GNEPKKT(Solver):
                     run.stopped = Termination.NUMERICAL_ERROR
         best = None if run.best_point is None else frame.to_user(run.best_point)
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
-        result = run.result(solution, payoff_scale=scale, equilibrium="VE" if variational else "GNE")
+        result = run.result(solution, equilibrium="VE" if variational else "GNE")
         result.guarantee = _guarantee(game.concept)
         if variational:
             result.guarantee += ("; the KKT system gives each shared constraint one multiplier for all players, and "

@@ -30,7 +30,8 @@ measured in its own range, each row divided by its largest coefficient, every pa
 the payoff scale. Every inner test and step (feasibility, projections, best responses, the
 polish, the step sizes) sees the same numbers whatever the user's units; the reported
 exploitability and VE gap are multiplied back, and the status is settled on them divided by the
-scale. Multiplying the payoffs' or the actions' units by 10^k gives the same iterates and status.
+scale, the smaller of the start's and the point's own (:meth:`UnitFrame.status_scale`).
+Multiplying the payoffs' or the actions' units by 10^k gives the same iterates and status.
 """
 from __future__ import annotations
 
@@ -171,7 +172,7 @@ class _StaticSolver(Solver):
     def solve(self, model, options):
         frame, K, a = framed_start(model, options)
         game, scale = frame.game, frame.scale
-        run = EquilibriumRun(options, options.extra["tolerance"], scale=scale)
+        run = EquilibriumRun(options, options.extra["tolerance"], scale=scale, scale_at=frame.status_scale)
         every = max(1, options.extra["check_every"])
 
         polish = options.extra.get("polish", True)
@@ -219,7 +220,7 @@ class _StaticSolver(Solver):
                         break
         best = None if run.best_point is None else frame.to_user(run.best_point)
         solution = {} if best is None else {"actions": best, "players": model.action_dict(best)}
-        return run.result(solution, payoff_scale=scale, equilibrium="VE")
+        return run.result(solution, equilibrium="VE")
 
     def iterate(self, game, K, a, options):  # pragma: no cover - abstract
         raise NotImplementedError
