@@ -177,3 +177,21 @@ def test_npz_files_tell_cost_from_distance(tmp_path):
     for name in ("c.npz", "d.npz"):
         model = model_from_instance(read_transport_npz(str(tmp_path / name)), p=2)
         assert model.solve("exact").objective ** 2 == pytest.approx(reference_emd2(a, b, M), rel=1e-9)
+
+
+def test_pot_import_prints_nothing_on_stdout(tmp_path, monkeypatch, capsys):
+    """An optional backend of POT (KeOps) prints a warning at import; the CLI's JSON on stdout must not see it."""
+    import sys
+
+    from solvopt.transport.exact import import_pot
+    fake = tmp_path / "ot"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("print('[backend] warning at import')\nMARK = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "ot", raising=False)
+    module = import_pot()
+    monkeypatch.delitem(sys.modules, "ot", raising=False)     # the real POT again for later tests
+    assert module.MARK == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "warning at import" in err

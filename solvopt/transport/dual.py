@@ -195,11 +195,11 @@ def certified_bound(model, u, unit: float, *, stop=None, method: str = "auto") -
     for p = inf, a non-positive ``unit``, non-finite potentials or costs that overflow.
     Raises :class:`~solvopt.transport.stopping.Stopped` when ``stop()`` turns true.
     """
-    out = _bound_and_partners(model, u, unit, stop, method)
+    out = bound_and_partners(model, u, unit, stop, method)
     return None if out is None else out[0]
 
 
-def _bound_and_partners(model, u, unit, stop, method="auto"):
+def bound_and_partners(model, u, unit, stop, method="auto"):
     """(bound, pairs) with pairs = (rows, cols) of the c-transform's minimisers (model indices), or None."""
     p = model.p
     if math.isinf(p) or not (unit > 0 and math.isfinite(unit)):
@@ -299,7 +299,7 @@ def refined_bound(model, rows, cols, unit: float, *, rounds: int = REFINE_ROUNDS
             plans[:] = [(r[keep], c[keep], sol.flow[keep])]
         if sol.potentials is None:
             break
-        out = _bound_and_partners(model, sol.potentials[:n], unit, stop, method)
+        out = bound_and_partners(model, sol.potentials[:n], unit, stop, method)
         if out is None:
             break
         bound, (new_r, new_c) = out

@@ -508,6 +508,18 @@ def threshold_plan(model, pairs: np.ndarray, rows, cols, matching: bool, engine:
     return sp.csr_matrix((flow[used] * model.mass, (rows[r[used]], cols[c[used]])), shape=(model.n, model.m))
 
 
+def import_pot():
+    """Import POT with anything it prints going to stderr: an optional backend of POT (KeOps) prints a
+    warning on stdout at import, which would break the CLI's JSON output."""
+    import contextlib
+    import sys
+    if "ot" in sys.modules:
+        return sys.modules["ot"]
+    with contextlib.redirect_stdout(sys.stderr):
+        import ot
+    return ot
+
+
 @register
 class PotTransport(Solver):
     family = "transport"
@@ -544,7 +556,7 @@ class PotTransport(Solver):
         limit = options.iteration_limit if options.iteration_limit is not None else POT_ITERATIONS
 
         def emd():
-            import ot  # seconds the first time: in the watched thread too
+            ot = import_pot()  # seconds the first time: in the watched thread too
             with warnings.catch_warnings():   # its "numItermax reached" warning becomes the status and stats
                 warnings.simplefilter("ignore", UserWarning)
                 # masses per unit of the total (POT checks equal totals to an absolute 1e-6)

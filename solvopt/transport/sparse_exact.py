@@ -44,7 +44,7 @@ from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
 from solvopt.core.status import within_default_tolerance
 
-from .dual import _bound_and_partners
+from .dual import bound_and_partners
 from .flow import FlowStopped, min_cost_flow
 from .network_simplex import remap_tree, warm_flow
 from .quick import quick_plan, stopped_result
@@ -175,7 +175,7 @@ def start_keys(model, k: int, *, multiscale: bool = True, engine: str = "simplex
             if held:         # the c-transform's minimisers under the coarse potentials, moved to the points
                 u = np.zeros(model.n)
                 u[rows] = held[0][sx] * (held[1] / fine_unit(model)) ** model.p
-                out = _bound_and_partners(model, u, fine_unit(model), stop, "auto")
+                out = bound_and_partners(model, u, fine_unit(model), stop, "auto")
                 if out is not None:
                     keys = np.concatenate([keys, out[1][0] * model.m + out[1][1]])
             return keys
@@ -230,7 +230,7 @@ def price(model, keys: np.ndarray, *, engine: str = "simplex", method: str = "au
             potentials[:] = [sol.potentials[:n], unit]
         t0 = time.perf_counter()
         try:
-            out = _bound_and_partners(model, sol.potentials[:n], unit, stop, method)
+            out = bound_and_partners(model, sol.potentials[:n], unit, stop, method)
         except Stopped:
             stopped = True
             break
