@@ -414,6 +414,30 @@ def solve_factory(path: str, file: str, name: str, family: str | None, method: s
     return instance, solve_model(model, fam, method, dict(options), given, solver_params, solver_options, path)
 
 
+# The stdout this command started with: rows and JSON lines go there even while a third-party import
+# that a stop abandoned still has Python's stdout redirected to stderr (see the transport's POT import).
+_started_stdout: list = []
+
+
+def _out():
+    return _started_stdout[-1] if _started_stdout else sys.stdout
+
+
+def _write_line(text: str) -> None:
+    """``text`` and a newline on the command's stdout, whole: a Ctrl-C that interrupts a large write
+    to a pipe makes the system call write part of it, and Python's text layer can drop the rest."""
+    out = _out()
+    out.flush()
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):   # a stream without a file (a test's capture)
+        print(text, file=out, flush=True)
+        return
+    view = memoryview((text + "\n").encode("utf-8"))
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _report(args, path: str, instance, result: Result, rows: list, index: int) -> None:
     """A finished instance: its row first (the --json line, or a table row), then its --out file.
 
@@ -430,8 +454,8 @@ def _report(args, path: str, instance, result: Result, rows: list, index: int) -
 
     if args.json:
         # the document --out writes (plain JSON), on one line
-        print(result_json({"instance": instance.name, "path": path}, result, instance, should_stop,
-                          omit_large=stopped_before), flush=True)
+        _write_line(result_json({"instance": instance.name, "path": path}, result, instance, should_stop,
+                                omit_large=stopped_before))
     else:
         rows.append(_summary_row(instance.name, result))
     if args.out:  # plain JSON (+ a family's own files) that reads without solvopt
@@ -478,7 +502,7 @@ def _print_table(rows: list[list[str]], header: Sequence[str] = ("instance", "fa
     table = [list(header)] + rows
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     for r in table:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=_out())
 
 
 # --- info, methods, convert --------------------------------------------------------------------
@@ -743,10 +767,15 @@ def _error(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``solvopt`` command; ``argv=None`` means this process is the command itself."""
-    rc = _run(argv)
+    _started_stdout.append(sys.stdout)
+    try:
+        rc = _run(argv)
+    finally:
+        out = _started_stdout.pop()
     if argv is None and _abandoned_calls():
         # A stopped run left a third-party call running in a daemon thread: ending the
         # interpreter around it can abort the process (SIGABRT), so end it now, with its code.
+        out.flush()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(rc)

@@ -108,7 +108,7 @@ def _with_p(write, p: str):
 def stop_cases() -> list[StopCase]:
     return [
         StopCase("approx-20000", _with_p(_writer("approx", 20000, 20000, 0), "2"), ("approx", "auto", "sparse-exact")),
-        StopCase("exact-flow-3000x2500", _with_p(_writer("flow", 3000, 2500, 1), "2"), ("exact",)),
+        StopCase("exact-flow-10000x8000", _with_p(_writer("flow", 10000, 8000, 1), "2"), ("exact",)),
         StopCase("assignment-5000", _with_p(_writer("assignment", 5000, 5000, 2), "2"),
                  ("exact",) + _available(("pot",))),
         StopCase("bottleneck-100000", _with_p(_writer("bottleneck", 100000, 100000, 3), "inf"), ("bottleneck",)),
