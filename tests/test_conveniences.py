@@ -70,4 +70,5 @@ def test_py_typed_ships_in_the_wheel(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "solvopt/py.typed" in names and "solvopt/__main__.py" in names
     assert any(n.endswith(f"solvopt-{solvopt.__version__}.dist-info/METADATA") for n in names)
-    assert f"solvopt-{solvopt.__version__}.dist-info/LICENSE" in names
+    info = f"solvopt-{solvopt.__version__}.dist-info"
+    assert {f"{info}/LICENSE", f"{info}/licenses/LICENSE"} & names   # newer setuptools: licenses/ (PEP 639)
