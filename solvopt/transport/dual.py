@@ -270,7 +270,7 @@ def refined_bound(model, rows, cols, unit: float, *, rounds: int = REFINE_ROUNDS
     n, m, p = model.n, model.m, model.p
     keys = np.asarray(rows, dtype=np.int64) * m + np.asarray(cols, dtype=np.int64)
     if REFINE_NEIGHBOURS and model.cost is None and not callable(model.metric):
-        from .sparse_exact import neighbour_pairs
+        from .neighbours import neighbour_pairs
         near_r, near_c = neighbour_pairs(model, REFINE_NEIGHBOURS)
         keys = np.concatenate([keys, near_r * m + near_c])
     keys = np.unique(keys)

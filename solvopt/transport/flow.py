@@ -26,42 +26,31 @@ OR-Tools (when installed and the supplies are unit multiples) solves the flow in
 """
 from __future__ import annotations
 
-import math
 import os
 import time
-from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
 from solvopt.core.errors import BackendUnavailable, ModelError, SolverError
 
-from .stopping import Stopped
+# the result types and integer scaling live in flow_types (the engines import them from there);
+# re-exported here, the module callers know
+from .flow_types import (  # noqa: F401
+    ORTOOLS_COST_RANGE,
+    FlowSolution,
+    FlowStopped,
+    integer_costs,
+    integer_data,
+    integer_units,
+    rounding_error,
+    run_stoppable,
+)
 
 ENGINES = ("auto", "simplex", "highs", "ortools", "networkx")
 # engine="auto": pivots per node after which the simplex hands over to OR-Tools (where installed).
 # Uniform points take 4-11 pivots per node; colour clouds with many ties took ~100 (OR-Tools 3-4x faster there).
 SIMPLEX_PIVOTS_PER_NODE = 25
 FEASIBILITY_ENGINES = ("auto", "ortools", "scipy", "highs")
-ORTOOLS_COST_RANGE = 10**9        # largest integer arc cost handed to OR-Tools (overflow headroom)
-_MAX_UNITS = 2**50                # largest integer total supply handed to an integer engine
-
-
-class FlowStopped(Stopped):
-    """A min-cost flow run stopped by its ``stop`` callable before it finished (no flow to report)."""
-
-
-@dataclass
-class FlowSolution:
-    """An optimal (see ``abs_error``) flow: ``flow`` per arc, its ``cost`` = sum flow * cost,
-    ``potentials`` per node (LP duals; None when the engine gives none), the ``engine`` used and
-    ``abs_error``, an upper bound on ``cost`` minus the optimal cost (0 for exact engines)."""
-
-    flow: np.ndarray
-    cost: float
-    potentials: np.ndarray | None
-    engine: str
-    abs_error: float = 0.0
 
 
 def _check(tails, heads, costs, supplies, n_nodes, capacities):
@@ -147,45 +136,6 @@ def auto_engine(supplies, capacities=None, costs=None) -> str:
     return "ortools" if integer_data(supplies, capacities) is not None else "highs"
 
 
-def integer_units(values, max_denominator: int = 10**7, max_distinct: int = 256):
-    """The unit ``u`` with every value an integer multiple of ``u`` (to 1e-12 relative), or None.
-
-    ``u`` is the largest magnitude over the lcm of the denominators of the distinct values as
-    fractions of it: uniform weights 1/n, 1/m give unit 1 / lcm(n, m) times the mass.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    values = np.abs(values[np.isfinite(values) & (values != 0)])
-    if len(values) == 0:
-        return 1.0
-    top = float(values.max())
-    distinct = np.unique(values)
-    if len(distinct) > max_distinct:
-        return None
-    denominator = 1
-    for value in distinct:
-        frac = Fraction(float(value / top)).limit_denominator(max_denominator)
-        denominator = denominator * frac.denominator // math.gcd(denominator, frac.denominator)
-        if denominator > _MAX_UNITS:
-            return None
-    unit = top / denominator
-    if np.any(np.abs(np.rint(distinct / unit) * unit - distinct) > 1e-12 * top):
-        return None
-    return unit
-
-
-def integer_data(supplies, capacities):
-    """``(unit, integer supplies, integer capacities or None)`` for the integer engines, or None."""
-    unit = integer_units(supplies if capacities is None else np.concatenate([supplies, capacities]))
-    if unit is None:
-        return None
-    ints = np.rint(supplies / unit).astype(np.int64)
-    if ints.sum() != 0 or np.abs(ints).sum() > _MAX_UNITS:
-        return None
-    total = int(ints[ints > 0].sum())
-    caps = None if capacities is None else np.rint(np.minimum(capacities / unit, total)).astype(np.int64)
-    return unit, ints, caps
-
-
 def _highs(tails, heads, costs, supplies, n_nodes, capacities, stop=None) -> FlowSolution:
     from solvopt.dsl.highs_export import HIGHS_INT_MAX, highspy_module, new_highs, was_interrupted, watch_interrupt
     highspy = highspy_module("min-cost flow engine 'highs'")
@@ -249,31 +199,6 @@ def _highs(tails, heads, costs, supplies, n_nodes, capacities, stop=None) -> Flo
     return FlowSolution(flow, float(flow @ costs), potentials, "highs")
 
 
-def integer_costs(costs, cost_range=ORTOOLS_COST_RANGE):
-    """Costs scaled to integers in [-cost_range, cost_range], and the scale."""
-    top = float(np.abs(costs).max()) if len(costs) else 0.0
-    if not top > 0:
-        return np.rint(costs).astype(np.int64), 1.0
-    scale = cost_range / top
-    if math.isfinite(scale):
-        work = np.multiply(costs, scale)
-    else:                     # a tiny (subnormal) top: divide first
-        work = np.divide(costs, top)
-        work *= cost_range
-        scale = np.finfo(np.float64).max
-    np.rint(work, out=work)
-    return work.astype(np.int64), scale
-
-
-def rounding_error(flow, supplies, scale, n_nodes, path_arcs) -> float:
-    """Cost error of a flow optimal for costs rounded to multiples of 1/scale (error <= 0.5/scale
-    per unit of flow on an arc): c(f) - c(f*) <= (|f| + |f*|) / (2 scale), where an optimal f*
-    can be taken cycle-free (costs >= 0), so |f*| <= path_arcs * total supply."""
-    path_arcs = n_nodes - 1 if path_arcs is None else path_arcs
-    optimal_total = path_arcs * float(supplies[supplies > 0].sum())
-    return (float(flow.sum()) + optimal_total) / (2.0 * scale)
-
-
 def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop, max_pivots):
     """The network simplex's solution, or None when it used up ``max_pivots`` (0: no limit)."""
     if capacities is not None and np.any(np.isfinite(capacities)):
@@ -300,27 +225,6 @@ def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop
     # (cost >= P[tail] - P[head]) P = -pi, in the caller's cost units
     return FlowSolution(flow, float(flow @ costs), -pi.astype(np.float64) / scale, "simplex",
                         rounding_error(flow, supplies, scale, n_nodes, path_arcs))
-
-
-def run_stoppable(kernel, args, tail, stop):
-    """``kernel(*args, flag, *tail)`` in a worker thread (it releases the GIL), setting the flag
-    when ``stop()`` turns true; the main thread keeps running Python, so Ctrl-C is seen at once."""
-    import threading
-    flag = np.zeros(1, dtype=np.int8)
-    if stop is None:
-        return kernel(*args, flag, *tail)
-    if stop():
-        raise FlowStopped
-    out = []
-    worker = threading.Thread(target=lambda: out.append(kernel(*args, flag, *tail)), daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(0.05)
-        if flag[0] == 0 and stop():
-            flag[0] = 1
-    if flag[0] or not out:
-        raise FlowStopped
-    return out[0]
 
 
 def _ortools(tails, heads, costs, units, n_nodes, path_arcs) -> FlowSolution:

@@ -625,7 +625,7 @@ def warm_flow(tails, heads, costs, supplies, tree=None, *, path_arcs=None, stop=
     None: the artificial start. Returns (FlowSolution, the final tree)."""
     from solvopt.core.errors import ModelError
 
-    from .flow import FlowSolution, FlowStopped, integer_costs, integer_data, rounding_error, run_stoppable
+    from .flow_types import FlowSolution, FlowStopped, integer_costs, integer_data, rounding_error, run_stoppable
     n_nodes = len(supplies)
     units = integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]

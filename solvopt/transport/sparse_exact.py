@@ -46,6 +46,7 @@ from solvopt.core.status import within_default_tolerance
 
 from .dual import bound_and_partners
 from .flow import FlowStopped, min_cost_flow
+from .neighbours import neighbour_pairs
 from .network_simplex import remap_tree, warm_flow
 from .quick import quick_plan, stopped_result
 from .result import LARGE_P, plan_cost, status_scale, transport_result
@@ -55,8 +56,6 @@ from .stopping import Stopped
 NEIGHBOURS = 4
 # Pricing rounds before the method gives up (each adds at most n + m pairs).
 MAX_ROUNDS = 200
-# Minkowski exponent of scipy's k-d tree for each named metric.
-TREE_NORM = {"euclidean": 2.0, "cityblock": 1.0, "chebyshev": math.inf}
 # Multiscale start: points per grid cell of a coarser level, the size from which a level is
 # coarsened, the least shrink worth a level, and pricing rounds spent on a coarse level.
 POINTS_PER_CELL = 4
@@ -76,26 +75,6 @@ def supported(model) -> str | None:
     if model.p > LARGE_P:
         return f"for p > {LARGE_P:g} the costs d^p span more decades than the flow resolves; use method 'exact'"
     return None
-
-
-def neighbour_pairs(model, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, cols): each source with mass to its k nearest targets with mass, and back."""
-    from scipy.spatial import cKDTree
-    rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
-    norm = TREE_NORM[model.metric]
-    out_r, out_c = [], []
-    for here, there, pts, other, flip in ((rows, cols, model.x, model.y, False), (cols, rows, model.y, model.x, True)):
-        kk = min(k, len(there))
-        if kk == 0 or len(here) == 0:
-            continue
-        _, near = cKDTree(other[there]).query(pts[here], k=kk, p=norm, workers=-1)
-        near = there[np.asarray(near).reshape(len(here), kk)].ravel()
-        mine = np.repeat(here, kk)
-        out_r.append(near if flip else mine)
-        out_c.append(mine if flip else near)
-    if not out_r:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(out_r).astype(np.int64), np.concatenate(out_c).astype(np.int64)
 
 
 def clusters(model, per_cell: int = POINTS_PER_CELL):

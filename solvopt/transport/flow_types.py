@@ -1,0 +1,123 @@
+"""The min-cost flow's result types and integer scaling, shared by :mod:`solvopt.transport.flow`
+and the Numba engines it dispatches to (:mod:`solvopt.transport.network_simplex`), which import
+neither each other nor anything above them through this module."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from .stopping import Stopped
+
+ORTOOLS_COST_RANGE = 10**9        # largest integer arc cost handed to OR-Tools (overflow headroom)
+_MAX_UNITS = 2**50                # largest integer total supply handed to an integer engine
+
+
+class FlowStopped(Stopped):
+    """A min-cost flow run stopped by its ``stop`` callable before it finished (no flow to report)."""
+
+
+@dataclass
+class FlowSolution:
+    """An optimal (see ``abs_error``) flow: ``flow`` per arc, its ``cost`` = sum flow * cost,
+    ``potentials`` per node (LP duals; None when the engine gives none), the ``engine`` used and
+    ``abs_error``, an upper bound on ``cost`` minus the optimal cost (0 for exact engines), and
+    ``rounds``, the pricing rounds of an engine that prices (None for the others)."""
+
+    flow: np.ndarray
+    cost: float
+    potentials: np.ndarray | None
+    engine: str
+    abs_error: float = 0.0
+    rounds: int | None = None
+
+
+def integer_units(values, max_denominator: int = 10**7, max_distinct: int = 256):
+    """The unit ``u`` with every value an integer multiple of ``u`` (to 1e-12 relative), or None.
+
+    ``u`` is the largest magnitude over the lcm of the denominators of the distinct values as
+    fractions of it: uniform weights 1/n, 1/m give unit 1 / lcm(n, m) times the mass.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    values = np.abs(values[np.isfinite(values) & (values != 0)])
+    if len(values) == 0:
+        return 1.0
+    top = float(values.max())
+    distinct = np.unique(values)
+    if len(distinct) > max_distinct:
+        return None
+    denominator = 1
+    for value in distinct:
+        frac = Fraction(float(value / top)).limit_denominator(max_denominator)
+        denominator = denominator * frac.denominator // math.gcd(denominator, frac.denominator)
+        if denominator > _MAX_UNITS:
+            return None
+    unit = top / denominator
+    if np.any(np.abs(np.rint(distinct / unit) * unit - distinct) > 1e-12 * top):
+        return None
+    return unit
+
+
+def integer_data(supplies, capacities):
+    """``(unit, integer supplies, integer capacities or None)`` for the integer engines, or None."""
+    unit = integer_units(supplies if capacities is None else np.concatenate([supplies, capacities]))
+    if unit is None:
+        return None
+    ints = np.rint(supplies / unit).astype(np.int64)
+    if ints.sum() != 0 or np.abs(ints).sum() > _MAX_UNITS:
+        return None
+    total = int(ints[ints > 0].sum())
+    caps = None if capacities is None else np.rint(np.minimum(capacities / unit, total)).astype(np.int64)
+    return unit, ints, caps
+
+
+def integer_costs(costs, cost_range=ORTOOLS_COST_RANGE):
+    """Costs scaled to integers in [-cost_range, cost_range], and the scale."""
+    top = float(np.abs(costs).max()) if len(costs) else 0.0
+    if not top > 0:
+        return np.rint(costs).astype(np.int64), 1.0
+    scale = cost_range / top
+    if math.isfinite(scale):
+        work = np.multiply(costs, scale)
+    else:                     # a tiny (subnormal) top: divide first
+        work = np.divide(costs, top)
+        work *= cost_range
+        scale = np.finfo(np.float64).max
+    np.rint(work, out=work)
+    return work.astype(np.int64), scale
+
+
+def rounding_error(flow, supplies, scale, n_nodes, path_arcs) -> float:
+    """Cost error of a flow optimal for costs rounded to multiples of 1/scale (error <= 0.5/scale
+    per unit of flow on an arc): c(f) - c(f*) <= (|f| + |f*|) / (2 scale), where an optimal f*
+    can be taken cycle-free (costs >= 0), so |f*| <= path_arcs * total supply."""
+    path_arcs = n_nodes - 1 if path_arcs is None else path_arcs
+    optimal_total = path_arcs * float(supplies[supplies > 0].sum())
+    return (float(flow.sum()) + optimal_total) / (2.0 * scale)
+
+
+def run_stoppable(kernel, args, tail, stop):
+    """``kernel(*args, flag, *tail)`` in a worker thread (it releases the GIL), setting the flag
+    when ``stop()`` turns true; the main thread keeps running Python, so Ctrl-C is seen at once."""
+    import threading
+    flag = np.zeros(1, dtype=np.int8)
+    if stop is None:
+        return kernel(*args, flag, *tail)
+    if stop():
+        raise FlowStopped
+    out = []
+    worker = threading.Thread(target=lambda: out.append(kernel(*args, flag, *tail)), daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.05)
+        if flag[0] == 0 and stop():
+            flag[0] = 1
+    if flag[0] or not out:
+        raise FlowStopped
+    return out[0]
+
+
+__all__ = ["FlowSolution", "FlowStopped", "integer_costs", "integer_data", "integer_units",
+           "rounding_error", "run_stoppable"]
