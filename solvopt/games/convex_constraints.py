@@ -34,6 +34,8 @@ import scipy.sparse as sp
 from solvopt.core.errors import ModelError
 from solvopt.dsl.games import JointUtility
 
+from .certificate import Exploitability, check_concave, joint_gradient, joint_value
+from .kkt_newton import KKTSystem, solve_kkt
 from .projection import FEAS_TOL, Polyhedron, check_stop
 
 KELLEY_STEPS = 30       # cutting-plane LPs per certified bound
@@ -112,7 +114,7 @@ class _Restricted(JointUtility):
 
 
 def player_problem(game, i: int, a, P: Polyhedron):
-    """Player i's problem as a one-player game (the shape :class:`~solvopt.games.gnep_kkt.KKTSystem` reads)."""
+    """Player i's problem as a one-player game (the shape :class:`~solvopt.games.kkt_newton.KKTSystem` reads)."""
     from solvopt.dsl.games import GameData, QuadraticUtility
     cols = game.blocks[i]
     u = game.utilities[i]
@@ -141,7 +143,6 @@ def certified_maximum(sub, P: Polyhedron, y0, who: str):
     """(b, u(b) or -inf when b is not feasible, certified upper bound on max u over P ∩ {g <= 0}) for the
     one-player game ``sub`` (utility u, constraints g, polyhedron P): Newton on its KKT system, the
     Lagrangian bound with Newton's multipliers (module doc)."""
-    from .gnep_kkt import KKTSystem, solve_kkt
     system = KKTSystem(sub)
     best = (np.inf, y0, np.zeros(len(sub.nonlinear)))
     for attempt in range(2):                     # Newton from the point, then from a local solver's answer
@@ -178,11 +179,9 @@ class _JointDeviation(JointUtility):
         self.n = game.n
 
     def value(self, b):
-        from .exploitability import joint_value
         return joint_value(self.game, self.a, b)
 
     def gradient(self, b):
-        from .exploitability import joint_gradient
         return joint_gradient(self.game, self.a, b)
 
 
@@ -215,7 +214,6 @@ def nonlinear_ve_gap(game, a, K: Polyhedron):
     """Certified max over b in K ∩ {g <= 0} of Psi(a, b) = sum_i [u_i(b_i, a_-i) - u_i(a)], zero exactly at a
     variational equilibrium: the joint deviation by Newton, bounded above by the Lagrangian cutting planes
     over K (as a player's response); the deviation found, when feasible, is the lower value."""
-    from .exploitability import Exploitability
     a = np.asarray(a, dtype=float)
     here = sum(u.value(a) for u in game.utilities)
     sub = joint_problem(game, a, K)
@@ -332,7 +330,6 @@ def _probe(u, gs, P: Polyhedron, b, who):
 
 def _check_tangents(u, gs, points, y, who):
     """Convexity (and concavity of u) along the tangent points: g(y) >= g(t) + grad g(t).(y - t) both ways."""
-    from .exploitability import check_concave
     if not points:
         return
     for t, _, _ in points[-3:]:

@@ -20,16 +20,17 @@ with x_5, x_6 >= 0.01 is a GNE (a segment; no equilibrium is unique). The publis
 penalty method's approximate solution) lies on that segment up to the method's accuracy: x_1 is
 3.7e-4 below its bound 0.3 and the players at 0.01 are up to 2.2e-5 below it.
 
-:func:`a2` gives the problem in the data layout of :mod:`solvopt.games.gnep_library` (its
-``GNEP``, registered there as ``NONCONCAVE``; its file is a ``scalar_game`` whose enclosures come
-from the cost trees by interval arithmetic); :func:`a2_game` the :class:`~solvopt.dsl.ScalarGame`
-with hand-derived derivative enclosures (an independent statement the tests compare).
+:func:`a2` gives the problem in the data layout of :mod:`solvopt.games.gnep_problem` (its
+``GNEP``, registered in :mod:`solvopt.games.gnep_library` as ``NONCONCAVE``; its file is a
+``scalar_game`` whose enclosures come from the cost trees by interval arithmetic); :func:`a2_game`
+the :class:`~solvopt.dsl.ScalarGame` with hand-derived derivative enclosures (an independent statement
+the tests compare).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .gnep_library import GNEP, Rows
+from .gnep_problem import GNEP, Rows
 
 B = 1.0
 POWERS = np.array([1, 2, 2, 2, 2, 1, 1, 1, 1, 1])

@@ -14,7 +14,7 @@ from __future__ import annotations
 from solvopt.core.errors import InstanceFormatError, ModelError, SolvoptError
 from solvopt.io.base import Instance, Reader, instance_name, load_json, register_reader
 
-from .reader import field_name, first_nonfinite, validate
+from .json_checks import field_name, first_nonfinite, validate
 
 KIND = "production_economy"
 SCHEMA = "production_schema.json"
