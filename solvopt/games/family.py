@@ -11,7 +11,7 @@ FAMILY = Family(
     solver_modules=("solvopt.games.static", "solvopt.games.gnep_kkt", "solvopt.games.markets", "solvopt.games.auto",
                     "solvopt.games.markov_solvers", "solvopt.games.parametric_solvers",
                     "solvopt.games.exchange", "solvopt.games.production", "solvopt.games.scalar_equilibrium"),
-    reader_modules=("solvopt.games.production_reader", "solvopt.games.reader"),
+    reader_modules=("solvopt.games.production_reader", "solvopt.games.reader", "solvopt.games.json_checks"),
     models=("solvopt.dsl.games:PseudoGame", "solvopt.dsl.games:FisherMarket", "solvopt.dsl.games:ArrowDebreuMarket",
             "solvopt.dsl.production:ProductionEconomy", "solvopt.dsl.scalar_game:ScalarGame",
             "solvopt.dsl.markov_games:MarkovPseudoGame", "solvopt.dsl.markov_games:MarkovExchangeEconomy",
