@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .kernels_numba import _best_source, _cost_p
+from .kernels_numba import _best_source, _box_lower
 
 # Sources per leaf of the tree (between half and all of it).
 LEAF_SIZE = 16
@@ -78,21 +78,6 @@ class PotentialTree:
         c_transform_kdtree(self.src, self.pot, self.lo, self.hi, self.top, self.begin, self.end,
                            self.first_leaf, dst, float(unit), float(p), metric, start, stop, out, arg)
         arg[:] = self.order[arg]
-
-
-@njit(cache=True, inline="always")
-def _box_lower(lo, hi, top, node, dst, k, unit, p, metric):
-    acc = 0.0
-    for axis in range(dst.shape[1]):
-        y = dst[k, axis]
-        gap = max(lo[node, axis] - y, 0.0, y - hi[node, axis])
-        if metric == 0:
-            acc += gap * gap
-        elif metric == 1:
-            acc += gap
-        else:
-            acc = max(acc, gap)
-    return _cost_p((np.sqrt(acc) if metric == 0 else acc) / unit, p) - top[node]
 
 
 @njit(cache=True, parallel=True, nogil=True)

@@ -85,6 +85,22 @@ def _cost_p(d, p):
 
 
 @njit(cache=True, inline="always")
+def _box_lower(lo, hi, top, node, dst, k, unit, p, metric):
+    """A lower bound on c(x, dst[k]) - f(x) over the points x of box ``node`` (bounds lo, hi; f <= top)."""
+    acc = 0.0
+    for axis in range(dst.shape[1]):
+        y = dst[k, axis]
+        gap = max(lo[node, axis] - y, 0.0, y - hi[node, axis])
+        if metric == 0:
+            acc += gap * gap
+        elif metric == 1:
+            acc += gap
+        else:
+            acc = max(acc, gap)
+    return _cost_p((np.sqrt(acc) if metric == 0 else acc) / unit, p) - top[node]
+
+
+@njit(cache=True, inline="always")
 def _best_source(src, pot, dst, k, unit, p, metric, first, last, best, at):
     """(min, argmin) of (d(src_i, dst_k) / unit)^p - pot_i over i in [first, last), from (best, at)."""
     for i in range(first, last):
@@ -107,24 +123,12 @@ def c_transform_grid_chunk(src, pot, cell_start, lo, hi, top, dst, unit, p, metr
     """:func:`c_transform_chunk` over a grid of source cells (sorted by cell): a cell is skipped
     when its lower bound (distance to its box)^p - (its largest potential) cannot beat the best."""
     n_cells = len(cell_start) - 1
-    dim = src.shape[1]
     for kk in prange(stop - start):
         k = start + kk
         lower = np.empty(n_cells)
         first, first_lower = 0, np.inf
         for c in range(n_cells):
-            acc = 0.0
-            for axis in range(dim):
-                y = dst[k, axis]
-                gap = max(lo[c, axis] - y, 0.0, y - hi[c, axis])
-                if metric == 0:
-                    acc += gap * gap
-                elif metric == 1:
-                    acc += gap
-                else:
-                    acc = max(acc, gap)
-            d = (np.sqrt(acc) if metric == 0 else acc) / unit
-            lower[c] = _cost_p(d, p) - top[c]
+            lower[c] = _box_lower(lo, hi, top, c, dst, k, unit, p, metric)
             if lower[c] < first_lower:
                 first, first_lower = c, lower[c]
         best = np.inf
