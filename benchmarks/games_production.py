@@ -49,17 +49,12 @@ RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 def scipy_regret(econ, x, y, p):
     """The largest relative regret scipy finds at (x, y, p): consumers and firms by SLSQP, prices by HiGHS."""
     from scipy.optimize import linprog, minimize
-    from test_games_production_library import slsqp_max
+    from test_games_production_library import consumer_utility, slsqp_max
     u, budgets = econ.utility, econ.budgets(p, y)
     n, F, m = econ.shape
     worst = 0.0
     for k in range(n):
-        if u.kind == "quadratic":
-            Q, b = u.matrices[k], u.weights[k]
-            f, g = (lambda v, Q=Q, b=b: b @ v - 0.5 * v @ Q @ v), (lambda v, Q=Q, b=b: b - Q @ v)
-        else:
-            w, c = u.weights[k], u.shift[k]
-            f, g = (lambda v, w=w, c=c: np.sum(w * np.log(c + v))), (lambda v, w=w, c=c: w / (c + v))
+        f, g = consumer_utility(u, k)
         best = slsqp_max(f, g, (x[k], np.zeros(m)), p, budgets[k])
         worst = max(worst, (best - f(x[k])) / (1 + abs(f(x[k]))))
     for f_, r in enumerate(econ.radii):

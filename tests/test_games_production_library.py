@@ -23,6 +23,15 @@ from solvopt.io import read_instance
 FOLDER = Path(__file__).resolve().parent.parent / "instances" / "games" / "production"
 
 
+def consumer_utility(u, k):
+    """Consumer k's utility and its gradient as plain functions (quadratic or shifted logarithm)."""
+    if u.kind == "quadratic":
+        Q, b = u.matrices[k], u.weights[k]
+        return (lambda v: b @ v - 0.5 * v @ Q @ v), (lambda v: b - Q @ v)
+    w, c = u.weights[k], u.shift[k]
+    return (lambda v: np.sum(w * np.log(c + v))), (lambda v: w / (c + v))
+
+
 def slsqp_max(f, grad, x0s, p, budget):
     """The best value of f over {x >= 0, p.x <= budget} SLSQP finds from the starts (feasible results only)."""
     m = len(p)
@@ -88,12 +97,7 @@ def scipy_check(econ, x, y, p, tol):
     n, F, m = econ.shape
     for k in range(n):
         assert p @ x[k] <= budgets[k] * (1 + 1e-12) + 1e-12
-        if u.kind == "quadratic":
-            Q, b = u.matrices[k], u.weights[k]
-            f, g = (lambda v, Q=Q, b=b: b @ v - 0.5 * v @ Q @ v), (lambda v, Q=Q, b=b: b - Q @ v)
-        else:
-            w, c = u.weights[k], u.shift[k]
-            f, g = (lambda v, w=w, c=c: np.sum(w * np.log(c + v))), (lambda v, w=w, c=c: w / (c + v))
+        f, g = consumer_utility(u, k)
         starts = (x[k], np.full(m, budgets[k] / max(p.sum(), 1e-9) / m), np.zeros(m))
         best = slsqp_max(f, g, starts, p, budgets[k])
         assert best <= f(x[k]) + tol * (1 + abs(f(x[k])))
