@@ -297,6 +297,22 @@ def _arc_flows(m, n, pred, flowp):
 
 
 @njit(cache=True, nogil=True)
+def _pivot_to_optimum(tails, heads, costs, stop, max_pivots, parent, pred, pred_dir, thread, rev_thread, succ_num,
+                      last_succ, pi, flowp, dirty):
+    """Pivot from the tree in the arrays to the optimum: (arc flows, node potentials, artificial flow left;
+    left = inf after a stop request, -1 after ``max_pivots``)."""
+    n = pi.shape[0] - 1
+    why = _sparse_loop(tails, heads, costs, stop, max_pivots, parent, pred, pred_dir, thread, rev_thread,
+                       succ_num, last_succ, pi, flowp, dirty)
+    flow, left = _arc_flows(tails.shape[0], n, pred, flowp)
+    if why == 1:
+        left = np.inf
+    elif why == 2:
+        left = -1.0
+    return flow, pi[:n] - pi[n], left
+
+
+@njit(cache=True, nogil=True)
 def network_simplex(tails, heads, costs, supplies, stop, max_pivots):
     """(flow per arc, potentials per node, largest flow left on an artificial arc) of a min-cost
     flow over uncapacitated arcs; the flow is feasible when that last number is 0 (to float noise).
@@ -312,14 +328,8 @@ def network_simplex(tails, heads, costs, supplies, stop, max_pivots):
     art_cost = (_art_cost(costs) + 1) * (n + 1)
     _artificial_tree(supplies, art_cost, m, parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ, pi,
                      flowp)
-    why = _sparse_loop(tails, heads, costs, stop, max_pivots, parent, pred, pred_dir, thread, rev_thread,
-                       succ_num, last_succ, pi, flowp, dirty)
-    flow, left = _arc_flows(m, n, pred, flowp)
-    if why == 1:
-        left = np.inf
-    elif why == 2:
-        left = -1.0
-    return flow, pi[:n] - pi[n], left
+    return _pivot_to_optimum(tails, heads, costs, stop, max_pivots, parent, pred, pred_dir, thread, rev_thread,
+                             succ_num, last_succ, pi, flowp, dirty)
 
 
 @njit(cache=True, nogil=True)
@@ -425,14 +435,9 @@ def network_simplex_warm(tails, heads, costs, supplies, stop, max_pivots, start_
                  succ_num, last_succ, pi, flowp):
         _artificial_tree(supplies, art_cost, m, parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ,
                          pi, flowp)
-    why = _sparse_loop(tails, heads, costs, stop, max_pivots, parent, pred, pred_dir, thread, rev_thread,
-                       succ_num, last_succ, pi, flowp, dirty)
-    flow, left = _arc_flows(m, n, pred, flowp)
-    if why == 1:
-        left = np.inf
-    elif why == 2:
-        left = -1.0
-    return flow, pi[:n] - pi[n], left, parent[:n].copy(), pred[:n].copy(), pred_dir[:n].copy()
+    flow, potentials, left = _pivot_to_optimum(tails, heads, costs, stop, max_pivots, parent, pred, pred_dir,
+                                               thread, rev_thread, succ_num, last_succ, pi, flowp, dirty)
+    return flow, potentials, left, parent[:n].copy(), pred[:n].copy(), pred_dir[:n].copy()
 
 
 
