@@ -49,7 +49,8 @@ class Exploitability:
         return self.violation <= FEAS_TOL
 
 
-def _with(a, cols, b):
+def with_block(a, cols, b):
+    """A copy of the joint action ``a`` with the entries ``cols`` replaced by ``b`` (one player's deviation)."""
     out = a.copy()
     out[cols] = b
     return out
@@ -57,12 +58,12 @@ def _with(a, cols, b):
 
 def joint_value(game, a, b) -> float:
     """sum_i u_i(b_i, a_-i)."""
-    return sum(u.value(_with(a, cols, b[cols])) for cols, u in zip(game.blocks, game.utilities))
+    return sum(u.value(with_block(a, cols, b[cols])) for cols, u in zip(game.blocks, game.utilities))
 
 
 def joint_gradient(game, a, b) -> np.ndarray:
     """(grad_{b_i} u_i(b_i, a_-i))_i."""
     out = np.empty(game.n)
     for cols, u in zip(game.blocks, game.utilities):
-        out[cols] = u.gradient(_with(a, cols, b[cols]))[cols]
+        out[cols] = u.gradient(with_block(a, cols, b[cols]))[cols]
     return out

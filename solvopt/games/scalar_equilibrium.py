@@ -23,7 +23,7 @@ from solvopt.core.errors import ModelError
 from solvopt.core.options import Option
 from solvopt.core.registry import Solver, register
 
-from .exploitability import Exploitability
+from .certificate import Exploitability, with_block
 from .scalar_global import curvature_enclosure, global_maximum
 from .static import positive_number
 from .tracking import COMMON_HONOURS, EquilibriumRun
@@ -53,6 +53,12 @@ def best_response(game, i: int, x, tol: float):
     return gm, (lo, hi)
 
 
+def _payoff_range(p, x, i, lo, hi, own: float, upper: float) -> float:
+    """Player i's payoff range on its interval [lo, hi]: the best response's upper bound minus the least
+    of its payoff now (``own``) and at the interval's ends."""
+    return upper - min(own, float(p.utility(with_block(x, i, lo))), float(p.utility(with_block(x, i, hi))))
+
+
 def scalar_exploitability(game, x, tol: float = 1e-13) -> Exploitability:
     """The certified relative exploitability of x (see the module doc): per player its best response's
     upper bound minus its utility, over its payoff's range on its interval."""
@@ -70,17 +76,10 @@ def scalar_exploitability(game, x, tol: float = 1e-13) -> Exploitability:
             continue
         violation = max(violation, (lo - x[i]) / width, (x[i] - hi) / width)
         own = float(p.utility(x))
-        low = min(own, float(p.utility(_with(x, i, lo))), float(p.utility(_with(x, i, hi))))
-        span = gm.upper - low
+        span = _payoff_range(p, x, i, lo, hi, own, gm.upper)
         per[i] = max(gm.upper - own, 0.0) / (span if span > 0 else 1.0)
     total = float(per.sum())
     return Exploitability(total, 0.0, per, [], max(violation, 0.0))
-
-
-def _with(x, i, t):
-    z = x.copy()
-    z[i] = t
-    return z
 
 
 @register
@@ -125,8 +124,8 @@ class ScalarGlobal(Solver):
                         x[i] = p.lb if hi < p.lb else (p.ub if lo > p.ub else x[i])
                         moved = True
                         continue
-                    own = float(p.utility(_with(x, i, min(max(x[i], lo), hi))))
-                    span = gm.upper - min(own, float(p.utility(_with(x, i, lo))), float(p.utility(_with(x, i, hi))))
+                    own = float(p.utility(with_block(x, i, min(max(x[i], lo), hi))))
+                    span = _payoff_range(p, x, i, lo, hi, own, gm.upper)
                     if gm.value > own + inner * span:    # a gain beyond the tolerance, in the payoff's range
                         moved = moved or gm.x != x[i]
                         x[i] = gm.x
