@@ -147,14 +147,20 @@ def test_callable_constraint_equals_the_quadratic_one():
     np.testing.assert_allclose(r.solution["actions"], [1, 1, 2], atol=1e-8)
 
 
-def test_shared_jointly_convex_constraint_gives_the_variational_equilibrium():
-    """min (x - 2)^2, min (y - 2)^2, shared x^2 + y^2 <= 2: the GNEs are the arc, the VE (one multiplier) (1, 1)."""
+def _shared_disc_game():
+    """min (x - 2)^2 and min (y - 2)^2 on [-5, 5], sharing x^2 + y^2 <= 2: the GNEs are the arc, the VE (1, 1)."""
     g = PseudoGame()
     x = g.player("x", lb=-5, ub=5)
     y = g.player("y", lb=-5, ub=5)
     g.minimize(x, (x - 2) * (x - 2))
     g.minimize(y, (y - 2) * (y - 2))
     g.share(x * x + y * y <= 2)
+    return g
+
+
+def test_shared_jointly_convex_constraint_gives_the_variational_equilibrium():
+    """min (x - 2)^2, min (y - 2)^2, shared x^2 + y^2 <= 2: the GNEs are the arc, the VE (one multiplier) (1, 1)."""
+    g = _shared_disc_game()
     assert g.data().concept == "VE" and g.default_method == "gnep-kkt"
     r = g.solve(start=[0.3, -1.0])
     assert r.termination == "optimal" and "variational" in r.guarantee
@@ -419,12 +425,7 @@ def test_ve_gap_separates_the_variational_equilibrium_from_the_other_gnes():
     """Shared disc x^2 + y^2 <= 2, costs (x - 2)^2 and (y - 2)^2: on the arc every point is a GNE, the VE gap
     there is |a - (2, 2)|^2 - 2 (the joint deviation goes to (1, 1)), zero only at the VE (1, 1)."""
     from solvopt.games.exploitability import ve_gap
-    g = PseudoGame()
-    x = g.player("x", lb=-5, ub=5)
-    y = g.player("y", lb=-5, ub=5)
-    g.minimize(x, (x - 2) * (x - 2))
-    g.minimize(y, (y - 2) * (y - 2))
-    g.share(x * x + y * y <= 2)
+    g = _shared_disc_game()
     data = g.data()
     for t in (0.2, 0.5, np.pi / 4, 1.2):
         a = np.sqrt(2) * np.array([np.cos(t), np.sin(t)])
