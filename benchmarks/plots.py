@@ -310,25 +310,34 @@ def _legend_handles(axes) -> dict:
     return handles
 
 
+def _transport_panels(plt, rows, width: float, height: float):
+    """One panel per (instance kind, p) of transport.json's rows: the figure, its axes and, per panel,
+    (axes, its rows sorted by n, (case, p), the grid edges it lies on: ``_time_panel``'s keywords)."""
+    cases = [c for c in TRANSPORT_CASES if any(r["case"] == c for r in rows)]
+    ps = sorted({str(r["p"]) for r in rows}, key=_p_key)
+    fig, axes = plt.subplots(len(cases), len(ps), figsize=(width * len(ps), height * len(cases) + 1.2),
+                             squeeze=False, sharex=True)
+    panels = []
+    for i, case in enumerate(cases):
+        for j, p in enumerate(ps):
+            sel = sorted((r for r in rows if r["case"] == case and str(r["p"]) == p), key=lambda r: r["n"])
+            edges = {"first_row": i == 0, "first_column": j == 0, "last_row": i == len(cases) - 1}
+            panels.append((axes[i][j], sel, (case, p), edges))
+    return fig, axes, panels
+
+
 def transport_time(json_path, png_path) -> bool:
     """transport.json: seconds against n, one panel per (instance kind, p), log-log; one legend."""
     plt = _pyplot()
     data = json.loads(Path(json_path).read_text())
-    rows = data["rows"]
-    cases = [c for c in TRANSPORT_CASES if any(r["case"] == c for r in rows)]
-    ps = sorted({str(r["p"]) for r in rows}, key=_p_key)
     with plt.rc_context(READABLE):
-        fig, axes = plt.subplots(len(cases), len(ps), figsize=(4.6 * len(ps), 3.6 * len(cases) + 1.2),
-                                 squeeze=False, sharex=True)
-        for i, case in enumerate(cases):
-            for j, p in enumerate(ps):
-                ax = axes[i][j]
-                sel = sorted((r for r in rows if r["case"] == case and str(r["p"]) == p), key=lambda r: r["n"])
-                for key, (label, colour, marker, style) in TRANSPORT_METHODS.items():
-                    pts = _seconds(sel, key)
-                    if pts:
-                        ax.plot(*zip(*pts), style, color=colour, marker=marker, ms=5, lw=2, label=label)
-                _time_panel(ax, case, p, first_row=i == 0, first_column=j == 0, last_row=i == len(cases) - 1)
+        fig, axes, panels = _transport_panels(plt, data["rows"], 4.6, 3.6)
+        for ax, sel, where, edges in panels:
+            for key, (label, colour, marker, style) in TRANSPORT_METHODS.items():
+                pts = _seconds(sel, key)
+                if pts:
+                    ax.plot(*zip(*pts), style, color=colour, marker=marker, ms=5, lw=2, label=label)
+            _time_panel(ax, *where, **edges)
         handles = _legend_handles(axes)
         order = [TRANSPORT_METHODS[k][0] for k in TRANSPORT_METHODS if TRANSPORT_METHODS[k][0] in handles]
         fig.legend([handles[lab] for lab in order], order, loc="upper center", ncol=3, frameon=False,
@@ -396,23 +405,17 @@ def transport_scaling(json_path, png_path) -> bool:
     plt = _pyplot()
     data = json.loads(Path(json_path).read_text())
     rows = [r for r in data["rows"] if str(r["p"]) in ("1.0", "2.0", "1", "2")]
-    cases = [c for c in TRANSPORT_CASES if any(r["case"] == c for r in rows)]
-    ps = sorted({str(r["p"]) for r in rows}, key=_p_key)
     with plt.rc_context(READABLE):
-        fig, axes = plt.subplots(len(cases), len(ps), figsize=(5.2 * len(ps), 3.8 * len(cases) + 1.2),
-                                 squeeze=False, sharex=True)
-        for i, case in enumerate(cases):
-            for j, p in enumerate(ps):
-                ax = axes[i][j]
-                sel = sorted((r for r in rows if r["case"] == case and str(r["p"]) == p), key=lambda r: r["n"])
-                ours = [(r["n"], r["ours"]["seconds"]) for r in sel if isinstance(r.get("ours"), dict)]
-                if ours:
-                    _guides(ax, *ours[0], max(r["n"] for r in sel))
-                for key, (label, colour, marker) in SCALING_METHODS.items():
-                    pts = _seconds(sel, key)
-                    if pts:
-                        ax.plot(*zip(*pts), "-", color=colour, marker=marker, ms=6, lw=2, label=label)
-                _time_panel(ax, case, p, first_row=i == 0, first_column=j == 0, last_row=i == len(cases) - 1)
+        fig, axes, panels = _transport_panels(plt, rows, 5.2, 3.8)
+        for ax, sel, where, edges in panels:
+            ours = [(r["n"], r["ours"]["seconds"]) for r in sel if isinstance(r.get("ours"), dict)]
+            if ours:
+                _guides(ax, *ours[0], max(r["n"] for r in sel))
+            for key, (label, colour, marker) in SCALING_METHODS.items():
+                pts = _seconds(sel, key)
+                if pts:
+                    ax.plot(*zip(*pts), "-", color=colour, marker=marker, ms=6, lw=2, label=label)
+            _time_panel(ax, *where, **edges)
         handles = _legend_handles(axes)
         fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=3, frameon=False,
                    bbox_to_anchor=(0.5, 0.955))
