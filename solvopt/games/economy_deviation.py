@@ -38,10 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvopt.core.errors import SolverError
-from solvopt.core.interrupt import stop_reason
-from solvopt.core.result import Termination
 
-from .projection import Stopped, check_stop, current_deadline
+from .projection import check_stop, run_highs
 
 DP_MAX_ITERATIONS = 2000     # Bellman steps of the one-asset dynamic program per consumer
 DP_TIME_LIMIT = 2.0          # seconds per consumer; the bound of the last step is kept (valid at any step)
@@ -76,7 +74,7 @@ def highs_lp(cost, A_ub, b_ub, lb, ub):
     import highspy
     from scipy import sparse
 
-    from solvopt.dsl.highs_export import colwise_matrix, new_highs, watch_interrupt
+    from solvopt.dsl.highs_export import colwise_matrix, new_highs
     check_stop()
     A = colwise_matrix(sparse.csc_matrix(A_ub))
     m, n = A.shape
@@ -86,16 +84,7 @@ def highs_lp(cost, A_ub, b_ub, lb, ub):
                 np.ascontiguousarray(ub, dtype=float), np.full(m, -np.inf), np.ascontiguousarray(b_ub, dtype=float),
                 A.indptr.astype(np.int32), A.indices.astype(np.int32), np.ascontiguousarray(A.data, dtype=float),
                 np.zeros(n, dtype=np.int32))
-    deadline = current_deadline()
-    if deadline is not None:
-        h.setOptionValue("time_limit", max(1e-3, deadline - time.perf_counter()))
-    with watch_interrupt(h):
-        h.run()
-    status = h.getModelStatus()
-    if status in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kInterrupt,
-                  getattr(highspy.HighsModelStatus, "kHighsInterrupt", highspy.HighsModelStatus.kInterrupt)):
-        raise Stopped(stop_reason(deadline) or Termination.TIME_LIMIT)
-    if status != highspy.HighsModelStatus.kOptimal:
+    if run_highs(h) != highspy.HighsModelStatus.kOptimal:
         return None
     sol = h.getSolution()
     return np.asarray(sol.col_value, dtype=float), np.asarray(sol.row_dual, dtype=float)

@@ -48,9 +48,23 @@ def stopping_at(deadline):
         _deadline[0] = previous
 
 
-def current_deadline():
-    """The running solve's deadline (time.perf_counter()), None outside a solve or without a time limit."""
-    return _deadline[0]
+def run_highs(h):
+    """Run HiGHS model ``h`` within the running solve's time left and Ctrl-C; its model status, or
+    :class:`Stopped` when either cut the run short."""
+    import highspy
+
+    from solvopt.dsl.highs_export import watch_interrupt
+    deadline = _deadline[0]
+    # HiGHS's run clock adds up over the runs of one Highs: the limit is that clock plus the time left
+    h.setOptionValue("time_limit", float("inf") if deadline is None
+                     else h.getRunTime() + max(1e-3, deadline - time.perf_counter()))
+    with watch_interrupt(h):
+        h.run()
+    status = h.getModelStatus()
+    if status in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kInterrupt,
+                  getattr(highspy.HighsModelStatus, "kHighsInterrupt", highspy.HighsModelStatus.kInterrupt)):
+        raise Stopped(stop_reason(deadline) or Termination.TIME_LIMIT)   # deadline or Ctrl-C: stop the run
+    return status
 
 
 def check_stop() -> None:
@@ -246,7 +260,6 @@ class Polyhedron:
     def _highs(self, H, c):
         import highspy
 
-        from solvopt.dsl.highs_export import watch_interrupt
         check_stop()
         if H is not None and self._session is not None and self._session[0] is H:
             h = self._session[1]                      # same model, new costs: HiGHS warm-starts
@@ -255,16 +268,7 @@ class Polyhedron:
             h = self._load(H, c)
             if H is not None:
                 self._session = (H, h)
-        deadline = _deadline[0]
-        # HiGHS's run clock adds up over the runs of one Highs: the limit is that clock plus the time left
-        h.setOptionValue("time_limit", float("inf") if deadline is None
-                         else h.getRunTime() + max(1e-3, deadline - time.perf_counter()))
-        with watch_interrupt(h):
-            h.run()
-        status = h.getModelStatus()
-        if status in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kInterrupt,
-                      getattr(highspy.HighsModelStatus, "kHighsInterrupt", highspy.HighsModelStatus.kInterrupt)):
-            raise Stopped(stop_reason(_deadline[0]) or Termination.TIME_LIMIT)   # deadline or Ctrl-C: stop the run
+        status = run_highs(h)
         if status == highspy.HighsModelStatus.kInfeasible:
             raise ModelError("the feasible set is empty (the constraints cannot all hold)")
         if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
