@@ -199,10 +199,10 @@ def test_scalar_exploitability_matches_the_generic_path(seed, n):
     for i, cols in enumerate(data.blocks):       # the generic path: projected ascent + Frank-Wolfe gap per player
         P = ex.player_polyhedron(data, i, a)
         u = data.utilities[i]
-        b = ex._projected_ascent(lambda y, u=u, cols=cols: u.value(ex._with(a, cols, y)),
-                                 lambda y, u=u, cols=cols: u.gradient(ex._with(a, cols, y))[cols],
+        b = ex._projected_ascent(lambda y, u=u, cols=cols: u.value(ex.with_block(a, cols, y)),
+                                 lambda y, u=u, cols=cols: u.gradient(ex.with_block(a, cols, y))[cols],
                                  P, P.project(a[cols]), 2000)
-        slow = u.value(ex._with(a, cols, b)) - u.value(a)
+        slow = u.value(ex.with_block(a, cols, b)) - u.value(a)
         assert fast.per_player[i] >= slow - 1e-12 * (1 + abs(u.value(a)))
         assert fast.per_player[i] <= max(slow, 0.0) + 1e-9 * (1 + abs(u.value(a)))
 
