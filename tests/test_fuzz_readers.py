@@ -373,6 +373,20 @@ def test_a_kind_after_the_first_4_kib_is_detected(tmp_path):
     assert read_instance(str(other)).family == "games"
 
 
+@pytest.mark.parametrize("document, said", [
+    ({"kind": "bogus"}, "'bogus' is not a kind solvopt reads"),
+    ({"players": []}, "field kind: missing"),
+])
+def test_an_unknown_or_missing_json_kind_names_every_kind(tmp_path, capsys, document, said):
+    """The refusal lists every JSON kind solvopt reads, the production economy's too."""
+    path = tmp_path / "what.json"
+    path.write_text(json.dumps(document))
+    assert main(["solve", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and said in err and "production_economy" in err, err
+    assert str(path) in err
+
+
 def test_load_npy_checks_the_header_before_allocating(tmp_path):
     from solvopt.core.errors import InstanceFormatError
     from solvopt.io.npz import load_npy

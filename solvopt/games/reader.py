@@ -24,6 +24,19 @@ KINDS = ("pseudo_game", "scalar_game", "fisher_market", "arrow_debreu_market", "
 MARKOV_KINDS = ("markov_pseudo_game", "markov_exchange_economy")
 
 
+def _check_kind(data: dict, path: str) -> None:
+    """A missing or unknown ``kind`` is named against every JSON kind solvopt reads (production too),
+    before the schema would name only this reader's."""
+    kinds = (*KINDS, "production_economy")
+    kind = data.get("kind")
+    if kind is None:
+        raise InstanceFormatError(path, None, f"field kind: missing; a JSON instance says what it holds, one of "
+                                              f"{', '.join(kinds)}")
+    if kind not in kinds:
+        raise InstanceFormatError(path, None, f"field kind: {kind!r} is not a kind solvopt reads; one of "
+                                              f"{', '.join(kinds)}")
+
+
 def read_game(path: str) -> Instance:
     """Read a game instance file; ``data`` is the parsed JSON (validated)."""
     data = load_json(path)  # broken JSON: FILE:LINE:COLUMN; too deep, not UTF-8: one line each
@@ -32,6 +45,7 @@ def read_game(path: str) -> Instance:
     bad = first_nonfinite(data)
     if bad is not None:
         raise InstanceFormatError(path, None, f"field {field_name(bad)}: NaN and infinite numbers are not allowed")
+    _check_kind(data, path)
     validate(data, path)
     kind = data["kind"]
     if kind in MARKOV_KINDS:
