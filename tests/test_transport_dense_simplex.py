@@ -33,12 +33,16 @@ def matrices(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(matrices())
-def test_dense_simplex_equals_the_lp(case):
+@given(matrices(), st.sampled_from([0.0, 0.25, 10.0]), st.sampled_from([0.01, 1.0]))
+def test_dense_simplex_equals_the_lp(case, share, block):
+    """Column generation to the end (share 10), switched to block search over the matrix after the
+    first pricing pass (share 0) or as by default; small and LEMON-sized blocks."""
     cost, a, b, k = case
     n, m = cost.shape
-    rows, cols, flows, pi, left, rounds = dense_simplex(cost, np.concatenate([a, -b]), np.zeros(1, np.int8), 0, k)
+    rows, cols, flows, pi, left, rounds, matrix = dense_simplex(cost, np.concatenate([a, -b]), np.zeros(1, np.int8),
+                                                                0, k, 0.1, share, block)
     assert left <= 1e-9 * max(a.max(), b.max()) and rounds >= 1
+    assert not (matrix and share == 10.0)
     plan = np.zeros((n, m))
     np.add.at(plan, (rows, cols), flows)
     np.testing.assert_allclose(plan.sum(axis=1), a, atol=1e-9 * a.sum())
@@ -134,3 +138,61 @@ def test_statuses_do_not_change_under_scaling(factor, method):
     assert base.termination is r.termination is Termination.OPTIMAL
     assert r.objective == pytest.approx(base.objective * factor, rel=1e-7)
     assert r.bound <= r.objective * (1 + 1e-12)
+
+
+@st.composite
+def tied_clouds(draw):
+    """Two clouds on a small integer lattice (repeated points, many equal distances), of different
+    shapes (the second shifted and stretched), with unit or real masses."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    n, m = draw(st.integers(2, 40)), draw(st.integers(2, 40))
+    side = draw(st.sampled_from([2, 3, 5]))
+    x = rng.integers(0, side, (n, 3)).astype(float)
+    y = rng.integers(0, side, (m, 3)).astype(float) * draw(st.sampled_from([1.0, 2.0])) + draw(st.integers(0, 3))
+    if draw(st.booleans()):
+        a, b = np.full(n, 1.0 / n), np.full(m, 1.0 / m)
+    else:
+        a, b = rng.random(n) + 0.05, rng.random(m) + 0.05
+        a, b = a / a.sum(), b / b.sum()
+    return x, y, a, b, draw(st.sampled_from([1.0, 2.0]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(tied_clouds())
+def test_exact_on_tied_clouds_equals_the_lp(case):
+    """Method exact on tie-heavy clouds (both the rounds and the block search over the matrix run)
+    against HiGHS on the full LP."""
+    from scipy.spatial.distance import cdist
+    x, y, a, b, p = case
+    r = Transport(x, y, a=a, b=b, p=p).solve("exact")
+    assert r.termination is Termination.OPTIMAL
+    reference = transport_lp(cdist(x, y) ** p, a, b) ** (1 / p)
+    assert r.objective == pytest.approx(reference, rel=1e-7, abs=1e-12)
+    assert r.bound <= reference * (1 + 1e-9) + 1e-12
+
+
+def test_clouds_of_different_shapes_switch_to_the_matrix():
+    """Far apart candidates (a lattice against a shifted, stretched one): the first pricing pass finds
+    negative pairs at most nodes and the simplex goes on over the whole matrix; the optimum is ot.emd's."""
+    ot = pytest.importorskip("ot")
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 6, (150, 3)).astype(float)
+    y = rng.integers(0, 6, (140, 3)).astype(float) * np.array([2.0, 1.0, 0.5]) + np.array([3.0, 0.0, 1.0])
+    r = Transport(x, y, p=1).solve("exact")
+    assert r.stats["matrix_search"] is True and r.termination is Termination.OPTIMAL
+    cost = ot.dist(x, y, metric="euclidean")
+    reference = float((ot.emd(np.full(150, 1 / 150), np.full(140, 1 / 140), cost, numItermax=10**9) * cost).sum())
+    assert r.objective == pytest.approx(reference, rel=1e-9)
+
+
+def test_matrix_search_honours_its_stop_flag_and_pivot_limit():
+    from solvopt.transport.network_simplex import _artificial_tree, _matrix_loop, _tree_arrays
+    rng = np.random.default_rng(2)
+    n = 300                            # (more than STOP_CHECK pivots)
+    cost = rng.integers(0, 10**6, (n, n)).astype(np.int64)
+    supplies = np.concatenate([np.ones(n), -np.ones(n)])
+    for stop, limit, why in ((1, 0, 1), (0, 7, 2), (0, 0, 0)):
+        tree = _tree_arrays(2 * n)
+        _artificial_tree(supplies, (cost.max() + 1) * (2 * n + 1), 1 << 60, *tree[:9])
+        flag = np.full(1, stop, np.int8)
+        assert _matrix_loop(cost, flag, limit, *tree, 1.0) == why

@@ -147,7 +147,7 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     and its integer copy. Costs are scaled to integers from the largest one, as for the
     ``simplex`` engine, so the flow's cost error is bounded by ``abs_error``. Returns (plan, FlowSolution)."""
     from .flow import FlowSolution, integer_costs, integer_data, rounding_error, run_stoppable
-    from .network_simplex import dense_simplex, scaled_integers
+    from .network_simplex import BLOCK_FACTOR, DENSE_BLOCK_FACTOR, SWITCH_SHARE, dense_simplex, scaled_integers
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
     units = integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]
@@ -166,7 +166,8 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
         ints = ints.reshape(costs.shape)
     if stop is not None and stop():
         raise FlowStopped
-    r, c, flow, pi, left, rounds = run_stoppable(dense_simplex, (ints, scaled), (0, DENSE_NEIGHBOURS), stop)
+    r, c, flow, pi, left, rounds, matrix = run_stoppable(
+        dense_simplex, (ints, scaled), (0, DENSE_NEIGHBOURS, BLOCK_FACTOR, SWITCH_SHARE, DENSE_BLOCK_FACTOR), stop)
     del ints
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
         raise SolverError("the dense network simplex ended with flow on an artificial arc")
@@ -176,6 +177,7 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     sol = FlowSolution(flow, float(flow @ costs[r, c]), -pi.astype(np.float64) / cost_scale, "dense network simplex",
                        rounding_error(flow, supplies, cost_scale, nodes, 1))
     sol.rounds = int(rounds)
+    sol.matrix_search = bool(matrix)
     return plan, sol
 
 
@@ -349,7 +351,8 @@ class ExactTransport(Solver):
             bound = max(b for b in (bound, cheap()) if b is not None)
         return _best_of(model, plan, bottleneck, guarantee=1.0, bound=bound, stopped=stop_reason(deadline),
                         stats={"engine": sol.engine, "flow_solves": attempt + 1,
-                               "pricing_rounds": getattr(sol, "rounds", None)})
+                               "pricing_rounds": getattr(sol, "rounds", None),
+                               "matrix_search": getattr(sol, "matrix_search", None)})
 
 
 def large_p_frame(model, w_inf: float) -> tuple[float | None, float]:
