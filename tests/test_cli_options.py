@@ -155,9 +155,10 @@ def test_info_reads_the_paper_economies(capsys, name):
 
 
 def test_a_solve_refuses_an_unsupported_economy_option_in_one_line(capsys):
-    # the stated economy has endowment floors and caps, which no method takes yet
-    code, out, err = _run(capsys, "solve", "instances/games/markov_paper_cd_deterministic.json")
-    assert code == 1 and "floors" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    # the stated economy has endowment floors and caps, which only markov-horizon takes
+    code, out, err = _run(capsys, "solve", "instances/games/markov_paper_cd_deterministic.json", "--method",
+                          "markov-newton")
+    assert code == 1 and "does not support" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
 def test_the_economy_schema_still_refuses_unknown_fields(tmp_path, capsys):

@@ -166,9 +166,9 @@ def test_markov_horizon_from_the_command_line(capsys):
     assert code == 0, err
     data = json.loads(out)
     assert data["termination"] == "feasible_within_gap" and data["stats"]["rounds"] == 0
-    code = main(["solve", str(INSTANCES / "markov_paper_cd_deterministic.json")])
-    out, err = capsys.readouterr()          # as stated (endowment floors): refused in one line
-    assert code == 1 and "floors" in err and len(err.strip().splitlines()) == 1
+    code = main(["solve", str(INSTANCES / "markov_paper_cd_deterministic.json"), "--method", "markov-newton"])
+    out, err = capsys.readouterr()          # as stated (endowment floors): markov-newton refuses in one line
+    assert code == 1 and "does not support" in err and len(err.strip().splitlines()) == 1
 
 
 def test_markov_horizon_refuses_what_it_cannot_take_in_one_line():

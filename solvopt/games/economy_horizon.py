@@ -37,21 +37,20 @@ def _no_check() -> None:
 def check_supported(econ) -> None:
     """A one-line ModelError naming what :func:`forward_equilibrium` cannot take in ``econ``: it needs
     a finite horizon on a deterministic chain, Cobb-Douglas or Leontief utilities (any degree), one asset
-    paying a bundle of goods, no endowment floors, caps or shocks, and endowments uniform over goods
-    (each consumer the same amount of every good) in every period after the start."""
+    paying a bundle of goods, no endowment shocks, and without endowment floors and caps endowments uniform
+    over goods (each consumer the same amount of every good) in every period after the start (floors and
+    caps: :mod:`solvopt.games.economy_clip`)."""
     missing = []
     if econ.horizon is None:
         missing.append("a finite horizon (the economy has none: use markov-newton or markov-tatonnement)")
     if econ.utility.kind not in ("cobb_douglas", "leontief"):
         missing.append(f"Cobb-Douglas or Leontief utilities (got {econ.utility.kind})")
-    if econ.endowment_floor is not None:
-        missing.append("no endowment floors or caps")
     if econ.n_shocks > 1:
         missing.append("no endowment shocks")
     if econ.n_assets != 1 or econ.asset_bundles is None:
         missing.append(f"one asset paying a bundle of goods (got {econ.n_assets} asset(s)"
                        + (", paying money)" if econ.asset_bundles is None and econ.n_assets else ")"))
-    if not missing and econ.horizon is not None:
+    if not missing and econ.horizon is not None and econ.endowment_floor is None:
         w = _path(econ)
         E = econ.endowments[w[1:]]
         if not np.allclose(E, E[:, :, :1]):

@@ -206,7 +206,11 @@ def path_bounds(econ, worlds, prices, asset_prices, consumption) -> PathBounds:
         paths[i] = y.reshape(T, -1)
     lower = np.maximum(lower, value)
 
-    def money(gain):         # the money at period 0 that buys the gain (module docstring)
-        return ((u[0] + np.maximum(gain, 0.0)) ** (1 / h) - u[0] ** (1 / h)) / beta[0]
+    return PathBounds(value, lower, upper, money_regret(u[0], upper - value, beta[0], h),
+                      money_regret(u[0], lower - value, beta[0], h), paths)
 
-    return PathBounds(value, lower, upper, money(upper - value), money(lower - value), paths)
+
+def money_regret(u0, gain, beta0, h):
+    """The money at period 0 that buys a utility gain (module docstring): ((u0 + gain)^(1/h) - u0^(1/h)) /
+    beta0, u0 the profile's period-0 utility (of degree h), beta0 period 0's degree-1 bang per buck."""
+    return ((u0 + np.maximum(gain, 0.0)) ** (1 / h) - u0 ** (1 / h)) / beta0

@@ -157,9 +157,11 @@ class MarkovHorizon(_MarkovSolver):
 
         from solvopt.core.interrupt import stop_reason
 
+        from . import economy_clip
         from .projection import Stopped
         x = options.extra
-        expanded = economy_horizon.time_expanded(econ)
+        clipped = econ.endowment_floor is not None
+        expanded = economy_horizon.time_expanded(economy_clip.floorless(econ) if clipped else econ)
         T, big = expanded.horizon, expanded.economy
         uniform = np.full((T, econ.n_goods), econ.price_sum / econ.n_goods)
         # the frame: the periods' endowment value (every profile of the construction has this one)
@@ -176,8 +178,8 @@ class MarkovHorizon(_MarkovSolver):
             if reason is not None:
                 raise Stopped(reason)
 
-        construct = (economy_horizon.forward_equilibrium if econ.degree == 1.0
-                     else economy_horizon.degree_equilibrium)
+        construct = (economy_clip.clip_equilibrium if clipped else economy_horizon.forward_equilibrium
+                     if econ.degree == 1.0 else economy_horizon.degree_equilibrium)
         from .projection import stopping_at
         # inner calls (certificates' HiGHS runs, Newton loops) may use the first certificate's grace too;
         # step() holds the later rounds to the run's own deadline
@@ -201,8 +203,8 @@ class MarkovHorizon(_MarkovSolver):
                             metric_names=list(HORIZON_METRICS))
         from .economy_deviation import GUARANTEE
         from .economy_path import PATH_GUARANTEE
-        result.guarantee = (GUARANTEE + " (on the time-expanded economy: an upper bound for the finite horizon)"
-                            if econ.degree == 1.0 else PATH_GUARANTEE)
+        result.guarantee = (economy_clip.CLIP_GUARANTEE if clipped else GUARANTEE + " (on the time-expanded "
+                            "economy: an upper bound for the finite horizon)" if econ.degree == 1.0 else PATH_GUARANTEE)
         return result
 
 
