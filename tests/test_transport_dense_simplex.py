@@ -33,16 +33,16 @@ def matrices(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(matrices(), st.sampled_from([0.0, 0.25, 10.0]), st.sampled_from([0.01, 1.0]))
-def test_dense_simplex_equals_the_lp(case, share, block):
-    """Column generation to the end (share 10), switched to block search over the matrix after the
-    first pricing pass (share 0) or as by default; small and LEMON-sized blocks."""
+@given(matrices(), st.sampled_from([(0.0, 0.0), (0.7, 0.05), (10.0, 1.0)]), st.sampled_from([0.01, 1.0]))
+def test_dense_simplex_equals_the_lp(case, switch, block):
+    """Column generation to the end (floor 1), switched to block search over the matrix at the
+    second pricing pass (shrink 0, floor 0) or as by default; small and LEMON-sized blocks."""
     cost, a, b, k = case
     n, m = cost.shape
     rows, cols, flows, pi, left, rounds, matrix = dense_simplex(cost, np.concatenate([a, -b]), np.zeros(1, np.int8),
-                                                                0, k, 0.1, share, block)
+                                                                0, k, 0.1, *switch, block)
     assert left <= 1e-9 * max(a.max(), b.max()) and rounds >= 1
-    assert not (matrix and share == 10.0)
+    assert not (matrix and switch[1] == 1.0)
     plan = np.zeros((n, m))
     np.add.at(plan, (rows, cols), flows)
     np.testing.assert_allclose(plan.sum(axis=1), a, atol=1e-9 * a.sum())

@@ -147,7 +147,8 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     and its integer copy. Costs are scaled to integers from the largest one, as for the
     ``simplex`` engine, so the flow's cost error is bounded by ``abs_error``. Returns (plan, FlowSolution)."""
     from .flow import FlowSolution, integer_costs, integer_data, rounding_error, run_stoppable
-    from .network_simplex import BLOCK_FACTOR, DENSE_BLOCK_FACTOR, SWITCH_SHARE, dense_simplex, scaled_integers
+    from .network_simplex import (BLOCK_FACTOR, DENSE_BLOCK_FACTOR, SWITCH_FLOOR, SWITCH_SHRINK, dense_simplex,
+                                  scaled_integers)
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
     units = integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]
@@ -167,7 +168,8 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     if stop is not None and stop():
         raise FlowStopped
     r, c, flow, pi, left, rounds, matrix = run_stoppable(
-        dense_simplex, (ints, scaled), (0, DENSE_NEIGHBOURS, BLOCK_FACTOR, SWITCH_SHARE, DENSE_BLOCK_FACTOR), stop)
+        dense_simplex, (ints, scaled),
+        (0, DENSE_NEIGHBOURS, BLOCK_FACTOR, SWITCH_SHRINK, SWITCH_FLOOR, DENSE_BLOCK_FACTOR), stop)
     del ints
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
         raise SolverError("the dense network simplex ended with flow on an artificial arc")
@@ -349,7 +351,7 @@ class ExactTransport(Solver):
             unit = here * sol.cost
         if not closed:
             bound = max(b for b in (bound, cheap()) if b is not None)
-        return _best_of(model, plan, bottleneck, guarantee=1.0, bound=bound, stopped=stop_reason(deadline),
+        return _best_of(model, plan, bottleneck, guarantee=1.0, bound=bound, stopped=stop_reason(deadline), owned=True,
                         stats={"engine": sol.engine, "flow_solves": attempt + 1,
                                "pricing_rounds": getattr(sol, "rounds", None),
                                "matrix_search": getattr(sol, "matrix_search", None)})
@@ -380,6 +382,7 @@ def _best_of(model, plan, bottleneck, **kwargs):
         kwargs["stats"] = dict(kwargs.get("stats") or {}, plan="the bottleneck plan (lower W_p than the flow's)")
         plan = other
         kwargs["proven_optimal"] = False
+        kwargs["owned"] = False
     return transport_result(model, plan, **kwargs)
 
 

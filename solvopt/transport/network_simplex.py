@@ -39,15 +39,17 @@ STOP_CHECK = 1024      # pivots between two looks at the stop flag
 # two-hop graphs (n = 4000 to 10^4, side by side) 0.1 was 1.5-1.8x faster than 1 and 0.03-0.25 within 15%.
 BLOCK_FACTOR = 0.1
 # The dense simplex's switch from column generation to block search over the whole matrix: when a
-# pricing pass finds a negative arc at more than this share of the nodes, the candidates miss much of
-# the optimum's support (two clouds of different shapes, e.g. the colours of two images) and every
-# further round re-optimises from far: on such clouds (n = 2000) the rounds took 1.9 million pivots
-# in 62 rounds, block search over the matrix 87000 (ot.emd about 79000). Uniform clouds of one shape
-# find 4-5 % of their nodes negative after the first round and end in 3 rounds.
-SWITCH_SHARE = 0.25
+# pricing pass finds negative arcs at more than SWITCH_SHRINK times as many nodes as the pass before
+# (and at more than SWITCH_FLOOR of the nodes), the candidates miss much of the optimum's support (two
+# clouds of different shapes, e.g. the colours of two images) and every further round re-optimises
+# from far: on such clouds (n = 2000) 62 rounds took 1.9 million pivots, negative arcs at 90 % of the
+# nodes in every pass; block search over the matrix took 87000 (ot.emd about 79000). On uniform
+# clouds the count falls by half or more from pass to pass (2-D, p = 1: 68, 32, 14, 5, 1 %).
+SWITCH_SHRINK = 0.7
+SWITCH_FLOOR = 0.05
 # Block search over the matrix: blocks of DENSE_BLOCK_FACTOR x sqrt(n m) pairs, as LEMON's.
 DENSE_BLOCK_FACTOR = 1.0
-# ... and after this many rounds whatever their share (a guard; uniform clouds end in 3-5).
+# ... and after this many rounds, still above the floor (a guard; uniform clouds end in 3-6).
 MAX_ROUNDS = 10
 
 
@@ -511,11 +513,11 @@ def _matrix_loop(cost, stop, max_pivots, parent, pred, pred_dir, thread, rev_thr
 
 
 @njit(cache=True, nogil=True)
-def dense_simplex(cost, supplies, stop, max_pivots, k, block_factor, switch_share, dense_block):
+def dense_simplex(cost, supplies, stop, max_pivots, k, block_factor, shrink, floor, dense_block):
     """The transport problem on the complete bipartite graph of an (n, m) int64 cost matrix:
     sources 0..n-1 with ``supplies[:n]`` >= 0, targets n..n+m-1 with ``supplies[n:]`` <= 0
     (float64, summing to 0), arc (i, j) from source i to target n + j. Every argument is explicit
-    (e.g. ``BLOCK_FACTOR, SWITCH_SHARE, DENSE_BLOCK_FACTOR``): Numba dispatches a call that leaves
+    (e.g. ``BLOCK_FACTOR, SWITCH_SHRINK, SWITCH_FLOOR, DENSE_BLOCK_FACTOR``): Numba dispatches a call that leaves
     out a default argument through its compiler's slow path, 0.3 ms a call.
 
     Column generation around the network simplex: the simplex runs on candidate arcs (the ``k``
@@ -523,10 +525,10 @@ def dense_simplex(cost, supplies, stop, max_pivots, k, block_factor, switch_shar
     then every arc of the matrix is priced with the exact integer reduced costs, and the most
     negative arc of every row and of every column joins. No negative arc left: the tree is optimal
     over the whole matrix. Most pivots happen on a few arcs per node instead of block searches over
-    n x m. When a pricing pass finds negative arcs at more than ``switch_share`` of the nodes (or
-    after ``MAX_ROUNDS`` rounds), the candidates are far from the optimum's support: the simplex
-    goes on from its tree by block search over the whole matrix (:func:`_matrix_loop`, blocks of
-    ``dense_block`` x sqrt(n m) pairs) to the end.
+    n x m. When a pricing pass finds negative arcs at more than ``floor`` of the nodes and at more
+    than ``shrink`` times as many as the pass before (or after ``MAX_ROUNDS`` rounds), the rounds
+    are not closing in on the optimum's support: the simplex goes on from its tree by block search
+    over the whole matrix (:func:`_matrix_loop`, blocks of ``dense_block`` x sqrt(n m) pairs).
 
     Returns (rows, cols, flows) of the tree arcs (the plan's support and more), potentials per node
     (cost_ij + pi_i - pi_(n+j) >= 0 on every arc, = 0 where flow runs), the largest flow left on an
@@ -605,6 +607,7 @@ def dense_simplex(cost, supplies, stop, max_pivots, k, block_factor, switch_shar
     rounds = 0
     why = 0
     matrix = False
+    before = 0
     while True:
         rounds += 1
         why = _sparse_loop(tails[:count], heads[:count], costs[:count], stop, max_pivots, parent, pred, pred_dir,
@@ -641,7 +644,9 @@ def dense_simplex(cost, supplies, stop, max_pivots, k, block_factor, switch_shar
                 need += 1
         if need == 0:
             break
-        if need > switch_share * nodes or rounds >= MAX_ROUNDS:
+        stalled = rounds >= MAX_ROUNDS or (rounds >= 2 and need > shrink * before)
+        before = need
+        if need > floor * nodes and stalled:
             for u in range(nodes):          # tree arcs by their pair: arc i * m + j
                 if pred[u] < art_base:
                     pred[u] = tails[pred[u]] * m + heads[pred[u]] - n

@@ -54,11 +54,13 @@ def plan_cost(model, plan) -> tuple[float, float]:
     return top * scaled ** (1.0 / model.p), cost_p
 
 
-def clean_plan(model, plan):
+def clean_plan(model, plan, owned: bool = False):
     """The plan as CSR with float noise dropped and marginal drift repaired; SolverError when off.
 
     Refuses a plan of the wrong shape, with a negative entry beyond noise, or with marginals
     off by more than :data:`MARGINAL_TOL` x mass. Returns (plan, largest marginal error).
+    ``owned``: the plan is a CSR float64 matrix the caller built for this and holds nowhere
+    else (e.g. from :func:`pair_plan`): it is cleaned in place instead of copied.
     """
     import scipy.sparse as sp
     if not sp.issparse(plan):
@@ -66,17 +68,19 @@ def clean_plan(model, plan):
     if plan.shape != (model.n, model.m):
         raise SolverError(f"transport plan has shape {plan.shape}, expected ({model.n}, {model.m})")
     if plan.format == "csr" and plan.dtype == np.float64:
-        plan = plan.copy()
+        plan = plan if owned else plan.copy()
     else:
         plan = sp.csr_matrix(plan, dtype=np.float64, copy=True)
     plan.sum_duplicates()
     noise = ZERO_MASS * model.mass
     if plan.nnz and not np.all(np.isfinite(plan.data)):
         raise SolverError("transport plan has a non-finite entry")
-    if plan.nnz and plan.data.min() < -noise:
-        raise SolverError(f"transport plan has a negative entry {plan.data.min()!r}")
-    plan.data[plan.data <= noise] = 0.0
-    plan.eliminate_zeros()
+    low = plan.data.min() if plan.nnz else 0.0
+    if low < -noise:
+        raise SolverError(f"transport plan has a negative entry {low!r}")
+    if low <= noise:
+        plan.data[plan.data <= noise] = 0.0
+        plan.eliminate_zeros()
     error = _marginal_error(model, plan)
     tol = MARGINAL_TOL * model.mass
     if error > tol:
@@ -100,7 +104,9 @@ def pair_plan(shape, rows: np.ndarray, cols: np.ndarray, mass: np.ndarray):
     order = np.argsort(rows * shape[1] + cols, kind="stable")
     indptr = np.zeros(shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
-    return sp.csr_matrix((mass[order], cols[order], indptr), shape=shape)
+    plan = sp.csr_matrix((mass[order], cols[order], indptr), shape=shape)
+    plan.has_canonical_format = True          # sorted, distinct pairs: nothing for sum_duplicates to do
+    return plan
 
 
 def _sums(plan, axis: int) -> np.ndarray:
@@ -153,7 +159,7 @@ def guarantee_text(factor: float | None, p: float) -> str | None:
 
 def transport_result(model, plan, *, guarantee: float | None, bound: float | None = None,
                      proven_optimal: bool = False, stopped: Termination | None = None,
-                     stats: dict | None = None) -> Result:
+                     stats: dict | None = None, owned: bool = False) -> Result:
     """The Result of a transport method from its plan.
 
     - ``plan``: scipy.sparse (n x m) with marginals a, b (or None when the method holds none);
@@ -163,7 +169,8 @@ def transport_result(model, plan, *, guarantee: float | None, bound: float | Non
     - ``bound``: a certified lower bound on W_p (e.g. from a dual solution), or None;
     - ``proven_optimal``: the method proves its plan optimal by itself (an exact combinatorial
       algorithm: assignment, bottleneck search): the bound is then the objective;
-    - ``stopped``: why the method stopped early (TIME_LIMIT, INTERRUPTED, ...) or None.
+    - ``stopped``: why the method stopped early (TIME_LIMIT, INTERRUPTED, ...) or None;
+    - ``owned``: the plan is the method's own fresh CSR matrix (see :func:`clean_plan`).
 
     objective = W_p of the plan (p = inf: its largest distance carrying mass); stats gains
     ``cost_p`` (sum pi d^p; W_inf itself for p = inf), ``factor``, ``support`` (stored plan
@@ -175,7 +182,7 @@ def transport_result(model, plan, *, guarantee: float | None, bound: float | Non
         term, status, gap = settle(None, bound, has_solution=False, stopped=stopped, scale=status_scale(model))
         return Result(term, status, bound=bound, gap=gap, stats=stats,
                       message="stopped before a transport plan was found")
-    plan, error = clean_plan(model, plan)
+    plan, error = clean_plan(model, plan, owned)
     objective, cost_p = plan_cost(model, plan)
     candidates = [b for b in (bound,) if b is not None]
     if guarantee is not None and math.isfinite(guarantee) and guarantee > 1:
