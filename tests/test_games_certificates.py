@@ -196,12 +196,14 @@ def test_scalar_exploitability_matches_the_generic_path(seed, n):
     a = rng.uniform(0, 1, n) * ub
     a *= min(1.0, cap / float(w @ a))
     fast = ex.static_exploitability(data, a)
-    for i, cols in enumerate(data.blocks):       # the generic path: projected ascent + Frank-Wolfe gap per player
+    # the generic path: projected ascent per player; on these 1-D players it settles within 1e-15 of
+    # its 2000-step value by step 100 (it oscillates at the optimum and never meets its 1e-14 stop)
+    for i, cols in enumerate(data.blocks):
         P = ex.player_polyhedron(data, i, a)
         u = data.utilities[i]
         b = ex._projected_ascent(lambda y, u=u, cols=cols: u.value(ex.with_block(a, cols, y)),
                                  lambda y, u=u, cols=cols: u.gradient(ex.with_block(a, cols, y))[cols],
-                                 P, P.project(a[cols]), 2000)
+                                 P, P.project(a[cols]), 200)
         slow = u.value(ex.with_block(a, cols, b)) - u.value(a)
         assert fast.per_player[i] >= slow - 1e-12 * (1 + abs(u.value(a)))
         assert fast.per_player[i] <= max(slow, 0.0) + 1e-9 * (1 + abs(u.value(a)))
