@@ -11,11 +11,13 @@ sparse-exact and its status. Medians over ``--repeats`` runs, each on its own se
 
 Writes a markdown table to stdout (and to ``--out`` when given).
 
-``--inprocess`` compares the default method (``auto``) and ``sparse-exact`` with ``ot.emd`` in one
-process, after a warm-up solve (imports and compiled kernels loaded), on uniform, random-mass and
-tie-heavy pixel-colour clouds; it reports medians over seeds and the ratio ours / ot.emd:
+``--inprocess`` compares the default method (``auto``) and ``sparse-exact`` (or the methods of
+``--inprocess-methods``) with ``ot.emd`` in one process, after a warm-up solve (imports and compiled
+kernels loaded), on uniform, random-mass and tie-heavy pixel-colour clouds and on the real colours
+of two images (``--kinds`` picks some); it reports medians over seeds and the ratio ours / ot.emd:
 
     python benchmarks/transport_exact_scale.py --inprocess --sizes 500 1000 2000 3000
+    python benchmarks/transport_exact_scale.py --inprocess --sizes 5000 --kinds images --inprocess-methods exact
 """
 from __future__ import annotations
 
@@ -59,10 +61,17 @@ def one(method: str, n: int, dim: int, p: float, seed: int, masses: str = "unifo
 
 
 def cloud(kind: str, n: int, dim: int, seed: int):
-    """(x, y, a, b): uniform points with uniform or random masses, or a pixel-colour-like cloud
-    (integer colours in 0..15 per channel: many repeated points and tied distances)."""
+    """(x, y, a, b): uniform points with uniform or random masses, a pixel-colour-like cloud
+    (integer colours in 0..15 per channel: many repeated points and tied distances), or the real
+    pixel colours of two different images ("images": scikit-learn's sample images china.jpg and
+    flower.jpg, n pixels drawn from each, as ``benchmarks/transport.py`` draws them)."""
     import numpy as np
     rng = np.random.default_rng(seed)
+    if kind == "images":
+        sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+        from transport import points
+        x, y = points("pixels", n, seed)
+        return x, y, np.full(n, 1.0 / n), np.full(n, 1.0 / n)
     if kind == "pixels":
         x, y = rng.integers(0, 16, (n, dim)).astype(float), rng.integers(0, 16, (n, dim)).astype(float)
     else:
@@ -74,14 +83,18 @@ def cloud(kind: str, n: int, dim: int, seed: int):
     return x, y, a, b
 
 
-def in_process(sizes, repeats: int, methods=("auto", "sparse-exact")) -> str:
+CASES = [("uniform", 2, 1.0), ("uniform", 2, 2.0), ("uniform", 3, 1.0), ("uniform", 3, 2.0),
+         ("random", 2, 1.0), ("random", 2, 2.0), ("pixels", 3, 1.0), ("pixels", 3, 2.0),
+         ("images", 3, 1.0), ("images", 3, 2.0)]
+
+
+def in_process(sizes, repeats: int, methods=("auto", "sparse-exact"), kinds=None) -> str:
     """Ours against ot.emd in this process (see the module docstring): one markdown table."""
     import numpy as np
     import ot
 
     from solvopt.dsl import Transport
-    cases = [("uniform", 2, 1.0), ("uniform", 2, 2.0), ("uniform", 3, 1.0), ("uniform", 3, 2.0),
-             ("random", 2, 1.0), ("random", 2, 2.0), ("pixels", 3, 1.0), ("pixels", 3, 2.0)]
+    cases = [c for c in CASES if kinds is None or c[0] in kinds]
     for kind, dim, p in cases:              # warm-up: imports and compiled kernels
         x, y, a, b = cloud(kind, 60, dim, 99)
         for method in methods:
@@ -144,10 +157,14 @@ def main(argv=None) -> None:
     ap.add_argument("--out", help="write the markdown table here too")
     ap.add_argument("--inprocess", action="store_true",
                     help="auto and sparse-exact against ot.emd in this process (uniform, random, pixel clouds)")
+    ap.add_argument("--inprocess-methods", nargs="+", default=["auto", "sparse-exact"],
+                    help="the methods --inprocess compares with ot.emd")
+    ap.add_argument("--kinds", nargs="+", choices=sorted({c[0] for c in CASES}),
+                    help="--inprocess: only these clouds (default: all)")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.inprocess:
-        table = in_process(args.sizes, args.repeats)
+        table = in_process(args.sizes, args.repeats, tuple(args.inprocess_methods), args.kinds)
         print(table)
         if args.out:
             with open(args.out, "w") as fh:

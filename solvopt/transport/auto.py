@@ -34,12 +34,15 @@ from .one_d import OneDTransport, on_the_line
 from .sparse_exact import SparseExact, supported
 
 # Largest n x m for which ``auto`` runs ``exact`` (finite p, the dense network simplex): points with a
-# named metric (beyond: sparse-exact), and cost matrices or callable metrics (beyond: approx).
-# Measured in one process beside ot.emd (benchmarks/transport_exact_scale.py --inprocess, 2-D and 3-D
-# uniform points, random masses, pixel-colour clouds, p = 1, 2, medians of 3, load average 4-5 on 2
-# cores; benchmarks/results/transport_exact_scale.md), time / ot.emd's: n = 2000: exact 0.39-0.88,
-# sparse-exact 0.81-1.69; n = 3000: exact 0.31-0.74, sparse-exact 0.21-0.38.
-DENSE_PAIRS = 2500 * 2500
+# named metric (beyond: sparse-exact; and beyond DENSE_CHECKED_PAIRS only while the matrix and its
+# work arrays fit in half of the memory available), and cost matrices or callable metrics (beyond:
+# approx). Measured in one process beside ot.emd (benchmarks/transport_exact_scale.py --inprocess;
+# benchmarks/results/transport_exact_scale.md): on uniform clouds exact and sparse-exact are level
+# at n = 5000 (d = 3, p = 2: 2.9 / 3.1 s; d = 2, p = 1: 4.3 / 3.9 s; ot.emd 16-23 s), while on the
+# real colours of two images sparse-exact's rounds stall (n = 3000, p = 1: 47 s against 2.1 s for
+# exact and 3.3 s for ot.emd).
+DENSE_PAIRS = 5000 * 5000
+DENSE_CHECKED_PAIRS = 2500 * 2500
 MATRIX_PAIRS = 2500 * 2500
 # p = inf off the spatial-tree path (cost matrices, callable metrics): the dense bottleneck search
 # (random masses, n = 700: 3.8 s against 11.0 s for approx; benchmarks/results/transport_auto.md).
@@ -85,12 +88,20 @@ def auto_decision(model) -> tuple[str, str]:
         limit, what = EXACT_PAIRS, "the bottleneck search"
     else:
         limit, what = (DENSE_PAIRS if points else MATRIX_PAIRS), "the dense network simplex"
-    if pairs <= limit:
+    if pairs <= limit and (pairs <= DENSE_CHECKED_PAIRS or _dense_fits(pairs)):
         return "exact", f"{pairs:,} pairs <= {limit:,}: exact on the full matrix ({what}) is the cheaper"
     if points and pairs <= SPARSE_EXACT_PAIRS:
         return "sparse-exact", (f"{pairs:,} pairs > {limit:,}, points with a named metric: exact by pricing on "
                                 "candidate pairs is the cheaper")
     return "approx", f"{pairs:,} pairs > {limit:,}: the constant-factor approximation is the cheaper"
+
+
+def _dense_fits(pairs: int) -> bool:
+    """The dense simplex's matrix and work arrays for ``pairs`` fit in half of the available memory."""
+    from solvopt.core.memory import memory_budget
+
+    from .exact import PAIR_BYTES
+    return pairs * PAIR_BYTES["dense"] <= memory_budget()
 
 
 def auto_choice(model) -> str:
