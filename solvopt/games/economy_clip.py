@@ -363,13 +363,14 @@ def best_clipped_path(path, incumbent=None, node_limit=NODE_LIMIT):
         # the holding whose relaxation gap (weighted by the next period's multipliers) is largest
         period = rows[0]
         Lam = np.bincount(period, weights=lam, minlength=T)
-        gaps = np.zeros(T)
+        gaps = np.zeros(max(T - 1, 1))            # the last holding pays nothing: no gap there
         for t in range(T - 1):
             al, ga = envelope(path.p[t + 1], path.e[t + 1], path.b[t + 1], path.floor, path.cap, l[t], u[t])
             gaps[t] = Lam[t + 1] * (np.min(al + ga * y[t]) - path.cash(t + 1, y[t]))
         t = int(np.argmax(gaps))
-        kinks = convex_kinks(path.p[t + 1], path.e[t + 1], path.b[t + 1], path.floor, path.cap, l[t], u[t])
-        if gaps[t] <= 1e-13 * max(abs(bound), 1e-300) or len(kinks) == 0:
+        kinks = (convex_kinks(path.p[t + 1], path.e[t + 1], path.b[t + 1], path.floor, path.cap, l[t], u[t])
+                 if T > 1 and gaps[t] > 1e-13 * max(abs(bound), 1e-300) else np.empty(0))
+        if len(kinks) == 0:
             heapq.heappush(heap, (-bound, next(tick), l, u, (y, lam, rows, bound)))
             break                                       # the relaxation is exact at the highest node
         k = kinks[np.argmin(np.abs(kinks - y[t]))]
