@@ -37,6 +37,7 @@ u by s and v by -s leaves the dual value unchanged) to keep T small. p = inf has
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -57,6 +58,8 @@ EPS = np.finfo(np.float64).eps
 REFINE_ROUNDS = 40
 # Nearest neighbours of every point (both ways) added to the pairs of :func:`refined_bound`.
 REFINE_NEIGHBOURS = 4
+# Nearest neighbours of each c-transform minimiser that join the pairs with it (see :func:`pricing_rounds`).
+REFINE_SPREAD = 4
 
 
 
@@ -242,76 +245,151 @@ def bound_and_partners(model, u, unit, stop, method="auto"):
     return bound, pairs
 
 
-def refined_bound(model, rows, cols, unit: float, *, rounds: int = REFINE_ROUNDS, engine: str = "auto",
-                  stop=None, method: str = "auto", target: float = math.inf,
-                  budget: float = math.inf, plans: list | None = None) -> tuple[float | None, int]:
-    """The best certified bound over a few rounds of pricing on the pairs (rows, cols) (a set that
-    carries a feasible plan, e.g. the approximation's candidate pairs).
+def sorted_keys(keys) -> np.ndarray:
+    """The distinct values of ``keys`` (int64), sorted (a sort and a mask: quicker than np.unique's hashing)."""
+    keys = np.sort(np.asarray(keys, dtype=np.int64))
+    return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
 
-    Each round solves the transport problem restricted to the pairs (true costs (d / unit)^p,
-    an exact min-cost flow whose potentials are optimal there), takes the certified bound of its
-    source potentials and adds the c-transform's minimisers (the most violated pair of every
-    target and of every source) to the pairs. A restricted optimum splits into components with
-    free potential offsets, which one c-transform cannot repair; for points with a named metric
-    the :data:`REFINE_NEIGHBOURS` nearest neighbours of every point (both ways) therefore join
-    the pairs first and make one component of the usual instance. The bound climbs to the optimum
-    as the pairs approach an optimal plan's support (no pair left to add: the bound is the optimum,
-    to the margin). The network simplex restarts each round from the last optimal tree. Stops
-    early once the bound reaches ``target``, and before a round that would end past ``budget``
-    seconds (judged by the last warm round's time). ``plans``: a list that
-    receives the last restricted optimum as (rows, cols, mass per unit of total mass), a plan with
-    the right marginals. Returns (bound or None, rounds done); :class:`Stopped` when ``stop()``
-    turns true (between chunks, and in the flow)."""
+
+def grown_keys(keys: np.ndarray, new) -> np.ndarray:
+    """The sorted union of the sorted distinct ``keys`` and any ``new`` ones (``keys`` itself when
+    none is new): the new keys' sort and a merge of two sorted runs, O(new log new + keys)."""
+    new = sorted_keys(new)
+    at = np.searchsorted(keys, new)
+    fresh = new[(at == len(keys)) | (keys[np.minimum(at, len(keys) - 1)] != new)] if len(keys) else new
+    if not len(fresh):
+        return keys
+    return np.sort(np.concatenate([keys, fresh]), kind="stable")        # two sorted runs: a merge
+
+
+class PricingRound(NamedTuple):
+    """One round of :func:`pricing_rounds`: the restricted problem's pairs and optimum, the
+    certified bound of its potentials (None when the engine gives none or they certify nothing),
+    and the seconds spent in the flow and in the c-transforms."""
+    rows: np.ndarray
+    cols: np.ndarray
+    sol: object
+    bound: float | None
+    flow_time: float
+    pricing_time: float
+
+
+def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: str = "auto", stop=None,
+                   spread: int = 0):
+    """Rounds of pricing on the candidate pairs ``keys`` (flat i * m + j; they must carry a feasible
+    plan), yielded as :class:`PricingRound` until no pair is left to add (or no bound is found).
+
+    Each round solves the transport problem restricted to the pairs (true costs (d / unit)^p, an
+    exact min-cost flow whose potentials are optimal there), takes the certified bound of its
+    source potentials (:func:`bound_and_partners`) and adds the c-transform's minimisers (the
+    most violated pair of every target and of every source) to the pairs. The network simplex
+    restarts each round from the last optimal tree. When no minimiser is new, the bound is the
+    restricted optimum, i.e. the optimum (to the margin). ``spread`` (points with a named metric):
+    with each minimiser's pair (i, j), also i's ``spread`` nearest sources with j and j's nearest
+    targets with i (neighbours of a violated pair are often violated too: fewer rounds, each a
+    little dearer). The caller ends the loop when it has
+    what it needs; FlowStopped (in the flow) or :class:`Stopped` (in the c-transforms) when
+    ``stop()`` turns true."""
     import time
 
-    from .flow import FlowStopped, auto_engine, min_cost_flow
+    from .flow import auto_engine, min_cost_flow
     from .network_simplex import remap_tree, warm_flow
-    start = time.perf_counter()
     n, m, p = model.n, model.m, model.p
+    keys = sorted_keys(keys)
+    supplies = np.concatenate([model.a, -model.b]) / model.mass
+    if engine == "auto":
+        engine = auto_engine(supplies)
+    near_x = near_y = None
+    if spread > 0 and model.cost is None and not callable(model.metric):
+        near_x, near_y = _own_neighbours(model.x, model.metric, spread), _own_neighbours(model.y, model.metric, spread)
+    tree, tree_keys = None, None
+    while True:
+        r, c = np.divmod(keys, m)
+        with np.errstate(under="ignore", over="ignore"):
+            costs = (model.pair_distances(r, c) / unit) ** p
+        t0 = time.perf_counter()
+        if engine == "simplex":        # warm: from the last optimal tree, moved onto the grown pairs
+            tree = None if tree is None else remap_tree(tree, tree_keys, keys)
+            sol, tree = warm_flow(r, c + n, costs, supplies, tree, path_arcs=1, stop=stop)
+            tree_keys = keys
+        else:
+            sol = min_cost_flow(r, c + n, costs, supplies, n_nodes=n + m, engine=engine, path_arcs=1, stop=stop)
+        t1 = time.perf_counter()
+        out = None if sol.potentials is None else bound_and_partners(model, sol.potentials[:n], unit, stop, method)
+        yield PricingRound(r, c, sol, None if out is None else out[0], t1 - t0, time.perf_counter() - t1)
+        if out is None:
+            return
+        new_r, new_c = out[1]
+        if near_x is not None:      # the minimisers' pairs (i, j), and (i', j), (i, j') for i', j' near i, j
+            new_r = np.concatenate([new_r, near_x[new_r].ravel(), np.repeat(new_r, spread)])
+            new_c = np.concatenate([new_c, np.repeat(new_c, spread), near_y[new_c].ravel()])
+        grown = grown_keys(keys, new_r * m + new_c)
+        if len(grown) == len(keys):
+            return
+        keys = grown
+
+
+def _own_neighbours(pts: np.ndarray, metric: str, k: int) -> np.ndarray:
+    """(count, k): the k nearest other points of every point of ``pts`` (itself where fewer exist)."""
+    from scipy.spatial import cKDTree
+
+    from .neighbours import TREE_NORM
+    kk = min(k + 1, len(pts))
+    _, near = cKDTree(pts).query(pts, k=kk, p=TREE_NORM[metric], workers=-1)
+    near = np.asarray(near, dtype=np.int64).reshape(len(pts), kk)[:, 1:]
+    if near.shape[1] < k:
+        near = np.column_stack([near] + [np.arange(len(pts))] * (k - near.shape[1]))
+    return near
+
+
+def refined_bound(model, rows, cols, unit: float, *, rounds: int = REFINE_ROUNDS, engine: str = "auto",
+                  stop=None, method: str = "auto", target: float = math.inf,
+                  budget: float = math.inf, plans: list | None = None,
+                  ratio: float = math.inf) -> tuple[float | None, int]:
+    """The best certified bound over a few rounds of pricing (:func:`pricing_rounds`) on the pairs
+    (rows, cols) (a set that carries a feasible plan, e.g. the approximation's candidate pairs).
+
+    A restricted optimum splits into components with free potential offsets, which one
+    c-transform cannot repair; for points with a named metric the :data:`REFINE_NEIGHBOURS`
+    nearest neighbours of every point (both ways) therefore join the pairs first and make one
+    component of the usual instance. The bound climbs to the optimum as the pairs approach an
+    optimal plan's support. Stops early once the bound reaches ``target`` or ``ratio`` x the W_p
+    of the round's restricted optimum (a feasible plan: the gap is then at most 1 - ratio), and
+    before a round that would end past ``budget`` seconds (judged by the last round's time). ``plans``: a
+    list that receives the last restricted optimum as (rows, cols, mass per unit of total mass),
+    a plan with the right marginals. Returns (bound or None, rounds done); :class:`Stopped` when
+    ``stop()`` turns true (between chunks, and in the flow)."""
+    import time
+
+    from .flow import FlowStopped
+    start = time.perf_counter()
+    m = model.m
     keys = np.asarray(rows, dtype=np.int64) * m + np.asarray(cols, dtype=np.int64)
     if REFINE_NEIGHBOURS and model.cost is None and not callable(model.metric):
         from .neighbours import neighbour_pairs
         near_r, near_c = neighbour_pairs(model, REFINE_NEIGHBOURS)
         keys = np.concatenate([keys, near_r * m + near_c])
-    keys = np.unique(keys)
-    supplies = np.concatenate([model.a, -model.b]) / model.mass
-    if engine == "auto":
-        engine = auto_engine(supplies)
-    best, done, tree, tree_keys = None, 0, None, None
-    for _ in range(rounds):
-        began = time.perf_counter()
-        r, c = keys // m, keys % m
-        with np.errstate(under="ignore", over="ignore"):
-            costs = (model.pair_distances(r, c) / unit) ** p
-        try:
-            if engine == "simplex":        # warm: from the last optimal tree, moved onto the grown pairs
-                tree = None if tree is None else remap_tree(tree, tree_keys, keys)
-                sol, tree = warm_flow(r, c + n, costs, supplies, tree, path_arcs=1, stop=stop)
-                tree_keys = keys
-            else:
-                sol = min_cost_flow(r, c + n, costs, supplies, n_nodes=n + m, engine=engine, path_arcs=1,
-                                    stop=stop)
-        except FlowStopped:
-            raise Stopped from None
-        done += 1
-        if plans is not None:
-            keep = sol.flow > 0
-            plans[:] = [(r[keep], c[keep], sol.flow[keep])]
-        if sol.potentials is None:
-            break
-        out = bound_and_partners(model, sol.potentials[:n], unit, stop, method)
-        if out is None:
-            break
-        bound, (new_r, new_c) = out
-        best = bound if best is None else max(best, bound)
-        grown = np.union1d(keys, new_r * m + new_c)
-        now = time.perf_counter()
-        last = now - began
-        # no pair left outside: the restricted optimum is optimal
-        if len(grown) == len(keys) or best >= target or now - start + (last if done > 1 else 0.0) > budget:
-            break
-        keys = grown
+    best, done = None, 0
+    began = time.perf_counter()
+    try:
+        for step in pricing_rounds(model, keys, unit, engine=engine, method=method, stop=stop,
+                                   spread=REFINE_SPREAD):
+            done += 1
+            if plans is not None:
+                keep = step.sol.flow > 0
+                plans[:] = [(step.rows[keep], step.cols[keep], step.sol.flow[keep])]
+            if step.bound is not None:
+                best = step.bound if best is None else max(best, step.bound)
+            now = time.perf_counter()
+            last, began = now - began, now
+            upper = unit * (model.mass * max(float(step.sol.cost), 0.0)) ** (1.0 / model.p)
+            if done >= rounds or (best is not None and (best >= target or best >= ratio * upper)) \
+                    or now - start + (last if done > 1 else 0.0) > budget:
+                break
+    except FlowStopped:
+        raise Stopped from None
     return best, done
 
 
-__all__ = ["certified_bound", "c_transform", "refined_bound", "Stopped"]
+__all__ = ["PricingRound", "certified_bound", "c_transform", "grown_keys", "pricing_rounds", "refined_bound",
+           "sorted_keys", "Stopped"]

@@ -44,10 +44,9 @@ from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
 from solvopt.core.status import within_default_tolerance
 
-from .dual import bound_and_partners
-from .flow import FlowStopped, min_cost_flow
+from .dual import bound_and_partners, pricing_rounds
+from .flow import FlowStopped
 from .neighbours import neighbour_pairs
-from .network_simplex import remap_tree, warm_flow
 from .quick import quick_plan, stopped_result
 from .result import LARGE_P, plan_cost, status_scale, transport_result
 from .stopping import Stopped
@@ -174,63 +173,37 @@ def price(model, keys: np.ndarray, *, engine: str = "simplex", method: str = "au
     feasible plan). Returns (plan or None, best certified bound or None, stats, stopped: bool).
     ``stop``: a callable; a stop ends the loop with what it holds. ``potentials``: a list that
     receives [source potentials of the last restricted optimum, their length unit]."""
-    n, m, p = model.n, model.m, model.p
+    n, m = model.n, model.m
     unit = fine_unit(model)
-    supplies = np.concatenate([model.a, -model.b]) / model.mass
     plan, bound = None, None
     stats = {"rounds": 0, "flow_time": 0.0, "pricing_time": 0.0}
-    keys = np.unique(np.asarray(keys, dtype=np.int64))
     stopped = False
-    tree, tree_keys = None, None        # the simplex's last optimal tree: the next round's start
-    for _ in range(max_rounds):
-        r, c = np.divmod(keys, m)
-        with np.errstate(under="ignore", over="ignore"):
-            costs = (model.pair_distances(r, c) / unit) ** p
-        t0 = time.perf_counter()
-        try:
-            if engine == "simplex":
-                if tree is not None:
-                    tree = remap_tree(tree, tree_keys, keys)
-                sol, tree = warm_flow(r, c + n, costs, supplies, tree, path_arcs=1, stop=stop)
-                tree_keys = keys
-            else:
-                sol = min_cost_flow(r, c + n, costs, supplies, n_nodes=n + m, engine=engine, path_arcs=1, stop=stop)
-        except FlowStopped:
-            stopped = True
-            break
-        stats["flow_time"] += time.perf_counter() - t0
-        stats["rounds"] += 1
-        used = sol.flow > 0
-        plan = sp.csr_matrix((sol.flow[used] * model.mass, (r[used], c[used])), shape=(n, m))
-        objective = plan_cost(model, plan)[0]
-        if sol.potentials is None:          # an engine without duals: nothing to certify with
-            break
-        if potentials is not None:
-            potentials[:] = [sol.potentials[:n], unit]
-        t0 = time.perf_counter()
-        try:
-            out = bound_and_partners(model, sol.potentials[:n], unit, stop, method)
-        except Stopped:
-            stopped = True
-            break
-        stats["pricing_time"] += time.perf_counter() - t0
-        if out is None:
-            break
-        found, (new_r, new_c) = out
-        bound = found if bound is None else max(bound, found)
-        stats["candidates"] = int(len(keys))
-        if progress is not None:
-            progress(f"sparse-exact: round {stats['rounds']}: {len(keys):,} pairs, W_p {objective:.9g}, "
-                     f"bound {bound:.9g}", force=True)
-        if within_default_tolerance(objective, bound, scale=status_scale(model, objective)):
-            break
-        grown = np.union1d(keys, new_r * m + new_c)
-        if len(grown) == len(keys):        # nothing to add: the bound is the optimum up to rounding
-            break
-        keys = grown
-        if stop is not None and stop():
-            stopped = True
-            break
+    try:
+        for step in pricing_rounds(model, keys, unit, engine=engine, method=method, stop=stop):
+            stats["flow_time"] += step.flow_time
+            stats["pricing_time"] += step.pricing_time
+            stats["rounds"] += 1
+            used = step.sol.flow > 0
+            plan = sp.csr_matrix((step.sol.flow[used] * model.mass, (step.rows[used], step.cols[used])),
+                                 shape=(n, m))
+            objective = plan_cost(model, plan)[0]
+            if step.sol.potentials is not None and potentials is not None:
+                potentials[:] = [step.sol.potentials[:n], unit]
+            if step.bound is None:          # an engine without duals, or nothing certified
+                break
+            bound = step.bound if bound is None else max(bound, step.bound)
+            stats["candidates"] = int(len(step.rows))
+            if progress is not None:
+                progress(f"sparse-exact: round {stats['rounds']}: {len(step.rows):,} pairs, W_p {objective:.9g}, "
+                         f"bound {bound:.9g}", force=True)
+            if within_default_tolerance(objective, bound, scale=status_scale(model, objective)) \
+                    or stats["rounds"] >= max_rounds:
+                break
+            if stop is not None and stop():
+                stopped = True
+                break
+    except (FlowStopped, Stopped):
+        stopped = True
     return plan, bound, stats, stopped
 
 
