@@ -475,7 +475,8 @@ class MarkovExchangeEconomy(FamilyModel):
                         "risk-neutral in wealth, portfolio best responses LPs; markov-horizon takes it with a "
                         "horizon on a deterministic chain)", False))
         if self.endowment_floor is not None:
-            out.append(("endowment floors / caps after payouts (the consumer's problem is then not convex)", False))
+            out.append(("endowment floors / caps after payouts (the consumer's problem is then not convex; "
+                        "markov-horizon takes them with a horizon on a deterministic chain)", False))
         if self.horizon is not None:
             out.append((f"a finite horizon ({self.horizon} periods; stationary policies only: markov-horizon "
                         "solves it on a deterministic chain)", False))
