@@ -33,16 +33,18 @@ def matrices(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(matrices(), st.sampled_from([(0.0, 0.0), (0.7, 0.05), (10.0, 1.0)]), st.sampled_from([0.01, 1.0]))
-def test_dense_simplex_equals_the_lp(case, switch, block):
-    """Column generation to the end (floor 1), switched to block search over the matrix at the
-    second pricing pass (shrink 0, floor 0) or as by default; small and LEMON-sized blocks."""
+@given(matrices(), st.sampled_from([(0.0, 0.0), (0.7, 0.05), (10.0, 1.0)]), st.sampled_from([0.01, 1.0]),
+       st.booleans())
+def test_dense_simplex_equals_the_lp(case, switch, block, direct):
+    """Block search over the matrix from the start (direct), or column generation to the end
+    (floor 1), switched to the matrix at the second pricing pass (shrink 0, floor 0) or as by
+    default; small and LEMON-sized blocks."""
     cost, a, b, k = case
     n, m = cost.shape
     rows, cols, flows, pi, left, rounds, matrix = dense_simplex(cost, np.concatenate([a, -b]), np.zeros(1, np.int8),
-                                                                0, k, 0.1, *switch, block)
-    assert left <= 1e-9 * max(a.max(), b.max()) and rounds >= 1
-    assert not (matrix and switch[1] == 1.0)
+                                                                0, k, 0.1, *switch, block, n * m if direct else 0)
+    assert left <= 1e-9 * max(a.max(), b.max()) and (rounds == 0) == direct and (matrix or not direct)
+    assert not (matrix and switch[1] == 1.0 and not direct)
     plan = np.zeros((n, m))
     np.add.at(plan, (rows, cols), flows)
     np.testing.assert_allclose(plan.sum(axis=1), a, atol=1e-9 * a.sum())
@@ -176,12 +178,14 @@ def test_clouds_of_different_shapes_switch_to_the_matrix():
     negative pairs at most nodes and the simplex goes on over the whole matrix; the optimum is ot.emd's."""
     ot = pytest.importorskip("ot")
     rng = np.random.default_rng(5)
-    x = rng.integers(0, 6, (150, 3)).astype(float)
-    y = rng.integers(0, 6, (140, 3)).astype(float) * np.array([2.0, 1.0, 0.5]) + np.array([3.0, 0.0, 1.0])
+    n, m = 260, 240                       # beyond DIRECT_PAIRS: the rounds run first
+    x = rng.integers(0, 6, (n, 3)).astype(float)
+    y = rng.integers(0, 6, (m, 3)).astype(float) * np.array([2.0, 1.0, 0.5]) + np.array([3.0, 0.0, 1.0])
     r = Transport(x, y, p=1).solve("exact")
-    assert r.stats["matrix_search"] is True and r.termination is Termination.OPTIMAL
+    assert r.stats["matrix_search"] is True and r.stats["pricing_rounds"] >= 2
+    assert r.termination is Termination.OPTIMAL
     cost = ot.dist(x, y, metric="euclidean")
-    reference = float((ot.emd(np.full(150, 1 / 150), np.full(140, 1 / 140), cost, numItermax=10**9) * cost).sum())
+    reference = float((ot.emd(np.full(n, 1 / n), np.full(m, 1 / m), cost, numItermax=10**9) * cost).sum())
     assert r.objective == pytest.approx(reference, rel=1e-9)
 
 

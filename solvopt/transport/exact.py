@@ -147,8 +147,8 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     and its integer copy. Costs are scaled to integers from the largest one, as for the
     ``simplex`` engine, so the flow's cost error is bounded by ``abs_error``. Returns (plan, FlowSolution)."""
     from .flow import FlowSolution, integer_costs, integer_data, rounding_error, run_stoppable
-    from .network_simplex import (BLOCK_FACTOR, DENSE_BLOCK_FACTOR, SWITCH_FLOOR, SWITCH_SHRINK, dense_simplex,
-                                  scaled_integers)
+    from .network_simplex import (BLOCK_FACTOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS, SWITCH_FLOOR, SWITCH_SHRINK,
+                                  dense_simplex, scaled_integers)
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
     units = integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]
@@ -169,7 +169,7 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
         raise FlowStopped
     r, c, flow, pi, left, rounds, matrix = run_stoppable(
         dense_simplex, (ints, scaled),
-        (0, DENSE_NEIGHBOURS, BLOCK_FACTOR, SWITCH_SHRINK, SWITCH_FLOOR, DENSE_BLOCK_FACTOR), stop)
+        (0, DENSE_NEIGHBOURS, BLOCK_FACTOR, SWITCH_SHRINK, SWITCH_FLOOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS), stop)
     del ints
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
         raise SolverError("the dense network simplex ended with flow on an artificial arc")
