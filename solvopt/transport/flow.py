@@ -19,10 +19,10 @@ One entry point, :func:`min_cost_flow`, several engines behind it:
   on costs scaled to integers like the simplex's, uncapacitated arcs and supplies that are
   integer multiples of one unit; it ends eps-optimal at eps = one integer cost unit, and its
   ``abs_error`` states that with the rounding (3x the simplex's). Its prices are returned as
-  potentials when every arc prices out within that eps. It is not chosen by ``auto``: on the
-  grid hierarchy's graph it took 2-3x OR-Tools' time (n = 10^4 to 3 x 10^4), on the two-hop
-  graph more than the simplex; it is the engine that accepts a warm start (prices), for a
-  multiscale scheme.
+  potentials when every arc prices out within that eps. ``auto`` does not choose it: on the grid
+  hierarchy's graph (uniform points, p = 2, n = 10^4 and 3 x 10^4) it took 1.3x OR-Tools' time
+  and 1.4-3x the simplex's (``benchmarks/transport_flow.py --graph grid``). Its kernel takes a
+  warm start (prices), the step a multiscale scheme needs.
 - ``"networkx"``: ``networkx.min_cost_flow`` on integer data, a tiny-case reference for tests.
 
 ``engine="auto"`` picks the fastest engine that is exact on these inputs, as measured by
