@@ -39,7 +39,7 @@ def check_supported(econ) -> None:
     a finite horizon on a deterministic chain, Cobb-Douglas or Leontief utilities (any degree), one asset
     paying a bundle of goods, no endowment shocks, and without endowment floors and caps endowments uniform
     over goods (each consumer the same amount of every good) in every period after the start (floors and
-    caps: :mod:`solvopt.games.economy_clip`)."""
+    caps: :mod:`solvopt.games.economy_clip`); a stochastic chain: :mod:`solvopt.games.economy_lattice`."""
     missing = []
     if econ.horizon is None:
         missing.append("a finite horizon (the economy has none: use markov-newton or markov-tatonnement)")
@@ -50,7 +50,12 @@ def check_supported(econ) -> None:
     if econ.n_assets != 1 or econ.asset_bundles is None:
         missing.append(f"one asset paying a bundle of goods (got {econ.n_assets} asset(s)"
                        + (", paying money)" if econ.asset_bundles is None and econ.n_assets else ")"))
-    if not missing and econ.horizon is not None and econ.endowment_floor is None:
+    stochastic = False
+    if not missing and econ.horizon is not None:
+        from .economy_lattice import is_stochastic, unsupported       # a stochastic chain: the history lattice
+        stochastic = is_stochastic(econ)
+        missing += unsupported(econ) if stochastic else []
+    if not missing and econ.horizon is not None and econ.endowment_floor is None and not stochastic:
         w = _path(econ)
         E = econ.endowments[w[1:]]
         if not np.allclose(E, E[:, :, :1]):
@@ -187,14 +192,16 @@ def _period(econ, e, bundle, carried, q, corner=None, check=_no_check):
     return p, y, x
 
 
-def _indifferent_period(econ, e, bundle, carried, q, kappa, check=_no_check):
+def _indifferent_period(econ, e, bundle, carried, q, kappa, check=_no_check, method="lm", warm=None):
     """Period prices and holdings where consumers may be indifferent between the asset and
     consumption: unknowns log p and the money W_i each spends, with Fischer-Burmeister
     FB(W_i, log kappa_i - log beta_i(p)) = 0 (spend only where money buys at least kappa_i, the
     value of investing it) and the goods left after the auctioneer's share cleared. Solved by
     Levenberg-Marquardt along a continuation from kappa x 1000 (everyone invests; the scarcest good
     carries the price) down to kappa; spending is measured in units of price_sum / MONEY_UNIT (the
-    same steps in any money unit). Returns prices, holdings, consumption and the residual."""
+    same steps in any money unit; ``method``: least_squares' method; ``warm``: a solution (prices,
+    spending) to start from at kappa itself, no continuation). Returns prices, holdings, consumption
+    and the residual."""
     from scipy.optimize import least_squares
     total, N, M = econ.price_sum, econ.n_consumers, econ.n_goods
     supply = e.sum(axis=0) + carried.sum() * bundle
@@ -218,8 +225,11 @@ def _indifferent_period(econ, e, bundle, carried, q, kappa, check=_no_check):
     start = np.full(M, 1e-2 * total / M)
     start[np.argmin(bundle)] = total - start.sum() + start[0]
     z = np.concatenate([np.log(start / unit), np.zeros(N)])
-    for scale in np.append(np.geomspace(1e3, 1.0, 40), 1.0):
-        res = least_squares(residual, z, args=(scale * kappa,), method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15,
+    scales = np.append(np.geomspace(1e3, 1.0, 40), 1.0)
+    if warm is not None:
+        z, scales = np.concatenate([np.log(warm[0] / unit), warm[1] / unit]), [1.0]
+    for scale in scales:
+        res = least_squares(residual, z, args=(scale * kappa,), method=method, xtol=1e-15, ftol=1e-15, gtol=1e-15,
                             max_nfev=5000)
         z = res.x
     p, W, cash = parts(z)

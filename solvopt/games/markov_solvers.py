@@ -12,7 +12,7 @@ from solvopt.core.options import Option, integer_at_least, positive_number
 from solvopt.core.registry import Solver, register
 from solvopt.core.result import Termination
 
-from . import economy, economy_horizon, economy_methods, markov
+from . import economy, economy_horizon, economy_lattice, economy_methods, markov
 from .tracking import COMMON_HONOURS, EquilibriumRun
 
 
@@ -161,11 +161,16 @@ class MarkovHorizon(_MarkovSolver):
         from .projection import Stopped
         x = options.extra
         clipped = econ.endowment_floor is not None
-        expanded = economy_horizon.time_expanded(economy_clip.floorless(econ) if clipped else econ)
-        T, big = expanded.horizon, expanded.economy
-        uniform = np.full((T, econ.n_goods), econ.price_sum / econ.n_goods)
+        stochastic = economy_lattice.is_stochastic(econ)      # then classes of histories, not periods
+        if stochastic:
+            scale = economy_lattice.uniform_endowment_value(econ)
+        else:
+            expanded = economy_horizon.time_expanded(economy_clip.floorless(econ) if clipped else econ)
+            T, big = expanded.horizon, expanded.economy
+            uniform = np.full((T, econ.n_goods), econ.price_sum / econ.n_goods)
+            scale = economy_horizon.horizon_endowment_value(big, uniform, T)
         # the frame: the periods' endowment value (every profile of the construction has this one)
-        run = EquilibriumRun(options, x["tolerance"], scale=economy_horizon.horizon_endowment_value(big, uniform, T))
+        run = EquilibriumRun(options, x["tolerance"], scale=scale)
         history: dict = {}
 
         def record(k, prof, m, expl):
@@ -178,8 +183,9 @@ class MarkovHorizon(_MarkovSolver):
             if reason is not None:
                 raise Stopped(reason)
 
-        construct = (economy_clip.clip_equilibrium if clipped else economy_horizon.forward_equilibrium
-                     if econ.degree == 1.0 else economy_horizon.degree_equilibrium)
+        construct = (economy_lattice.forward_equilibrium if stochastic else economy_clip.clip_equilibrium
+                     if clipped else economy_horizon.forward_equilibrium if econ.degree == 1.0
+                     else economy_horizon.degree_equilibrium)
         from .projection import stopping_at
         # inner calls (certificates' HiGHS runs, Newton loops) may use the first certificate's grace too;
         # step() holds the later rounds to the run's own deadline
@@ -191,10 +197,14 @@ class MarkovHorizon(_MarkovSolver):
         prof = run.best_point
         if prof is None:
             return run.result({})
-        T = expanded.horizon
+        if stochastic:
+            lat, prof = prof
+            T = len(lat.period)
+        else:
+            T = expanded.horizon
         solution = {"prices": prof.prices[:T], "asset_prices": prof.asset_prices[:T],
-                    "consumption": prof.consumption[:T], "portfolio": prof.portfolio[:T],
-                    "worlds": expanded.worlds.tolist()}
+                    "consumption": prof.consumption[:T], "portfolio": prof.portfolio[:T]}
+        solution.update(economy_lattice.solution(lat) if stochastic else {"worlds": expanded.worlds.tolist()})
         best = history[max(k for k in history if history[k]["exploitability"] == run.best.value)]
         metrics = {k: v for k, v in best.items() if k != "per_player"}
         result = run.result(solution, metrics=metrics, rounds=best["rounds"],
@@ -203,7 +213,8 @@ class MarkovHorizon(_MarkovSolver):
                             metric_names=list(HORIZON_METRICS))
         from .economy_deviation import GUARANTEE
         from .economy_path import PATH_GUARANTEE
-        result.guarantee = (economy_clip.CLIP_GUARANTEE if clipped else GUARANTEE + " (on the time-expanded "
+        result.guarantee = (economy_lattice.GUARANTEE if stochastic else economy_clip.CLIP_GUARANTEE if clipped
+                            else GUARANTEE + " (on the time-expanded "
                             "economy: an upper bound for the finite horizon)" if econ.degree == 1.0 else PATH_GUARANTEE)
         return result
 
