@@ -75,10 +75,15 @@ arc length s (3^((p-1)/p) r_a, (3/2)^((p-1)/p) D: every cost in [0, 1], nothing 
 p); the bound is s (M F_low)^(1/p) / 3. For p > ``LARGE_P`` the p = inf threshold search's plan is
 also tried (bottleneck <= 3 W_inf) and the projection bound taken when better.
 
+Repeated points (identical coordinates) are first merged into one point with the summed mass when
+that removes at least 2% of them (:mod:`solvopt.transport.merge`: an exact reduction), and the
+plan is split back onto the original points at the same cost.
+
 Certified gap: for 1 <= p <= ``LARGE_P`` the bound reported is the larger of the factor bound and
 the a-posteriori dual bound of :func:`solvopt.transport.dual.refined_bound` (potentials of exact
 solves on the candidate pairs, made feasible for every pair by a c-transform; ``stats``
-``dual_bound``, ``dual_rounds``, ``dual_time``). A stop during it keeps the factor bound.
+``dual_bound``, ``dual_rounds``, ``dual_time``), priced until a 1% gap or the solve's own time
+again (at least ``DUAL_MIN_SECONDS``). A stop during it keeps the factor bound.
 
 The grid hierarchy (option ``graph``, :mod:`solvopt.transport.hierarchy`)
 ------------------------------------------------------------------------
