@@ -541,11 +541,21 @@ def clear_period(econ, e, y, q, check=_no_check):
     return p, econ.utility.demand(p[None], np.maximum(e @ p - q * y, 0.0)).reshape(N, -1)
 
 
+def _balance(econ, worlds, prices, Y, lo) -> None:
+    """In place: the consumer whose long holdings in ``Y`` (T + 1, N) are worth least to her holds the
+    others' total short instead, so that the asset market clears (within her borrowing limit)."""
+    T = len(worlds)
+    short = int(np.argmin(long_values(econ, worlds, prices, Y[:T])))
+    Y[:, short] = 0.0
+    Y[:T, short] = np.maximum(lo, -Y[:T].sum(axis=1))
+
+
 def clip_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_no_check, note=None):
     """A profile of the finite-horizon economy ``econ`` with endowment floors and caps, certified by
     :func:`clip_metrics`. Candidates: the asset at a level of ASSET_PRICE_LEVELS times its cap in every
-    period but the last (0 there), and holdings moved in rounds to each consumer's best path against the
-    last round's prices, capped at the saturating holding (more pays nothing); "balanced", the consumer
+    period but the last (0 there), and holdings at the saturating holding (more pays nothing; the free
+    long position at price 0), then in rounds each consumer's best path against the last round's prices,
+    capped at the saturating holding; "balanced", the consumer
     whose long holdings are worth least to her instead holds the others' total short, so that the asset's
     market clears (her regret replaces the auctioneer's on a positive net holding). Each period's goods
     clear as a Fisher market on the clipped supply after the auctioneer's share. A candidate's rounds stop
@@ -567,7 +577,11 @@ def clip_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_no_c
         q = np.full(T + 1, level * big.asset_price_max)
         q[T - 1:] = 0.0
         for balanced in (False, True):
+            # the first round: everyone at the saturating holding (the free long position at q = 0)
             Y = np.zeros((T + 1, N))
+            Y[:T - 1] = np.clip(sat[:T - 1, None], lo, float(econ.holding_limit[0]))
+            if balanced:
+                _balance(econ, worlds, np.full((T, M), big.price_sum / M), Y, lo)
             last = np.inf
             for r in range(rounds + 1):
                 check()
@@ -593,7 +607,5 @@ def clip_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_no_c
                 last = expl.value
                 Y = np.vstack([np.clip(paths[:, :, 0].T, lo, sat[:, None]), zeros_n[None]])
                 if balanced:
-                    short = int(np.argmin(long_values(econ, worlds, prices[:T], Y[:T])))
-                    Y[:, short] = 0.0
-                    Y[:T, short] = np.maximum(lo, -Y[:T].sum(axis=1))
+                    _balance(econ, worlds, prices[:T], Y, lo)
     return x, best[0], best[1]
