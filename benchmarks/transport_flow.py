@@ -128,9 +128,9 @@ def markdown(rows: list[dict], meta: dict) -> str:
                          f"{r['median_s']:.3f} | {r['vs_fastest']:.2f} | {r['cost_vs_best']:.9f} | "
                          f"{r['abs_error'] / r['cost']:.1e} |")
     if meta.get("graph") == "grid":
-        lines += ["", "On the grid hierarchy's graph (hubs of thousands of arcs at the coarse levels) OR-Tools' "
-                  "cost scaling is the fastest engine, and `approx` uses it there under `engine='auto'`; our "
-                  "cost scaling (`costscaling`) is slower than it, but takes a warm start."]
+        lines += ["", "Read the ratios within a size. On this graph `approx` hands the flow to OR-Tools under "
+                  "`engine='auto'` (3x faster than the simplex at n = 10^5, docs/transport.md); our cost scaling "
+                  "(`costscaling`) takes a warm start, but cold it is slower than both engines here."]
         return "\n".join(lines) + "\n"
     lines += ["", "Our simplex is the fastest exact engine on uniform points at every size measured (exact "
               "for the integer-rounded costs: the stated abs error bounds the rounding; no optional "

@@ -20,8 +20,8 @@ One entry point, :func:`min_cost_flow`, several engines behind it:
   integer multiples of one unit; it ends eps-optimal at eps = one integer cost unit, and its
   ``abs_error`` states that with the rounding (3x the simplex's). Its prices are returned as
   potentials when every arc prices out within that eps. ``auto`` does not choose it: on the grid
-  hierarchy's graph (uniform points, p = 2, n = 10^4 and 3 x 10^4) it took 1.3x OR-Tools' time
-  and 1.4-3x the simplex's (``benchmarks/transport_flow.py --graph grid``). Its kernel takes a
+  hierarchy's graph (uniform points, p = 2, n = 10^4 and 3 x 10^4) it took 1.2-3.8x OR-Tools' time
+  and 1.4-3.2x the simplex's (``benchmarks/transport_flow.py --graph grid``). Its kernel takes a
   warm start (prices), the step a multiscale scheme needs.
 - ``"networkx"``: ``networkx.min_cost_flow`` on integer data, a tiny-case reference for tests.
 
