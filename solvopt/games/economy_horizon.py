@@ -52,7 +52,8 @@ def check_supported(econ) -> None:
                        + (", paying money)" if econ.asset_bundles is None and econ.n_assets else ")"))
     stochastic = False
     if not missing and econ.horizon is not None:
-        from .economy_lattice import is_stochastic, unsupported       # a stochastic chain: the history lattice
+        # a stochastic chain: the history lattice
+        from .economy_lattice import is_stochastic, unsupported
         stochastic = is_stochastic(econ)
         missing += unsupported(econ) if stochastic else []
     if not missing and econ.horizon is not None and econ.endowment_floor is None and not stochastic:

@@ -416,6 +416,13 @@ def forward_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_n
     bundle) on its lattice, built class by class and certified (module docstring). Returns (lattice,
     profile, metrics); hooks and rounds as :func:`solvopt.games.economy_horizon.forward_equilibrium`
     (``record`` gets the pair (lattice, profile))."""
+    from .parametric_solvers import _one_blas_thread
+    with _one_blas_thread():          # small systems: a threaded BLAS on a busy machine was 10-20x slower
+        return _forward(econ, rounds, tolerance, record, check, note)
+
+
+def _forward(econ, rounds, tolerance, record, check, note):
+    """The body of :func:`forward_equilibrium`."""
     if econ.n_assets != 1 or econ.asset_bundles is None:
         raise NotImplementedError("forward_equilibrium: one asset paying a bundle of goods only")
     if econ.degree != 1.0:
