@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import socket
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from helpers import REPO
@@ -54,10 +55,22 @@ def _pypi_reachable() -> bool:
         return False
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("target", ["macos-arm64", "windows-amd64"])
-def test_test_extra_resolves_from_wheels(target):
+RESOLVED = ["macos-arm64", "windows-amd64"]
+
+
+@pytest.fixture(scope="module")
+def resolutions():
+    """pip's resolution of the test extra for each target in RESOLVED, all started at once (pip
+    mostly waits on PyPI): target -> a future of (ok, pip's last lines)."""
     if not _pypi_reachable():
         pytest.skip("PyPI is not reachable (or SOLVOPT_OFFLINE is set)")
-    ok, tail = check_platforms.check(target, "3.11", check_platforms.requirements(["test"]), timeout=600)
+    reqs = check_platforms.requirements(["test"])
+    with ThreadPoolExecutor(len(RESOLVED)) as pool:
+        yield {t: pool.submit(check_platforms.check, t, "3.11", reqs, 600) for t in RESOLVED}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", RESOLVED)
+def test_test_extra_resolves_from_wheels(target, resolutions):
+    ok, tail = resolutions[target].result()
     assert ok, tail
