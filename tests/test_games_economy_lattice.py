@@ -118,8 +118,8 @@ def test_on_a_deterministic_chain_the_lattice_is_the_path():
     assert np.allclose(upper, b.upper, rtol=1e-8)
 
 
-@pytest.mark.parametrize("utility", ["leontief", "cobb_douglas"])
-def test_markov_horizon_certifies_a_small_stochastic_economy(utility):
+def small_stochastic(utility):
+    """3 consumers, 3 goods, the start then 3 world states, 6 periods: the paper's economies in small."""
     rng = np.random.default_rng(4)
     W = 4
     P = np.zeros((W, W))
@@ -132,6 +132,12 @@ def test_markov_horizon_certifies_a_small_stochastic_economy(utility):
     econ = MarkovExchangeEconomy((utility, a), E, P, 0.9, initial=np.eye(W)[0],
                                  asset_returns=rng.uniform(0.5, 1.1, (W, 1, 3)), borrowing_limit=10.0,
                                  holding_limit=10.0, asset_price_max=1.0, price_sum=10.0, horizon=6)
+    return econ
+
+
+@pytest.mark.parametrize("utility", ["leontief", "cobb_douglas"])
+def test_markov_horizon_certifies_a_small_stochastic_economy(utility):
+    econ = small_stochastic(utility)
     r = econ.solve(tolerance=1e-6)
     m = r.stats["metrics"]
     assert r.to_dict()["method"] == "markov-horizon"
@@ -151,3 +157,46 @@ def test_what_the_lattice_does_not_build_is_refused_in_one_line():
     econ = tiny_economy(0, 0.5)
     with pytest.raises(ModelError, match="degree 1 on a stochastic chain"):
         econ.solve(method="markov-horizon")
+
+
+def test_stops_reach_the_construction_and_the_certificate():
+    econ = small_stochastic("cobb_douglas")
+    calls = []
+
+    def check():                            # a stop after n checks, at every n: none goes unchecked
+        calls.append(1)
+        if len(calls) >= stop_at:
+            raise KeyboardInterrupt
+
+    stop_at = 10 ** 9
+    el.forward_equilibrium(econ, rounds=0, check=check)
+    total, seen = len(calls), set()
+    for stop_at in range(1, total + 1, max(1, total // 7)):
+        calls.clear()
+        with pytest.raises(KeyboardInterrupt):
+            el.forward_equilibrium(econ, rounds=0, check=check)
+        seen.add(stop_at)
+    assert total > 20 and len(seen) >= 7
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("utility", ["leontief", "cd"])
+def test_the_paper_stochastic_economies_are_certified_within_the_goal(utility):
+    import json
+    from pathlib import Path
+    folder = Path(__file__).resolve().parent.parent / "instances" / "games"
+    path = folder / f"markov_paper_{utility}_stochastic_horizon.json"
+    econ = MarkovExchangeEconomy.from_dict(json.loads(path.read_text()))
+    assert econ.horizon == 30 and econ.degree == 1.0 and econ.endowment_floor is None
+    r = econ.solve()                                       # the default: markov-horizon, tolerance 1e-4
+    m = r.stats["metrics"]
+    assert r.to_dict()["method"] == "markov-horizon" and "history" in r.guarantee
+    assert r.termination.value == "feasible_within_gap" and m["horizon_relative_exploitability"] <= 1e-4
+    assert m["budget_violation"] <= 1e-12 and m["classes"] == 381
+    assert (m["rounds"] >= 1) == (utility == "cd")         # Cobb-Douglas consumers reject the corner
+    # the expected holdings: everyone at the limit from period 2
+    s = r.solution
+    periods, prob = np.array(s["periods"]), np.array(s["probabilities"])
+    Y = np.asarray(s["portfolio"])[:, :, 0].sum(axis=1)
+    assert prob[periods == 2] @ Y[periods == 2] == pytest.approx(100.0)
+    assert np.isclose(prob[periods == 29].sum(), 1.0)
