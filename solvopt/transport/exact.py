@@ -50,7 +50,7 @@ from solvopt.core.status import within_default_tolerance
 
 from .flow import ENGINES, FEASIBILITY_ENGINES, FlowStopped, feasible_flow, integer_data, min_cost_flow
 from .quick import stopped_result
-from .result import LARGE_P, dual_bound, pair_plan, plan_cost, status_scale, transport_result
+from .result import LARGE_P, dual_bound, plan_cost, status_scale, transport_result
 from .stopping import Stopped, run_abandonable
 
 # Feasibility tests of the bottleneck search: flow.feasible_flow's engines, or SciPy's Hopcroft-Karp.
@@ -146,11 +146,14 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     (:func:`solvopt.transport.network_simplex.dense_simplex`): nothing per arc beyond the matrix
     and its integer copy. Costs are scaled to integers from the largest one, as for the
     ``simplex`` engine, so the flow's cost error is bounded by ``abs_error``. Returns (plan, FlowSolution)."""
-    from .flow import FlowSolution, integer_costs, integer_data, rounding_error, run_stoppable
+    import scipy.sparse as sp
+
+    from .flow import FlowSolution, integer_costs, integer_data, run_stoppable
+    from .plan_kernels import tree_plan
     from .network_simplex import (BLOCK_FACTOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS, SWITCH_FLOOR, SWITCH_SHRINK,
                                   dense_simplex, scaled_integers)
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
-    units = integer_data(supplies, None)
+    units = uniform_units(supplies, len(rows)) or integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]
     scaled = supplies if units is None else units[1].astype(np.float64)
     nodes = len(rows) + len(cols)
@@ -173,14 +176,41 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     del ints
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
         raise SolverError("the dense network simplex ended with flow on an artificial arc")
-    flow = flow * unit
-    used = flow > 0
-    plan = pair_plan((model.n, model.m), rows[r[used]], cols[c[used]], flow[used] * model.mass)
-    sol = FlowSolution(flow, float(flow @ costs[r, c]), -pi.astype(np.float64) / cost_scale, "dense network simplex",
-                       rounding_error(flow, supplies, cost_scale, nodes, 1))
+    # one pass: the flow in units of the mass, the plan (zero flows left out), the flow's cost
+    indptr, indices, data, cost, total = tree_plan(model.n, model.m, rows, cols, r, c, flow, unit, model.mass, costs)
+    plan = sp.csr_matrix((data, indices, indptr), shape=(model.n, model.m))
+    plan.has_canonical_format = True          # sorted, distinct pairs
+    # the rounding error bound of flow.rounding_error (path_arcs = 1), from the totals at hand
+    error = (total + float(supplies[:len(rows)].sum())) / (2.0 * cost_scale)
+    sol = FlowSolution(flow, cost, pi.astype(np.float64) / -cost_scale, "dense network simplex", error)
     sol.rounds = int(rounds)
     sol.matrix_search = bool(matrix)
     return plan, sol
+
+
+def uniform_units(supplies: np.ndarray, sources: int):
+    """:func:`solvopt.transport.flow.integer_data` of ``supplies`` when the first ``sources`` are
+    equal and the others too (uniform masses, the common case): unit 1 / lcm(n, m), checked as
+    there, without its search for the denominators; None otherwise (the general search decides)."""
+    from .flow_types import _MAX_UNITS
+    k, l = sources, len(supplies) - sources
+    if k == 0 or l == 0:
+        return None
+    from .plan_kernels import two_values
+    first, last = float(supplies[0]), float(supplies[k])
+    if not (first > 0 and last < 0 and two_values(supplies, k)):
+        return None
+    total = math.lcm(k, l)
+    if 2 * total > _MAX_UNITS:
+        return None
+    unit = 1.0 / total
+    top = max(first, -last)
+    if abs(total // k * unit - first) > 1e-12 * top or abs(total // l * unit + last) > 1e-12 * top:
+        return None
+    ints = np.empty(k + l, np.int64)
+    ints[:k] = total // k
+    ints[k:] = -(total // l)
+    return unit, ints, None
 
 
 def support_potentials(costs: np.ndarray, plan, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -234,7 +264,8 @@ def flow_bound(model, costs, scale, plan, sol, rows, cols, stop=None) -> float |
             if candidates and stop is not None and stop():
                 break
             full[rows] = sign * sol.potentials[:len(rows)]
-            candidates.append(dual_bound(model, full, scale, passes=1 if dense else 2, costs=costs))
+            candidates.append(dual_bound(model, full, scale, passes=1 if dense else 2, costs=costs,
+                                         support=(rows, cols)))
     else:
         candidates.append(dual_bound(model, support_potentials(costs, plan, rows, cols), scale, costs=costs))
         cost_low = sol.cost - sol.abs_error           # the engine's own optimality statement

@@ -40,16 +40,16 @@ def plan_cost(model, plan) -> tuple[float, float]:
     else:
         coo = plan.tocoo()
         rows, cols = coo.row, coo.col
-    mass = plan.data
+    from .plan_kernels import power_sum
+    mass = np.asarray(plan.data, dtype=np.float64)
     d = model.pair_distances(rows, cols)
     if len(d) == 0:
         return 0.0, 0.0
-    top = float(d[mass > 0].max()) if np.any(mass > 0) else 0.0
+    top, scaled = power_sum(mass, d, 1.0 if math.isinf(model.p) else float(model.p))
     if math.isinf(model.p):
         return top, top
     if top == 0.0:
         return 0.0, 0.0
-    scaled = float(np.dot(mass, (d / top) ** model.p))
     cost_p = scaled * top ** model.p if model.p * math.log(top) < 700 else math.inf
     return top * scaled ** (1.0 / model.p), cost_p
 
@@ -72,16 +72,17 @@ def clean_plan(model, plan, owned: bool = False):
     else:
         plan = sp.csr_matrix(plan, dtype=np.float64, copy=True)
     plan.sum_duplicates()
+    from .plan_kernels import check_entries, marginal_error, rescale
     noise = ZERO_MASS * model.mass
-    if plan.nnz and not np.all(np.isfinite(plan.data)):
+    code, low, zeroed = check_entries(plan.data, noise)       # noise zeroed in place
+    if code == 1:
         raise SolverError("transport plan has a non-finite entry")
-    low = plan.data.min() if plan.nnz else 0.0
-    if low < -noise:
+    if code == 2:
         raise SolverError(f"transport plan has a negative entry {low!r}")
-    if low <= noise:
-        plan.data[plan.data <= noise] = 0.0
+    if zeroed:
         plan.eliminate_zeros()
-    error = _marginal_error(model, plan)
+    a, b = model.a, model.b
+    error = marginal_error(plan.indptr, plan.indices, plan.data, a, b)
     tol = MARGINAL_TOL * model.mass
     if error > tol:
         raise SolverError(f"transport plan marginals are off by {error:.3g} (tolerance {tol:.3g})")
@@ -89,9 +90,8 @@ def clean_plan(model, plan, owned: bool = False):
     for _ in range(REPAIR_ROUNDS):
         if error <= floor:             # drift at the rounding of the total: nothing to repair
             break
-        plan = _rescaled(plan, model.a, axis=1)
-        plan = _rescaled(plan, model.b, axis=0)
-        error, before = _marginal_error(model, plan), error
+        rescale(plan.indptr, plan.indices, plan.data, a, b)
+        error, before = marginal_error(plan.indptr, plan.indices, plan.data, a, b), error
         if error > 0.5 * before:       # the rescaling no longer halves it: float noise of the sums
             break
     return plan, error
@@ -101,32 +101,12 @@ def pair_plan(shape, rows: np.ndarray, cols: np.ndarray, mass: np.ndarray):
     """The CSR plan with ``mass[k]`` on (rows[k], cols[k]) (distinct pairs), built by one sort
     of the pairs: a third of the time of scipy's COO conversion for a few hundred pairs."""
     import scipy.sparse as sp
-    order = np.argsort(rows * shape[1] + cols, kind="stable")
-    indptr = np.zeros(shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
-    plan = sp.csr_matrix((mass[order], cols[order], indptr), shape=shape)
+
+    from .plan_kernels import csr_from_pairs
+    indptr, indices, data = csr_from_pairs(shape[0], shape[1], rows, cols, np.asarray(mass, dtype=np.float64))
+    plan = sp.csr_matrix((data, indices, indptr), shape=shape)
     plan.has_canonical_format = True          # sorted, distinct pairs: nothing for sum_duplicates to do
     return plan
-
-
-def _sums(plan, axis: int) -> np.ndarray:
-    """Row (axis=1) or column (axis=0) sums of a CSR plan, from its arrays (no sparse products)."""
-    if axis == 1:
-        return np.add.reduceat(np.append(plan.data, 0.0), plan.indptr[:-1]) * (np.diff(plan.indptr) > 0)
-    return np.bincount(plan.indices, weights=plan.data, minlength=plan.shape[1]).astype(np.float64, copy=False)
-
-
-def _rescaled(plan, target: np.ndarray, axis: int):
-    """Scale each row (axis=1) or column (axis=0) onto its target sum (empty ones untouched), in place."""
-    sums = _sums(plan, axis)
-    factor = np.divide(target, sums, out=np.ones_like(sums), where=sums > 0)
-    plan.data *= np.repeat(factor, np.diff(plan.indptr)) if axis == 1 else factor[plan.indices]
-    return plan
-
-
-def _marginal_error(model, plan) -> float:
-    rows, cols = _sums(plan, 1), _sums(plan, 0)
-    return float(max(np.abs(rows - model.a).max(), np.abs(cols - model.b).max()))
 
 
 def status_scale(model, objective: float | None = None) -> float:
@@ -212,7 +192,7 @@ HELD_BLOCK_ENTRIES = 1 << 16
 
 
 def dual_bound(model, u, scale: float, passes: int = 2, cap: float = math.inf,
-               costs: np.ndarray | None = None) -> float | None:
+               costs: np.ndarray | None = None, support: tuple | None = None) -> float | None:
     """A certified lower bound on W_p from any source potentials ``u`` (n,), in units of (d / scale)^p.
 
     Weak LP duality: for every (u, v) with u_i + v_j <= (d_ij / scale)^p,
@@ -224,11 +204,11 @@ def dual_bound(model, u, scale: float, passes: int = 2, cap: float = math.inf,
     ``cap``: costs are taken as min((d / scale)^p, cap) (lower costs: the bound stays valid, and
     nothing overflows for large p). ``costs``: those costs already held, as a (sources with mass,
     targets with mass) matrix: the passes read it instead of recomputing the distances.
+    ``support``: (sources with mass, targets with mass) when the caller holds them.
     """
     if math.isinf(model.p) or not scale > 0:
         return None
-    rows = np.flatnonzero(model.a > 0)
-    cols = np.flatnonzero(model.b > 0)
+    rows, cols = support if support is not None else (np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0))
     u = np.asarray(u, dtype=np.float64)[rows]
     if not np.all(np.isfinite(u)):
         return None
@@ -255,6 +235,13 @@ def _best_partner(model, rows, cols, pot, scale, axis: int, cap: float = math.in
                 np.minimum(block, cap, out=block)
         else:
             block = costs[start:start + step]
+            if block.dtype == np.float64:       # one pass, no (rows, cols) temporary
+                from .plan_kernels import best_partners
+                if axis == 0:
+                    np.minimum(out, best_partners(block, pot[start:start + step], 0), out=out)
+                else:
+                    out[start:start + step] = best_partners(block, pot, 1)
+                continue
         if axis == 0:
             np.minimum(out, (block - pot[start:start + step, None]).min(axis=0), out=out)
         else:
