@@ -46,6 +46,7 @@ from solvopt.core.errors import ModelError
 from solvopt.core.options import Option
 from solvopt.core.registry import Solver, register
 from solvopt.core.result import Termination
+from solvopt.core.threads import one_blas_thread
 
 from .convex_constraints import violation
 from .exploitability import static_exploitability, ve_gap
@@ -56,6 +57,7 @@ from .tracking import COMMON_HONOURS, EquilibriumRun
 
 NEWTON_ITERATIONS = 200  # Newton steps of one run (the iteration limit, a time limit and Ctrl-C stop it earlier)
 RESTARTS = 20            # new runs from the best responses at the last certified point, after a stall
+SMALL_SYSTEM = 2000      # KKT systems up to this many actions + rows solve on one BLAS thread (solvopt.core.threads)
 FINISH_STEPS = 2        # Newton steps after the first point certified within the tolerance (the last certified)
 
 
@@ -86,6 +88,11 @@ class GNEPKKT(Solver):
         return model
 
     def solve(self, model, options):
+        data = model.data()
+        with one_blas_thread(data.n + data.A.shape[0] <= SMALL_SYSTEM):   # see solvopt.core.threads
+            return self._solve(model, options)
+
+    def _solve(self, model, options):
         frame, K, a = framed_start(model, options)   # K: the joint actions where every player's rows hold
         if frame.game.nonlinear:                     # the convex constraints in the frame too (g / its scale)
             from .convex_constraints import framed

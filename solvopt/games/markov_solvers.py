@@ -11,6 +11,7 @@ from solvopt.core.errors import ModelError
 from solvopt.core.options import Option, integer_at_least, positive_number
 from solvopt.core.registry import Solver, register
 from solvopt.core.result import Termination
+from solvopt.core.threads import on_one_blas_thread
 
 from . import economy, economy_horizon, economy_lattice, economy_methods, markov
 from .tracking import COMMON_HONOURS, EquilibriumRun
@@ -152,6 +153,7 @@ class MarkovHorizon(_MarkovSolver):
         economy_horizon.check_supported(model)
         return model
 
+    @on_one_blas_thread                      # every period a 10 x 10 Fisher market (solvopt.core.threads)
     def solve(self, econ, options):
         import numpy as np
 

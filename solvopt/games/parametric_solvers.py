@@ -20,6 +20,7 @@ from solvopt.core.errors import ModelError
 from solvopt.core.options import Option, integer_at_least, non_negative_number, positive_number
 from solvopt.core.registry import Solver, register
 from solvopt.core.result import Result, SolutionStatus, Termination
+from solvopt.core.threads import one_blas_thread
 
 from . import parametric as pm
 from . import parametric_sampled as ps
@@ -82,7 +83,7 @@ class AffineGDA(Solver):
         return model
 
     def solve(self, game, options):
-        with _one_blas_thread():
+        with one_blas_thread():      # systems of at most a few hundred unknowns (see solvopt.core.threads)
             return self._solve(game, options)
 
     def _solve(self, game, options):
@@ -131,18 +132,6 @@ def reward_scale(game) -> float:
 def normalised(data, scale: float):
     """The exact engine's data with every reward divided by ``scale`` (same equilibria)."""
     return replace(data, Rxx=data.Rxx / scale, Rax=data.Rax / scale, Q=data.Q / scale)
-
-
-def _one_blas_thread():
-    """BLAS limited to one thread while the method runs, when threadpoolctl is installed (optional):
-    its systems are small (at most a few hundred unknowns) and a threaded BLAS on a busy machine made
-    each solve and L-BFGS step 3-40x slower here (threads spinning for cores other jobs hold)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:                         # pragma: no cover - optional
-        import contextlib
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
 
 
 def solution_of(game, G) -> dict:
