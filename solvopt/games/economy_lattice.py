@@ -416,8 +416,8 @@ def forward_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_n
     bundle) on its lattice, built class by class and certified (module docstring). Returns (lattice,
     profile, metrics); hooks and rounds as :func:`solvopt.games.economy_horizon.forward_equilibrium`
     (``record`` gets the pair (lattice, profile))."""
-    from .parametric_solvers import _one_blas_thread
-    with _one_blas_thread():          # small systems: a threaded BLAS on a busy machine was 10-20x slower
+    from solvopt.core.threads import one_blas_thread
+    with one_blas_thread():          # small systems: a threaded BLAS on a busy machine was 10-20x slower
         return _forward(econ, rounds, tolerance, record, check, note)
 
 
