@@ -12,8 +12,15 @@ from solvopt.core.errors import SolverError
 from solvopt.dsl.transport import Transport
 from solvopt.transport.exact import uniform_units
 from solvopt.transport.flow import integer_data
-from solvopt.transport.plan_kernels import (best_partners, check_entries, csr_from_pairs, marginal_error,
-                                            power_sum, rescale, tree_plan)
+from solvopt.transport.plan_kernels import (
+    best_partners,
+    check_entries,
+    csr_from_pairs,
+    marginal_error,
+    power_sum,
+    rescale,
+    tree_plan,
+)
 from solvopt.transport.result import clean_plan, plan_cost
 
 

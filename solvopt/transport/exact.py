@@ -149,9 +149,9 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     import scipy.sparse as sp
 
     from .flow import FlowSolution, integer_costs, integer_data, run_stoppable
-    from .plan_kernels import tree_plan
     from .network_simplex import (BLOCK_FACTOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS, SWITCH_FLOOR, SWITCH_SHRINK,
                                   dense_simplex, scaled_integers)
+    from .plan_kernels import tree_plan
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
     units = uniform_units(supplies, len(rows)) or integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]
@@ -193,10 +193,10 @@ def uniform_units(supplies: np.ndarray, sources: int):
     equal and the others too (uniform masses, the common case): unit 1 / lcm(n, m), checked as
     there, without its search for the denominators; None otherwise (the general search decides)."""
     from .flow_types import _MAX_UNITS
+    from .plan_kernels import two_values
     k, l = sources, len(supplies) - sources
     if k == 0 or l == 0:
         return None
-    from .plan_kernels import two_values
     first, last = float(supplies[0]), float(supplies[k])
     if not (first > 0 and last < 0 and two_values(supplies, k)):
         return None
