@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def one_blas_thread(when: bool = True):
+def one_blas_thread(when: bool = True) -> contextlib.AbstractContextManager[Any]:
     """A context in which BLAS uses one thread (``when`` False, or no threadpoolctl: no change)."""
     if not when:
         return contextlib.nullcontext()
@@ -21,13 +25,14 @@ def one_blas_thread(when: bool = True):
         from threadpoolctl import threadpool_limits
     except ImportError:                         # pragma: no cover - optional
         return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
+    limits: contextlib.AbstractContextManager[Any] = threadpool_limits(1, user_api="blas")
+    return limits
 
 
-def on_one_blas_thread(solve):
+def on_one_blas_thread(solve: F) -> F:
     """Decorator: the method's ``solve(self, model, options)`` runs under :func:`one_blas_thread`."""
     @functools.wraps(solve)
-    def wrapped(*args, **kwargs):
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
         with one_blas_thread():
             return solve(*args, **kwargs)
-    return wrapped
+    return wrapped  # type: ignore[return-value]

@@ -80,9 +80,9 @@ def envelope(p, e, b, floor, cap, lo, hi) -> tuple[np.ndarray, np.ndarray]:
             else:
                 break
         hull.append(k)
-    i, j = np.array(hull[:-1]), np.array(hull[1:])
-    gamma = (fs[j] - fs[i]) / (ys[j] - ys[i])
-    return fs[i] - gamma * ys[i], gamma
+    left, right = np.array(hull[:-1]), np.array(hull[1:])
+    gamma = (fs[right] - fs[left]) / (ys[right] - ys[left])
+    return fs[left] - gamma * ys[left], gamma
 
 
 def convex_kinks(p, e, b, floor, cap, lo, hi) -> np.ndarray:

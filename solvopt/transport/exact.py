@@ -149,8 +149,15 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     import scipy.sparse as sp
 
     from .flow import FlowSolution, integer_costs, integer_data, run_stoppable
-    from .network_simplex import (BLOCK_FACTOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS, SWITCH_FLOOR, SWITCH_SHRINK,
-                                  dense_simplex, scaled_integers)
+    from .network_simplex import (
+        BLOCK_FACTOR,
+        DENSE_BLOCK_FACTOR,
+        DIRECT_PAIRS,
+        SWITCH_FLOOR,
+        SWITCH_SHRINK,
+        dense_simplex,
+        scaled_integers,
+    )
     from .plan_kernels import tree_plan
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
     units = uniform_units(supplies, len(rows)) or integer_data(supplies, None)

@@ -24,7 +24,8 @@ class FlowSolution:
     """An optimal (see ``abs_error``) flow: ``flow`` per arc, its ``cost`` = sum flow * cost,
     ``potentials`` per node (LP duals; None when the engine gives none), the ``engine`` used and
     ``abs_error``, an upper bound on ``cost`` minus the optimal cost (0 for exact engines), and
-    ``rounds``, the pricing rounds of an engine that prices (None for the others)."""
+    ``rounds``, the pricing rounds of an engine that prices (None for the others), and
+    ``matrix_search``, whether the dense simplex finished by block search over the whole matrix."""
 
     flow: np.ndarray
     cost: float
@@ -32,6 +33,7 @@ class FlowSolution:
     engine: str
     abs_error: float = 0.0
     rounds: int | None = None
+    matrix_search: bool | None = None    # the dense simplex went on by block search over the whole matrix
 
 
 def integer_units(values, max_denominator: int = 10**7, max_distinct: int = 256):

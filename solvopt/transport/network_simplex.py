@@ -522,12 +522,14 @@ def dense_simplex(cost, supplies, stop, max_pivots, k, block_factor, shrink, flo
     """The transport problem on the complete bipartite graph of an (n, m) int64 cost matrix:
     sources 0..n-1 with ``supplies[:n]`` >= 0, targets n..n+m-1 with ``supplies[n:]`` <= 0
     (float64, summing to 0), arc (i, j) from source i to target n + j. Every argument is explicit
-    (e.g. ``BLOCK_FACTOR, SWITCH_SHRINK, SWITCH_FLOOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS``): Numba dispatches a call that leaves
-    out a default argument through its compiler's slow path, 0.3 ms a call.
+    (e.g. ``BLOCK_FACTOR, SWITCH_SHRINK, SWITCH_FLOOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS``): Numba
+    dispatches a call that leaves out a default argument through its compiler's slow path, 0.3 ms
+    a call.
 
     Up to ``direct_pairs`` pairs, block search over the whole matrix from the artificial tree, as
     LEMON's (:func:`_matrix_loop`): below about 200 x 200 points faster than the rounds (0.4-1.0 of
-    their time, uniform and tie-heavy clouds). Beyond, column generation around the network simplex: the simplex runs on candidate arcs (the ``k``
+    their time, uniform and tie-heavy clouds). Beyond, column generation around the network
+    simplex: the simplex runs on candidate arcs (the ``k``
     cheapest of every row and of every column at the start), warm from its last tree each time;
     then every arc of the matrix is priced with the exact integer reduced costs, and the most
     negative arc of every row and of every column joins. No negative arc left: the tree is optimal
