@@ -301,9 +301,8 @@ def paper_data(out_dir=INSTANCES):
         }
         (Path(out_dir) / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
         print("wrote", Path(out_dir) / f"{name}.json")
-        # the variants markov-horizon takes (a stochastic chain: degree 1 only)
-        for variant in [horizon_variant(data)] + ([degree_variant(data)] if data["degree"] != 1.0 and not stochastic
-                                                  else []):
+        # the variants markov-horizon takes
+        for variant in [horizon_variant(data)] + ([degree_variant(data)] if data["degree"] != 1.0 else []):
             (Path(out_dir) / f"{variant['name']}.json").write_text(json.dumps(variant, indent=1) + "\n")
             print("wrote", Path(out_dir) / f"{variant['name']}.json")
 
@@ -338,7 +337,8 @@ def degree_variant(data) -> dict:
     source = dict(data["source"])
     source["generated_by"] = source["generated_by"] + f", then the degree variant of {data['name']}.json"
     source["mapping"] = [m for m in source["mapping"] if not m.startswith("endowment_floor")] + [
-        f"degree: {data['degree']:g} as stated in cell 32 (the exponents' sum)",
+        f"degree: {data['degree']:g} as stated" + (" in cell 32" if "deterministic" in data["name"] else "")
+        + " (the exponents' sum)",
         "no endowment floor or cap (the notebook clips endowments to [0.01, 0.1] after payouts)"]
     out["source"] = source
     return {k: v for k, v in out.items() if v is not None}
@@ -562,7 +562,9 @@ def paper_horizon():
         "consumer / auctioneer regret | asset price, balanced | asset held by each consumer in period 1 |",
         "|---|---|---|---|---|---|---|---|---|---|", *floors, "",
         "The stochastic economies with their 30 periods (`markov_paper_{cd,leontief}_stochastic_horizon.json`: "
-        "degree 1, no floor or cap; world state 0 the start, then 10 world states drawn uniformly every period), "
+        "degree 1, no floor or cap; `markov_paper_cd_stochastic_horizon_degree.json` (cd_stochastic_degree): "
+        "Cobb-Douglas at its stated degree 0.1, no floor or cap, holdings moved towards the consumers' best "
+        "responses over the lattice; world state 0 the start, then 10 world states drawn uniformly every period), "
         "by the same method on the history lattice: classes of histories with the same period, world state and "
         "carried holdings; certified over every history-dependent deviation by Lagrangian duality with one "
         "multiplier per class (docs/markov_games.md, 'Stochastic chains: the history lattice'), in money, "
@@ -574,14 +576,15 @@ def paper_horizon():
     (RESULTS / "games_markov_paper_horizon.md").write_text(text + "\n")
 
 
-def stochastic_rows() -> list:
-    """markov-horizon on the stochastic paper economies with their 30 periods (degree 1, no floor or
-    cap), default options: one markdown row each."""
+def stochastic_rows(stems=("cd_stochastic_horizon", "leontief_stochastic_horizon",
+                             "cd_stochastic_horizon_degree")) -> list:
+    """markov-horizon on the stochastic paper economies with their 30 periods (degree 1, and Cobb-Douglas
+    at its stated 0.1; no floor or cap), default options: one markdown row each."""
     import numpy as np
 
     from solvopt.dsl.markov_games import MarkovExchangeEconomy
     rows = []
-    for stem in ("cd_stochastic_horizon", "leontief_stochastic_horizon"):
+    for stem in stems:
         econ = MarkovExchangeEconomy.from_dict(json.loads((INSTANCES / f"markov_paper_{stem}.json").read_text()))
         r = econ.solve(method="markov-horizon", time_limit=600)
         m, s = r.stats["metrics"], r.solution

@@ -13,7 +13,7 @@ from solvopt.games import economy_lattice as el
 from solvopt.games import economy_path as ep
 
 
-def tiny_economy(seed, h, T=3, P=None, utility="cobb_douglas"):
+def tiny_economy(seed, h, T=3, P=None, utility="cobb_douglas", floor=None):
     """2 consumers, 2 goods, the start then world states 1 and 2 drawn with probabilities (0.4, 0.6)."""
     rng = np.random.default_rng(seed)
     a = rng.uniform(0.2, 1.0, (2, 2))
@@ -22,7 +22,8 @@ def tiny_economy(seed, h, T=3, P=None, utility="cobb_douglas"):
     P = np.array([[0.0, 0.4, 0.6], [0.0, 0.4, 0.6], [0.0, 0.4, 0.6]]) if P is None else P
     return MarkovExchangeEconomy((utility, a), rng.uniform(0.2, 1.0, (3, 2, 2)), P, 0.9, initial=[1.0, 0.0, 0.0],
                                  asset_returns=rng.uniform(0.3, 1.2, (3, 1, 2)), borrowing_limit=2.0, holding_limit=2.0,
-                                 asset_price_max=3.0, price_sum=2.0, degree=None if h == 1 else h, horizon=T)
+                                 asset_price_max=3.0, price_sum=2.0, degree=None if h == 1 else h, horizon=T,
+                                 endowment_floor=floor)
 
 
 def random_profile(econ, seed, merge=False):
@@ -118,8 +119,9 @@ def test_on_a_deterministic_chain_the_lattice_is_the_path():
     assert np.allclose(upper, b.upper, rtol=1e-8)
 
 
-def small_stochastic(utility):
-    """3 consumers, 3 goods, the start then 3 world states, 6 periods: the paper's economies in small."""
+def small_stochastic(utility, h=1.0):
+    """3 consumers, 3 goods, the start then 3 world states, 6 periods: the paper's economies in small
+    (utilities of degree ``h``)."""
     rng = np.random.default_rng(4)
     W = 4
     P = np.zeros((W, W))
@@ -131,7 +133,8 @@ def small_stochastic(utility):
     E[0] = rng.dirichlet(np.ones(3), 3).T
     econ = MarkovExchangeEconomy((utility, a), E, P, 0.9, initial=np.eye(W)[0],
                                  asset_returns=rng.uniform(0.5, 1.1, (W, 1, 3)), borrowing_limit=10.0,
-                                 holding_limit=10.0, asset_price_max=1.0, price_sum=10.0, horizon=6)
+                                 holding_limit=10.0, asset_price_max=1.0, price_sum=10.0, horizon=6,
+                                 degree=None if h == 1 else h)
     return econ
 
 
@@ -153,9 +156,36 @@ def test_markov_horizon_certifies_a_small_stochastic_economy(utility):
             assert value[i] - 1e-9 * abs(ref) <= ref <= upper[i] + 1e-9 * abs(ref)
 
 
+@pytest.mark.parametrize("h", [0.5, 0.1])
+def test_markov_horizon_certifies_a_small_stochastic_economy_of_degree_below_one(h):
+    econ = small_stochastic("cobb_douglas", h)
+    r = econ.solve(tolerance=1e-8)
+    m = r.stats["metrics"]
+    assert r.to_dict()["method"] == "markov-horizon" and "history" in r.guarantee
+    assert m["horizon_relative_exploitability"] <= 1e-8 and m["budget_violation"] <= 1e-9
+    assert r.termination.name in ("OPTIMAL", "FEASIBLE_WITHIN_GAP")
+    # the certificate against the best response over the whole history tree (barrier Newton, exact duality)
+    lat, prof, _ = el.forward_equilibrium(econ, rounds=8, tolerance=1e-8)
+    value, upper, _ = el.consumer_bounds(econ, lat, prof)
+    nodes = history_tree(econ, lat)
+    k = np.array([nd[0] for nd in nodes])
+    par = np.array([nd[1] for nd in nodes])
+    pi = np.array([nd[2] for nd in nodes]) * econ.discount ** np.array([nd[3] for nd in nodes])
+    n, p, q = len(nodes), prof.prices, prof.asset_prices[:, 0]
+    B = np.zeros((n, n))
+    B[np.arange(n), np.arange(n)] = -q[k]
+    B[np.flatnonzero(par >= 0), par[par >= 0]] = econ.returns_at(lat.world, p)[:, 0][k[par >= 0]]
+    for i in range(3):
+        beta = econ.utility.indirect(p[:, None, :], 1.0)[:, i]
+        c = np.einsum("km,km->k", p, econ.endowments[lat.world, i])[k]
+        _, best, _ = ep.best_path(pi * beta[k] ** h, c, B, np.full(n, -10.0), np.full(n, 10.0), h)
+        assert value[i] - 1e-9 * best <= best <= upper[i] + 1e-9 * best
+        assert upper[i] - value[i] <= 1e-6 * value[i]
+
+
 def test_what_the_lattice_does_not_build_is_refused_in_one_line():
-    econ = tiny_economy(0, 0.5)
-    with pytest.raises(ModelError, match="degree 1 on a stochastic chain"):
+    econ = tiny_economy(0, 0.5, floor=0.01)
+    with pytest.raises(ModelError, match="no endowment floors or caps on a stochastic chain"):
         econ.solve(method="markov-horizon")
 
 
@@ -200,3 +230,22 @@ def test_the_paper_stochastic_economies_are_certified_within_the_goal(utility):
     Y = np.asarray(s["portfolio"])[:, :, 0].sum(axis=1)
     assert prob[periods == 2] @ Y[periods == 2] == pytest.approx(100.0)
     assert np.isclose(prob[periods == 29].sum(), 1.0)
+
+
+@pytest.mark.slow
+def test_the_paper_stochastic_economy_at_its_stated_degree_is_certified_within_the_goal():
+    import json
+    from pathlib import Path
+    name = "markov_paper_cd_stochastic_horizon_degree.json"
+    path = Path(__file__).resolve().parent.parent / "instances" / "games" / name
+    econ = MarkovExchangeEconomy.from_dict(json.loads(path.read_text()))
+    assert econ.horizon == 30 and econ.degree == pytest.approx(0.1) and econ.endowment_floor is None
+    r = econ.solve()                                       # the default: markov-horizon, tolerance 1e-4
+    m = r.stats["metrics"]
+    assert r.to_dict()["method"] == "markov-horizon" and "history" in r.guarantee
+    assert r.termination.value == "feasible_within_gap" and m["horizon_relative_exploitability"] <= 1e-4
+    assert m["budget_violation"] <= 1e-12 and m["classes"] == 381
+    s = r.solution
+    periods, prob = np.array(s["periods"]), np.array(s["probabilities"])
+    Y = np.asarray(s["portfolio"])[:, :, 0].sum(axis=1)
+    assert prob[periods == 2] @ Y[periods == 2] == pytest.approx(100.0)     # everyone at the limit from period 2

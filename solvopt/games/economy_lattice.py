@@ -30,15 +30,16 @@ utilities of money. The consumer's own value under the profile is computed exact
 regret = bound - own value, in money as :mod:`solvopt.games.economy_path` measures it. The
 auctioneer's regret per class is the closed form of the other certificates.
 
-**Construction** (:func:`forward_equilibrium`, degree 1): the asset at its cap in every period but the
-last (0 there), period 0 at uniform prices, and in every class each consumer buying the asset with
-all it has up to the holding limit; each class's goods left after the auctioneer's share clear as a
-Fisher market whose budgets follow the prices (a fixed point). Where nobody can reach the limit and
-nobody spends, the whole price goes to the scarcest good (a corner: an equilibrium for Leontief
-consumers); Cobb-Douglas consumers get rounds that re-solve the corner classes of the first corner
-period with consumers indifferent between the asset and consumption (as on a deterministic chain),
-the money value of investing taken from the last round's profile, averaged over the next world
-state.
+**Construction** (:func:`forward_equilibrium`; degree h < 1: :func:`_degree`, holdings moved towards the
+consumers' best responses read off the certificate's dual, as on a deterministic chain). Degree 1: the
+asset at its cap in every period but the last (0 there), period 0 at uniform prices, and in every class
+each consumer buying the asset with all it has up to the holding limit; each class's goods left after
+the auctioneer's share clear as a Fisher market whose budgets follow the prices (a fixed point). Where
+nobody can reach the limit and nobody spends, the whole price goes to the scarcest good (a corner: an
+equilibrium for Leontief consumers); Cobb-Douglas consumers get rounds that re-solve the corner classes
+of the first corner period with consumers indifferent between the asset and consumption (as on a
+deterministic chain), the money value of investing taken from the last round's profile, averaged over
+the next world state.
 """
 from __future__ import annotations
 
@@ -72,8 +73,6 @@ def unsupported(econ) -> list:
     """What :func:`forward_equilibrium` cannot take in a stochastic economy with a horizon, one line each
     (:func:`solvopt.games.economy_horizon.check_supported` checks the utilities and the asset)."""
     missing = []
-    if econ.degree != 1.0:
-        missing.append(f"degree 1 on a stochastic chain (got {econ.degree:.6g})")
     if econ.endowment_floor is not None:
         missing.append("no endowment floors or caps on a stochastic chain")
     return missing
@@ -213,13 +212,14 @@ def _lbfgs_dual(rho, A, c, G, lo, hi, h, lam0, check):
     lo s + (hi - lo) tau softplus(s / tau) (>= the exact term) with tau shrinking; every iterate's exact
     L is a valid bound and the least is kept."""
     from scipy.optimize import minimize
-    best = [dual_value(rho, A, c, G, lo, hi, h, lam0)]
+    best = [dual_value(rho, A, c, G, lo, hi, h, lam0), lam0]
     e = h / (1 - h)
     s_scale = max(float(np.max(np.abs(G @ lam0))), 1e-300)
 
     def f(z, tau):
         check()
-        lam = np.exp(z)
+        with np.errstate(over="ignore"):
+            lam = np.exp(z)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             Wstar = np.where(A > 0, (A * h / lam) ** (1 / (1 - h)), 0.0)
             own = np.sum(rho * (1 - h) * A * np.where(A > 0, (A * h / lam) ** e, 0.0))
@@ -227,7 +227,8 @@ def _lbfgs_dual(rho, A, c, G, lo, hi, h, lam0, check):
         exact = own + rho @ (lam * c) + _box(s, lo, hi).sum()
         if not np.isfinite(exact):
             return 1e300, np.zeros_like(z)
-        best[0] = min(best[0], float(exact))
+        if exact < best[0]:
+            best[0], best[1] = float(exact), lam
         x = s / tau
         v = own + rho @ (lam * c) + np.sum(lo * s + (hi - lo) * tau * np.logaddexp(0.0, x))
         slope = lo + (hi - lo) / (1 + np.exp(-np.clip(x, -700, 700)))
@@ -238,12 +239,14 @@ def _lbfgs_dual(rho, A, c, G, lo, hi, h, lam0, check):
     for eps in SMOOTHING:
         z = minimize(f, z, args=(eps * s_scale,), jac=True, method="L-BFGS-B",
                      options={"maxiter": DUAL_STEPS, "ftol": 1e-16, "gtol": 1e-300, "maxcor": 30}).x
-    return best[0]
+    return best[0], best[1]
 
 
-def consumer_bounds(econ, lat, prof, check=_no_check):
+def consumer_bounds(econ, lat, prof, check=_no_check, primal=None):
     """Per consumer: the profile's value and the certified bound on every policy's (utility units), and
-    the regret in money (module docstring); (value, upper, regret)."""
+    the regret in money (module docstring); (value, upper, regret). At h < 1 ``primal`` (a dict), when
+    given, gets the dual's primal per class and consumer: "wealth" (A_k h / Lambda_k)^(1 / (1 - h)) and
+    "slope" s_k / (rho_k Lambda_k q_k), the sign of the holding's coefficient (0 where q_k = 0)."""
     h = float(econ.degree)
     N = econ.n_consumers
     p, q = prof.prices, prof.asset_prices[:, 0]
@@ -269,7 +272,13 @@ def consumer_bounds(econ, lat, prof, check=_no_check):
         else:
             scale = max(float(np.max(np.abs(W[:, i]))), 1e-300)
             lam0 = A * h * np.maximum(W[:, i], 1e-9 * scale) ** (h - 1)
-            upper[i] = _lbfgs_dual(rho, A, c[:, i], G, lo, hi, h, lam0, check)
+            upper[i], lam = _lbfgs_dual(rho, A, c[:, i], G, lo, hi, h, lam0, check)
+            if primal is not None:
+                primal.setdefault("wealth", np.zeros((len(rho), N)))[:, i] = np.where(
+                    A > 0, (A * h / lam) ** (1 / (1 - h)), 0.0)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    primal.setdefault("slope", np.zeros((len(rho), N)))[:, i] = np.where(
+                        q > 0, (G @ lam) / (rho * lam * q), 0.0)
         upper[i] = max(upper[i], value[i])
     start = lat.period == 0
     u0 = rho[start] @ u[start] / rho[start].sum()
@@ -279,11 +288,11 @@ def consumer_bounds(econ, lat, prof, check=_no_check):
     return value, upper, regret
 
 
-def certificate(econ, lat, prof, check=_no_check):
+def certificate(econ, lat, prof, check=_no_check, primal=None):
     """Metrics and :class:`Exploitability` of a profile on the lattice (module docstring): keys as
-    :func:`solvopt.games.economy_horizon.degree_metrics`'."""
+    :func:`solvopt.games.economy_horizon.degree_metrics`'; ``primal`` as :func:`consumer_bounds`'."""
     from .certificate import Exploitability
-    value, upper, regret = consumer_bounds(econ, lat, prof, check)
+    value, upper, regret = consumer_bounds(econ, lat, prof, check, primal)
     p, q = prof.prices, prof.asset_prices[:, 0]
     Y = prof.portfolio[:, :, 0].sum(axis=1)
     z = (prof.consumption.sum(axis=1) - econ.endowments[lat.world].sum(axis=1)
@@ -418,7 +427,7 @@ def forward_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_n
     (``record`` gets the pair (lattice, profile))."""
     from solvopt.core.threads import one_blas_thread
     with one_blas_thread():          # small systems: a threaded BLAS on a busy machine was 10-20x slower
-        return _forward(econ, rounds, tolerance, record, check, note)
+        return (_forward if econ.degree == 1.0 else _degree)(econ, rounds, tolerance, record, check, note)
 
 
 def _forward(econ, rounds, tolerance, record, check, note):
@@ -499,4 +508,88 @@ def _forward(econ, rounds, tolerance, record, check, note):
         if m["exploitability"] < best[2]["exploitability"]:
             best = (lat, prof, m)
         metrics = m
+    return best
+
+
+# --- the construction at degree h < 1 ------------------------------------------------------------
+SLOPE_ZERO = 1e-6           # a holding's relative dual coefficient beyond this puts it at the box's end
+
+
+def _best_holdings(econ, lat, prof, primal):
+    """(K, N) each consumer's holdings in the dual's primal (:func:`consumer_bounds`): at the box's end
+    where the holding's coefficient has a sign (beyond SLOPE_ZERO), else forward over the lattice
+    y_k = (c_k + R_k y_parent - W_k) / q_k in the box (the parents' probability-weighted mean where a
+    class has several; none where the asset costs nothing), W_k the primal's wealth."""
+    wealth, slope = primal["wealth"], primal["slope"]
+    p, q = prof.prices, prof.asset_prices[:, 0]
+    c = np.einsum("km,knm->kn", p, econ.endowments[lat.world])
+    R = econ.returns_at(lat.world, p)[:, 0]
+    lo, hi = -float(econ.borrowing_limit[0]), float(econ.holding_limit[0])
+    K, N = c.shape
+    y, carried = np.zeros((K, N)), np.zeros((K, N))
+    mass = np.zeros(K)
+    for t in range(int(lat.period.max()) + 1):
+        at = np.flatnonzero(lat.period == t)
+        own = np.where(mass[at, None] > 0, carried[at] / np.maximum(mass[at, None], 1e-300), 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y[at] = np.where(q[at, None] > 0, (c[at] + R[at, None] * own - wealth[at]) / q[at, None], 0.0)
+        y[at] = np.clip(np.nan_to_num(y[at]), lo, hi)
+        y[at] = np.where(slope[at] > SLOPE_ZERO, hi, np.where(slope[at] < -SLOPE_ZERO, lo, y[at]))
+        edges = np.flatnonzero(lat.period[lat.parent] == t)
+        w = lat.prob[lat.parent[edges]] * lat.weight[edges]
+        np.add.at(carried, lat.child[edges], w[:, None] * y[lat.parent[edges]])
+        np.add.at(mass, lat.child[edges], w)
+    return y
+
+
+def _degree(econ, rounds, tolerance, record, check, note):
+    """A profile at degree h < 1 on the lattice, as :func:`solvopt.games.economy_horizon.degree_equilibrium`
+    builds one on a path: the asset at its cap in every period but the last (0 there); each class's
+    holdings none at first, then the best profile's moved by a step towards each consumer's best response
+    against its prices (the certificate's dual primal, :func:`_best_holdings`), the step halved while the
+    certified exploitability does not fall and doubled (up to 1) when it does; every class's goods
+    cleared as a Fisher market with its budgets (:func:`_clear_class`). A new class takes the move of
+    the best lattice's class of its period and world state whose carried holdings are nearest. Returns
+    the best certified (lattice, profile, metrics); a lattice that grows past MAX_CLASSES or a class
+    that does not clear ends the rounds."""
+    if econ.n_assets != 1 or econ.asset_bundles is None:
+        raise NotImplementedError("forward_equilibrium: one asset paying a bundle of goods only")
+    T, N = econ.horizon, econ.n_consumers
+    cap = econ.asset_price_max
+    best, step = None, 1.0
+    old = old_y = target = None
+
+    def solve_class(t, w, carried):
+        q = cap if t < T - 1 else 0.0
+        if old is None or q == 0:
+            y = np.zeros(N)
+        else:
+            same = np.flatnonzero((old.period == t) & (old.world == w))
+            j = same[np.argmin(np.abs(old.carried[same] - carried).sum(axis=1))]
+            y = old_y[j] + step * (target[j] - old_y[j])
+        p, x = _clear_class(econ, econ.endowments[w], econ.asset_bundles[w, 0], carried, y, q, check)
+        return p, q, y, x
+
+    for k in range(rounds + 1):
+        check()
+        if note is not None:
+            note(f"markov-horizon: round {k} of {rounds} (degree {econ.degree:.6g}, lattice)")
+        try:
+            lat, prof = grow(econ, solve_class, check)
+        except (NotImplementedError, SolverError):
+            if best is None:
+                raise
+            break                       # too many classes, or a class that does not clear: keep the best
+        primal: dict = {}
+        m, expl = certificate(econ, lat, prof, check, primal)
+        m["rounds"] = k
+        stop = record is not None and record(k, (lat, prof), m, expl)
+        if stop or m["horizon_relative_exploitability"] <= tolerance:
+            best = (lat, prof, m) if best is None or m["exploitability"] < best[2]["exploitability"] else best
+            break
+        if best is None or m["exploitability"] < best[2]["exploitability"]:
+            best, step = (lat, prof, m), step if best is None else min(1.0, 2 * step)
+            old, old_y, target = lat, prof.portfolio[:, :, 0], _best_holdings(econ, lat, prof, primal)
+        else:
+            step /= 2                   # a line search from the best profile towards its best responses
     return best
