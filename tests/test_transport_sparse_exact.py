@@ -83,16 +83,20 @@ def test_equals_exact_on_uniform_points(p, dim):
 
 @pytest.mark.parametrize("p", [1, 2])
 def test_pixel_like_ties(p):
-    """Colour cubes (many equal points and distances) with the multiscale start: its refined pairs
-    are refused (crowded cells) at the limit of 64 per point and taken at a looser one."""
+    """Colour cubes (many equal points and distances): merged into their distinct points; without
+    the merge, the multiscale start's refined pairs are refused (crowded cells) at the limit of 64
+    per point and taken at a looser one."""
     rng = np.random.default_rng(7)
     x = rng.integers(0, 6, size=(1500, 3)).astype(float)
     y = rng.integers(0, 6, size=(1500, 3)).astype(float)
     model = Transport(x, y, p=p)
     reference = model.solve(method="exact").objective
-    check_optimal(model, reference)
-    with patch.object(se, "REFINED_PER_POINT", 10**4):
+    r = check_optimal(model, reference)
+    assert r.stats["merged_points"][0] <= 216 and r.solution["plan"].shape == (1500, 1500)
+    with patch.object(se, "merged", lambda model: None):
         check_optimal(model, reference)
+        with patch.object(se, "REFINED_PER_POINT", 10**4):
+            check_optimal(model, reference)
 
 
 def test_never_optimal_with_a_negative_reduced_cost():

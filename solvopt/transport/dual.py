@@ -60,6 +60,9 @@ REFINE_ROUNDS = 40
 REFINE_NEIGHBOURS = 4
 # Nearest neighbours of each c-transform minimiser that join the pairs with it (see :func:`pricing_rounds`).
 REFINE_SPREAD = 4
+# A round "stops closing in" when it adds more than this share of the pairs the round before added
+# (then ``pricing_rounds`` doubles its spread, up to ``max_spread``).
+STALL_SHARE = 0.5
 
 
 
@@ -275,7 +278,7 @@ class PricingRound(NamedTuple):
 
 
 def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: str = "auto", stop=None,
-                   spread: int = 0):
+                   spread: int = 0, max_spread: int = 0):
     """Rounds of pricing on the candidate pairs ``keys`` (flat i * m + j; they must carry a feasible
     plan), yielded as :class:`PricingRound` until no pair is left to add (or no bound is found).
 
@@ -287,7 +290,10 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
     restricted optimum, i.e. the optimum (to the margin). ``spread`` (points with a named metric):
     with each minimiser's pair (i, j), also i's ``spread`` nearest sources with j and j's nearest
     targets with i (neighbours of a violated pair are often violated too: fewer rounds, each a
-    little dearer). The caller ends the loop when it has
+    little dearer). ``max_spread`` > ``spread``: the spread doubles (up to it) after every round
+    that stops closing in (adds more than :data:`STALL_SHARE` of the pairs the round before
+    added: clouds of different shapes, whose optimal pairs are far from the nearest neighbours
+    the start holds). The caller ends the loop when it has
     what it needs; FlowStopped (in the flow) or :class:`Stopped` (in the c-transforms) when
     ``stop()`` turns true."""
     import time
@@ -300,9 +306,10 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
     if engine == "auto":
         engine = auto_engine(supplies)
     near_x = near_y = None
-    if spread > 0 and model.cost is None and not callable(model.metric):
-        near_x, near_y = _own_neighbours(model.x, model.metric, spread), _own_neighbours(model.y, model.metric, spread)
-    tree, tree_keys = None, None
+    most = max(spread, max_spread)
+    if most > 0 and model.cost is None and not callable(model.metric):
+        near_x, near_y = _own_neighbours(model.x, model.metric, most), _own_neighbours(model.y, model.metric, most)
+    tree, tree_keys, added = None, None, None
     while True:
         r, c = np.divmod(keys, m)
         with np.errstate(under="ignore", over="ignore"):
@@ -320,13 +327,16 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
         if out is None:
             return
         new_r, new_c = out[1]
-        if near_x is not None:      # the minimisers' pairs (i, j), and (i', j), (i, j') for i', j' near i, j
-            new_r = np.concatenate([new_r, near_x[new_r].ravel(), np.repeat(new_r, spread)])
-            new_c = np.concatenate([new_c, np.repeat(new_c, spread), near_y[new_c].ravel()])
+        if near_x is not None and spread > 0:   # the minimisers' pairs, and (i', j), (i, j') for i', j' near i, j
+            new_r = np.concatenate([new_r, near_x[new_r, :spread].ravel(), np.repeat(new_r, spread)])
+            new_c = np.concatenate([new_c, np.repeat(new_c, spread), near_y[new_c, :spread].ravel()])
         grown = grown_keys(keys, new_r * m + new_c)
         if len(grown) == len(keys):
             return
-        keys = grown
+        fresh = len(grown) - len(keys)
+        if added is not None and fresh > STALL_SHARE * added and spread < max_spread:
+            spread = min(max_spread, max(1, 2 * spread))
+        keys, added = grown, fresh
 
 
 def _own_neighbours(pts: np.ndarray, metric: str, k: int) -> np.ndarray:

@@ -11,21 +11,29 @@ n x m matrix). Each round:
    c-transform's minimisers (for every target the source of least reduced cost, and back);
 3. OPTIMAL once the bound meets the plan's W_p within the default tolerance in the frame of
    :func:`solvopt.transport.result.status_scale`; else the minimisers not yet candidates join the
-   set (the pairs of most negative reduced cost) and the next round starts. When none is new the
+   set (the pairs of most negative reduced cost), each with its :data:`SPREAD` nearest neighbours
+   (both ways), and the next round starts. A round that stops closing in (it adds more than half
+   the pairs the round before added: clouds of different shapes, whose optimal pairs lie far from
+   the nearest neighbours) doubles the spread, up to :data:`MAX_SPREAD`. When none is new the
    c-transform's dual is at least the restricted dual: the bound reaches the optimum, to rounding.
 
-Start (multiscale): the k nearest targets of every source and the k nearest sources of every
-target (k-d trees under the metric), plus the refined support of a coarsened problem's optimum:
-the points binned in a grid of about :data:`POINTS_PER_CELL` a cell, each cell's mass at its
-centroid, solved the same way (recursively down to :data:`COARSEST` points); every pair of points
-whose cells carry mass in the coarse optimum joins (the fine problem is feasible on them), and so
-do the c-transform's minimisers under the coarse potentials. Without it (or when crowded cells
-would give too many pairs) the north-west corner plan along the principal axis
+Repeated points (identical coordinates) are first merged into one point with the summed mass when
+that removes at least 2% of them (:mod:`solvopt.transport.merge`: exact for every p), and the plan
+is split back onto the original points at the same cost.
+
+Start (multiscale): the k nearest targets of every source and the k nearest sources of every target
+(k-d trees under the metric), plus the refined support of a coarsened problem's optimum: the points
+binned in a grid of about :data:`POINTS_PER_CELL` a cell (a finer grid when the points lie on a
+thin set, such as pixel colours, and fill few cells), each cell's mass at its centroid, solved the
+same way (recursively down to :data:`COARSEST` points); every pair of points whose cells carry mass
+in the coarse optimum joins (the fine problem is feasible on them), and so do the c-transform's
+minimisers under the coarse potentials. Without it (or when crowded cells would give too many
+pairs) the north-west corner plan along the principal axis
 (:func:`solvopt.transport.quick.quick_plan`) makes the restricted problem feasible. This is the
 multiscale idea of Schmitzer's sparse multiscale algorithm in its simplest form (no shielding
 neighbourhoods: the pricing over all pairs is what certifies).
 
-Memory is O(candidates): about 12 pairs per point on uniform points. A time limit or Ctrl-C is
+Memory is O(candidates): about 16 pairs per point on uniform points. A time limit or Ctrl-C is
 seen between rounds, inside the flow engine and between the c-transform's chunks; the run then
 returns the last restricted optimum (or the quick plan) and the best certified bound.
 """
@@ -44,8 +52,10 @@ from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
 from solvopt.core.status import within_default_tolerance
 
+from .approx import STOPS  # the terminations of a stopped run (kept on expanding a merge)
 from .dual import bound_and_partners, pricing_rounds
 from .flow import FlowStopped
+from .merge import expand_plan, merged
 from .neighbours import neighbour_pairs
 from .quick import quick_plan, stopped_result
 from .result import LARGE_P, plan_cost, status_scale, transport_result
@@ -61,8 +71,15 @@ POINTS_PER_CELL = 4
 COARSEST = 1000
 SHRINK = 0.7
 COARSE_ROUNDS = 30
+# Finer grids tried (at most) while the points fill fewer than FILL of the cells a level aims at.
+FINER_TRIES = 8
+FILL = 0.8
 # Most refined pairs per point taken from a coarse optimum (beyond: the north-west start instead).
 REFINED_PER_POINT = 64
+# Pricing: nearest neighbours of each c-transform minimiser that join with it, at first and at most
+# (the spread doubles after each round that stops closing in; see dual.pricing_rounds).
+SPREAD = 4
+MAX_SPREAD = 32
 
 
 def supported(model) -> str | None:
@@ -86,15 +103,19 @@ def clusters(model, per_cell: int = POINTS_PER_CELL):
     dim = xs.shape[1]
     low = np.minimum(xs.min(axis=0), ys.min(axis=0))
     high = np.maximum(xs.max(axis=0), ys.max(axis=0))
-    per_axis = max(1, int(round((max(len(rows), len(cols)) / per_cell) ** (1.0 / dim))))
+    target = max(len(rows), len(cols)) / per_cell
+    per_axis = max(1, int(round(target ** (1.0 / dim))))
+    for _ in range(FINER_TRIES):     # points on a thin set (pixel colours) fill few cells: a finer grid
+        width = np.where(high > low, (high - low) / per_axis, 1.0)
+        filled = max(len(np.unique(_cells(pts, low, width, per_axis))) for pts in (xs, ys))
+        if filled >= FILL * target:
+            break
+        per_axis = int(math.ceil(per_axis * min(2.0, (target / max(filled, 1)) ** (1.0 / dim))))
     width = np.where(high > low, (high - low) / per_axis, 1.0)
 
     def bin_of(pts, mass):
-        index = np.minimum(((pts - low) / width).astype(np.int64), per_axis - 1)
-        cell = np.zeros(len(pts), dtype=np.int64)
-        for axis in range(dim):
-            cell = cell * per_axis + index[:, axis]
-        _, label = np.unique(cell, return_inverse=True)
+        _, label = np.unique(_cells(pts, low, width, per_axis), return_inverse=True)
+        label = label.ravel()
         total = np.bincount(label, weights=mass)
         centre = np.column_stack([np.bincount(label, weights=mass * pts[:, axis]) for axis in range(dim)])
         return label, total, centre / total[:, None]
@@ -104,6 +125,15 @@ def clusters(model, per_cell: int = POINTS_PER_CELL):
         return None
     b *= a.sum() / b.sum()
     return type(model)(cx, cy, a=a, b=b, p=model.p, metric=model.metric), sx, sy, rows, cols
+
+
+def _cells(pts, low, width, per_axis: int) -> np.ndarray:
+    """The grid cell (one integer) of every point: ``per_axis`` cells of ``width`` an axis from ``low``."""
+    index = np.minimum(((pts - low) / width).astype(np.int64), per_axis - 1)
+    cell = np.zeros(len(pts), dtype=np.int64)
+    for axis in range(pts.shape[1]):
+        cell = cell * per_axis + index[:, axis]
+    return cell
 
 
 def refined_pairs(coarse_plan, sx, sy, rows, cols, m: int, limit: int) -> np.ndarray | None:
@@ -179,7 +209,8 @@ def price(model, keys: np.ndarray, *, engine: str = "simplex", method: str = "au
     stats = {"rounds": 0, "flow_time": 0.0, "pricing_time": 0.0}
     stopped = False
     try:
-        for step in pricing_rounds(model, keys, unit, engine=engine, method=method, stop=stop):
+        for step in pricing_rounds(model, keys, unit, engine=engine, method=method, stop=stop,
+                                   spread=SPREAD, max_spread=MAX_SPREAD):
             stats["flow_time"] += step.flow_time
             stats["pricing_time"] += step.pricing_time
             stats["rounds"] += 1
@@ -229,6 +260,17 @@ class SparseExact(Solver):
         k = options.extra["neighbours"]
         if k < 1:
             raise ModelError(f"method 'sparse-exact': neighbours must be >= 1, got {k}")
+        reduced = merged(model)             # repeated points: one point each (exact, see merge)
+        if reduced is None:
+            return self._solve(model, options, k)
+        small, gx, gy = reduced
+        result = self._solve(small, options, k)
+        plan = None if result.solution is None else expand_plan(result.solution["plan"], model, gx, gy)
+        stats = dict(result.stats, merged_points=(small.n, small.m))
+        stopped = result.termination if result.termination in STOPS else None
+        return transport_result(model, plan, guarantee=1.0, bound=result.bound, stopped=stopped, stats=stats)
+
+    def _solve(self, model, options, k):
         start = time.perf_counter()
         deadline = None if options.time_limit is None else start + options.time_limit
         stop = lambda: stop_reason(deadline) is not None          # noqa: E731
