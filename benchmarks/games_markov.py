@@ -21,7 +21,8 @@ towards 1e-6; the table reports the time at which the goal was first certified a
 figures.
 
 Usage: python benchmarks/games_markov.py [--time-limit 30] [--large [--large-time-limit 300]] [--quick]
-       [--rerun-small] [--paper [--method M]] [--paper-horizon] [--paper-data]
+       [--rerun-small] [--paper [--method M]] [--paper-horizon] [--paper-horizon-metrics]
+       [--paper-data]
 Writes benchmarks/results/games_markov.{md,json,png}.
 """
 from __future__ import annotations
@@ -371,9 +372,9 @@ def paper_metrics(econ, result) -> dict:
     from the start: the quantity the notebooks estimate), excess demand (mean_j z_j^2 + mean_k
     Y_k^2), the consumers' first-order violation of consumption (mean over i, j of (du_i/dx_ij -
     lambda_i p_j)^2, lambda_i = u_i / W_i the marginal utility of money of a degree-1 utility; for
-    Leontief the supergradient of the binding goods), and the Bellman error (ours: the largest
-    one-step residual beta W - u; the notebooks' mean square of state value - action value by
-    rollouts is 0 for exactly evaluated tabular values)."""
+    Leontief the least over the binding goods' supergradients: :func:`consumption_foc`), and the
+    Bellman error (ours: the largest one-step residual beta W - u; the notebooks' mean square of
+    state value - action value by rollouts is 0 for exactly evaluated tabular values)."""
     import numpy as np
 
     from solvopt.games import economy as ec
@@ -387,15 +388,7 @@ def paper_metrics(econ, result) -> dict:
     x, p = prof.consumption, prof.prices
     u = econ.utility.value(x)
     W = np.maximum(ec.wealth(econ, chain, p, prof.asset_prices, prof.portfolio), 1e-300)
-    weights = econ.utility.weights
-    if econ.utility.kind == "leontief":       # the binding goods' supergradient, shared as Euler's theorem allows
-        ratio = x / weights[None]
-        binding = np.isclose(ratio, ratio.min(axis=-1, keepdims=True), rtol=1e-9)
-        grad = np.where(binding, 1.0 / weights[None], 0.0)
-        grad = grad * (u / np.maximum(np.einsum("snm,snm->sn", grad, x), 1e-300))[..., None]
-    else:
-        grad = econ.utility.gradient(x)
-    fov = np.mean((grad - (u / W)[..., None] * p[:, None, :]) ** 2, axis=(1, 2))
+    fov = consumption_foc(econ, x, p, W).mean(axis=1)
     # the consumers' regret over stationary deviations only (holdings that depend on the current world
     # state: the methods' own policy class), beside the certified one over every deviation
     # (in money, as the certificate: utilities divided by ec.money_rates)
@@ -409,6 +402,101 @@ def paper_metrics(econ, result) -> dict:
             "consumer_foc_start": float(fov[start]), "portfolio_foc": m["portfolio_foc"],
             "bellman_error": m["bellman_error"],
             "endowment_value": m["endowment_value"]}
+
+
+def consumption_foc(econ, x, p, W):
+    """(S, N) mean over goods of (dU_i/dx_ij - lambda_i p_j)^2 for U_i = u_i^h (h the economy's degree):
+    lambda_i = h U_i / W_i is the marginal utility of money at the best bundle for W_i (Euler's theorem).
+    For Leontief, u is not differentiable where several goods bind: the least violation over its
+    supergradients g (g_j = theta_j / a_j on the binding goods, theta in the simplex), 0 at the exact demand."""
+    import numpy as np
+    h = float(getattr(econ, "degree", 1.0))
+    u = econ.utility.value(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = h * np.where(u > 0, u ** (h - 1.0), np.inf if h < 1 else 1.0)     # dU/du
+        c = (u / W)[..., None] * p[:, None, :]              # lambda_i p / (dU/du): what du/dx should be
+    if econ.utility.kind != "leontief":
+        return np.mean((slope[..., None] * (econ.utility.gradient(x) - c)) ** 2, axis=-1)
+    a = np.broadcast_to(econ.utility.weights[None], x.shape)
+    ratio = x / a
+    binding = np.isclose(ratio, ratio.min(axis=-1, keepdims=True), rtol=1e-9)
+    # least sum_B (g_j - c_j)^2 over sum_B a_j g_j = 1, g >= 0: g_j = max(c_j - nu a_j, 0), nu by bisection
+    big = np.where(binding, c / a, np.inf).min(axis=-1) - 1.0 / np.where(binding, a * a, 0.0).sum(axis=-1)
+    lo, hi = big, np.where(binding, c / a, -np.inf).max(axis=-1)
+    for _ in range(200):
+        nu = 0.5 * (lo + hi)
+        more = np.where(binding, a * np.maximum(c - nu[..., None] * a, 0.0), 0.0).sum(axis=-1) > 1.0
+        lo, hi = np.where(more, nu, lo), np.where(more, hi, nu)
+    g = np.where(binding, np.maximum(c - (0.5 * (lo + hi))[..., None] * a, 0.0), 0.0)
+    return np.mean((slope[..., None] * (g - c)) ** 2, axis=-1)
+
+
+HORIZON_PAPER = {   # the as-stated-degree horizon files without floors: the notebook economy each comes from
+    "markov_paper_cd_deterministic_horizon_degree": "markov_paper_cd_deterministic",
+    "markov_paper_leontief_deterministic_horizon": "markov_paper_leontief_deterministic",
+    "markov_paper_cd_stochastic_horizon_degree": "markov_paper_cd_stochastic",
+    "markov_paper_leontief_stochastic_horizon": "markov_paper_leontief_stochastic",
+}
+
+
+def horizon_paper_metrics(econ, result) -> dict:
+    """The notebooks' metrics on a ``markov-horizon`` answer (rows per period, or per class of histories
+    with ``periods``, ``probabilities``, ``edges``): at the start and averaged over the rows with their
+    reach probabilities (so over the T periods, each period's classes adding up to 1). Excess demand
+    mean_j z_j^2 + mean_k Y_k^2 (z: consumption minus endowments and what the carried holdings pay; Y:
+    holdings, in zero net supply); the consumption first-order violation of :func:`consumption_foc` over
+    the consumers with wealth to spend (W > 1e-9 x the endowment value: the others invest all they have
+    and buy nothing, a corner where it does not apply; counted); the Bellman error of the exact values
+    V_i(k) = U_i(x_ik) + gamma sum_children P V_i(child) (utilities U = u^h, as the notebooks'): at the
+    start the mean over consumers of (V_i(start) - sum_k rho_k gamma^t_k U_ik)^2, the recursion against
+    the expected discounted utility summed over the rows."""
+    import numpy as np
+    s = result.solution
+    p, q = np.asarray(s["prices"], float), np.asarray(s["asset_prices"], float)
+    x, y = np.asarray(s["consumption"], float), np.asarray(s["portfolio"], float)
+    K, N = x.shape[:2]
+    if "edges" in s:
+        period, world = np.asarray(s["periods"]), np.asarray(s["worlds"])
+        prob = np.asarray(s["probabilities"], float)
+        edges = np.asarray(s["edges"], dtype=int).reshape(-1, 2)
+    else:
+        period, world, prob = np.arange(K), np.asarray(s["worlds"]), np.ones(K)
+        edges = np.stack([np.arange(K - 1), np.arange(1, K)], axis=1)
+    parent, child = edges[:, 0], edges[:, 1]
+    weight = np.asarray(econ.transitions, float)[world[parent], world[child]]
+    carried = np.zeros_like(y)
+    carried[child] = y[parent]          # a class's parents all carry the same holdings into it
+    e = econ.endowments[world]                                          # (K, N, M)
+    R = econ.returns_at(world, p)                                       # (K, A) money returns at p
+    W = (np.einsum("km,knm->kn", p, e) + np.einsum("ka,kna->kn", R, carried)
+         - np.einsum("ka,kna->kn", q, y))
+    z = x.sum(axis=1) - e.sum(axis=1)
+    if econ.asset_bundles is not None:
+        z -= np.einsum("ka,kam->km", carried.sum(axis=1), econ.asset_bundles[world])
+    Y = y.sum(axis=1)
+    goods, assets = np.mean(z ** 2, axis=1), np.mean(Y ** 2, axis=1)
+    spends = W > 1e-9 * np.maximum(np.einsum("km,knm->kn", p, e).sum(axis=1, keepdims=True), 1e-300)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        fov = consumption_foc(econ, x, p, np.where(spends, W, 1.0))
+    fov_k = np.array([fov[k][spends[k]].mean() if spends[k].any() else np.nan for k in range(K)])
+    h = float(econ.degree)
+    U = econ.utility.value(x) ** h                                      # (K, N)
+    V = U.copy()
+    for t in range(int(period.max()) - 1, -1, -1):                      # backward over the periods
+        at = np.flatnonzero(period[parent] == t)
+        np.add.at(V, parent[at], econ.discount * weight[at, None] * V[child[at]])
+    start = int(np.flatnonzero(period == 0)[0])
+    forward = np.einsum("k,kn->n", prob * econ.discount ** period, U)
+    mean = lambda v, ok=slice(None): float(prob[ok] @ v[ok] / prob[ok].sum())   # noqa: E731
+    ok = ~np.isnan(fov_k)
+    return {"cumulative_regret": float(result.objective),
+            "excess_demand_start": float(goods[start] + assets[start]),
+            "excess_demand_goods_start": float(goods[start]), "excess_demand_asset_start": float(assets[start]),
+            "excess_demand_avg": mean(goods + assets), "excess_demand_goods_avg": mean(goods),
+            "consumer_foc_start": float(fov_k[start]), "consumer_foc_avg": mean(fov_k, ok),
+            "corner_consumers": float(prob @ (~spends).sum(axis=1)),
+            "bellman_error": float(np.mean((V[start] - forward) ** 2)),
+            "value_start": float(np.mean(V[start])), "rows": K}
 
 
 def paper_table(time_limit, method=None):
@@ -574,6 +662,82 @@ def paper_horizon():
         "|---|---|---|---|---|---|---|---|---|---|", *stochastic])
     print(text)
     (RESULTS / "games_markov_paper_horizon.md").write_text(text + "\n")
+    paper_horizon_metrics()
+
+
+METRICS_HEADING = "## The notebooks' metrics on the horizon answers"
+
+
+def paper_horizon_metrics() -> str:
+    """The notebooks' metrics (:func:`horizon_paper_metrics`) on markov-horizon's answers (default options)
+    to the four as-stated-degree horizon economies without floors, beside the figures the notebooks log:
+    a markdown section that replaces its earlier version in games_markov_paper_horizon.md."""
+    from solvopt.dsl.markov_games import MarkovExchangeEconomy
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rows = []
+    for stem in HORIZON_PAPER:
+        data = json.loads((INSTANCES / f"{stem}.json").read_text())
+        econ = MarkovExchangeEconomy.from_dict(data)
+        r = econ.solve(method="markov-horizon", time_limit=600)
+        o = horizon_paper_metrics(econ, r)
+        label = stem[13:].replace("_horizon", "")
+        foc = o["consumer_foc_start"]
+        foc = f"{foc:.2g}" if foc == foc else "none spends"          # nan: nobody spends at the start
+        rows.append(f"| {label} | ours ({r.termination.value}, {r.stats['wall_time']:.1f} s) | "
+                    f"{o['cumulative_regret']:.3g} | {o['excess_demand_start']:.4g} = "
+                    f"{o['excess_demand_goods_start']:.2g} + {o['excess_demand_asset_start']:.4g} | "
+                    f"{o['excess_demand_avg']:.4g} (goods {o['excess_demand_goods_avg']:.3g}) | {foc} | "
+                    f"{o['consumer_foc_avg']:.2g} ({o['corner_consumers']:.3g}) | {o['bellman_error']:.2g} |")
+        print(rows[-1], flush=True)
+        for method, logged in data["source"]["logged"].items():
+            rows.append(f"| | notebook {method} | {logged['exploitability']:.3g} | {logged['excess_demand']:.3g} | | "
+                        f"{logged['consumer_first_order_violation']:.3g} | | {logged['bellman_error']:.2g} |")
+    text = "\n".join([
+        METRICS_HEADING, "",
+        f"{date}, load average {load:.2f} at the start, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}. "
+        "Command: `python benchmarks/games_markov.py --paper-horizon-metrics` (also run by `--paper-horizon`). "
+        "The answers of `markov-horizon` (default options) to the economies with their 30 periods at their stated "
+        "degree and without floors or caps (`markov_paper_cd_deterministic_horizon_degree.json`, Cobb-Douglas "
+        "of degree 0.1; `markov_paper_leontief_deterministic_horizon.json`; "
+        "`markov_paper_cd_stochastic_horizon_degree.json`; `markov_paper_leontief_stochastic_horizon.json`), "
+        "with the notebooks' metrics computed on them, beside the last figures the notebooks log (GAP: "
+        "exploitability minimisation, NPM: neural projection method; cells named in each file's `source`). "
+        "The notebooks' figures are estimates on sampled states from trained networks (their cumulative "
+        "regret from a trained best-response network, negative in places), not bounds; their economies also "
+        "clip endowments to [0.01, 0.1] after payouts, which these files leave out. How ours are computed: "
+        "'start' is period 0 (where the notebooks evaluate them); 'avg' averages over the 30 periods "
+        "(stochastic: over the classes of histories with their reach probabilities, each period's adding up "
+        "to 1).", "",
+        "- cumulative regret: our certified exploitability over every deviation from the start (in money, "
+        "the result's objective): an upper bound on the quantity the notebooks estimate;",
+        "- excess demand: mean_j z_j^2 + mean_k Y_k^2, z the goods' consumption minus the endowments and "
+        "what the carried holdings pay, Y the asset's holdings (zero net supply), shown as goods + asset. "
+        "The asset trades at its cap (1) with excess demand, as the auctioneer's capped best response allows "
+        "(the consumers hold 7.3 to 10 units in all after period 0, the limit 100 from period 2), so the asset "
+        "term Y^2 dominates: 53 to 100 at the start, 1e4 from period 2 to the next-to-last (0 in the last, "
+        "where the asset is worth nothing). The goods term counts excess supply "
+        "too (what the payouts of 100 units bring beyond what consumers buy);",
+        "- consumer first-order violation: mean over consumers and goods of (dU_i/dx_ij - lambda_i p_j)^2, "
+        "U_i = u_i^h of degree h, lambda_i = h U_i / W_i the marginal utility of money (for Leontief the "
+        "least over the supergradients of the binding goods), over the consumers with wealth to spend "
+        "(W_i > 1e-9 x the period's endowment value); in brackets the expected number of "
+        "consumer-periods left out, over the 30 periods: consumers that invest all they have and buy "
+        "nothing, a corner where the condition does not apply (the value of investing is in the regret);",
+        "- Bellman error: values are exact on the periods or classes, V_i(k) = U_i(x_ik) + gamma sum P "
+        "V_i(child) by backward recursion (utilities U = u^h, as the notebooks'), so the residual of that "
+        "equation is 0; we report the mean over consumers of (V_i(start) - sum_k rho_k gamma^t_k U_ik)^2, the "
+        "recursion against the expected discounted utility summed over all rows: rounding only. The "
+        "notebooks' is a trained value network's mean-square residual.", "",
+        "| economy | source | cumulative regret | excess demand, start | excess demand, avg | "
+        "consumer first-order violation, start | same, avg (left out) | Bellman error |",
+        "|---|---|---|---|---|---|---|---|", *rows])
+    path = RESULTS / "games_markov_paper_horizon.md"
+    old = path.read_text() if path.exists() else ""
+    kept = old.split(METRICS_HEADING)[0].rstrip("\n")
+    path.write_text((kept + "\n\n" if kept else "") + text + "\n")
+    print(text)
+    return text
 
 
 def stochastic_rows(stems=("cd_stochastic_horizon", "leontief_stochastic_horizon",
@@ -639,6 +803,8 @@ def main(argv=None):
     ap.add_argument("--method", default=None, help="with --paper: this method instead of the default")
     ap.add_argument("--paper-horizon", action="store_true",
                     help="the paper's deterministic economies with their horizon: games_markov_paper_horizon.md")
+    ap.add_argument("--paper-horizon-metrics", action="store_true",
+                    help="only the notebooks' metrics on the horizon answers (its section of that page)")
     args = ap.parse_args(argv)
     if args.paper and args.replot:
         recorded = json.loads((RESULTS / "games_markov_paper.json").read_text())
@@ -649,6 +815,9 @@ def main(argv=None):
         return
     if args.paper_data:
         paper_data()
+        return
+    if args.paper_horizon_metrics:
+        paper_horizon_metrics()
         return
     if args.paper_horizon:
         paper_horizon()

@@ -130,11 +130,8 @@ class MarkovNewton(_MarkovSolver):
 @register
 class MarkovHorizon(_MarkovSolver):
     name = "markov-horizon"
-    description = ("finite-horizon Markov exchange economies on a deterministic chain: the periods' equilibria "
-                   "built forward (asset at its cap, each period's goods a Fisher market, rounds of consumers "
-                   "indifferent between asset and consumption), certified over every deviation on the "
-                   "time-expanded economy; utilities of degree h < 1: holdings from each consumer's best path, "
-                   "certified by path duality")
+    description = ("finite-horizon Markov exchange economies, deterministic or stochastic chains: each period's "
+                   "(or class of histories') equilibrium built forward, certified over every deviation")
     capabilities = ("markov_exchange_economy",)
     options = (
         Option("tolerance", positive_number, 1e-4, "stop the rounds when the certified exploitability is at most "
