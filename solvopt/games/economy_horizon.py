@@ -34,6 +34,21 @@ def _no_check() -> None:
     """The default stop check of :func:`forward_equilibrium` outside a solve: never stop."""
 
 
+def is_stochastic(econ) -> bool:
+    """True when the chain from the start is not a single path (several starts or successors)."""
+    single = lambda v: np.count_nonzero(np.asarray(v) > 0) == 1                # noqa: E731
+    return not (single(econ.initial) and all(single(row) for row in econ.transitions))
+
+
+def _stochastic_unsupported(econ) -> list:
+    """What the history lattice (:mod:`solvopt.games.economy_lattice`) cannot take in a stochastic
+    economy with a horizon, one line each (:func:`check_supported` checks the utilities and the asset)."""
+    missing = []
+    if econ.endowment_floor is not None:
+        missing.append("no endowment floors or caps on a stochastic chain")
+    return missing
+
+
 def check_supported(econ) -> None:
     """A one-line ModelError naming what :func:`forward_equilibrium` cannot take in ``econ``: it needs
     a finite horizon on a deterministic chain, Cobb-Douglas or Leontief utilities (any degree), one asset
@@ -53,9 +68,8 @@ def check_supported(econ) -> None:
     stochastic = False
     if not missing and econ.horizon is not None:
         # a stochastic chain: the history lattice
-        from .economy_lattice import is_stochastic, unsupported
         stochastic = is_stochastic(econ)
-        missing += unsupported(econ) if stochastic else []
+        missing += _stochastic_unsupported(econ) if stochastic else []
     if not missing and econ.horizon is not None and econ.endowment_floor is None and not stochastic:
         w = _path(econ)
         E = econ.endowments[w[1:]]

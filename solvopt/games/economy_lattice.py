@@ -50,7 +50,14 @@ import numpy as np
 from solvopt.core.errors import ModelError, SolverError
 
 from . import economy as ec
-from .economy_horizon import MONEY_UNIT, PRICE_FLOOR, _fisher_prices, _indifferent_period, _no_check
+from .economy_horizon import (  # noqa: F401 - is_stochastic is read from here too
+    MONEY_UNIT,
+    PRICE_FLOOR,
+    _fisher_prices,
+    _indifferent_period,
+    _no_check,
+    is_stochastic,
+)
 
 MAX_CLASSES = 20000         # classes a lattice may hold (holdings below the limit multiply them)
 INDIFFERENT_METHODS = ("lm", "trf")   # least_squares' methods for an indifferent class, tried in turn
@@ -61,21 +68,6 @@ GUARANTEE = ("objective is a certified upper bound on the exploitability of the 
              "function of the history of world states (a Lagrangian dual bound on her concave program over the "
              "history tree, multipliers shared by the histories of a class, in money at period 0's prices), the "
              "auctioneer's prices on their feasible set (closed form); 0 only at an equilibrium")
-
-
-def is_stochastic(econ) -> bool:
-    """True when the chain from the start is not a single path (several starts or successors)."""
-    single = lambda v: np.count_nonzero(np.asarray(v) > 0) == 1                # noqa: E731
-    return not (single(econ.initial) and all(single(row) for row in econ.transitions))
-
-
-def unsupported(econ) -> list:
-    """What :func:`forward_equilibrium` cannot take in a stochastic economy with a horizon, one line each
-    (:func:`solvopt.games.economy_horizon.check_supported` checks the utilities and the asset)."""
-    missing = []
-    if econ.endowment_floor is not None:
-        missing.append("no endowment floors or caps on a stochastic chain")
-    return missing
 
 
 @dataclass
