@@ -328,7 +328,8 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
         if out is None:
             return
         new_r, new_c = out[1]
-        if near_x is not None and spread > 0:   # the minimisers' pairs, and (i', j), (i, j') for i', j' near i, j
+        if near_x is not None and near_y is not None and spread > 0:   # the minimisers' pairs, and (i', j),
+            # (i, j') for i', j' near i, j
             new_r = np.concatenate([new_r, near_x[new_r, :spread].ravel(), np.repeat(new_r, spread)])
             new_c = np.concatenate([new_c, np.repeat(new_c, spread), near_y[new_c, :spread].ravel()])
         grown = grown_keys(keys, new_r * m + new_c)
