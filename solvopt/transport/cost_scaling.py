@@ -74,6 +74,33 @@ def _residual(tails, heads, costs, n_nodes, caps):
 
 
 @njit(cache=True, nogil=True)
+def _kahn_order(into, out, out_arcs, far):
+    """Kahn's topological order of a graph in CSR form: ``into`` / ``out`` the offsets of each node's
+    incoming / outgoing arcs, ``out_arcs`` the outgoing arcs by node and ``far`` each arc's other end.
+    Returns (order, size): the first ``size`` entries are the nodes not on (or after) a cycle."""
+    n = into.shape[0] - 1
+    order = np.empty(n, np.int64)
+    left = np.empty(n, np.int64)
+    size = 0
+    for v in range(n):
+        left[v] = into[v + 1] - into[v]
+        if left[v] == 0:
+            order[size] = v
+            size += 1
+    i = 0
+    while i < size:
+        v = order[i]
+        i += 1
+        for e in range(out[v], out[v + 1]):
+            w = far[out_arcs[e]]
+            left[w] -= 1
+            if left[w] == 0:
+                order[size] = w
+                size += 1
+    return order, size
+
+
+@njit(cache=True, nogil=True)
 def transit_caps(tails, heads, supplies):
     """Per arc, a bound on its flow in every cycle-free flow meeting the supplies: the supply that
     can reach its tail and the demand its head can reach, summed over the acyclic part of the graph
@@ -103,24 +130,7 @@ def transit_caps(tails, heads, supplies):
         out_arcs[fo[tails[k]]] = k
         fo[tails[k]] += 1
     # Kahn's order over the arcs' graph; nodes left out lie on (or after) a cycle
-    order = np.empty(n, np.int64)
-    left = np.empty(n, np.int64)
-    size = 0
-    for v in range(n):
-        left[v] = into[v + 1] - into[v]
-        if left[v] == 0:
-            order[size] = v
-            size += 1
-    i = 0
-    while i < size:
-        v = order[i]
-        i += 1
-        for e in range(out[v], out[v + 1]):
-            w = heads[out_arcs[e]]
-            left[w] -= 1
-            if left[w] == 0:
-                order[size] = w
-                size += 1
+    order, size = _kahn_order(into, out, out_arcs, heads)
     reach_in = np.full(n, total, np.int64)      # supply that can reach the node
     reach_out = np.full(n, total, np.int64)     # demand the node can reach
     for i in range(size):
@@ -130,22 +140,7 @@ def transit_caps(tails, heads, supplies):
             acc = min(acc + reach_in[tails[in_arcs[e]]], total)
         reach_in[v] = acc
     # reverse: Kahn's order of the reversed graph
-    size = 0
-    for v in range(n):
-        left[v] = out[v + 1] - out[v]
-        if left[v] == 0:
-            order[size] = v
-            size += 1
-    i = 0
-    while i < size:
-        v = order[i]
-        i += 1
-        for e in range(into[v], into[v + 1]):
-            w = tails[in_arcs[e]]
-            left[w] -= 1
-            if left[w] == 0:
-                order[size] = w
-                size += 1
+    order, size = _kahn_order(out, into, in_arcs, tails)
     for i in range(size):
         v = order[i]
         acc = max(-supplies[v], 0)

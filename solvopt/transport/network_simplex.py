@@ -558,6 +558,16 @@ def dense_simplex(cost, supplies, stop, max_pivots, k, block_factor, shrink, flo
                      succ_num, last_succ, pi, flowp)
     why = _matrix_loop(cost, stop, max_pivots, parent, pred, pred_dir, thread, rev_thread, succ_num, last_succ, pi,
                        flowp, dirty, dense_block)
+    none = np.empty(0, np.int64)
+    rows, cols, flows, left = _tree_pairs(pred, flowp, nodes, art_base, n, m, True, none, none, why)
+    return rows, cols, flows, pi[:nodes] - pi[nodes], left, 0, True
+
+
+@njit(cache=True, nogil=True)
+def _tree_pairs(pred, flowp, nodes, art_base, n, m, matrix, tails, heads, why):
+    """(rows, cols, flows) of the tree's real arcs (arc i * m + j of the matrix when ``matrix``, else
+    an index into tails / heads) and what is left on an artificial arc: its largest flow (0:
+    feasible), inf when stopped (``why`` 1), -1 when the pivots ran out (``why`` 2)."""
     size = 0
     left = 0.0
     for u in range(nodes):
@@ -571,15 +581,19 @@ def dense_simplex(cost, supplies, stop, max_pivots, k, block_factor, shrink, flo
     t = 0
     for u in range(nodes):
         if pred[u] < art_base:
-            rows[t] = pred[u] // m
-            cols[t] = pred[u] % m
+            if matrix:
+                rows[t] = pred[u] // m
+                cols[t] = pred[u] % m
+            else:
+                rows[t] = tails[pred[u]]
+                cols[t] = heads[pred[u]] - n
             flows[t] = max(flowp[u], 0.0)
             t += 1
     if why == 1:
         left = np.inf
     elif why == 2:
         left = -1.0
-    return rows, cols, flows, pi[:nodes] - pi[nodes], left, 0, True
+    return rows, cols, flows, left
 
 
 @njit(cache=True, nogil=True)
@@ -728,31 +742,7 @@ def _column_simplex(cost, supplies, stop, max_pivots, k, block_factor, shrink, f
                 heads[count] = n + j
                 costs[count] = cost[col_arg[j], j]
                 count += 1
-    size = 0
-    left = 0.0
-    for u in range(nodes):
-        if pred[u] < art_base:
-            size += 1
-        elif flowp[u] > left:
-            left = flowp[u]
-    rows = np.empty(size, np.int64)
-    cols = np.empty(size, np.int64)
-    flows = np.empty(size, np.float64)
-    t = 0
-    for u in range(nodes):
-        if pred[u] < art_base:
-            if matrix:
-                rows[t] = pred[u] // m
-                cols[t] = pred[u] % m
-            else:
-                rows[t] = tails[pred[u]]
-                cols[t] = heads[pred[u]] - n
-            flows[t] = max(flowp[u], 0.0)
-            t += 1
-    if why == 1:
-        left = np.inf
-    elif why == 2:
-        left = -1.0
+    rows, cols, flows, left = _tree_pairs(pred, flowp, nodes, art_base, n, m, matrix, tails, heads, why)
     return rows, cols, flows, pi[:nodes] - pi[nodes], left, rounds, matrix
 
 
