@@ -35,6 +35,7 @@ import numpy as np
 
 from solvopt.core.errors import ModelError
 
+from .economy_path import barrier_ascent
 from .projection import check_stop
 
 CLIP_GUARANTEE = ("objective is a certified upper bound on the exploitability of the returned profile over the "
@@ -44,7 +45,6 @@ CLIP_GUARANTEE = ("objective is a certified upper bound on the exploitability of
                   "the auctioneer's prices on their feasible set (closed form); 0 only at an equilibrium")
 NODE_LIMIT = 200            # branch-and-bound nodes per consumer
 NEWTON_STEPS = 100          # Newton steps per barrier weight
-BARRIER_FACTOR = 0.1        # the barrier weight shrinks by this per stage
 BARRIER_END = 1e-14         # last barrier weight times the constraints' count, relative to the value's scale
 REL_GAP = 1e-10             # branch and bound stops when bound - lower is at most this relative to the value
 
@@ -247,33 +247,16 @@ def relax(path, l, u):
         H[T + np.arange(T), T + np.arange(T)] += a * h * (h - 1) * W ** (h - 2) - mu / W ** 2
         return F, g, H
 
-    mu = scale / m
-    best = (np.inf, None)
-    while True:
-        check_stop()
-        for _ in range(NEWTON_STEPS):
-            F, g, H = parts(v, mu)
-            try:
-                step = np.linalg.solve(H, -g)
-            except np.linalg.LinAlgError:
-                step = np.linalg.lstsq(H, -g, rcond=None)[0]
-            dec = g @ step
-            if not np.isfinite(dec) or dec <= 1e-16 * scale:
-                break
-            t = 1.0
-            while t > 1e-20 and parts(v + t * step, mu)[0] < F + 0.25 * t * dec:
-                t *= 0.5
-            if t <= 1e-20:
-                break
-            v = v + t * step
-        if h < 1:                       # every stage's multipliers give a bound: keep the least
+    best = [np.inf, None]
+
+    def keep_bound(v, mu):              # every stage's multipliers give a bound: keep the least
+        if h < 1:
             lam = mu / (alpha - G @ v)
             bound = dual_bound(path, rows, l, u, lam)
             if bound < best[0]:
-                best = (bound, lam)
-        if mu * m <= BARRIER_END * scale:
-            break
-        mu *= BARRIER_FACTOR
+                best[:] = [bound, lam]
+
+    v = barrier_ascent(parts, v, scale / m, BARRIER_END * scale, NEWTON_STEPS, 1e-16 * scale, keep_bound, count=m)
     lam = _lp_multipliers(path, rows, l, u) if h == 1 else _lowest(path, rows, l, u, best[1])
     return v[:T], lam, rows, dual_bound(path, rows, l, u, lam)
 

@@ -127,34 +127,42 @@ def best_path(a, c, B, lo, hi, h, y0=None):
         H = (B.T * hW) @ B - mu * np.diag(np.where(fin_lo, 1 / dl ** 2, 0.0) + np.where(fin_hi, 1 / du ** 2, 0.0))
         return F, g, H
 
-    mu = scale / max(n, 1)
+    y = barrier_ascent(parts, y, scale / max(n, 1), BARRIER_END * scale, NEWTON_STEPS, 1e-15 * scale)
+    W = c + B @ y
+    value = _value(a, W, h)
+    upper = _lowest_dual(a, c, B, lo, hi, h, np.where(a > 0, a * h * W ** (h - 1), 1e-300 + 0 * W))
+    return y, value, max(upper, value)
+
+
+def barrier_ascent(parts, v, mu, mu_end, steps, tolerance, on_stage=None, count=1):
+    """Maximise a concave function with log barriers by damped Newton, the barrier weight mu falling
+    by ``BARRIER_FACTOR`` per stage until ``mu * count <= mu_end`` (``count``: the barriers' number,
+    where the end is set for their total weight). ``parts(v, mu)`` gives (F, gradient, Hessian)
+    of the barrier objective, F = -inf outside the domain; a stage ends after ``steps`` steps, when
+    the Newton decrement is at most ``tolerance`` or no step of at least 1e-20 gains (Armijo, 1/4).
+    ``on_stage(v, mu)`` runs after every stage. The time limit and Ctrl-C are checked every stage."""
     while True:
         check_stop()
-        for _ in range(NEWTON_STEPS):
-            F, g, H = parts(y, mu)
+        for _ in range(steps):
+            F, g, H = parts(v, mu)
             try:
                 step = np.linalg.solve(H, -g)
             except np.linalg.LinAlgError:
                 step = np.linalg.lstsq(H, -g, rcond=None)[0]
             decrement = g @ step            # > 0: H is negative definite
-            if not np.isfinite(decrement) or decrement <= 1e-15 * scale:
+            if not np.isfinite(decrement) or decrement <= tolerance:
                 break
             t = 1.0
-            while t > 1e-20:
-                Fn = parts(y + t * step, mu)[0]
-                if Fn >= F + 0.25 * t * (g @ step):
-                    break
+            while t > 1e-20 and parts(v + t * step, mu)[0] < F + 0.25 * t * decrement:
                 t *= 0.5
             if t <= 1e-20:
                 break
-            y = y + t * step
-        if mu <= BARRIER_END * scale:
-            break
+            v = v + t * step
+        if on_stage is not None:
+            on_stage(v, mu)
+        if mu * count <= mu_end:
+            return v
         mu *= BARRIER_FACTOR
-    W = c + B @ y
-    value = _value(a, W, h)
-    upper = _lowest_dual(a, c, B, lo, hi, h, np.where(a > 0, a * h * W ** (h - 1), 1e-300 + 0 * W))
-    return y, value, max(upper, value)
 
 
 def _lowest_dual(a, c, B, lo, hi, h, lam0) -> float:
