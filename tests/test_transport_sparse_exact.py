@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
 
+import solvopt.transport.merge as merge
 import solvopt.transport.sparse_exact as se
 from solvopt.core.errors import ModelError
 from solvopt.core.result import Termination
@@ -93,7 +94,7 @@ def test_pixel_like_ties(p):
     reference = model.solve(method="exact").objective
     r = check_optimal(model, reference)
     assert r.stats["merged_points"][0] <= 216 and r.solution["plan"].shape == (1500, 1500)
-    with patch.object(se, "merged", lambda model: None):
+    with patch.object(merge, "merged", lambda model: None):
         check_optimal(model, reference)
         with patch.object(se, "REFINED_PER_POINT", 10**4):
             check_optimal(model, reference)

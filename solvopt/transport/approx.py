@@ -107,14 +107,13 @@ from solvopt.core.interrupt import stop_reason
 from solvopt.core.options import Option
 from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
-from solvopt.core.result import Termination
 
 from .dual import sorted_keys
 from .flow import ENGINES, FlowStopped, feasible_flow, integer_data, min_cost_flow, ortools_installed
 from .graph import Distances, TwoHopGraph, build_two_hop, default_centres
 from .hierarchy import GridGraph, build_grid
 from .hierarchy import supported as grid_supported
-from .merge import expand_plan, merged
+from .merge import solve_merged
 from .quick import north_west, quick_bound, stopped_result
 from .result import LARGE_P, plan_cost, transport_result
 from .stopping import Stopped, run_abandonable
@@ -138,8 +137,6 @@ DUAL_MIN_SECONDS = 1.0
 # at about the same speed)
 GRID_FROM_PAIRS = 10**9
 GRID_MAX_DIM = 3
-# The terminations of a stopped run (carried over when a merged problem's result is expanded).
-STOPS = (Termination.TIME_LIMIT, Termination.INTERRUPTED)
 
 
 @register
@@ -161,16 +158,8 @@ class Approx(Solver):
     )
 
     def solve(self, model, options):
-        reduced = merged(model)             # repeated points: one point each (exact, see merge)
-        if reduced is None:
-            return self._solve(model, options)
-        small, gx, gy = reduced
-        result = self._solve(small, options)
-        plan = None if result.solution is None else expand_plan(result.solution["plan"], model, gx, gy)
-        stats = dict(result.stats, merged_points=(small.n, small.m))
-        stopped = result.termination if result.termination in STOPS else None
-        return transport_result(model, plan, guarantee=result.stats.get("factor"), bound=result.bound,
-                                stopped=stopped, stats=stats)
+        # repeated points: one point each (exact, see merge); the guarantee stays the proven factor
+        return solve_merged(model, lambda m: self._solve(m, options), lambda result: result.stats.get("factor"))
 
     def _solve(self, model, options):
         start = time.perf_counter()

@@ -16,8 +16,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from solvopt.core.result import Termination
+
+from .result import transport_result
+
 # Merge only when it removes at least this share of the points (else the copies cost more than they save).
 MIN_SHARE = 0.02
+# The terminations of a stopped run, carried over when a merged problem's result is expanded.
+STOPS = (Termination.TIME_LIMIT, Termination.INTERRUPTED)
 
 
 def unique_points(x: np.ndarray, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -40,6 +46,23 @@ def merged(model, min_share: float = MIN_SHARE):
         return None
     small = type(model)(ux, uy, a=ua, b=ub, p=model.p, metric=model.metric)
     return small, gx, gy
+
+
+def solve_merged(model, solve, guarantee):
+    """``solve(model)``, or, when merging repeated points pays (:func:`merged`), ``solve`` of the
+    merged problem with its plan split back onto ``model``'s points (:func:`expand_plan`): the same
+    bound, a stop carried over, ``stats["merged_points"]`` the merged sizes and the guarantee
+    ``guarantee(merged result)``."""
+    reduced = merged(model)
+    if reduced is None:
+        return solve(model)
+    small, gx, gy = reduced
+    result = solve(small)
+    plan = None if result.solution is None else expand_plan(result.solution["plan"], model, gx, gy)
+    stats = dict(result.stats, merged_points=(small.n, small.m))
+    stopped = result.termination if result.termination in STOPS else None
+    return transport_result(model, plan, guarantee=guarantee(result), bound=result.bound, stopped=stopped,
+                            stats=stats)
 
 
 def expand_plan(plan, model, gx: np.ndarray, gy: np.ndarray):
@@ -107,4 +130,4 @@ def _next_of(flag: np.ndarray, ident: np.ndarray) -> np.ndarray:
     return np.where(nxt < len(flag), np.append(ident, -1)[np.minimum(nxt, len(flag))], -1)
 
 
-__all__ = ["expand_plan", "merged", "unique_points"]
+__all__ = ["expand_plan", "merged", "solve_merged", "unique_points"]

@@ -52,10 +52,9 @@ from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
 from solvopt.core.status import within_default_tolerance
 
-from .approx import STOPS  # the terminations of a stopped run (kept on expanding a merge)
 from .dual import bound_and_partners, pricing_rounds
 from .flow import FlowStopped
-from .merge import expand_plan, merged
+from .merge import solve_merged
 from .neighbours import neighbour_pairs
 from .quick import quick_plan, stopped_result
 from .result import LARGE_P, plan_cost, status_scale, transport_result
@@ -260,15 +259,8 @@ class SparseExact(Solver):
         k = options.extra["neighbours"]
         if k < 1:
             raise ModelError(f"method 'sparse-exact': neighbours must be >= 1, got {k}")
-        reduced = merged(model)             # repeated points: one point each (exact, see merge)
-        if reduced is None:
-            return self._solve(model, options, k)
-        small, gx, gy = reduced
-        result = self._solve(small, options, k)
-        plan = None if result.solution is None else expand_plan(result.solution["plan"], model, gx, gy)
-        stats = dict(result.stats, merged_points=(small.n, small.m))
-        stopped = result.termination if result.termination in STOPS else None
-        return transport_result(model, plan, guarantee=1.0, bound=result.bound, stopped=stopped, stats=stats)
+        # repeated points: one point each (exact, see merge)
+        return solve_merged(model, lambda m: self._solve(m, options, k), lambda result: 1.0)
 
     def _solve(self, model, options, k):
         start = time.perf_counter()
