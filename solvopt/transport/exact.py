@@ -149,6 +149,7 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     import scipy.sparse as sp
 
     from .flow import FlowSolution, integer_costs, integer_data, run_stoppable
+    from .flow_types import rounding_bound
     from .network_simplex import (
         BLOCK_FACTOR,
         DENSE_BLOCK_FACTOR,
@@ -187,8 +188,9 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     indptr, indices, data, cost, total = tree_plan(model.n, model.m, rows, cols, r, c, flow, unit, model.mass, costs)
     plan = sp.csr_matrix((data, indices, indptr), shape=(model.n, model.m))
     plan.has_canonical_format = True          # sorted, distinct pairs
-    # the rounding error bound of flow.rounding_error (path_arcs = 1), from the totals at hand
-    error = (total + float(supplies[:len(rows)].sum())) / (2.0 * cost_scale)
+    # the rounding error bound (path_arcs = 1: one arc from each source to each target), from the
+    # totals at hand (the first len(rows) supplies are the sources' positive ones)
+    error = rounding_bound(total, float(supplies[:len(rows)].sum()), cost_scale, 1)
     sol = FlowSolution(flow, cost, pi.astype(np.float64) / -cost_scale, "dense network simplex", error)
     sol.rounds = int(rounds)
     sol.matrix_search = bool(matrix)

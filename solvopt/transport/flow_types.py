@@ -96,8 +96,12 @@ def rounding_error(flow, supplies, scale, n_nodes, path_arcs) -> float:
     per unit of flow on an arc): c(f) - c(f*) <= (|f| + |f*|) / (2 scale), where an optimal f*
     can be taken cycle-free (costs >= 0), so |f*| <= path_arcs * total supply."""
     path_arcs = n_nodes - 1 if path_arcs is None else path_arcs
-    optimal_total = path_arcs * float(supplies[supplies > 0].sum())
-    return (float(flow.sum()) + optimal_total) / (2.0 * scale)
+    return rounding_bound(float(flow.sum()), float(supplies[supplies > 0].sum()), scale, path_arcs)
+
+
+def rounding_bound(flow_total: float, supply_total: float, scale, path_arcs: int) -> float:
+    """:func:`rounding_error` from the totals: |f| = ``flow_total``, total supply ``supply_total``."""
+    return (flow_total + path_arcs * supply_total) / (2.0 * scale)
 
 
 def run_stoppable(kernel, args, tail, stop):
