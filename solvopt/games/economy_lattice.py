@@ -50,14 +50,7 @@ import numpy as np
 from solvopt.core.errors import ModelError, SolverError
 
 from . import economy as ec
-from .economy_horizon import (  # noqa: F401 - is_stochastic is read from here too
-    MONEY_UNIT,
-    PRICE_FLOOR,
-    _fisher_prices,
-    _indifferent_period,
-    _no_check,
-    is_stochastic,
-)
+from .economy_horizon import MONEY_UNIT, PRICE_FLOOR, _fisher_prices, _indifferent_period, _no_check
 
 MAX_CLASSES = 20000         # classes a lattice may hold (holdings below the limit multiply them)
 INDIFFERENT_METHODS = ("lm", "trf")   # least_squares' methods for an indifferent class, tried in turn

@@ -160,7 +160,7 @@ class MarkovHorizon(_MarkovSolver):
         from .projection import Stopped
         x = options.extra
         clipped = econ.endowment_floor is not None
-        stochastic = economy_lattice.is_stochastic(econ)      # then classes of histories, not periods
+        stochastic = economy_horizon.is_stochastic(econ)      # then classes of histories, not periods
         if stochastic:
             scale = economy_lattice.uniform_endowment_value(econ)
         else:
@@ -182,9 +182,17 @@ class MarkovHorizon(_MarkovSolver):
             if reason is not None:
                 raise Stopped(reason)
 
-        construct = (economy_lattice.forward_equilibrium if stochastic else economy_clip.clip_equilibrium
-                     if clipped else economy_horizon.forward_equilibrium if econ.degree == 1.0
-                     else economy_horizon.degree_equilibrium)
+        from .economy_deviation import GUARANTEE
+        from .economy_path import PATH_GUARANTEE
+        if stochastic:                  # the construction, and what its certificate covers
+            construct, guarantee = economy_lattice.forward_equilibrium, economy_lattice.GUARANTEE
+        elif clipped:
+            construct, guarantee = economy_clip.clip_equilibrium, economy_clip.CLIP_GUARANTEE
+        elif econ.degree == 1.0:
+            construct = economy_horizon.forward_equilibrium
+            guarantee = GUARANTEE + " (on the time-expanded economy: an upper bound for the finite horizon)"
+        else:
+            construct, guarantee = economy_horizon.degree_equilibrium, PATH_GUARANTEE
         from .projection import stopping_at
         # inner calls (certificates' HiGHS runs, Newton loops) may use the first certificate's grace too;
         # step() holds the later rounds to the run's own deadline
@@ -210,11 +218,7 @@ class MarkovHorizon(_MarkovSolver):
                             metric_history=[[k] + [history[k].get(n) for n in HORIZON_METRICS]
                                             for k in sorted(history)],
                             metric_names=list(HORIZON_METRICS))
-        from .economy_deviation import GUARANTEE
-        from .economy_path import PATH_GUARANTEE
-        result.guarantee = (economy_lattice.GUARANTEE if stochastic else economy_clip.CLIP_GUARANTEE if clipped
-                            else GUARANTEE + " (on the time-expanded "
-                            "economy: an upper bound for the finite horizon)" if econ.degree == 1.0 else PATH_GUARANTEE)
+        result.guarantee = guarantee
         return result
 
 
