@@ -279,7 +279,7 @@ class PricingRound(NamedTuple):
 
 
 def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: str = "auto", stop=None,
-                   spread: int = 0, max_spread: int = 0):
+                   spread: int = 0, max_spread: int = 0, start=None):
     """Rounds of pricing on the candidate pairs ``keys`` (flat i * m + j; they must carry a feasible
     plan), yielded as :class:`PricingRound` until no pair is left to add (or no bound is found).
 
@@ -294,8 +294,10 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
     little dearer). ``max_spread`` > ``spread``: the spread doubles (up to it) after every round
     that stops closing in (adds more than :data:`STALL_SHARE` of the pairs the round before
     added: clouds of different shapes, whose optimal pairs are far from the nearest neighbours
-    the start holds). The caller ends the loop when it has
-    what it needs; FlowStopped (in the flow) or :class:`Stopped` (in the c-transforms) when
+    the start holds). ``start``: (sorted pair keys, (parent, pred, pred_dir)), a primal feasible
+    spanning tree on pairs among ``keys`` from which the network simplex's first round starts
+    (e.g. :func:`solvopt.transport.multiscale.refined_tree`; one it refuses means the artificial
+    start). The caller ends the loop when it has what it needs; FlowStopped (in the flow) or :class:`Stopped` (in the c-transforms) when
     ``stop()`` turns true."""
     import time
 
@@ -310,7 +312,7 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
     most = max(spread, max_spread)
     if most > 0 and model.cost is None and not callable(model.metric):
         near_x, near_y = _own_neighbours(model.x, model.metric, most), _own_neighbours(model.y, model.metric, most)
-    tree, tree_keys, added = None, None, None
+    tree, tree_keys, added = (None, None, None) if start is None else (start[1], start[0], None)
     while True:
         r, c = np.divmod(keys, m)
         with np.errstate(under="ignore", over="ignore"):

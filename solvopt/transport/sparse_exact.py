@@ -55,6 +55,7 @@ from solvopt.core.status import within_default_tolerance
 from .dual import bound_and_partners, pricing_rounds
 from .flow import FlowStopped
 from .merge import solve_merged
+from .multiscale import refined_tree
 from .neighbours import neighbour_pairs
 from .quick import quick_plan, stopped_result
 from .result import LARGE_P, plan_cost, status_scale, transport_result
@@ -163,16 +164,28 @@ def start_keys(model, k: int, *, multiscale: bool = True, engine: str = "simplex
     """The starting candidate pairs (flat keys): k nearest neighbours both ways, plus pairs that
     carry a feasible plan: the refined support of the coarsened problem's optimum (solved the same
     way, recursively, down to :data:`COARSEST` points), else the north-west corner plan."""
+    return start_pairs(model, k, multiscale=multiscale, engine=engine, stop=stop, stats=stats)[0]
+
+
+def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simplex", stop=None,
+                stats=None, max_rounds: int = COARSE_ROUNDS):
+    """(:func:`start_keys`, a starting tree or None): with the multiscale start and the simplex, the
+    coarse optimum's tree refined to the points (:func:`solvopt.transport.multiscale.refined_tree`),
+    from which the first fine round starts warm; every coarse level starts warm the same way.
+    ``max_rounds``: pricing rounds on each coarse level."""
     r, c = neighbour_pairs(model, k)
     keys = r * model.m + c
     coarse = clusters(model) if multiscale and model.n + model.m > COARSEST else None
     if coarse is not None:
         small, sx, sy, rows, cols = coarse
         held: list = []
-        plan, _, more, stopped = price(small, start_keys(small, k, engine=engine, stop=stop, stats=stats),
-                                       engine=engine, stop=stop, max_rounds=COARSE_ROUNDS, potentials=held)
+        t0 = time.perf_counter()
+        small_keys, small_tree = start_pairs(small, k, engine=engine, stop=stop, stats=stats, max_rounds=max_rounds)
+        plan, _, more, stopped = price(small, small_keys, engine=engine, stop=stop, max_rounds=max_rounds,
+                                       potentials=held, start=small_tree)
         if stats is not None:
-            stats.setdefault("levels", []).append({"n": small.n, "m": small.m, **more})
+            stats.setdefault("levels", []).append({"n": small.n, "m": small.m, **more,
+                                                   "time": time.perf_counter() - t0})
         if stopped:
             raise Stopped
         fine = None if plan is None else refined_pairs(plan, sx, sy, rows, cols, model.m,
@@ -185,9 +198,10 @@ def start_keys(model, k: int, *, multiscale: bool = True, engine: str = "simplex
                 out = bound_and_partners(model, u, fine_unit(model), stop, "auto")
                 if out is not None:
                     keys = np.concatenate([keys, out[1][0] * model.m + out[1][1]])
-            return keys
+            tree = refined_tree(plan, sx, sy, rows, cols, model) if engine == "simplex" else None
+            return keys, tree
     start = quick_plan(model).tocoo()
-    return np.concatenate([keys, start.row.astype(np.int64) * model.m + start.col])
+    return np.concatenate([keys, start.row.astype(np.int64) * model.m + start.col]), None
 
 
 def fine_unit(model) -> float:
@@ -197,11 +211,15 @@ def fine_unit(model) -> float:
 
 
 def price(model, keys: np.ndarray, *, engine: str = "simplex", method: str = "auto", stop=None,
-          max_rounds: int = MAX_ROUNDS, progress=None, potentials: list | None = None):
+          max_rounds: int = MAX_ROUNDS, progress=None, potentials: list | None = None, start=None,
+          ratio: float = math.inf, label: str = "sparse-exact"):
     """The pricing loop on candidate pairs ``keys`` (flat indices i * m + j; they must carry a
     feasible plan). Returns (plan or None, best certified bound or None, stats, stopped: bool).
     ``stop``: a callable; a stop ends the loop with what it holds. ``potentials``: a list that
-    receives [source potentials of the last restricted optimum, their length unit]."""
+    receives [source potentials of the last restricted optimum, their length unit]. ``start``: a
+    starting tree for the simplex's first round (see :func:`start_pairs`). ``ratio``: also stop
+    once the bound reaches ``ratio`` x the plan's W_p (an approximation: gap at most 1 - ratio).
+    ``label``: the method named in the progress lines."""
     n, m = model.n, model.m
     unit = fine_unit(model)
     plan, bound = None, None
@@ -209,7 +227,7 @@ def price(model, keys: np.ndarray, *, engine: str = "simplex", method: str = "au
     stopped = False
     try:
         for step in pricing_rounds(model, keys, unit, engine=engine, method=method, stop=stop,
-                                   spread=SPREAD, max_spread=MAX_SPREAD):
+                                   spread=SPREAD, max_spread=MAX_SPREAD, start=start):
             stats["flow_time"] += step.flow_time
             stats["pricing_time"] += step.pricing_time
             stats["rounds"] += 1
@@ -224,10 +242,10 @@ def price(model, keys: np.ndarray, *, engine: str = "simplex", method: str = "au
             bound = step.bound if bound is None else max(bound, step.bound)
             stats["candidates"] = int(len(step.rows))
             if progress is not None:
-                progress(f"sparse-exact: round {stats['rounds']}: {len(step.rows):,} pairs, W_p {objective:.9g}, "
+                progress(f"{label}: round {stats['rounds']}: {len(step.rows):,} pairs, W_p {objective:.9g}, "
                          f"bound {bound:.9g}", force=True)
             if within_default_tolerance(objective, bound, scale=status_scale(model, objective)) \
-                    or stats["rounds"] >= max_rounds:
+                    or stats["rounds"] >= max_rounds or bound >= ratio * objective:
                 break
             if stop is not None and stop():
                 stopped = True
@@ -273,12 +291,12 @@ class SparseExact(Solver):
         if stop():
             return stopped_result(model, stop_reason(deadline), stats)
         try:
-            keys = start_keys(model, k, multiscale=options.extra["multiscale"], engine=engine,
-                              stop=stop, stats=stats)
+            keys, tree = start_pairs(model, k, multiscale=options.extra["multiscale"], engine=engine,
+                                     stop=stop, stats=stats)
         except Stopped:
             return stopped_result(model, stop_reason(deadline), stats)
         stats["start_time"] = time.perf_counter() - start
-        plan, bound, more, stopped = price(model, keys, engine=engine, stop=stop, progress=progress)
+        plan, bound, more, stopped = price(model, keys, engine=engine, stop=stop, progress=progress, start=tree)
         stats.update(more)
         if plan is None:
             return stopped_result(model, stop_reason(deadline), stats, bound=bound)

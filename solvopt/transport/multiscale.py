@@ -1,0 +1,76 @@
+"""A warm start for the fine level of a multiscale transport solve: the coarse optimum's tree, refined.
+
+A coarse optimum of the network simplex is a forest of coarse pairs (I, J) (source cell I, target
+cell J) with positive flow. Its refinement to the points is a forest too, and it carries a
+feasible plan of the fine problem:
+
+1. within every source cell, the north-west corner between the cell's points (their masses) and
+   the cell's coarse pairs (their flows, in a fixed order): every point sends a run of
+   consecutive pieces, two points share at most one pair (the staircase is a path);
+2. within every target cell, the north-west corner between the pieces arriving there and the
+   cell's points: each fine pair (source of the piece, target point) with positive mass.
+
+Contracting each cell's staircase gives back the coarse forest, so the fine support has no cycle
+(and this is checked: edges = nodes - components). Hanging each component on the simplex's root by
+an artificial arc of flow 0 makes a primal feasible spanning tree, from which the network simplex
+starts instead of from the artificial tree: at 10^5 points it needs a fraction of the pivots of a
+cold start (the coarse optimum is already close).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .merge import _split
+
+UP, DOWN = 1, -1
+
+
+def refined_tree(coarse_plan, sx, sy, rows, cols, model):
+    """A starting spanning tree for the network simplex on the fine problem from the coarse plan
+    (CSR, source cells x target cells; its support a forest, as a simplex optimum's): the fine
+    points with mass ``rows`` / ``cols`` lie in cells ``sx`` / ``sy``. Returns (keys, (parent, pred,
+    pred_dir)) with ``keys`` the sorted fine pairs i * m + j of the tree and ``pred`` indexing them
+    (``len(keys) + u``: node u's artificial arc), as :func:`solvopt.transport.dual.pricing_rounds`
+    takes it; None when the refined support has a cycle (it should not) or nothing to refine."""
+    n, m = model.n, model.m
+    coo = coarse_plan.tocoo()
+    keep = coo.data > 0
+    big_i, big_j, flow = coo.row[keep], coo.col[keep], coo.data[keep]
+    if not len(flow):
+        return None
+    # sources: pieces (member of the source cell, coarse pair, mass), north-west within each cell
+    src, entry, piece = _split(sx, model.a[rows], big_i, flow)
+    # targets: those pieces arriving at each target cell against the cell's points
+    tgt, which, _ = _split(sy, model.b[cols], big_j[entry], piece)
+    fine_r, fine_c = rows[src[which]], cols[tgt]
+    keys = np.unique(fine_r.astype(np.int64) * m + fine_c)
+    r, c = np.divmod(keys, m)
+    nodes = n + m
+    graph = sp.coo_matrix((np.ones(len(keys)), (r, c + n)), shape=(nodes, nodes)).tocsr()
+    count, label = sp.csgraph.connected_components(graph, directed=False)
+    if len(keys) != nodes - count:       # a cycle: no tree (the start would be refused anyway)
+        return None
+    # one representative per component hangs on a virtual node (index nodes); a search from it
+    # gives every node its parent
+    first = np.full(count, -1, np.int64)
+    first[label[::-1]] = np.arange(nodes)[::-1]
+    hub = sp.coo_matrix((np.ones(count), (np.full(count, nodes), first)), shape=(nodes + 1, nodes + 1))
+    full = sp.bmat([[sp.coo_matrix(graph, shape=(nodes, nodes)), None], [None, sp.coo_matrix((1, 1))]]) + hub
+    _, up = sp.csgraph.breadth_first_order(full.tocsr(), nodes, directed=False, return_predecessors=True)
+    up = up[:nodes].astype(np.int64)
+    parent = np.where(up == nodes, nodes, up)          # the virtual node is the simplex's root (index nodes)
+    pred = np.empty(nodes, np.int64)
+    pred_dir = np.full(nodes, UP, np.int64)
+    hung = up == nodes
+    pred[hung] = len(keys) + np.flatnonzero(hung)       # artificial arcs, flow 0, pointing up
+    inner = np.flatnonzero(~hung)
+    is_source = inner < n
+    i = np.where(is_source, inner, parent[inner])
+    j = np.where(is_source, parent[inner], inner) - n
+    pred[inner] = np.searchsorted(keys, i * m + j)
+    pred_dir[inner] = np.where(is_source, UP, DOWN)     # arcs run source -> target
+    return keys, (parent, pred, pred_dir)
+
+
+__all__ = ["refined_tree"]
