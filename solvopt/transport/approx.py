@@ -150,7 +150,10 @@ class Approx(Solver):
         Option("engine", str, "auto", "min-cost flow engine on the sparse graph", ENGINES),
         Option("graph", str, "auto", "the sparse graph: 'two-hop' (factor 3, about 2 n^1.5 arcs), 'grid' "
                "(points with a named metric, finite p: a grid hierarchy of O(n log n) arcs, factor 4 |(1,..,1)|, "
-               "5.66 for euclidean d = 2), 'auto' (grid for d <= 3 from 10^9 pairs)", ("auto", "two-hop", "grid")),
+               "5.66 for euclidean d = 2), 'multiscale' (points with a named metric, finite p: candidate pairs "
+               "from coarsened problems, a few pricing rounds; no a-priori factor, the gap is measured by the "
+               "certified dual bound), 'auto' (grid for d <= 3 from 10^9 pairs)",
+               ("auto", "two-hop", "grid", "multiscale")),
         Option("improve", bool, True, "re-solve exactly over the flow's candidate pairs (same bound, better plan)"),
         Option("certificate", str, "dual", "the reported bound: 'dual' prices a certified dual bound by "
                "c-transforms (the real gap, up to the solve's own time again), 'factor' keeps the proven factor "
@@ -171,6 +174,9 @@ class Approx(Solver):
         k = extra["centres"] or default_centres(model.n, model.m)
         stats = {"kernels": kernels}
         stop = lambda: stop_reason(deadline) is not None     # noqa: E731
+        if _use_multiscale(model, extra["graph"]):
+            from .approx_multiscale import solve_multiscale
+            return solve_multiscale(model, deadline, progress, stats)
 
         def prepare():                 # importing Numba and loading the kernels: seconds the first time
             ready = Distances(model, kernels=kernels)
@@ -200,6 +206,17 @@ class Approx(Solver):
         if math.isinf(model.p):
             return _bottleneck(model, graph, distances, extra, deadline, progress, stats)
         return _finite(model, graph, distances, extra, deadline, progress, stats)
+
+
+def _use_multiscale(model, choice: str) -> bool:
+    """Whether to solve by the multiscale pricing (option ``graph``; ModelError where it does not apply)."""
+    if choice != "multiscale":
+        return False
+    from .sparse_exact import supported as why_not
+    why = why_not(model)
+    if why is not None:
+        raise ModelError(f"graph='multiscale': {why}")
+    return True
 
 
 def _use_grid(model, choice: str) -> bool:
