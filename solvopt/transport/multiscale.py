@@ -39,11 +39,20 @@ def refined_tree(coarse_plan, sx, sy, rows, cols, model):
     big_i, big_j, flow = coo.row[keep], coo.col[keep], coo.data[keep]
     if not len(flow):
         return None
+    # every order below runs along one line (the first principal axis of the targets)
+    axis = _principal_axis(model.y[cols])
+    at_x, at_y = model.x[rows] @ axis, model.y[cols] @ axis
+    ox, oy = np.argsort(at_x, kind="stable"), np.argsort(at_y, kind="stable")
+    centre_j = np.bincount(sy, weights=at_y) / np.maximum(np.bincount(sy), 1)
+    oe = np.argsort(centre_j[big_j], kind="stable")
+    big_i, big_j, flow = big_i[oe], big_j[oe], flow[oe]
     # sources: pieces (member of the source cell, coarse pair, mass), north-west within each cell
-    src, entry, piece = _split(sx, model.a[rows], big_i, flow)
+    src, entry, piece = _split(sx[ox], model.a[rows[ox]], big_i, flow)
+    src = ox[src]
     # targets: those pieces arriving at each target cell against the cell's points
-    tgt, which, _ = _split(sy, model.b[cols], big_j[entry], piece)
-    fine_r, fine_c = rows[src[which]], cols[tgt]
+    op = np.argsort(at_x[src], kind="stable")
+    tgt, which, _ = _split(sy[oy], model.b[cols[oy]], big_j[entry[op]], piece[op])
+    fine_r, fine_c = rows[src[op[which]]], cols[oy[tgt]]
     keys = np.unique(fine_r.astype(np.int64) * m + fine_c)
     r, c = np.divmod(keys, m)
     nodes = n + m
@@ -71,6 +80,17 @@ def refined_tree(coarse_plan, sx, sy, rows, cols, model):
     pred[inner] = np.searchsorted(keys, i * m + j)
     pred_dir[inner] = np.where(is_source, UP, DOWN)     # arcs run source -> target
     return keys, (parent, pred, pred_dir)
+
+
+def _principal_axis(pts: np.ndarray) -> np.ndarray:
+    """The unit direction of largest spread of ``pts`` (the first axis when it is one point)."""
+    axis = np.zeros(pts.shape[1])
+    axis[0] = 1.0
+    if len(pts) > 1:
+        centred = pts[:: max(1, len(pts) // 4096)] - pts.mean(axis=0)
+        _, _, vt = np.linalg.svd(centred, full_matrices=False)
+        axis = vt[0]
+    return axis
 
 
 __all__ = ["refined_tree"]
