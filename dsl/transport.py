@@ -227,10 +227,10 @@ class Transport(FamilyModel):
             self.a, self.b = balanced_weights(a, b, self.n, self.m)
             if callable(self.metric):
                 self.distance_block(slice(0, 1), np.arange(min(self.m, 4)))  # a bad metric fails here, clearly
-            else:
-                self._check_span()
-        self.mass = float(self.a.sum())
         self._distance_scale: float | None = None
+        if self.cost is None and not callable(self.metric):
+            self._check_span()              # (sets the distance scale from its bounding box)
+        self.mass = float(self.a.sum())
 
     @property
     def distances(self) -> FloatArray | None:
@@ -246,15 +246,24 @@ class Transport(FamilyModel):
     def _box_extent(self) -> FloatArray:
         """Per axis, the extent of the bounding box of the points with positive mass."""
         x, y = self._points()
-        xs, ys = x[self.a > 0], y[self.b > 0]
-        low = np.minimum(xs.min(axis=0), ys.min(axis=0))
-        high = np.maximum(xs.max(axis=0), ys.max(axis=0))
+        # the masses are nonnegative: all nonzero is all positive, and then no masked copies
+        both = np.concatenate((x if self.a.all() else x[self.a > 0], y if self.b.all() else y[self.b > 0]))
+        high, low = both.max(axis=0), both.min(axis=0)
+        if math.isfinite(float(high.max()) - float(low.min())):     # (Python floats overflow silently)
+            extent: FloatArray = high - low                         # no axis overflows: no errstate (microseconds)
+            return extent
         with np.errstate(over="ignore"):
-            extent: FloatArray = high - low
+            extent = high - low
         return extent
 
+    def _metric_length(self, extent: FloatArray) -> float:
+        """The named metric's length of a per-axis extent (the bounding box's diagonal for euclidean)."""
+        return float(np.sqrt(np.dot(extent, extent)) if self.metric == "euclidean"
+                     else extent.sum() if self.metric == "cityblock" else extent.max())
+
     def _check_span(self) -> None:
-        """ModelError when the distances of a named metric would leave float64's safe range."""
+        """ModelError when the distances of a named metric would leave float64's safe range; else
+        the distance scale from the same bounding box (one pass over the points)."""
         extent = self._box_extent()
         if not np.all(np.isfinite(extent)):
             raise ModelError("the points span more than float64 holds: divide the coordinates by a constant "
@@ -263,6 +272,7 @@ class Transport(FamilyModel):
             if float(extent.sum()) > MAX_DISTANCE:
                 raise ModelError(f"the points span more than {MAX_DISTANCE:g}: divide the coordinates by a constant "
                                  "(W_p scales with them)")
+            self._distance_scale = self._metric_length(extent)
             return
         low, high = EUCLIDEAN_SPAN
         top = float(extent.max())
@@ -272,6 +282,7 @@ class Transport(FamilyModel):
         if 0 < top < low:
             raise ModelError(f"the points span less than {low:g} (squared differences would underflow): multiply "
                              "the coordinates by a constant (W_p scales with them)")
+        self._distance_scale = self._metric_length(extent)
 
     def distance_scale(self) -> float | None:
         """The data's own scale of distances: an upper bound on every distance between points with mass.
@@ -295,9 +306,7 @@ class Transport(FamilyModel):
             elif callable(self.metric):
                 return None
             else:
-                extent = self._box_extent()
-                self._distance_scale = float(np.sqrt(np.dot(extent, extent)) if self.metric == "euclidean"
-                                             else extent.sum() if self.metric == "cityblock" else extent.max())
+                self._distance_scale = self._metric_length(self._box_extent())
         return self._distance_scale
 
     def __repr__(self) -> str:

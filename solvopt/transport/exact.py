@@ -50,7 +50,7 @@ from solvopt.core.status import within_default_tolerance
 
 from .flow import ENGINES, FEASIBILITY_ENGINES, FlowStopped, feasible_flow, integer_data, min_cost_flow
 from .quick import stopped_result
-from .result import LARGE_P, dual_bound, plan_cost, status_scale, transport_result
+from .result import LARGE_P, METRIC_CODES, dual_bound, dual_value, plan_cost, status_scale, transport_result
 from .stopping import Stopped, run_abandonable
 
 # Feasibility tests of the bottleneck search: flow.feasible_flow's engines, or SciPy's Hopcroft-Karp.
@@ -74,14 +74,19 @@ def full_distances(model, method: str, bytes_per_pair: int) -> np.ndarray:
     """The (n, m) distance matrix (not raised to p): the cost matrix itself, or every pair of points.
 
     Refused (ModelError, before allocating) when ``bytes_per_pair`` x n x m, what ``method``
-    holds at its peak, exceeds half of the machine's memory.
+    holds at its peak, exceeds half of the machine's memory (:func:`check_memory`).
     """
+    check_memory(model, method, bytes_per_pair)
+    return model.distance_block(slice(None))
+
+
+def check_memory(model, method: str, bytes_per_pair: int) -> None:
+    """ModelError when ``bytes_per_pair`` x n x m exceeds half of the machine's memory."""
     need = bytes_per_pair * model.n * model.m
     if need > SMALL_BYTES and need > memory_budget():      # (reading the budget costs about a millisecond)
         raise ModelError(f"method {method!r} holds the full {model.n} x {model.m} distance matrix and its work arrays: "
                          f"about {format_bytes(need)}, more than half of this machine's memory "
                          f"({format_bytes(memory_budget(1.0))}); use method 'approx'")
-    return model.distance_block(slice(None))
 
 
 def scaled_costs(distances: np.ndarray, p: float, reference: float | None = None,
@@ -148,7 +153,7 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     ``simplex`` engine, so the flow's cost error is bounded by ``abs_error``. Returns (plan, FlowSolution)."""
     import scipy.sparse as sp
 
-    from .flow import FlowSolution, integer_costs, integer_data, run_stoppable
+    from .flow import FlowSolution, integer_data, run_stoppable
     from .flow_types import rounding_bound
     from .network_simplex import (
         BLOCK_FACTOR,
@@ -156,44 +161,32 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
         DIRECT_PAIRS,
         SWITCH_FLOOR,
         SWITCH_SHRINK,
-        dense_simplex,
-        scaled_integers,
+        dense_transport,
     )
-    from .plan_kernels import tree_plan
     supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
     units = uniform_units(supplies, len(rows)) or integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]
     scaled = supplies if units is None else units[1].astype(np.float64)
     nodes = len(rows) + len(cols)
-    costs = np.ascontiguousarray(costs)
-    # as flow.integer_costs (the simplex engine's scaling), in one pass where the scale is finite
-    limit = min(2**53, 2**62 // (4 * (nodes + 2)))
-    top = float(costs.max()) if costs.size else 0.0
-    if top > 0 and math.isfinite(limit / top):
-        cost_scale = limit / top
-        ints = np.empty(costs.shape, np.int64)
-        scaled_integers(costs, cost_scale, ints)
-    else:
-        ints, cost_scale = integer_costs(costs.ravel(), limit)
-        ints = ints.reshape(costs.shape)
-    if stop is not None and stop():
-        raise FlowStopped
-    r, c, flow, pi, left, rounds, matrix = run_stoppable(
-        dense_simplex, (ints, scaled),
-        (0, DENSE_NEIGHBOURS, BLOCK_FACTOR, SWITCH_SHRINK, SWITCH_FLOOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS), stop)
-    del ints
+    # integer costs as flow.integer_costs (the simplex engine's scaling), the simplex and the plan of
+    # its tree (the flow in units of the mass, zero flows left out, the flow's cost): one kernel call
+    limit = float(min(2**53, 2**62 // (4 * (nodes + 2))))
+    indptr, indices, data, flow, cost, total, potentials, partners, left, rounds, matrix, cost_scale = (
+        run_stoppable(
+            dense_transport,
+            (np.ascontiguousarray(costs), scaled, limit, rows, cols, model.n, model.m, unit, model.mass),
+            (0, DENSE_NEIGHBOURS, BLOCK_FACTOR, SWITCH_SHRINK, SWITCH_FLOOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS), stop))
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
         raise SolverError("the dense network simplex ended with flow on an artificial arc")
-    # one pass: the flow in units of the mass, the plan (zero flows left out), the flow's cost
-    indptr, indices, data, cost, total = tree_plan(model.n, model.m, rows, cols, r, c, flow, unit, model.mass, costs)
     plan = sp.csr_matrix((data, indices, indptr), shape=(model.n, model.m))
     plan.has_canonical_format = True          # sorted, distinct pairs
     # the rounding error bound (path_arcs = 1: one arc from each source to each target), from the
     # totals at hand (the first len(rows) supplies are the sources' positive ones)
     error = rounding_bound(total, float(supplies[:len(rows)].sum()), cost_scale, 1)
-    sol = FlowSolution(flow, cost, pi.astype(np.float64) / -cost_scale, "dense network simplex", error)
+    sol = FlowSolution(flow, cost, potentials, "dense network simplex", error)
     sol.rounds = int(rounds)
     sol.matrix_search = bool(matrix)
+    sol.partners = partners
     return plan, sol
 
 
@@ -260,21 +253,23 @@ def support_potentials(costs: np.ndarray, plan, rows: np.ndarray, cols: np.ndarr
 def flow_bound(model, costs, scale, plan, sol, rows, cols, stop=None) -> float | None:
     """The best certified bound on W_p from a full-graph flow on ``costs`` (the rows x cols
     matrix of (d / scale)^p the flow ran on, capped or not): the engine's duals (either sign
-    convention), the support's tree potentials, and the engine's stated cost error. The dual
+    convention; the dense simplex's in one, with their best partners from its kernel), the
+    support's tree potentials, and the engine's stated cost error. The dual
     passes read ``costs``; ``stop``: when it turns true, the passes not yet made are skipped
     (the bound so far stays valid)."""
     candidates: list[float | None] = []
-    if sol.potentials is not None:
+    partners = getattr(sol, "partners", None)
+    if partners is not None:
+        # the dense simplex's potentials are exact duals in HiGHS' sign convention: one sign, and one
+        # pass (the targets' best partners, made by its kernel) makes them feasible for the float costs
+        candidates.append(dual_value(model, rows, cols, sol.potentials[:len(rows)], partners, scale))
+    elif sol.potentials is not None:
         full = np.zeros(model.n)
-        # the dense simplex's potentials are exact duals in HiGHS' sign convention: one sign, and
-        # one pass (the targets' best partners) makes them feasible for the float costs
-        dense = sol.engine == "dense network simplex"
-        for sign in (1.0,) if dense else (1.0, -1.0):
+        for sign in (1.0, -1.0):
             if candidates and stop is not None and stop():
                 break
             full[rows] = sign * sol.potentials[:len(rows)]
-            candidates.append(dual_bound(model, full, scale, passes=1 if dense else 2, costs=costs,
-                                         support=(rows, cols)))
+            candidates.append(dual_bound(model, full, scale, costs=costs, support=(rows, cols)))
     else:
         candidates.append(dual_bound(model, support_potentials(costs, plan, rows, cols), scale, costs=costs))
         cost_low = sol.cost - sol.abs_error           # the engine's own optimality statement
@@ -324,12 +319,20 @@ class ExactTransport(Solver):
         need = PAIR_BYTES["assignment" if assignment else "dense" if options.extra["engine"] == "auto" else "flow"]
         # small inputs take milliseconds: run in place (a watching thread costs as much), stops seen between steps
         watch = None if model.n * model.m <= INLINE_PAIRS else stop
+        named = METRIC_CODES.get(model.metric) if model.cost is None and isinstance(model.metric, str) else None
         try:          # the full matrix and its p-th powers: seconds for large inputs, watched
-            costs, scale = run_abandonable(
-                lambda: scaled_costs(full_distances(model, "exact", need), model.p, reference, cap), watch)
+            if watch is None and named is not None and reference is None:
+                from .plan_kernels import point_costs
+                check_memory(model, "exact", need)            # small point inputs: one kernel, no temporaries
+                costs, scale = point_costs(model.x, model.y, named, model.p)
+            else:
+                costs, scale = run_abandonable(
+                    lambda: scaled_costs(full_distances(model, "exact", need), model.p, reference, cap), watch)
         except Stopped:
             return halted()
-        rows, cols = np.flatnonzero(model.a > 0), np.flatnonzero(model.b > 0)
+        # (masses are nonnegative: all nonzero is all positive)
+        rows = np.arange(model.n) if model.a.all() else np.flatnonzero(model.a)
+        cols = np.arange(model.m) if model.b.all() else np.flatnonzero(model.b)
         full = assignment or (len(rows) == model.n and len(cols) == model.m)
         sub = costs if full else costs[np.ix_(rows, cols)]        # no copy when every point has mass
         minima: list[float] = []

@@ -31,6 +31,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .plan_kernels import best_partners, tree_plan
+
 UP, DOWN = 1, -1
 
 
@@ -744,6 +746,49 @@ def _column_simplex(cost, supplies, stop, max_pivots, k, block_factor, shrink, f
                 count += 1
     rows, cols, flows, left = _tree_pairs(pred, flowp, nodes, art_base, n, m, matrix, tails, heads, why)
     return rows, cols, flows, pi[:nodes] - pi[nodes], left, rounds, matrix
+
+
+@njit(cache=True, nogil=True)
+def dense_transport(costs, supplies, limit, rows, cols, n, m, unit, mass, stop, max_pivots, k, block_factor, shrink,
+                    floor, dense_block, direct_pairs):
+    """The kernel work of :func:`solvopt.transport.exact.dense_flow` in one call (a few microseconds
+    of dispatch and temporaries each saved on small inputs): the float costs (>= 0, the rows x cols
+    sub-matrix) scaled to integers from the largest one as :func:`solvopt.transport.flow.integer_costs`
+    does (range ``limit``), :func:`dense_simplex` on them, and the plan of its tree
+    (:func:`solvopt.transport.plan_kernels.tree_plan`, flows in units of ``unit``, masses x ``mass``).
+
+    Returns (indptr, indices, data, flow, cost, total, potentials, partners, left, rounds, matrix,
+    cost_scale): the n x m CSR plan, the tree arcs' flows, the flow's cost and total
+    (:func:`tree_plan`), the potentials per node in units of ``costs`` (exact duals of the integer
+    costs in HiGHS' sign convention: ``-pi / cost_scale``), the targets' best partners
+    v_j = min_i (costs_ij - potentials_i) (the pass of :func:`solvopt.transport.result.dual_bound`),
+    what is left on an artificial arc, the rounds and the matrix search (:func:`dense_simplex`), and
+    the scale of the integer costs."""
+    top = 0.0
+    for i in range(costs.shape[0]):
+        for j in range(costs.shape[1]):
+            if costs[i, j] > top:
+                top = costs[i, j]
+    ints = np.empty(costs.shape, np.int64)
+    if top > 0 and np.isfinite(limit / top):
+        cost_scale = limit / top
+        scaled_integers(costs, cost_scale, ints)
+    elif top > 0:                       # a subnormal largest cost: divide first
+        cost_scale = np.finfo(np.float64).max
+        for i in range(costs.shape[0]):
+            for j in range(costs.shape[1]):
+                ints[i, j] = np.int64(np.rint(costs[i, j] / top * limit))
+    else:
+        cost_scale = 1.0
+        ints[:] = 0
+    r, c, flow, pi, left, rounds, matrix = dense_simplex(ints, supplies, stop, max_pivots, k, block_factor, shrink,
+                                                         floor, dense_block, direct_pairs)
+    indptr, indices, data, cost, total = tree_plan(n, m, rows, cols, r, c, flow, unit, mass, costs)
+    # the potentials in units of the float costs (exact duals of the integer ones, in HiGHS' sign),
+    # and the targets' best partners for the sources' ones: the dual bound's pass (result.dual_bound)
+    potentials = pi / -cost_scale
+    partners = best_partners(costs, potentials[:costs.shape[0]], 0)
+    return indptr, indices, data, flow, cost, total, potentials, partners, left, rounds, matrix, cost_scale
 
 
 @njit(cache=True, nogil=True)

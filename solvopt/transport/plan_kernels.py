@@ -1,5 +1,6 @@
 """Numba passes over a transport plan and its small arrays: build the plan's CSR arrays from
-pairs, check and repair them, its cost, the dual bound's best partners.
+pairs, check and repair them, its cost, the dual bound's best partners (and, for the small
+exact solves, the matrix of (d / s)^p of two point sets).
 
 They run on every result (:func:`solvopt.transport.result.clean_plan`,
 :func:`~solvopt.transport.result.pair_plan`, :func:`~solvopt.transport.result.plan_cost`,
@@ -87,6 +88,16 @@ def marginal_error(indptr, indices, data, a, b):
     for j in range(m):
         error = max(error, abs(col[j] - b[j]))
     return error
+
+
+@njit(cache=True, nogil=True)
+def checked_error(indptr, indices, data, a, b, noise):
+    """:func:`check_entries` then, when they pass (code 0), :func:`marginal_error`, in one call:
+    (code, lowest entry, entries zeroed, marginal error or inf)."""
+    code, low, zeroed = check_entries(data, noise)
+    if code != 0:
+        return code, low, zeroed, np.inf
+    return code, low, zeroed, marginal_error(indptr, indices, data, a, b)
 
 
 @njit(cache=True, nogil=True)
@@ -182,3 +193,65 @@ def tree_plan(n, m, rows, cols, r, c, flow, unit, mass, costs):
         pm[k] = f * mass
     indptr, indices, data = csr_from_pairs(n, m, pr, pc, pm)
     return indptr, indices, data, cost, total
+
+
+@njit(cache=True, nogil=True)
+def plan_power_sum(indptr, indices, data, x, y, metric, p):
+    """:func:`power_sum` over the entries of a CSR plan, each at the distance of its pair: between
+    the points x[i] and y[j] (``metric`` 0: euclidean, 1: cityblock, 2: chebyshev; coordinates in
+    index order, as SciPy's ``cdist``), or, ``metric`` -1, the entry x[i, j] of a distance matrix."""
+    d = np.empty(len(indices))
+    for i in range(len(indptr) - 1):
+        for t in range(indptr[i], indptr[i + 1]):
+            j = indices[t]
+            if metric < 0:
+                d[t] = x[i, j]
+                continue
+            s = 0.0
+            for k in range(x.shape[1]):
+                diff = abs(x[i, k] - y[j, k])
+                if metric == 0:
+                    s += diff * diff
+                elif metric == 1:
+                    s += diff
+                elif diff > s:
+                    s = diff
+            d[t] = np.sqrt(s) if metric == 0 else s
+    return power_sum(data, d, p)
+
+
+@njit(cache=True, nogil=True)
+def point_costs(x, y, metric, p):
+    """((d / s)^p, s) for every pair of the points x (n, dim) and y (m, dim), s the largest distance
+    d (1 when all are 0), ``metric`` numbered as in :func:`plan_power_sum`: in one pass for the
+    distances (the same sums as SciPy's ``cdist``) and one for the powers, as
+    :func:`solvopt.transport.exact.scaled_costs` takes them (p = 2: a product)."""
+    n, m, dim = x.shape[0], y.shape[0], x.shape[1]
+    out = np.empty((n, m))
+    top = 0.0
+    for i in range(n):
+        for j in range(m):
+            s = 0.0
+            for k in range(dim):
+                diff = abs(x[i, k] - y[j, k])
+                if metric == 0:
+                    s += diff * diff
+                elif metric == 1:
+                    s += diff
+                elif diff > s:
+                    s = diff
+            if metric == 0:
+                s = np.sqrt(s)
+            out[i, j] = s
+            if s > top:
+                top = s
+    scale = top if top > 0 else 1.0
+    for i in range(n):
+        for j in range(m):
+            c = out[i, j] / scale
+            if p == 2.0:
+                c = c * c
+            elif p != 1.0:
+                c = c ** p
+            out[i, j] = c
+    return out, scale

@@ -27,6 +27,10 @@ REPAIR_ROUNDS = 3
 # Above this p, d^p spans more decades than float64 and the flow engines resolve: the exact
 # methods measure lengths in units of W_inf, approx also tries its p = inf plan.
 LARGE_P = 8.0
+# float64's machine epsilon (np.finfo costs a microsecond a call)
+EPS = float(np.finfo(np.float64).eps)
+# The named metrics as :func:`solvopt.transport.plan_kernels.plan_power_sum` numbers them.
+METRIC_CODES = {"euclidean": 0, "cityblock": 1, "chebyshev": 2}
 
 
 def plan_cost(model, plan) -> tuple[float, float]:
@@ -35,17 +39,18 @@ def plan_cost(model, plan) -> tuple[float, float]:
     For p = inf: (the largest distance carrying mass, the same). Computed with the largest
     support distance factored out, so a large p does not overflow.
     """
-    if plan.format == "csr":        # its rows from the row pointers: no COO copy
-        rows, cols = np.repeat(np.arange(plan.shape[0]), np.diff(plan.indptr)), plan.indices
+    from .plan_kernels import plan_power_sum, power_sum
+    if plan.nnz == 0:
+        return 0.0, 0.0
+    p = 1.0 if math.isinf(model.p) else float(model.p)
+    code = -1 if model.cost is not None else METRIC_CODES.get(model.metric) if isinstance(model.metric, str) else None
+    if plan.format == "csr" and code is not None:      # one pass over the plan: no index or distance copies
+        held = model.cost if code < 0 else model.x
+        top, scaled = plan_power_sum(plan.indptr, plan.indices, np.asarray(plan.data, dtype=np.float64), held,
+                                     held if code < 0 else model.y, code, p)
     else:
         coo = plan.tocoo()
-        rows, cols = coo.row, coo.col
-    from .plan_kernels import power_sum
-    mass = np.asarray(plan.data, dtype=np.float64)
-    d = model.pair_distances(rows, cols)
-    if len(d) == 0:
-        return 0.0, 0.0
-    top, scaled = power_sum(mass, d, 1.0 if math.isinf(model.p) else float(model.p))
+        top, scaled = power_sum(np.asarray(coo.data, dtype=np.float64), model.pair_distances(coo.row, coo.col), p)
     if math.isinf(model.p):
         return top, top
     if top == 0.0:
@@ -72,21 +77,20 @@ def clean_plan(model, plan, owned: bool = False):
     else:
         plan = sp.csr_matrix(plan, dtype=np.float64, copy=True)
     plan.sum_duplicates()
-    from .plan_kernels import check_entries, marginal_error, rescale
-    noise = ZERO_MASS * model.mass
-    code, low, zeroed = check_entries(plan.data, noise)       # noise zeroed in place
+    from .plan_kernels import checked_error, marginal_error, rescale
+    a, b = model.a, model.b
+    # the entries checked, noise zeroed in place (zeros change no sum), and the marginal error
+    code, low, zeroed, error = checked_error(plan.indptr, plan.indices, plan.data, a, b, ZERO_MASS * model.mass)
     if code == 1:
         raise SolverError("transport plan has a non-finite entry")
     if code == 2:
         raise SolverError(f"transport plan has a negative entry {low!r}")
     if zeroed:
         plan.eliminate_zeros()
-    a, b = model.a, model.b
-    error = marginal_error(plan.indptr, plan.indices, plan.data, a, b)
     tol = MARGINAL_TOL * model.mass
     if error > tol:
         raise SolverError(f"transport plan marginals are off by {error:.3g} (tolerance {tol:.3g})")
-    floor = np.finfo(np.float64).eps * model.mass
+    floor = EPS * model.mass
     for _ in range(REPAIR_ROUNDS):
         if error <= floor:             # drift at the rounding of the total: nothing to repair
             break
@@ -215,6 +219,13 @@ def dual_bound(model, u, scale: float, passes: int = 2, cap: float = math.inf,
     v = _best_partner(model, rows, cols, u, scale, axis=0, cap=cap, costs=costs)
     if passes > 1:
         u = _best_partner(model, rows, cols, v, scale, axis=1, cap=cap, costs=costs)
+    return dual_value(model, rows, cols, u, v, scale)
+
+
+def dual_value(model, rows, cols, u, v, scale: float) -> float | None:
+    """The bound on W_p of :func:`dual_bound` from a feasible dual pair: u (len(rows)) and v
+    (len(cols)) with u_i + v_j <= (d_ij / scale)^p for the sources ``rows`` and targets ``cols``
+    with mass (e.g. v the best partners of u); None when it is not finite."""
     # per unit of mass (masses of any size), then back: W_p >= scale (M value)^(1/p)
     value = float(np.dot(model.a[rows] / model.mass, u) + np.dot(model.b[cols] / model.mass, v))
     if not math.isfinite(value):
