@@ -79,6 +79,8 @@ GEOMETRIC_RATIO = 1.02
 # General masses: radius rounds too (growth per round), the preflow carried from round to round.
 RADIUS_FLOWS = True
 FLOW_GROWTH = 1.25
+# n = m uniform masses: growth per radius round of the matching tests.
+MATCH_GROWTH = 1.1
 
 
 def tree_path(model) -> bool:
@@ -183,8 +185,8 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
             mr, mc = start[0].copy(), start[1].copy()
             matched = run_abandonable(lambda: augment(indptr, indices, limit, mr, mc), stop)
             state["tests"] += 1
-            progress(f"bottleneck: {k} pairs {'feasible' if matched == nr else 'infeasible'}, "
-                     f"{state['tests']} tests")
+            verdict = "feasible" if matched == nr else f"infeasible ({nr - matched} unmatched)"
+            progress(f"bottleneck: {k} pairs {verdict}, {state['tests']} tests")
             if matched < nr:
                 base[0], base[1] = mr, mc
                 if k == len(r):
@@ -307,7 +309,7 @@ def point_bottleneck(model, options, engine: str = "auto", raw: bool = False):
                 below = state.pop("kbase")         # the maximum matching at R: valid beyond R
             state["bound"] = radius                # R is infeasible: W_inf > R
             rounds += 1
-            radius *= (FLOW_GROWTH if flowing else 1.1) if rounds < 8 else 1.5
+            radius *= (FLOW_GROWTH if flowing else MATCH_GROWTH) if rounds < 8 else 1.5
 
     try:
         tx = run_abandonable(lambda: _tree(model.x[rows]), stop)

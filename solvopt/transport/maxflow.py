@@ -186,9 +186,10 @@ class WarmFlow:
     """Feasibility tests on the prefixes of a pair list sorted by length (local indices r, c into
     the sources and targets with mass ``a``, ``b``), each warm from the preflow of the largest
     prefix proven infeasible. ``test(k)``: the flow on the first k pairs (per pair, in the given
-    order) when they carry a plan, else None (proven by a Hall violator)."""
+    order) when they carry a plan, else None (proven by a Hall violator whose deficit exceeds
+    ``margin``: the rounding error the caller's masses may hold, e.g. sums of many masses)."""
 
-    def __init__(self, r, c, a, b):
+    def __init__(self, r, c, a, b, margin: float = 0.0):
         nr, nc = len(a), len(b)
         total = math.fsum(a)
         self.a, self.b = a, b
@@ -202,6 +203,7 @@ class WarmFlow:
         self.colptr = np.zeros(nc + 1, np.int64)
         np.cumsum(np.bincount(self.indices, minlength=nc), out=self.colptr[1:])
         self.r = np.asarray(r)
+        self.margin = margin
         self.tol = MASS_TOLERANCE / max(len(r), 1)
         self.base = (*self._empty(), 0)              # flow, row excess, column excess, room to the sink, prefix
 
@@ -248,7 +250,7 @@ class WarmFlow:
         arcs = arcs[arcs < limit[self.rows_sorted[arcs]]]
         neighbours = np.zeros(len(self.b), bool)
         neighbours[self.indices[arcs]] = True
-        if hall_deficit(self.a, self.b, stuck, neighbours) <= 0:
+        if hall_deficit(self.a, self.b, stuck, neighbours) <= self.margin:
             raise ArithmeticError("max flow: unmet demand without a Hall violator (rounding)")
         self.base = (flow, ex_r, ex_c, room, k)     # a search tests only longer prefixes after this one
         return None
