@@ -112,10 +112,13 @@ def validate_weights(weights: Any, name: str, count: int, owner: str) -> FloatAr
         raise ModelError(f"{name!r} must be 1-D (one mass per point), got shape {w.shape}")
     if w.shape[0] != count:
         raise ModelError(f"{name!r} has {w.shape[0]} entries but {owner!r} has {count} points")
-    if np.any(w < 0):
+    if w.size and float(w.min()) < 0:
         raise ModelError(f"{name!r} has a negative weight at index {int(np.argmax(w < 0))}")
-    with np.errstate(over="ignore"):
+    if w.size and float(w.max()) * w.size < 1e308:      # the sum cannot overflow: no errstate (microseconds)
         total = float(w.sum())
+    else:
+        with np.errstate(over="ignore"):
+            total = float(w.sum())
     if not total > 0:
         raise ModelError(f"{name!r} must have a positive total mass")
     if not math.isfinite(total):
@@ -265,7 +268,7 @@ class Transport(FamilyModel):
         """ModelError when the distances of a named metric would leave float64's safe range; else
         the distance scale from the same bounding box (one pass over the points)."""
         extent = self._box_extent()
-        if not np.all(np.isfinite(extent)):
+        if not math.isfinite(float(extent.max())):         # (extents are >= 0 or inf, never NaN)
             raise ModelError("the points span more than float64 holds: divide the coordinates by a constant "
                              "(W_p scales with them)")
         if self.metric != "euclidean":
