@@ -49,6 +49,16 @@ from solvopt.core.result import Termination
 from solvopt.core.status import within_default_tolerance
 
 from .flow import ENGINES, FEASIBILITY_ENGINES, FlowStopped, feasible_flow, integer_data, min_cost_flow
+from .flow_types import _MAX_UNITS, FlowSolution, rounding_bound, run_stoppable
+from .network_simplex import (
+    BLOCK_FACTOR,
+    DENSE_BLOCK_FACTOR,
+    DIRECT_PAIRS,
+    SWITCH_FLOOR,
+    SWITCH_SHRINK,
+    dense_transport,
+)
+from .plan_kernels import mass_supplies, point_costs
 from .quick import stopped_result
 from .result import LARGE_P, METRIC_CODES, dual_bound, dual_value, plan_cost, status_scale, transport_result
 from .stopping import Stopped, run_abandonable
@@ -152,19 +162,9 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     and its integer copy. Costs are scaled to integers from the largest one, as for the
     ``simplex`` engine, so the flow's cost error is bounded by ``abs_error``. Returns (plan, FlowSolution)."""
     import scipy.sparse as sp
-
-    from .flow import FlowSolution, integer_data, run_stoppable
-    from .flow_types import rounding_bound
-    from .network_simplex import (
-        BLOCK_FACTOR,
-        DENSE_BLOCK_FACTOR,
-        DIRECT_PAIRS,
-        SWITCH_FLOOR,
-        SWITCH_SHRINK,
-        dense_transport,
-    )
-    supplies = np.concatenate([model.a[rows], -model.b[cols]]) / model.mass
-    units = uniform_units(supplies, len(rows)) or integer_data(supplies, None)
+    # the supplies per unit of mass, in integer units when the masses are uniform (uniform_units)
+    supplies, unit, ints, found = mass_supplies(model.a, model.b, rows, cols, model.mass, _MAX_UNITS)
+    units = (unit, ints, None) if found else integer_data(supplies, None)
     unit = 1.0 if units is None else units[0]
     scaled = supplies if units is None else units[1].astype(np.float64)
     nodes = len(rows) + len(cols)
@@ -193,26 +193,11 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
 def uniform_units(supplies: np.ndarray, sources: int):
     """:func:`solvopt.transport.flow.integer_data` of ``supplies`` when the first ``sources`` are
     equal and the others too (uniform masses, the common case): unit 1 / lcm(n, m), checked as
-    there, without its search for the denominators; None otherwise (the general search decides)."""
-    from .flow_types import _MAX_UNITS
-    from .plan_kernels import two_values
-    k, l = sources, len(supplies) - sources
-    if k == 0 or l == 0:
-        return None
-    first, last = float(supplies[0]), float(supplies[k])
-    if not (first > 0 and last < 0 and two_values(supplies, k)):
-        return None
-    total = math.lcm(k, l)
-    if 2 * total > _MAX_UNITS:
-        return None
-    unit = 1.0 / total
-    top = max(first, -last)
-    if abs(total // k * unit - first) > 1e-12 * top or abs(total // l * unit + last) > 1e-12 * top:
-        return None
-    ints = np.empty(k + l, np.int64)
-    ints[:k] = total // k
-    ints[k:] = -(total // l)
-    return unit, ints, None
+    there, without its search for the denominators; None otherwise (the general search decides).
+    (:func:`solvopt.transport.plan_kernels.uniform_ints`, which :func:`dense_flow` calls in its kernel.)"""
+    from .plan_kernels import uniform_ints
+    unit, ints, found = uniform_ints(np.asarray(supplies, dtype=np.float64), sources, _MAX_UNITS)
+    return (unit, ints, None) if found else None
 
 
 def support_potentials(costs: np.ndarray, plan, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -322,7 +307,6 @@ class ExactTransport(Solver):
         named = METRIC_CODES.get(model.metric) if model.cost is None and isinstance(model.metric, str) else None
         try:          # the full matrix and its p-th powers: seconds for large inputs, watched
             if watch is None and named is not None and reference is None:
-                from .plan_kernels import point_costs
                 check_memory(model, "exact", need)            # small point inputs: one kernel, no temporaries
                 costs, scale = point_costs(model.x, model.y, named, model.p)
             else:

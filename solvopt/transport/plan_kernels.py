@@ -174,6 +174,48 @@ def two_values(values, split):
 
 
 @njit(cache=True, nogil=True)
+def uniform_ints(supplies, k, max_units):
+    """(unit, integer supplies, found) of :func:`solvopt.transport.exact.uniform_units`: when the first
+    ``k`` supplies are equal (> 0) and the others too (< 0), unit 1 / lcm(k, l) and the supplies in
+    units of it, checked to 1e-12 of the largest; found False otherwise (or beyond ``max_units``)."""
+    l = len(supplies) - k
+    none = np.empty(0, np.int64)
+    if k == 0 or l == 0:
+        return 1.0, none, False
+    first, last = supplies[0], supplies[k]
+    if not (first > 0 and last < 0 and two_values(supplies, k)):
+        return 1.0, none, False
+    x, y = k, l
+    while y:
+        x, y = y, x % y
+    if k // x > max_units // (2 * l):          # 2 lcm(k, l) > max_units (without overflow)
+        return 1.0, none, False
+    total = k // x * l
+    unit = 1.0 / total
+    top = max(first, -last)
+    if abs(total // k * unit - first) > 1e-12 * top or abs(total // l * unit + last) > 1e-12 * top:
+        return 1.0, none, False
+    ints = np.empty(k + l, np.int64)
+    ints[:k] = total // k
+    ints[k:] = -(total // l)
+    return unit, ints, True
+
+
+@njit(cache=True, nogil=True)
+def mass_supplies(a, b, rows, cols, mass, max_units):
+    """The supplies of a transport flow, (a[rows], -b[cols]) / mass, with :func:`uniform_ints` of
+    them: (supplies, unit, integer supplies, found)."""
+    k, l = len(rows), len(cols)
+    supplies = np.empty(k + l)
+    for i in range(k):
+        supplies[i] = a[rows[i]] / mass
+    for j in range(l):
+        supplies[k + j] = -b[cols[j]] / mass
+    unit, ints, found = uniform_ints(supplies, k, max_units)
+    return supplies, unit, ints, found
+
+
+@njit(cache=True, nogil=True)
 def tree_plan(n, m, rows, cols, r, c, flow, unit, mass, costs):
     """A flow on the pairs (rows[r[k]], cols[c[k]]) of a sub-matrix, in integer units, as a plan:
     flow scaled by ``unit`` in place; returns (indptr, indices, data) of the n x m CSR plan
