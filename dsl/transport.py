@@ -95,10 +95,10 @@ def validate_cost(cost: Any, name: str = "cost") -> FloatArray:
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ModelError(f"{name!r} is empty (shape {arr.shape}): a transport problem needs at least one point "
                          "on each side")
-    if np.any(arr < 0):
+    if float(arr.min()) < 0:              # (reductions: no boolean temporaries of the matrix's size)
         where = tuple(int(i) for i in np.argwhere(arr < 0)[0])
         raise ModelError(f"{name!r} has a negative {what[:-1]} at {where}")
-    if np.any(arr > MAX_DISTANCE):
+    if float(arr.max()) > MAX_DISTANCE:
         where = tuple(int(i) for i in np.argwhere(arr > MAX_DISTANCE)[0])
         raise ModelError(f"{name!r} has an entry above {MAX_DISTANCE:g} at {where}: divide the matrix by a "
                          "constant (W_p scales with it)")
