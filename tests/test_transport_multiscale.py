@@ -140,3 +140,16 @@ def test_multiscale_refuses_what_it_cannot_certify():
         Transport(x, y, p=float("inf")).solve("approx", graph="multiscale")
     with pytest.raises(ModelError, match="multiscale"):
         Transport(cost=cdist(x, y)).solve("approx", graph="multiscale")
+
+
+def test_auto_graph_takes_multiscale_for_large_point_clouds():
+    """graph="auto" runs the multiscale pricing from GRID_FROM_PAIRS pairs on (points with a named
+    metric, d <= 3, finite p), the two-hop graph (with its factor) below and elsewhere."""
+    import solvopt.transport.approx as approx
+    x, y, _, _ = clouds(300, 300, 2, 4)
+    with patch.object(approx, "GRID_FROM_PAIRS", 300 * 300):
+        big = Transport(x, y, p=1).solve("approx")
+        assert big.stats["graph"] == "multiscale" and big.stats["factor"] is None
+        assert Transport(x, y, p=float("inf")).solve("approx").stats["graph"] == "two-hop"
+    small = Transport(x, y, p=1).solve("approx")
+    assert small.stats["graph"] == "two-hop" and small.stats["factor"] == pytest.approx(3.0)
