@@ -47,7 +47,7 @@ from .maxflow import WarmFlow
 from .stopping import Stopped, run_abandonable
 
 # Default occupancy: delta is chosen so that the bounding box holds about this many points per cell.
-PER_CELL = 8.0
+PER_CELL = 4.0
 # Radius rounds of the lower search: R grows by this factor while L_R is infeasible.
 GROWTH = 1.25
 # Cells held in a dense lookup table up to this many grid positions; beyond, a binary search.
@@ -125,27 +125,41 @@ def grid_bottleneck(model, options: SolveOptions | None = None, *, delta: float 
             return flows, run
 
         def upper(t_lo, infeasible_upto):
-            """The smallest feasible U-threshold up to t_lo + 2h and its flow, or None when U there is
-            infeasible (then so is L_{t_lo}, its subgraph). U_t is a subgraph of L_t, and a plan within
-            t < W_inf cannot exist: the values up to the largest infeasible L, and below the bound,
-            are infeasible."""
-            r, c, length = cells.pairs(t_lo + 2 * diameter + 2 * slack, False)
-            values, prefix = _distinct(length)
-            flows, run = tester(r, c)
-            stats["upper_arcs"] = len(r)
-            hi = len(values) - 1
-            best = run(int(prefix[hi]))
-            if best is None or isinstance(best, str):
-                return None
-            lo = max(int(np.searchsorted(values, infeasible_upto, side="right")),
-                     int(np.searchsorted(values, state["lower"], side="left")))
+            """The smallest feasible U-threshold up to top = t_lo + 2h and its flow, or None when U_top
+            is infeasible (then so is L_{t_lo}, its subgraph). Radius rounds from the bound up (U_R
+            for R growing by :data:`GROWTH`, each warm from the last round's preflow, the last at
+            top), then a bisection over the feasible round's dmax values. U_t is a subgraph of L_t,
+            and no plan is within t < W_inf: the values up to the largest infeasible L, and below
+            the bound, are infeasible."""
+            top = t_lo + 2 * diameter + 2 * slack
+            radius = min(max(state["lower"], diameter), top)
+            below, carried = max(infeasible_upto, np.nextafter(state["lower"], -math.inf)), None
+            while True:
+                poll()
+                r, c, length = cells.pairs(radius, False)
+                values, prefix = _distinct(length)
+                flows, run = tester(r, c)
+                if carried is not None:
+                    flows.seed(carried, int(np.searchsorted(length, below, side="right")))
+                stats["upper_arcs"], stats["upper_rounds"] = len(r), stats.get("upper_rounds", 0) + 1
+                best = run(len(r)) if len(r) else None
+                stage(f"bottleneck grid: plan round {stats['upper_rounds']}: {len(r)} cell pairs within "
+                      f"{radius:.6g}, {'feasible' if isinstance(best, np.ndarray) else 'infeasible'}", force=True)
+                if isinstance(best, np.ndarray):
+                    break
+                if radius >= top:
+                    return None
+                below = max(below, radius)
+                carried = flows.carried() if best is None and flows.base[4] > 0 else None
+                radius = min(max(radius * GROWTH, radius + delta), top)
+            lo, hi = int(np.searchsorted(values, below, side="right")), len(values) - 1
             while lo < hi:
                 mid = (lo + hi) // 2
                 out = run(int(prefix[mid]))
-                if out is None or isinstance(out, str):
-                    lo = mid + 1
-                else:
+                if isinstance(out, np.ndarray):
                     hi, best = mid, out
+                else:
+                    lo = mid + 1
             stats["t_hi"] = float(values[hi])
             return best, r, c
 
