@@ -1,10 +1,17 @@
-"""Small exact solves, call for call: ``wasserstein(x, y, p)`` (methods ``exact`` and ``auto``)
-against ``ot.emd2(a, b, cdist(x, y) ** p)`` (POT with its cost matrix: like for like).
+"""Small exact solves, call for call against POT in one process: ``wasserstein(x, y, p)``
+(methods ``exact`` and ``auto``) against ``ot.emd2`` and ``ot.emd`` on ``cdist(x, y) ** p``, and
+``emd2(a, b, M)`` against ``ot.emd2(a, b, M)`` on the same ready cost matrix (like for like).
 
-Uniform points in the unit square, n = m, uniform masses. For each n: 20 warm-up calls of each,
-then the median CPU time (``time.process_time``) of ``--calls`` calls, and the ratio ours / POT:
+Points uniform in the unit square (d = 2), n = m, masses uniform or random (``--masses``). For
+each case: 20 warm-up calls of each, then ``--calls`` rounds, each timing one call of every
+contender in turn (so a change of load hits all of them alike); the median CPU time
+(``time.process_time``) per call and the ratios ours / POT. Ours includes building and checking
+the model, the solve, the certified bound, the plan's checks and the Result; POT's the cost
+matrix (except in the ``emd2(M)`` columns, where both get M)::
 
-    nice python benchmarks/transport_small.py --sizes 50 100 200 --calls 200
+    nice python benchmarks/transport_small.py --sizes 20 50 100 200 --p 1 2 --masses uniform random --calls 300
+
+Results: ``benchmarks/results/transport_small.md``.
 """
 from __future__ import annotations
 
@@ -13,40 +20,59 @@ import statistics
 import time
 
 
-def median_ms(fn, calls: int) -> float:
-    for _ in range(20):
-        fn()
-    times = []
+def medians_ms(contenders: dict, calls: int) -> dict:
+    """Median CPU time per call (ms) of each contender, timed round-robin."""
+    for fn in contenders.values():
+        for _ in range(20):
+            fn()
+    times: dict = {name: [] for name in contenders}
+    clock = time.process_time
     for _ in range(calls):
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
-    return statistics.median(times) * 1e3
+        for name, fn in contenders.items():
+            t0 = clock()
+            fn()
+            times[name].append(clock() - t0)
+    return {name: statistics.median(v) * 1e3 for name, v in times.items()}
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 200])
-    ap.add_argument("--calls", type=int, default=200)
-    ap.add_argument("--p", type=float, default=2.0)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[20, 50, 100, 200])
+    ap.add_argument("--p", type=float, nargs="+", default=[1.0, 2.0])
+    ap.add_argument("--masses", nargs="+", choices=["uniform", "random"], default=["uniform", "random"])
+    ap.add_argument("--calls", type=int, default=300)
     args = ap.parse_args(argv)
     import numpy as np
-    import ot
     from scipy.spatial.distance import cdist
 
-    from solvopt.transport.api import wasserstein
-    p = args.p
-    print("| n | p | ot.emd2 + cdist (ms) | exact (ms) | exact / POT | auto (ms) | auto / POT |")
-    print("|---|---|---|---|---|---|---|")
+    from solvopt.transport.api import emd2, wasserstein
+    from solvopt.transport.exact import import_pot
+    ot = import_pot()
+    print("| n | masses | p | ot.emd2 + cdist (ms) | ot.emd + cdist (ms) | exact (ms) | exact / ot.emd2 | "
+          "exact / ot.emd | auto / ot.emd2 | ot.emd2(M) (ms) | emd2(M) (ms) | emd2(M) / ot.emd2(M) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
-        rng = np.random.default_rng(0)
-        x, y = rng.random((n, 2)), rng.random((n, 2))
-        a = np.full(n, 1.0 / n)
-        pot = median_ms(lambda: ot.emd2(a, a, cdist(x, y) ** p), args.calls)
-        exact = median_ms(lambda: wasserstein(x, y, p, method="exact"), args.calls)
-        auto = median_ms(lambda: wasserstein(x, y, p), args.calls)
-        print(f"| {n} | {p:g} | {pot:.3f} | {exact:.3f} | {exact / pot:.2f} | {auto:.3f} | {auto / pot:.2f} |",
-              flush=True)
+        for masses in args.masses:
+            for p in args.p:
+                rng = np.random.default_rng(0)
+                x, y = rng.random((n, 2)), rng.random((n, 2))
+                if masses == "uniform":
+                    a = b = np.full(n, 1.0 / n)
+                else:
+                    a, b = rng.random(n) + 0.1, rng.random(n) + 0.1
+                    a, b = a / a.sum(), b / b.sum()
+                M = cdist(x, y) ** p
+                t = medians_ms({
+                    "pot2": lambda: ot.emd2(a, b, cdist(x, y) ** p),
+                    "pot": lambda: ot.emd(a, b, cdist(x, y) ** p),
+                    "exact": lambda: wasserstein(x, y, p, a, b, method="exact"),
+                    "auto": lambda: wasserstein(x, y, p, a, b),
+                    "potM": lambda: ot.emd2(a, b, M),
+                    "oursM": lambda: emd2(a, b, M),
+                }, args.calls)
+                print(f"| {n} | {masses} | {p:g} | {t['pot2']:.3f} | {t['pot']:.3f} | {t['exact']:.3f} | "
+                      f"{t['exact'] / t['pot2']:.2f} | {t['exact'] / t['pot']:.2f} | {t['auto'] / t['pot2']:.2f} | "
+                      f"{t['potM']:.3f} | {t['oursM']:.3f} | {t['oursM'] / t['potM']:.2f} |", flush=True)
 
 
 if __name__ == "__main__":
