@@ -183,10 +183,8 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     # the rounding error bound (path_arcs = 1: one arc from each source to each target), from the
     # totals at hand (the first len(rows) supplies are the sources' positive ones)
     error = rounding_bound(total, float(supplies[:len(rows)].sum()), cost_scale, 1)
-    sol = FlowSolution(flow, cost, potentials, "dense network simplex", error)
-    sol.rounds = int(rounds)
-    sol.matrix_search = bool(matrix)
-    sol.partners = partners
+    sol = FlowSolution(flow, cost, potentials, "dense network simplex", error, rounds=int(rounds),
+                       matrix_search=bool(matrix), partners=partners)
     return plan, sol
 
 
@@ -194,7 +192,8 @@ def uniform_units(supplies: np.ndarray, sources: int):
     """:func:`solvopt.transport.flow.integer_data` of ``supplies`` when the first ``sources`` are
     equal and the others too (uniform masses, the common case): unit 1 / lcm(n, m), checked as
     there, without its search for the denominators; None otherwise (the general search decides).
-    (:func:`solvopt.transport.plan_kernels.uniform_ints`, which :func:`dense_flow` calls in its kernel.)"""
+    The test is :func:`solvopt.transport.plan_kernels.uniform_ints`, which :func:`dense_flow` runs in
+    its supplies kernel (:func:`~solvopt.transport.plan_kernels.mass_supplies`)."""
     from .plan_kernels import uniform_ints
     unit, ints, found = uniform_ints(np.asarray(supplies, dtype=np.float64), sources, _MAX_UNITS)
     return (unit, ints, None) if found else None
@@ -243,7 +242,7 @@ def flow_bound(model, costs, scale, plan, sol, rows, cols, stop=None) -> float |
     passes read ``costs``; ``stop``: when it turns true, the passes not yet made are skipped
     (the bound so far stays valid)."""
     candidates: list[float | None] = []
-    partners = getattr(sol, "partners", None)
+    partners = sol.partners
     if partners is not None:
         # the dense simplex's potentials are exact duals in HiGHS' sign convention: one sign, and one
         # pass (the targets' best partners, made by its kernel) makes them feasible for the float costs

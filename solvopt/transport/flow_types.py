@@ -24,8 +24,10 @@ class FlowSolution:
     """An optimal (see ``abs_error``) flow: ``flow`` per arc, its ``cost`` = sum flow * cost,
     ``potentials`` per node (LP duals; None when the engine gives none), the ``engine`` used and
     ``abs_error``, an upper bound on ``cost`` minus the optimal cost (0 for exact engines), and
-    ``rounds``, the pricing rounds of an engine that prices (None for the others), and
-    ``matrix_search``, whether the dense simplex finished by block search over the whole matrix."""
+    ``rounds``, the pricing rounds of an engine that prices (None for the others),
+    ``matrix_search``, whether the dense simplex finished by block search over the whole matrix, and
+    ``partners``, the targets' best partners v_j = min_i (c_ij - potentials_i) when the engine made
+    them (the dense simplex: the dual bound's pass, done in its kernel; None for the others)."""
 
     flow: np.ndarray
     cost: float
@@ -34,6 +36,7 @@ class FlowSolution:
     abs_error: float = 0.0
     rounds: int | None = None
     matrix_search: bool | None = None    # the dense simplex went on by block search over the whole matrix
+    partners: np.ndarray | None = None   # the dense simplex's best partners of its potentials
 
 
 def integer_units(values, max_denominator: int = 10**7, max_distinct: int = 256):
