@@ -134,14 +134,17 @@ def test_shared_positions_cost_nothing():
     assert result.objective == 0 and result.solution_status is SolutionStatus.OPTIMAL
 
 
-def test_auto_takes_the_grid_only_where_it_applies():
+def test_auto_takes_multiscale_where_the_grid_applied():
+    """graph="auto" now runs the multiscale pricing where it ran the grid (large point clouds,
+    d <= 3, finite p); the grid is built only when asked for."""
     big = np.zeros((40000, 2)), np.ones((40000, 2))
-    assert approx_module._use_grid(Transport(*big, p=2), "auto")
-    assert approx_module._use_grid(Transport(*big, p=1, metric="cityblock"), "auto")
-    assert not approx_module._use_grid(Transport(*big, p=math.inf), "auto")
-    assert not approx_module._use_grid(Transport(np.zeros((40000, 4)), np.ones((40000, 4)), p=2), "auto")
-    assert not approx_module._use_grid(Transport(np.zeros((50, 2)), np.ones((60, 2)), p=2), "auto")
-    assert not approx_module._use_grid(Transport(*big, p=2), "two-hop")
+    multiscale = approx_module._use_multiscale
+    assert multiscale(Transport(*big, p=2), "auto") and not approx_module._use_grid(Transport(*big, p=2), "auto")
+    assert multiscale(Transport(*big, p=1, metric="cityblock"), "auto")
+    assert not multiscale(Transport(*big, p=math.inf), "auto")
+    assert not multiscale(Transport(np.zeros((40000, 4)), np.ones((40000, 4)), p=2), "auto")
+    assert not multiscale(Transport(np.zeros((50, 2)), np.ones((60, 2)), p=2), "auto")
+    assert not multiscale(Transport(*big, p=2), "two-hop")
     small = Transport(np.zeros((5, 2)), np.ones((5, 2)), p=math.inf)
     with pytest.raises(ModelError, match="graph='grid'"):
         small.solve("approx", graph="grid")

@@ -294,7 +294,8 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
     little dearer). ``max_spread`` > ``spread``: the spread doubles (up to it) after every round
     that stops closing in (adds more than :data:`STALL_SHARE` of the pairs the round before
     added: clouds of different shapes, whose optimal pairs are far from the nearest neighbours
-    the start holds). ``start``: (sorted pair keys, (parent, pred, pred_dir)), a primal feasible
+    the start holds). A stop is also seen between the set-up steps (at 10^6 points they take
+    seconds each). ``start``: (sorted pair keys, (parent, pred, pred_dir)), a primal feasible
     spanning tree on pairs among ``keys`` from which the network simplex's first round starts
     (e.g. :func:`solvopt.transport.multiscale.refined_tree`; one it refuses means the artificial
     start). The caller ends the loop when it has what it needs; FlowStopped (in the flow) or :class:`Stopped` (in the c-transforms) when
@@ -311,12 +312,16 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
     near_x = near_y = None
     most = max(spread, max_spread)
     if most > 0 and model.cost is None and not callable(model.metric):
-        near_x, near_y = _own_neighbours(model.x, model.metric, most), _own_neighbours(model.y, model.metric, most)
+        near_x = _own_neighbours(model.x, model.metric, most)
+        poll(stop)
+        near_y = _own_neighbours(model.y, model.metric, most)
     tree, tree_keys, added = (None, None, None) if start is None else (start[1], start[0], None)
     while True:
         r, c = np.divmod(keys, m)
+        poll(stop)
         with np.errstate(under="ignore", over="ignore"):
             costs = (model.pair_distances(r, c) / unit) ** p
+        poll(stop)
         t0 = time.perf_counter()
         if engine == "simplex":        # warm: from the last optimal tree, moved onto the grown pairs
             tree = None if tree is None else remap_tree(tree, tree_keys, keys)
