@@ -10,7 +10,9 @@
 - beyond, for points with a named metric and finite p <= 8: ``sparse-exact`` (exact, certified
   over all pairs without the n x m matrix) up to :data:`SPARSE_EXACT_PAIRS`, where it was both
   faster than ``approx`` with its default certificate and exact;
-- ``approx`` (the constant-factor approximation) beyond, and for cost matrices and callables.
+- ``approx`` beyond, and for cost matrices and callables: the constant-factor approximation, except
+  for point clouds of 10^9 pairs and more in d <= 3 (finite p <= 8), where its default is the
+  multiscale pricing, whose gap is certified a posteriori (no a-priori factor).
 
 The limits are the crossover measured by ``benchmarks/transport_auto.py`` (the table is in
 ``benchmarks/results/transport_auto.md``). ``auto`` takes the union of its methods' options and
@@ -93,7 +95,7 @@ def auto_decision(model) -> tuple[str, str]:
     if points and pairs <= SPARSE_EXACT_PAIRS:
         return "sparse-exact", (f"{pairs:,} pairs > {limit:,}, points with a named metric: exact by pricing on "
                                 "candidate pairs is the cheaper")
-    return "approx", f"{pairs:,} pairs > {limit:,}: the constant-factor approximation is the cheaper"
+    return "approx", f"{pairs:,} pairs > {limit:,}: the approximation (with a certified gap) is the cheaper"
 
 
 def _dense_fits(pairs: int) -> bool:
