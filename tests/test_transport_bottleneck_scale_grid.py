@@ -142,3 +142,17 @@ def test_grid_with_coincident_points():
     x = np.zeros((6, 2))
     result = grid_bottleneck(Transport(x, x.copy(), p="inf"))
     assert result.objective == 0.0 and result.termination.name == "OPTIMAL"
+
+
+def test_default_cells_follow_clustered_clouds():
+    """Two far-apart blobs: the default cell side shrinks to the blobs' scale (about per_cell
+    sources per occupied cell), not the bounding box's."""
+    rng = np.random.default_rng(0)
+    centres = np.repeat([[0.0, 0.0], [100.0, 100.0]], 500, axis=0)
+    x, y = centres + rng.normal(0, 0.01, (1000, 2)), centres + rng.normal(0, 0.01, (1000, 2)) + 0.003
+    model = Transport(x, y, p="inf")
+    result = grid_bottleneck(model, per_cell=4)
+    assert result.stats["source_cells"] >= 1000 / 4 / 2
+    exact = model.solve("bottleneck").objective
+    assert result.bound <= exact * (1 + 1e-12) <= result.objective * (1 + 1e-12)
+    assert result.objective <= result.bound + result.stats["additive_error"] * (1 + 1e-9)

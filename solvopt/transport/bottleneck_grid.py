@@ -23,8 +23,8 @@ graphs per threshold t, each tested by a max flow over the cell masses (arcs unc
 The floor max(max_i min_j d_ij, max_j min_i d_ij) (nearest neighbours both ways) is a lower bound
 too; the lower searches run over radius rounds from it (all cell pairs with dmin <= R, R growing
 by :data:`GROWTH` per round, an infeasible round proving W_inf > R), each round's max flow warm
-from the last round's preflow. The default delta gives about :data:`PER_CELL` points per
-occupied cell of the bounding box; a smaller delta tightens the error and multiplies the arcs.
+from the last round's preflow. The default delta gives about :data:`PER_CELL` sources per
+occupied cell; a smaller delta tightens the error and multiplies the arcs.
 
 Cell assignment rounds: a point may land in a neighbouring cell by an ulp of its coordinates, so
 the lower test uses dmin minus :func:`_slack` (a few ulps of the coordinates' size). Infeasible
@@ -48,6 +48,8 @@ from .stopping import Stopped, run_abandonable
 
 # Default occupancy: delta is chosen so that the bounding box holds about this many points per cell.
 PER_CELL = 4.0
+# Shrinking steps of the default cell side while the sources occupy too few cells (clustered clouds).
+OCCUPANCY_ROUNDS = 4
 # Radius rounds of the lower search: R grows by this factor while L_R is infeasible.
 GROWTH = 1.25
 # Cells held in a dense lookup table up to this many grid positions; beyond, a binary search.
@@ -61,7 +63,7 @@ ORDERS = {"euclidean": 2.0, "cityblock": 1.0, "chebyshev": math.inf}
 def grid_bottleneck(model, options: SolveOptions | None = None, *, delta: float | None = None,
                     per_cell: float = PER_CELL):
     """A plan for W_inf of point inputs (named metric) within 2 h of the optimum, h the diameter of a
-    cell of side ``delta`` (default: about ``per_cell`` points per occupied cell), and a certified
+    cell of side ``delta`` (default: about ``per_cell`` sources per occupied cell), and a certified
     lower bound (see the module docstring). Returns a transport Result: ``bound`` the certified
     lower bound, ``guarantee`` the factor objective / bound, ``stats["additive_error"]`` = 2h."""
     from .result import plan_cost, transport_result
@@ -87,13 +89,13 @@ def grid_bottleneck(model, options: SolveOptions | None = None, *, delta: float 
     dim = x.shape[1]
     origin = np.minimum(x.min(axis=0), y.min(axis=0))
     extent = np.maximum(x.max(axis=0), y.max(axis=0)) - origin
+    if not (isinstance(per_cell, (int, float)) and per_cell > 0):
+        raise ModelError(f"per_cell must be a positive number, got {per_cell!r}")
     if delta is None:
-        delta = default_delta(extent, len(rows) + len(cols), per_cell)
+        delta = default_delta(x, origin, extent, per_cell)
     elif not (isinstance(delta, (int, float)) and math.isfinite(delta) and delta > 0):
         raise ModelError(f"delta must be a positive number, got {delta!r}")
     delta = float(delta)
-    if not (isinstance(per_cell, (int, float)) and per_cell > 0):
-        raise ModelError(f"per_cell must be a positive number, got {per_cell!r}")
     dims = np.floor(extent / delta).astype(np.int64) + 1
     if float(np.prod(dims.astype(np.float64))) >= 2.0 ** 62:
         raise ModelError(f"delta = {delta:g} makes more than 2^62 grid positions: take a larger delta")
@@ -226,15 +228,24 @@ def grid_bottleneck(model, options: SolveOptions | None = None, *, delta: float 
                             proven_optimal=factor == 1.0)
 
 
-def default_delta(extent: np.ndarray, points: int, per_cell: float = PER_CELL) -> float:
-    """The cell side giving about ``per_cell`` points per cell of the bounding box (over its
-    non-degenerate axes; 1.0 when every point coincides)."""
+def default_delta(x: np.ndarray, origin: np.ndarray, extent: np.ndarray, per_cell: float = PER_CELL) -> float:
+    """The cell side giving about ``per_cell`` of the points ``x`` (the sources) per occupied cell:
+    first from the bounding box's volume (over its non-degenerate axes), then shrunk while the
+    points occupy less than half the cells that assumes (clustered clouds). 1.0 when every
+    point coincides."""
     spans = extent[extent > 0]
     if len(spans) == 0:
         return 1.0
-    cells = max(points / (2 * per_cell), 1.0)      # sources and targets share the cells
-    side = math.exp((np.log(spans).sum() - math.log(cells)) / len(spans))
-    return float(min(side, spans.max()))
+    want = max(len(x) / per_cell, 1.0)
+    side = min(math.exp((np.log(spans).sum() - math.log(want)) / len(spans)), float(spans.max()))
+    for _ in range(OCCUPANCY_ROUNDS):
+        if np.any(extent / side >= 2.0 ** (62 / len(extent))):
+            break
+        occupied = len(np.unique(np.floor((x - origin) / side).astype(np.int64), axis=0))
+        if occupied >= want / 2:
+            break
+        side *= (occupied / want) ** (1.0 / len(spans))
+    return float(side)
 
 
 def _norm(v: np.ndarray, order: float) -> np.ndarray:
