@@ -17,7 +17,7 @@ from solvopt.core.result import Termination
 from solvopt.dsl import Transport
 from solvopt.transport.dual import sorted_keys
 from solvopt.transport.flow_types import integer_costs, integer_data
-from solvopt.transport.multiscale import refined_tree
+from solvopt.transport.multiscale import refined_plan, refined_tree
 from solvopt.transport.network_simplex import network_simplex_warm, remap_tree
 
 METRIC = {"euclidean": "euclidean", "cityblock": "cityblock", "chebyshev": "chebyshev"}
@@ -34,7 +34,7 @@ def clouds(n, m, d, seed, masses=False):
 
 
 def check_plan(model, r):
-    plan = r.solution["plan"]
+    plan = r["plan"] if isinstance(r, dict) else r.solution["plan"]
     assert plan.min() >= 0
     np.testing.assert_allclose(np.asarray(plan.sum(axis=1)).ravel(), model.a, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(np.asarray(plan.sum(axis=0)).ravel(), model.b, rtol=1e-9, atol=1e-12)
@@ -47,8 +47,10 @@ def test_refined_tree_is_a_feasible_spanning_tree(d, p, masses):
     as its start (all the mass on real arcs before a single pivot) and ends at the cold optimum."""
     x, y, a, b = clouds(700, 650, d, 3, masses)
     model = Transport(x, y, a=a, b=b, p=p)
-    keys, tree = se.start_pairs(model, se.NEIGHBOURS)
+    begun = se.start_pairs(model, se.NEIGHBOURS)
+    keys, tree = begun.keys, begun.tree
     assert tree is not None
+    check_plan(model, {"plan": begun.plan})
     keys = sorted_keys(keys)
     assert np.all(np.isin(tree[0], keys))
     parent, pred, pred_dir = remap_tree(tree[1], tree[0], keys)
@@ -69,11 +71,34 @@ def test_refined_tree_is_a_feasible_spanning_tree(d, p, masses):
     assert warm @ int_costs == cold @ int_costs
 
 
-def test_refined_tree_of_an_empty_plan_is_none():
+def test_refined_plan_and_tree_of_an_empty_plan_are_none():
     import scipy.sparse as sp
     model = Transport(np.zeros((2, 2)), np.ones((2, 2)))
     empty = sp.csr_matrix((1, 1))
-    assert refined_tree(empty, np.zeros(2, np.int64), np.zeros(2, np.int64), np.arange(2), np.arange(2), model) is None
+    assert refined_plan(empty, np.zeros(2, np.int64), np.zeros(2, np.int64), np.arange(2), np.arange(2), model) is None
+    assert refined_tree(None, model) is None and refined_tree(sp.csr_matrix((2, 2)), model) is None
+
+
+def test_a_stop_in_the_first_fine_round_keeps_the_refined_coarse_plan():
+    """A stop after the coarse levels returns the coarse optimum refined (far better than the
+    north-west quick plan) and the coarse potentials' certified bound."""
+    x, y, _, _ = clouds(2000, 2000, 2, 8)
+    model = Transport(x, y, p=2)
+    exact = model.solve("exact").objective
+    real, fine = se.price, []
+
+    def stopped_price(small, *args, **kw):        # the time runs out as the fine level (the model) starts
+        if small.n == model.n:
+            fine.append(True)
+            kw["stop"] = lambda: True
+        return real(small, *args, **kw)
+    with patch.object(se, "price", stopped_price), \
+            patch.object(ams, "stop_reason", lambda deadline: Termination.TIME_LIMIT if fine else None):
+        r = model.solve("approx", graph="multiscale")
+    assert r.termination is Termination.TIME_LIMIT
+    check_plan(model, r)
+    assert r.objective < 1.5 * exact and r.bound <= exact * (1 + 1e-9)
+    assert r.bound > 0.5 * exact
 
 
 @settings(max_examples=8, deadline=None)

@@ -35,7 +35,7 @@ ROUNDS = 8
 def solve_multiscale(model, deadline, progress, stats) -> object:
     """The Result of ``approx`` with the multiscale graph for ``model`` (points with a named metric,
     finite p; see :func:`solvopt.transport.sparse_exact.supported`)."""
-    from .sparse_exact import NEIGHBOURS, price, start_pairs
+    from .sparse_exact import NEIGHBOURS, best_bound, price, start_pairs
     start = time.perf_counter()
 
     def stop() -> bool:        # polled in the flow and between c-transform chunks: a heartbeat, and the stops
@@ -43,17 +43,19 @@ def solve_multiscale(model, deadline, progress, stats) -> object:
         return stop_reason(deadline) is not None
     stats["graph"] = "multiscale"
     try:
-        keys, tree = start_pairs(model, NEIGHBOURS, engine="simplex", stop=stop, stats=stats)
+        begun = start_pairs(model, NEIGHBOURS, engine="simplex", stop=stop, stats=stats)
     except Stopped:
         return stopped_result(model, stop_reason(deadline), stats)
     stats["start_time"] = time.perf_counter() - start
-    progress(f"approx (multiscale): {len(stats.get('levels', []))} coarse levels, {len(keys):,} candidate pairs "
-             f"({stats['start_time']:.1f}s)", force=True)
-    plan, bound, more, stopped = price(model, keys, engine="simplex", stop=stop, progress=progress, start=tree,
-                                       max_rounds=ROUNDS, ratio=TARGET, label="approx (multiscale)")
+    progress(f"approx (multiscale): {len(stats.get('levels', []))} coarse levels, {len(begun.keys):,} candidate "
+             f"pairs ({stats['start_time']:.1f}s)", force=True)
+    plan, bound, more, stopped = price(model, begun.keys, engine="simplex", stop=stop, progress=progress,
+                                       start=begun.tree, max_rounds=ROUNDS, ratio=TARGET,
+                                       label="approx (multiscale)")
     stats.update(more)
-    if plan is None:
-        return stopped_result(model, stop_reason(deadline), stats, bound=bound)
+    bound = best_bound(bound, begun.bound)
+    if plan is None:         # stopped in the first fine round: the coarse optimum refined, if any
+        return stopped_result(model, stop_reason(deadline), stats, bound=bound, plan=begun.plan)
     return transport_result(model, plan, guarantee=None, bound=bound,
                             stopped=stop_reason(deadline) if stopped else None, stats=stats)
 

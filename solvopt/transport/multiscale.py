@@ -26,14 +26,10 @@ from .merge import _split
 UP, DOWN = 1, -1
 
 
-def refined_tree(coarse_plan, sx, sy, rows, cols, model):
-    """A starting spanning tree for the network simplex on the fine problem from the coarse plan
-    (CSR, source cells x target cells; its support a forest, as a simplex optimum's): the fine
-    points with mass ``rows`` / ``cols`` lie in cells ``sx`` / ``sy``. Returns (keys, (parent, pred,
-    pred_dir)) with ``keys`` the sorted fine pairs i * m + j of the tree and ``pred`` indexing them
-    (``len(keys) + u``: node u's artificial arc), as :func:`solvopt.transport.dual.pricing_rounds`
-    takes it; None when the refined support has a cycle (it should not) or nothing to refine."""
-    n, m = model.n, model.m
+def refined_plan(coarse_plan, sx, sy, rows, cols, model):
+    """The coarse plan (CSR, source cells x target cells) refined to a plan of ``model`` (CSR, its
+    marginals; its support a forest when the coarse one is): the points with mass ``rows`` /
+    ``cols`` lie in cells ``sx`` / ``sy``. None when the coarse plan is empty."""
     coo = coarse_plan.tocoo()
     keep = coo.data > 0
     big_i, big_j, flow = coo.row[keep], coo.col[keep], coo.data[keep]
@@ -51,8 +47,24 @@ def refined_tree(coarse_plan, sx, sy, rows, cols, model):
     src = ox[src]
     # targets: those pieces arriving at each target cell against the cell's points
     op = np.argsort(at_x[src], kind="stable")
-    tgt, which, _ = _split(sy[oy], model.b[cols[oy]], big_j[entry[op]], piece[op])
-    fine_r, fine_c = rows[src[op[which]]], cols[oy[tgt]]
+    tgt, which, mass = _split(sy[oy], model.b[cols[oy]], big_j[entry[op]], piece[op])
+    return sp.csr_matrix((mass, (rows[src[op[which]]], cols[oy[tgt]])), shape=(model.n, model.m))
+
+
+def refined_tree(plan, model):
+    """A starting spanning tree for the network simplex from a plan of ``model`` whose support is a
+    forest (:func:`refined_plan`'s). Returns (keys, (parent, pred, pred_dir)) with ``keys`` the
+    sorted pairs i * m + j of the support and ``pred`` indexing them (``len(keys) + u``: node u's
+    artificial arc), as :func:`solvopt.transport.dual.pricing_rounds` takes it; None when the
+    support has a cycle or is empty."""
+    if plan is None:
+        return None
+    n, m = model.n, model.m
+    coo = plan.tocoo()
+    keep = coo.data > 0
+    fine_r, fine_c = coo.row[keep], coo.col[keep]
+    if not len(fine_r):
+        return None
     keys = np.unique(fine_r.astype(np.int64) * m + fine_c)
     r, c = np.divmod(keys, m)
     nodes = n + m
@@ -93,4 +105,4 @@ def _principal_axis(pts: np.ndarray) -> np.ndarray:
     return axis
 
 
-__all__ = ["refined_tree"]
+__all__ = ["refined_plan", "refined_tree"]

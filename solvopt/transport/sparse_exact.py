@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -55,7 +56,7 @@ from solvopt.core.status import within_default_tolerance
 from .dual import bound_and_partners, pricing_rounds
 from .flow import FlowStopped
 from .merge import solve_merged
-from .multiscale import refined_tree
+from .multiscale import refined_plan, refined_tree
 from .neighbours import neighbour_pairs
 from .quick import quick_plan, stopped_result
 from .result import LARGE_P, plan_cost, status_scale, transport_result
@@ -164,15 +165,25 @@ def start_keys(model, k: int, *, multiscale: bool = True, engine: str = "simplex
     """The starting candidate pairs (flat keys): k nearest neighbours both ways, plus pairs that
     carry a feasible plan: the refined support of the coarsened problem's optimum (solved the same
     way, recursively, down to :data:`COARSEST` points), else the north-west corner plan."""
-    return start_pairs(model, k, multiscale=multiscale, engine=engine, stop=stop, stats=stats)[0]
+    return start_pairs(model, k, multiscale=multiscale, engine=engine, stop=stop, stats=stats).keys
+
+
+class Start(NamedTuple):
+    """The multiscale start: candidate pairs (flat keys), a starting tree for the simplex or None,
+    a feasible plan (the coarse optimum refined, CSR) or None, and its certified bound or None."""
+    keys: np.ndarray
+    tree: tuple | None = None
+    plan: object = None
+    bound: float | None = None
 
 
 def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simplex", stop=None,
-                stats=None, max_rounds: int = COARSE_ROUNDS):
-    """(:func:`start_keys`, a starting tree or None): with the multiscale start and the simplex, the
-    coarse optimum's tree refined to the points (:func:`solvopt.transport.multiscale.refined_tree`),
-    from which the first fine round starts warm; every coarse level starts warm the same way.
-    ``max_rounds``: pricing rounds on each coarse level."""
+                stats=None, max_rounds: int = COARSE_ROUNDS) -> Start:
+    """:func:`start_keys` and more (a :class:`Start`): with the multiscale start, the coarse
+    optimum refined to a plan of the points (:func:`solvopt.transport.multiscale.refined_plan`,
+    kept when a stop comes before the first fine round ends), its tree (with the simplex: the
+    first fine round starts from it; every coarse level starts warm the same way) and the bound
+    certified by the coarse potentials. ``max_rounds``: pricing rounds on each coarse level."""
     r, c = neighbour_pairs(model, k)
     keys = r * model.m + c
     coarse = clusters(model) if multiscale and model.n + model.m > COARSEST else None
@@ -180,9 +191,9 @@ def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simple
         small, sx, sy, rows, cols = coarse
         held: list = []
         t0 = time.perf_counter()
-        small_keys, small_tree = start_pairs(small, k, engine=engine, stop=stop, stats=stats, max_rounds=max_rounds)
-        plan, _, more, stopped = price(small, small_keys, engine=engine, stop=stop, max_rounds=max_rounds,
-                                       potentials=held, start=small_tree)
+        below = start_pairs(small, k, engine=engine, stop=stop, stats=stats, max_rounds=max_rounds)
+        plan, _, more, stopped = price(small, below.keys, engine=engine, stop=stop, max_rounds=max_rounds,
+                                       potentials=held, start=below.tree)
         if stats is not None:
             stats.setdefault("levels", []).append({"n": small.n, "m": small.m, **more,
                                                    "time": time.perf_counter() - t0})
@@ -192,16 +203,25 @@ def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simple
                                                        REFINED_PER_POINT * (model.n + model.m))
         if fine is not None:
             keys = np.concatenate([keys, fine])
+            bound = None
             if held:         # the c-transform's minimisers under the coarse potentials, moved to the points
                 u = np.zeros(model.n)
                 u[rows] = held[0][sx] * (held[1] / fine_unit(model)) ** model.p
                 out = bound_and_partners(model, u, fine_unit(model), stop, "auto")
                 if out is not None:
+                    bound = out[0]
                     keys = np.concatenate([keys, out[1][0] * model.m + out[1][1]])
-            tree = refined_tree(plan, sx, sy, rows, cols, model) if engine == "simplex" else None
-            return keys, tree
+            fine_plan = refined_plan(plan, sx, sy, rows, cols, model)
+            tree = refined_tree(fine_plan, model) if engine == "simplex" else None
+            return Start(keys, tree, fine_plan, bound)
     start = quick_plan(model).tocoo()
-    return np.concatenate([keys, start.row.astype(np.int64) * model.m + start.col]), None
+    return Start(np.concatenate([keys, start.row.astype(np.int64) * model.m + start.col]))
+
+
+def best_bound(*bounds) -> float | None:
+    """The largest of the certified bounds given (None among them ignored; None when all are)."""
+    known = [b for b in bounds if b is not None]
+    return max(known) if known else None
 
 
 def fine_unit(model) -> float:
@@ -291,17 +311,19 @@ class SparseExact(Solver):
         if stop():
             return stopped_result(model, stop_reason(deadline), stats)
         try:
-            keys, tree = start_pairs(model, k, multiscale=options.extra["multiscale"], engine=engine,
-                                     stop=stop, stats=stats)
+            begun = start_pairs(model, k, multiscale=options.extra["multiscale"], engine=engine,
+                                stop=stop, stats=stats)
         except Stopped:
             return stopped_result(model, stop_reason(deadline), stats)
         stats["start_time"] = time.perf_counter() - start
-        plan, bound, more, stopped = price(model, keys, engine=engine, stop=stop, progress=progress, start=tree)
+        plan, bound, more, stopped = price(model, begun.keys, engine=engine, stop=stop, progress=progress,
+                                           start=begun.tree)
         stats.update(more)
+        bound = best_bound(bound, begun.bound)
         if plan is None:
-            return stopped_result(model, stop_reason(deadline), stats, bound=bound)
+            return stopped_result(model, stop_reason(deadline), stats, bound=bound, plan=begun.plan)
         return transport_result(model, plan, guarantee=1.0, bound=bound,
                                 stopped=stop_reason(deadline) if stopped else None, stats=stats)
 
 
-__all__ = ["SparseExact", "neighbour_pairs", "price", "supported"]
+__all__ = ["SparseExact", "Start", "neighbour_pairs", "price", "start_pairs", "supported"]
