@@ -162,6 +162,14 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
     and its integer copy. Costs are scaled to integers from the largest one, as for the
     ``simplex`` engine, so the flow's cost error is bounded by ``abs_error``. Returns (plan, FlowSolution)."""
     import scipy.sparse as sp
+    (indptr, indices, data), sol = _dense_solution(model, costs, rows, cols, stop)
+    plan = sp.csr_matrix((data, indices, indptr), shape=(model.n, model.m))
+    plan.has_canonical_format = True          # sorted, distinct pairs
+    return plan, sol
+
+
+def _dense_solution(model, costs, rows, cols, stop):
+    """:func:`dense_flow`'s solve: ((indptr, indices, data) of the plan in CSR form, FlowSolution)."""
     # the supplies per unit of mass, in integer units when the masses are uniform (uniform_units)
     supplies, unit, ints, found = mass_supplies(model.a, model.b, rows, cols, model.mass, _MAX_UNITS)
     units = (unit, ints, None) if found else integer_data(supplies, None)
@@ -178,14 +186,12 @@ def dense_flow(model, costs: np.ndarray, rows: np.ndarray, cols: np.ndarray, sto
             (0, DENSE_NEIGHBOURS, BLOCK_FACTOR, SWITCH_SHRINK, SWITCH_FLOOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS), stop))
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
         raise SolverError("the dense network simplex ended with flow on an artificial arc")
-    plan = sp.csr_matrix((data, indices, indptr), shape=(model.n, model.m))
-    plan.has_canonical_format = True          # sorted, distinct pairs
     # the rounding error bound (path_arcs = 1: one arc from each source to each target), from the
     # totals at hand (the first len(rows) supplies are the sources' positive ones)
     error = rounding_bound(total, float(supplies[:len(rows)].sum()), cost_scale, 1)
     sol = FlowSolution(flow, cost, potentials, "dense network simplex", error, rounds=int(rounds),
                        matrix_search=bool(matrix), partners=partners)
-    return plan, sol
+    return (indptr, indices, data), sol
 
 
 def uniform_units(supplies: np.ndarray, sources: int):
@@ -381,6 +387,37 @@ class ExactTransport(Solver):
                         stats={"engine": sol.engine, "flow_solves": attempt + 1,
                                "pricing_rounds": getattr(sol, "rounds", None),
                                "matrix_search": getattr(sol, "matrix_search", None)})
+
+
+def certified_value(model) -> float | None:
+    """W_p of a small point input by the dense network simplex, without a Result (the value-only
+    call :func:`solvopt.transport.api.wasserstein` makes where ``auto`` runs ``exact``): the plan's
+    W_p when the simplex's certified dual bound meets it within the default tolerance, in the
+    frame of :func:`~solvopt.transport.result.status_scale` (the value ``exact`` would report with
+    status OPTIMAL), else None (the caller then solves in full). What it leaves out is the fixed
+    cost of a solve, a fifth of a millisecond: the registry's options and Ctrl-C guard (a call this
+    short is not worth stopping), the plan as a SciPy matrix and the Result. Only for finite p up to
+    ``LARGE_P``, a named metric, and inputs that run in place (at most ``INLINE_PAIRS`` pairs)."""
+    from .plan_kernels import plan_power_sum
+    code = METRIC_CODES.get(model.metric) if model.cost is None and isinstance(model.metric, str) else None
+    if code is None or not 1 <= model.p <= LARGE_P or model.n * model.m > INLINE_PAIRS:
+        return None
+    costs, scale = point_costs(model.x, model.y, code, model.p)
+    rows = np.arange(model.n) if model.a.all() else np.flatnonzero(model.a)
+    cols = np.arange(model.m) if model.b.all() else np.flatnonzero(model.b)
+    sub = costs if len(rows) == model.n and len(cols) == model.m else costs[np.ix_(rows, cols)]
+    (indptr, indices, data), sol = _dense_solution(model, sub, rows, cols, None)
+    bound = flow_bound(model, sub, scale, None, sol, rows, cols)
+    if bound is None or len(data) == 0:
+        return None
+    top, scaled = plan_power_sum(indptr, indices, np.asarray(data, dtype=np.float64), model.x, model.y, code,
+                                 float(model.p))
+    if top == 0.0 or model.p * math.log(top) >= 700:
+        return None
+    value = top * scaled ** (1.0 / model.p)          # as plan_cost measures the plan
+    if bound > value or not within_default_tolerance(value, bound, scale=status_scale(model, value)):
+        return None
+    return value
 
 
 def large_p_frame(model, w_inf: float) -> tuple[float | None, float]:
