@@ -56,3 +56,17 @@ def test_value_path_declines_what_it_does_not_cover():
     assert exact_module.certified_value(Transport(x, y, b=b, p=200)) is None          # large p: its own frame
     assert exact_module.certified_value(Transport(x, x, p=2)) is None                 # W_p = 0
     assert wasserstein(x, x, 2) == 0.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 25), m=st.integers(1, 25), shift=st.sampled_from([0.0, -0.5]), seed=st.integers(0, 2**32 - 1))
+def test_emd2_value_path_matches_the_full_exact_solve(n, m, shift, seed):
+    from solvopt.transport.api import emd2
+    rng = np.random.default_rng(seed)
+    M = rng.uniform(size=(n, m)) + shift
+    a, b = rng.uniform(0.1, 1, n), rng.uniform(0.1, 1, m)
+    b *= a.sum() / b.sum()
+    value = emd2(a, b, M)
+    full, result = emd2(a, b, M, return_result=True)
+    assert result.termination is Termination.OPTIMAL
+    assert value == pytest.approx(full, rel=1e-12, abs=1e-12)

@@ -66,7 +66,8 @@ def emd2(a, b, M, method: str = "exact", return_result: bool = False, **options)
     plan, takes negative entries). ``method`` "exact" (the default: proven optimal) or another
     transport method. Returns the optimal cost as a float, or (cost, Result) with
     ``return_result=True`` (the Result's objective is W_1 over the shifted costs; its plan is
-    ``result.solution["plan"]``, POT's ``ot.emd``).
+    ``result.solution["plan"]``, POT's ``ot.emd``). Small matrices with no option and no Result
+    asked for take the value-only path of :func:`wasserstein`.
     """
     from solvopt.core.errors import ModelError
     from solvopt.dsl.arrays import real_array
@@ -75,6 +76,11 @@ def emd2(a, b, M, method: str = "exact", return_result: bool = False, **options)
         raise ModelError(f"'M' must be a 2-D (n, m) cost matrix, got shape {costs.shape}")
     shift = float(costs.min()) if costs.size and costs.min() < 0 else 0.0
     model = Transport(cost=costs - shift if shift else costs, a=_masses(a), b=_masses(b), p=1)
+    if method == "exact" and not return_result and not options:
+        from solvopt.transport.exact import certified_value
+        optimum = certified_value(model)          # small matrices: the proven optimum without a Result
+        if optimum is not None:
+            return optimum + shift * model.mass
     result = model.solve(method, **options)
     value = None if result.objective is None else result.objective + shift * model.mass
     return (value, result) if return_result else value

@@ -390,19 +390,20 @@ class ExactTransport(Solver):
 
 
 def certified_value(model) -> float | None:
-    """W_p of a small point input by the dense network simplex, without a Result (the value-only
+    """W_p of a small input by the dense network simplex, without a Result (the value-only
     call :func:`solvopt.transport.api.wasserstein` makes where ``auto`` runs ``exact``): the plan's
     W_p when the simplex's certified dual bound meets it within the default tolerance, in the
     frame of :func:`~solvopt.transport.result.status_scale` (the value ``exact`` would report with
     status OPTIMAL), else None (the caller then solves in full). What it leaves out is the fixed
     cost of a solve, a fifth of a millisecond: the registry's options and Ctrl-C guard (a call this
     short is not worth stopping), the plan as a SciPy matrix and the Result. Only for finite p up to
-    ``LARGE_P``, a named metric, and inputs that run in place (at most ``INLINE_PAIRS`` pairs)."""
+    ``LARGE_P``, a cost matrix or a named metric, and inputs that run in place (at most ``INLINE_PAIRS``
+    pairs); :func:`solvopt.transport.api.emd2` uses it too."""
     from .plan_kernels import plan_power_sum
-    code = METRIC_CODES.get(model.metric) if model.cost is None and isinstance(model.metric, str) else None
+    code = -1 if model.cost is not None else METRIC_CODES.get(model.metric) if isinstance(model.metric, str) else None
     if code is None or not 1 <= model.p <= LARGE_P or model.n * model.m > INLINE_PAIRS:
         return None
-    costs, scale = point_costs(model.x, model.y, code, model.p)
+    costs, scale = scaled_costs(model.cost, model.p) if code < 0 else point_costs(model.x, model.y, code, model.p)
     rows = np.arange(model.n) if model.a.all() else np.flatnonzero(model.a)
     cols = np.arange(model.m) if model.b.all() else np.flatnonzero(model.b)
     sub = costs if len(rows) == model.n and len(cols) == model.m else costs[np.ix_(rows, cols)]
@@ -410,8 +411,8 @@ def certified_value(model) -> float | None:
     bound = flow_bound(model, sub, scale, None, sol, rows, cols)
     if bound is None or len(data) == 0:
         return None
-    top, scaled = plan_power_sum(indptr, indices, np.asarray(data, dtype=np.float64), model.x, model.y, code,
-                                 float(model.p))
+    held = (model.cost, model.cost) if code < 0 else (model.x, model.y)
+    top, scaled = plan_power_sum(indptr, indices, np.asarray(data, dtype=np.float64), *held, code, float(model.p))
     if top == 0.0 or model.p * math.log(top) >= 700:
         return None
     value = top * scaled ** (1.0 / model.p)          # as plan_cost measures the plan
