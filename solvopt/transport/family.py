@@ -36,7 +36,8 @@ FAMILY = Family(
         Param("centres", int, "approx: number of centres drawn from the targets (0: round(sqrt(n)))",
               target="solver"),
         Param("graph", str, "approx: the sparse graph (auto, two-hop, grid: a grid hierarchy of O(n log n) arcs "
-                            "for points in d <= 3)", target="solver"),
+                            "for points in d <= 3, multiscale: pricing from coarsened problems, a measured gap "
+                            "and no factor)", target="solver"),
         Param("improve", yes_no, "approx: re-solve exactly over the flow's candidate pairs (yes/no)",
               target="solver", metavar="YES|NO"),
         Param("assignment", yes_no, "exact: linear_sum_assignment when n = m with uniform weights (yes/no)",
