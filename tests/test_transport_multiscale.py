@@ -178,3 +178,17 @@ def test_auto_graph_takes_multiscale_for_large_point_clouds():
         assert Transport(x, y, p=float("inf")).solve("approx").stats["graph"] == "two-hop"
     small = Transport(x, y, p=1).solve("approx")
     assert small.stats["graph"] == "two-hop" and small.stats["factor"] == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("engine", ["costscaling", "highs"])
+def test_multiscale_fine_rounds_on_other_engines(engine):
+    """Any engine with potentials runs the fine rounds (the c-transform certifies whatever
+    potentials it gives); one without is refused."""
+    x, y, _, _ = clouds(700, 700, 2, 6)
+    model = Transport(x, y, p=2)
+    r = model.solve("approx", graph="multiscale", engine=engine)
+    check_plan(model, r)
+    assert r.stats["engine"] == engine
+    assert r.bound <= model.solve("exact").objective * (1 + 1e-9) <= r.objective * (1 + 1e-9)
+    with pytest.raises(ModelError, match="potentials"):
+        model.solve("approx", graph="multiscale", engine="ortools")

@@ -181,7 +181,7 @@ class Approx(Solver):
         if _use_multiscale(model, extra["graph"]):
             from .approx_multiscale import solve_multiscale
             progress(f"approx: {model.n} x {model.m}, p = {model.p:g}: multiscale pricing", force=True)
-            return solve_multiscale(model, deadline, progress, stats)
+            return solve_multiscale(model, deadline, progress, stats, extra["engine"])
         progress(f"approx: {model.n} x {model.m}, p = {model.p:g}: the sparse graph", force=True)
         kernels = "cuda" if resolve_device(options.device) == "gpu" and model.cost is None else "numba"
         k = extra["centres"] or default_centres(model.n, model.m)

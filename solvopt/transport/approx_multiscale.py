@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 
+from solvopt.core.errors import ModelError
 from solvopt.core.interrupt import stop_reason
 
 from .quick import stopped_result
@@ -30,12 +31,21 @@ from .stopping import Stopped
 TARGET = 0.99
 # ... or after this many rounds.
 ROUNDS = 8
+# The fine rounds' flow engines (they must give potentials) and the one "auto" picks.
+FINE_ENGINES = ("auto", "simplex", "costscaling", "highs")
+FINE_ENGINE = "simplex"
 
 
-def solve_multiscale(model, deadline, progress, stats) -> object:
+def solve_multiscale(model, deadline, progress, stats, engine: str = "auto") -> object:
     """The Result of ``approx`` with the multiscale graph for ``model`` (points with a named metric,
-    finite p; see :func:`solvopt.transport.sparse_exact.supported`)."""
+    finite p; see :func:`solvopt.transport.sparse_exact.supported`). ``engine``: the min-cost flow
+    engine of the fine rounds, one with potentials (auto: :data:`FINE_ENGINE`); the coarse levels
+    always run the warm-started network simplex."""
     from .sparse_exact import NEIGHBOURS, best_bound, price, start_pairs
+    if engine not in FINE_ENGINES:
+        raise ModelError(f"graph='multiscale' needs a flow engine with potentials ({', '.join(FINE_ENGINES)}), "
+                         f"got {engine!r}")
+    engine = FINE_ENGINE if engine == "auto" else engine
     start = time.perf_counter()
 
     def stop() -> bool:        # polled in the flow and between c-transform chunks: a heartbeat, and the stops
@@ -49,8 +59,10 @@ def solve_multiscale(model, deadline, progress, stats) -> object:
     stats["start_time"] = time.perf_counter() - start
     progress(f"approx (multiscale): {len(stats.get('levels', []))} coarse levels, {len(begun.keys):,} candidate "
              f"pairs ({stats['start_time']:.1f}s)", force=True)
-    plan, bound, more, stopped = price(model, begun.keys, engine="simplex", stop=stop, progress=progress,
-                                       start=begun.tree, max_rounds=ROUNDS, ratio=TARGET,
+    stats["engine"] = engine
+    plan, bound, more, stopped = price(model, begun.keys, engine=engine, stop=stop, progress=progress,
+                                       start=begun.tree if engine == "simplex" else None, max_rounds=ROUNDS,
+                                       ratio=TARGET,
                                        label="approx (multiscale)")
     stats.update(more)
     bound = best_bound(bound, begun.bound)
@@ -60,4 +72,4 @@ def solve_multiscale(model, deadline, progress, stats) -> object:
                             stopped=stop_reason(deadline) if stopped else None, stats=stats)
 
 
-__all__ = ["ROUNDS", "TARGET", "solve_multiscale"]
+__all__ = ["FINE_ENGINE", "FINE_ENGINES", "ROUNDS", "TARGET", "solve_multiscale"]

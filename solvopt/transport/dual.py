@@ -328,7 +328,8 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
             sol, tree = warm_flow(r, c + n, costs, supplies, tree, path_arcs=1, stop=stop)
             tree_keys = keys
         else:
-            sol = min_cost_flow(r, c + n, costs, supplies, n_nodes=n + m, engine=engine, path_arcs=1, stop=stop)
+            sol = min_cost_flow(r, c + n, costs, supplies, n_nodes=n + m, engine=engine, path_arcs=1, stop=stop,
+                                rough_potentials=True)      # the c-transform certifies any potentials
         t1 = time.perf_counter()
         out = None if sol.potentials is None else bound_and_partners(model, sol.potentials[:n], unit, stop, method)
         yield PricingRound(r, c, sol, None if out is None else out[0], t1 - t0, time.perf_counter() - t1)

@@ -87,7 +87,7 @@ def _check(tails, heads, costs, supplies, n_nodes, capacities):
 
 
 def min_cost_flow(tails, heads, costs, supplies, *, n_nodes=None, capacities=None, engine="auto",
-                  path_arcs=None, stop=None) -> FlowSolution:
+                  path_arcs=None, stop=None, rough_potentials: bool = False) -> FlowSolution:
     """A min-cost flow: arcs ``tails[k] -> heads[k]`` of cost ``costs[k]`` (capacity
     ``capacities[k]``, default unbounded), node ``i`` sending ``supplies[i]`` (positive: source,
     negative: sink; the supplies sum to 0). Raises ModelError when no feasible flow exists.
@@ -100,7 +100,11 @@ def min_cost_flow(tails, heads, costs, supplies, *, n_nodes=None, capacities=Non
     thread), at every HiGHS simplex iteration, and every 50 ms while OR-Tools solves in a forked
     child process (its solve holds the GIL and has no callback; the child is killed on a stop);
     when it returns true the run ends by raising :class:`FlowStopped`. (Without ``stop`` HiGHS
-    still stops on Ctrl-C, raising KeyboardInterrupt; OR-Tools runs in place, to its end.)"""
+    still stops on Ctrl-C, raising KeyboardInterrupt; OR-Tools runs in place, to its end.)
+
+    ``rough_potentials``: the ``costscaling`` engine returns its final prices as potentials even
+    when some arc prices out below -eps (arcs its transit bounds saturate), for callers that
+    certify by c-transforms, which make any finite potentials dual feasible."""
     if engine not in ENGINES:
         raise ModelError(f"unknown min-cost-flow engine {engine!r}; choose one of {', '.join(ENGINES)}")
     tails, heads, costs, supplies, n_nodes, capacities = _check(tails, heads, costs, supplies, n_nodes, capacities)
@@ -121,7 +125,8 @@ def min_cost_flow(tails, heads, costs, supplies, *, n_nodes=None, capacities=Non
         engine = fallback               # the simplex stalled (many ties): OR-Tools' cost scaling does not
     units = integer_data(supplies, capacities)
     if engine == "costscaling":
-        return _cost_scaling(tails, heads, costs, supplies, units, n_nodes, capacities, path_arcs, stop)
+        return _cost_scaling(tails, heads, costs, supplies, units, n_nodes, capacities, path_arcs, stop,
+                             rough_potentials)
     if units is None:
         raise ModelError(f"engine {engine!r} needs supplies (and capacities) that are integer multiples of one "
                          "unit; use engine='highs' for general real supplies")
@@ -237,7 +242,8 @@ def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop
                         rounding_error(flow, supplies, scale, n_nodes, path_arcs))
 
 
-def _cost_scaling(tails, heads, costs, supplies, units, n_nodes, capacities, path_arcs, stop) -> FlowSolution:
+def _cost_scaling(tails, heads, costs, supplies, units, n_nodes, capacities, path_arcs, stop,
+                  rough: bool = False) -> FlowSolution:
     """Engine ``costscaling`` (see the module docstring and :mod:`solvopt.transport.cost_scaling`)."""
     from . import cost_scaling as cs
     if capacities is not None and np.any(np.isfinite(capacities)):
@@ -270,7 +276,7 @@ def _cost_scaling(tails, heads, costs, supplies, units, n_nodes, capacities, pat
     # eps = 1 integer unit: within (|f| + |f*|) / scale of the rounded costs' optimum, plus the rounding
     error = 3.0 * rounding_error(flow, supplies, scale, n_nodes, path_arcs)
     reduced = int_costs + price[tails] - price[heads]
-    potentials = -price.astype(np.float64) / scale if not len(reduced) or reduced.min() >= -1 else None
+    potentials = -price.astype(np.float64) / scale if rough or not len(reduced) or reduced.min() >= -1 else None
     return FlowSolution(flow, float(flow @ costs), potentials, "costscaling", error)
 
 
