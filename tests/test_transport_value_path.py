@@ -53,6 +53,12 @@ def test_value_path_declines_what_it_does_not_cover():
     x, y = rng.uniform(size=(10, 2)), rng.uniform(size=(12, 2))
     b = np.full(12, 10 / 12)
     assert exact_module.certified_value(Transport(x, y, b=b, p=2)) is not None
+    for n, p in ((50, 1.0), (50, 2.0), (200, 1.0)):          # random masses: a bound a rounding above the value
+        r = np.random.default_rng(0)
+        u, v = r.random((n, 2)), r.random((n, 2))
+        wa, wb = r.random(n) + 0.1, r.random(n) + 0.1
+        model = Transport(u, v, a=wa / wa.sum(), b=wb / wb.sum(), p=p)
+        assert exact_module.certified_value(model) == pytest.approx(model.solve("exact").objective, rel=1e-12)
     assert exact_module.certified_value(Transport(x, y, b=b, p=200)) is None          # large p: its own frame
     assert exact_module.certified_value(Transport(x, x, p=2)) is None                 # W_p = 0
     assert wasserstein(x, x, 2) == 0.0

@@ -60,7 +60,7 @@ from .network_simplex import (
 )
 from .plan_kernels import mass_supplies, point_costs
 from .quick import stopped_result
-from .result import LARGE_P, METRIC_CODES, dual_bound, dual_value, plan_cost, status_scale, transport_result
+from .result import BOUND_SLACK, LARGE_P, METRIC_CODES, dual_bound, dual_value, plan_cost, status_scale, transport_result
 from .stopping import Stopped, run_abandonable
 
 # Feasibility tests of the bottleneck search: flow.feasible_flow's engines, or SciPy's Hopcroft-Karp.
@@ -416,9 +416,10 @@ def certified_value(model) -> float | None:
     if top == 0.0 or model.p * math.log(top) >= 700:
         return None
     value = top * scaled ** (1.0 / model.p)          # as plan_cost measures the plan
-    if bound > value or not within_default_tolerance(value, bound, scale=status_scale(model, value)):
+    frame = status_scale(model, value)
+    if bound > value + BOUND_SLACK * max(frame, value):       # as transport_result: rounding only, else refuse
         return None
-    return value
+    return value if within_default_tolerance(value, min(bound, value), scale=frame) else None
 
 
 def large_p_frame(model, w_inf: float) -> tuple[float | None, float]:
