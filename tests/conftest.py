@@ -1,11 +1,28 @@
 """Shared fixtures: the kernel backends, the shared instance folder (skip cleanly when absent) and
-the gpu marker."""
+the gpu marker; how many pytest-xdist workers ``-n auto`` starts."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from helpers import SAMPLES, SHARED_INSTANCES
+
+# Most workers `-n auto` starts. Each worker imports the solvers, compiles (or loads) its own Numba
+# kernels and holds 1-2 GB by the end; the longest test files take a minute or more, so beyond this
+# many workers the suite hardly gets shorter while memory and compile work keep growing.
+MAX_AUTO_WORKERS = 8
+
+
+@pytest.hookimpl(optionalhook=True)    # a hook of pytest-xdist: unknown where it is not installed
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per CPU this process may use (logical CPUs: xdist's own default counts
+    physical cores, one worker on a two-vCPU runner), at most MAX_AUTO_WORKERS.
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None                       # xdist's own hook reads it
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(usable, MAX_AUTO_WORKERS))
 
 
 def pytest_collection_modifyitems(config, items):
