@@ -128,6 +128,9 @@ def main() -> None:
         lines.append("")
     lines.append(f"load after {os.getloadavg()[0]:.1f}")
     lines.append("")
+    if not os.path.exists(args.out):
+        lines.insert(0, "# W_inf at scale: exact `bottleneck` and the grid approximation\n\n"
+                        "Written by benchmarks/transport_bottleneck.py (see its docstring); each run appends.\n")
     with open(args.out, "a") as f:
         f.write("\n".join(lines) + "\n")
 
