@@ -33,6 +33,7 @@ answers are proven by a Hall violator whose deficit exceeds the rounding of the 
 from __future__ import annotations
 
 import math
+import numbers
 import time
 
 import numpy as np
@@ -89,17 +90,17 @@ def grid_bottleneck(model, options: SolveOptions | None = None, *, delta: float 
     dim = x.shape[1]
     origin = np.minimum(x.min(axis=0), y.min(axis=0))
     extent = np.maximum(x.max(axis=0), y.max(axis=0)) - origin
-    if not (isinstance(per_cell, (int, float)) and per_cell > 0):
+    if isinstance(per_cell, bool) or not (isinstance(per_cell, numbers.Real) and per_cell > 0):
         raise ModelError(f"per_cell must be a positive number, got {per_cell!r}")
     if delta is None:
         delta = default_delta(x, origin, extent, per_cell)
-    elif not (isinstance(delta, (int, float)) and math.isfinite(delta) and delta > 0):
+    elif isinstance(delta, bool) or not (isinstance(delta, numbers.Real) and math.isfinite(delta) and delta > 0):
         raise ModelError(f"delta must be a positive number, got {delta!r}")
     delta = float(delta)
     dims = np.floor(extent / delta).astype(np.int64) + 1
     if float(np.prod(dims.astype(np.float64))) >= 2.0 ** 62:
         raise ModelError(f"delta = {delta:g} makes more than 2^62 grid positions: take a larger delta")
-    diameter = delta * _norm(np.ones(dim), order)
+    diameter = delta * float(_norm(np.ones(dim), order))
     slack = _slack(x, y, delta, order)
     stats: dict = {"path": "grid", "delta": delta, "cell_diameter": diameter, "additive_error": 2 * diameter,
                    "tests": 0, "radius_rounds": 0}
