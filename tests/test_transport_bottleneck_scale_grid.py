@@ -156,3 +156,34 @@ def test_default_cells_follow_clustered_clouds():
     exact = model.solve("bottleneck").objective
     assert result.bound <= exact * (1 + 1e-12) <= result.objective * (1 + 1e-12)
     assert result.objective <= result.bound + result.stats["additive_error"] * (1 + 1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(2, 120), metric=st.sampled_from(METRICS), ties=st.booleans())
+def test_matching_rounds_handed_to_the_max_flow(seed, n, metric, ties):
+    """n = m equal masses: a radius round leaving sources unmatched hands the rounds to the max
+    flow, the matching its first preflow (here at any count): the same W_inf as the dense search."""
+    import solvopt.transport.bottleneck as bottleneck
+    rng = np.random.default_rng(seed)
+    if ties:
+        x, y = rng.integers(0, 6, (n, 2)).astype(float), rng.integers(0, 6, (n, 2)).astype(float)
+    else:
+        x, y = rng.random((n, 2)), rng.random((n, 2))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bottleneck, "SWITCH_UNMATCHED", 0)
+        result = Transport(x, y, p="inf", metric=metric).solve("bottleneck")
+    assert result.termination.name == "OPTIMAL"
+    dense = Transport(distance=cdist(x, y, metric), p="inf").solve("bottleneck").objective
+    assert math.isclose(result.objective, dense, rel_tol=1e-12, abs_tol=1e-15)
+
+
+def test_many_unmatched_sources_switch_to_the_max_flow():
+    rng = np.random.default_rng(1)
+    x, y = rng.random((3000, 2)), rng.random((3000, 2))
+    import solvopt.transport.bottleneck as bottleneck
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bottleneck, "SWITCH_UNMATCHED", 5)
+        switched = Transport(x, y, p="inf").solve("bottleneck")
+    kept = Transport(x, y, p="inf").solve("bottleneck")
+    assert switched.stats["switched_to_flow"] and not kept.stats["switched_to_flow"]
+    assert switched.objective == kept.objective and switched.termination.name == "OPTIMAL"
