@@ -138,7 +138,8 @@ DUAL_MIN_SECONDS = 1.0
 # seconds, load about 7 on 2 cores; benchmarks/transport_multiscale.py, the table in
 # benchmarks/results/transport_multiscale.md): n = 10^4, d = 2 / 3, p = 1 / 2: multiscale
 # 0.9-1.5 s at gaps 0.10-0.38%, grid 1.8-2.5 s and two-hop 1.9-2.4 s at 0.06-1.2%; n = 10^5,
-# d = 2, p = 2: multiscale 54 s at 0.09%, grid 74 s at 0.40%. The grid hierarchy (factor
+# d = 2, p = 2: multiscale 54 s at 0.09%, grid 74 s at 0.40%; d = 3, p = 1: multiscale 138 s at
+# 0.40%, grid 54 s but its certified ratio only 1.44. The grid hierarchy (factor
 # 4 |(1, ..., 1)|) stays available as graph="grid".
 GRID_FROM_PAIRS = 10**9
 GRID_MAX_DIM = 3
