@@ -149,9 +149,10 @@ GRID_MAX_DIM = 3
 class Approx(Solver):
     family = "transport"
     name = "approx"
-    description = ("approximation of W_p (every p in [1, inf]): a proven factor 3 on a sparse two-hop graph (4 |(1,..,1)| "
-                   "on graph='grid'); for point clouds of 10^9 pairs and more (graph='multiscale', the default there) "
-                   "multiscale pricing with an a-posteriori certified gap and no a-priori factor")
+    description = ("approximation of W_p (every p in [1, inf]): a proven factor 3 on a sparse two-hop graph "
+                   "(4 |(1,..,1)| on graph='grid'); for point clouds of 10^9 pairs and more "
+                   "(graph='multiscale', the default there) multiscale pricing with an a-posteriori certified "
+                   "gap and no a-priori factor")
     honours = frozenset({"device"})
     options = (
         Option("centres", int, 0, "number of centres drawn from the targets (0: round(sqrt(n)))"),

@@ -298,8 +298,8 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
     seconds each). ``start``: (sorted pair keys, (parent, pred, pred_dir)), a primal feasible
     spanning tree on pairs among ``keys`` from which the network simplex's first round starts
     (e.g. :func:`solvopt.transport.multiscale.refined_tree`; one it refuses means the artificial
-    start). The caller ends the loop when it has what it needs; FlowStopped (in the flow) or :class:`Stopped` (in the c-transforms) when
-    ``stop()`` turns true."""
+    start). The caller ends the loop when it has what it needs; FlowStopped (in the flow) or
+    :class:`Stopped` (in the c-transforms) when ``stop()`` turns true."""
     import time
 
     from .flow import auto_engine, min_cost_flow
