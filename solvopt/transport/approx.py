@@ -152,7 +152,8 @@ class Approx(Solver):
     description = ("approximation of W_p (every p in [1, inf]): a proven factor 3 on a sparse two-hop graph "
                    "(4 |(1,..,1)| on graph='grid'); for point clouds of 10^9 pairs and more "
                    "(graph='multiscale', the default there) multiscale pricing with an a-posteriori certified "
-                   "gap and no a-priori factor")
+                   "gap and no a-priori factor; p = inf there: threshold searches on a grid of cells, within a "
+                   "proven additive error)")
     honours = frozenset({"device"})
     options = (
         Option("centres", int, 0, "number of centres drawn from the targets (0: round(sqrt(n)))"),
@@ -161,8 +162,9 @@ class Approx(Solver):
                "(points with a named metric, finite p: a grid hierarchy of O(n log n) arcs, factor 4 |(1,..,1)|, "
                "5.66 for euclidean d = 2), 'multiscale' (points with a named metric, finite p: candidate pairs "
                "from coarsened problems, a few pricing rounds; no a-priori factor, the gap is measured by the "
-               "certified dual bound), 'auto' (multiscale for d <= 3 from 10^9 pairs where it applies, else "
-               "two-hop)",
+               "certified dual bound; p = inf: threshold searches on a grid of cells, within twice a cell's "
+               "diameter), 'auto' (multiscale, or for p = inf the grid of cells, for d <= 3 from 10^9 pairs "
+               "where it applies, else two-hop)",
                ("auto", "two-hop", "grid", "multiscale")),
         Option("improve", bool, True, "re-solve exactly over the flow's candidate pairs (same bound, better plan)"),
         Option("certificate", str, "dual", "the reported bound: 'dual' prices a certified dual bound by "
@@ -180,6 +182,10 @@ class Approx(Solver):
         progress = Progress(options.progress, log=options.log)
         extra = options.extra
         stats: dict = {}
+        if math.isinf(model.p) and _use_grid_bottleneck(model, extra["graph"]):
+            from .bottleneck_grid import grid_bottleneck
+            progress(f"approx: {model.n} x {model.m}, p = inf: threshold searches on a grid of cells", force=True)
+            return grid_bottleneck(model, options)
         if _use_multiscale(model, extra["graph"]):
             from .approx_multiscale import solve_multiscale
             progress(f"approx: {model.n} x {model.m}, p = {model.p:g}: multiscale pricing", force=True)
@@ -218,6 +224,21 @@ class Approx(Solver):
         if math.isinf(model.p):
             return _bottleneck(model, graph, distances, extra, deadline, progress, stats)
         return _finite(model, graph, distances, extra, deadline, progress, stats)
+
+
+def _use_grid_bottleneck(model, choice: str) -> bool:
+    """Whether W_inf goes to the grid of cells (:mod:`solvopt.transport.bottleneck_grid`: a proven
+    additive error, a certified bound): asked for by graph="grid", or under "auto" for point
+    clouds with a named metric in d <= GRID_MAX_DIM from GRID_FROM_PAIRS pairs, where the two-hop
+    graph's n^1.5 arcs no longer fit (ModelError where it does not apply)."""
+    from .bottleneck import tree_path
+    fits = tree_path(model)
+    if choice == "grid":
+        if not fits:
+            raise ModelError("graph='grid' for p = inf needs points with a named metric (euclidean, cityblock, "
+                             "chebyshev); use graph='two-hop'")
+        return True
+    return choice == "auto" and fits and model.dimension <= GRID_MAX_DIM and model.n * model.m >= GRID_FROM_PAIRS
 
 
 def _use_multiscale(model, choice: str) -> bool:

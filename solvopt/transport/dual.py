@@ -315,7 +315,8 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
         near_x = _own_neighbours(model.x, model.metric, most)
         poll(stop)
         near_y = _own_neighbours(model.y, model.metric, most)
-    tree, tree_keys, added = (None, None, None) if start is None else (start[1], start[0], None)
+    tree, tree_keys = (None, None) if start is None else (start[1], start[0])
+    added: int | None = None
     while True:
         r, c = np.divmod(keys, m)
         poll(stop)
