@@ -175,7 +175,7 @@ def test_auto_graph_takes_multiscale_for_large_point_clouds():
     with patch.object(approx, "GRID_FROM_PAIRS", 300 * 300):
         big = Transport(x, y, p=1).solve("approx")
         assert big.stats["graph"] == "multiscale" and big.stats["factor"] is None
-        assert Transport(x, y, p=float("inf")).solve("approx").stats["graph"] == "two-hop"
+        assert Transport(x, y, p=float("inf")).solve("approx").stats["graph"] == "grid"    # the grid of cells
     small = Transport(x, y, p=1).solve("approx")
     assert small.stats["graph"] == "two-hop" and small.stats["factor"] == pytest.approx(3.0)
 

@@ -145,9 +145,10 @@ def test_auto_takes_multiscale_where_the_grid_applied():
     assert not multiscale(Transport(np.zeros((40000, 4)), np.ones((40000, 4)), p=2), "auto")
     assert not multiscale(Transport(np.zeros((50, 2)), np.ones((60, 2)), p=2), "auto")
     assert not multiscale(Transport(*big, p=2), "two-hop")
+    assert approx_module._use_grid_bottleneck(Transport(*big, p=math.inf), "auto")     # W_inf: the grid of cells
     small = Transport(np.zeros((5, 2)), np.ones((5, 2)), p=math.inf)
-    with pytest.raises(ModelError, match="graph='grid'"):
-        small.solve("approx", graph="grid")
+    assert not approx_module._use_grid_bottleneck(small, "auto")
+    assert "additive_error" in small.solve("approx", graph="grid").stats
     with pytest.raises(ModelError, match="graph='grid'"):
         Transport(cost=np.ones((3, 3))).solve("approx", graph="grid")
 

@@ -185,7 +185,9 @@ class Approx(Solver):
         if math.isinf(model.p) and _use_grid_bottleneck(model, extra["graph"]):
             from .bottleneck_grid import grid_bottleneck
             progress(f"approx: {model.n} x {model.m}, p = inf: threshold searches on a grid of cells", force=True)
-            return grid_bottleneck(model, options)
+            result = grid_bottleneck(model, options)
+            result.stats["graph"] = "grid"
+            return result
         if _use_multiscale(model, extra["graph"]):
             from .approx_multiscale import solve_multiscale
             progress(f"approx: {model.n} x {model.m}, p = {model.p:g}: multiscale pricing", force=True)
