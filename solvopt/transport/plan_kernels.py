@@ -237,6 +237,22 @@ def tree_plan(n, m, rows, cols, r, c, flow, unit, mass, costs):
     return indptr, indices, data, cost, total
 
 
+@njit(cache=True, nogil=True, inline="always")
+def pair_distance(x, y, i, j, metric):
+    """The distance between x[i] and y[j] under ``metric`` (0 euclidean, 1 cityblock, 2 chebyshev):
+    the same sums, in the same order, as SciPy's ``cdist``."""
+    s = 0.0
+    for k in range(x.shape[1]):
+        diff = abs(x[i, k] - y[j, k])
+        if metric == 0:
+            s += diff * diff
+        elif metric == 1:
+            s += diff
+        elif diff > s:
+            s = diff
+    return np.sqrt(s) if metric == 0 else s
+
+
 @njit(cache=True, nogil=True)
 def plan_power_sum(indptr, indices, data, x, y, metric, p):
     """:func:`power_sum` over the entries of a CSR plan, each at the distance of its pair: between
@@ -249,16 +265,7 @@ def plan_power_sum(indptr, indices, data, x, y, metric, p):
             if metric < 0:
                 d[t] = x[i, j]
                 continue
-            s = 0.0
-            for k in range(x.shape[1]):
-                diff = abs(x[i, k] - y[j, k])
-                if metric == 0:
-                    s += diff * diff
-                elif metric == 1:
-                    s += diff
-                elif diff > s:
-                    s = diff
-            d[t] = np.sqrt(s) if metric == 0 else s
+            d[t] = pair_distance(x, y, i, j, metric)
     return power_sum(data, d, p)
 
 
@@ -268,22 +275,12 @@ def point_costs(x, y, metric, p):
     d (1 when all are 0), ``metric`` numbered as in :func:`plan_power_sum`: in one pass for the
     distances (the same sums as SciPy's ``cdist``) and one for the powers, as
     :func:`solvopt.transport.exact.scaled_costs` takes them (p = 2: a product)."""
-    n, m, dim = x.shape[0], y.shape[0], x.shape[1]
+    n, m = x.shape[0], y.shape[0]
     out = np.empty((n, m))
     top = 0.0
     for i in range(n):
         for j in range(m):
-            s = 0.0
-            for k in range(dim):
-                diff = abs(x[i, k] - y[j, k])
-                if metric == 0:
-                    s += diff * diff
-                elif metric == 1:
-                    s += diff
-                elif diff > s:
-                    s = diff
-            if metric == 0:
-                s = np.sqrt(s)
+            s = pair_distance(x, y, i, j, metric)
             out[i, j] = s
             if s > top:
                 top = s
