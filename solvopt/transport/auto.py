@@ -41,9 +41,13 @@ from .sparse_exact import SparseExact, supported
 # approx). Measured in one process beside ot.emd (benchmarks/transport_exact_scale.py --inprocess;
 # benchmarks/results/transport_exact_scale.md): on uniform clouds exact and sparse-exact are level
 # at n = 5000 (d = 3, p = 2: 2.9 / 3.1 s; d = 2, p = 1: 4.3 / 3.9 s; ot.emd 16-23 s), while on the
-# real colours of two images sparse-exact's rounds stall (n = 3000, p = 1: 47 s against 2.1 s for
-# exact and 3.3 s for ot.emd).
-DENSE_PAIRS = 5000 * 5000
+# real colours of two images sparse-exact's rounds stalled then (n = 3000, p = 1: 47 s against 2.1 s
+# for exact and 3.3 s for ot.emd). With the pricing rounds' spread doubling they no longer do
+# (benchmarks/transport_dense_limit.py; exact / sparse-exact CPU time, one process, medians of 2,
+# uniform d = 2 / uniform d = 3 / two photos' colours, p = 1 and 2, load about 1): n = 3000: 1.39,
+# 0.96 / 0.60, 0.78 / 0.93, 1.49; n = 4000: 1.63, 1.70 / 0.86, 0.94 / 1.31, 1.71; n = 5000: 1.66,
+# 2.08 / 0.90, 1.35 / 1.36, 2.51 (all optimal). The crossover lies between 3000 and 4000.
+DENSE_PAIRS = 3500 * 3500
 DENSE_CHECKED_PAIRS = 2500 * 2500
 MATRIX_PAIRS = 2500 * 2500
 # p = inf off the spatial-tree path (cost matrices, callable metrics): the dense bottleneck search
