@@ -60,7 +60,16 @@ from .network_simplex import (
 )
 from .plan_kernels import mass_supplies, point_costs
 from .quick import stopped_result
-from .result import BOUND_SLACK, LARGE_P, METRIC_CODES, dual_bound, dual_value, plan_cost, status_scale, transport_result
+from .result import (
+    BOUND_SLACK,
+    LARGE_P,
+    METRIC_CODES,
+    dual_bound,
+    dual_value,
+    plan_cost,
+    status_scale,
+    transport_result,
+)
 from .stopping import Stopped, run_abandonable
 
 # Feasibility tests of the bottleneck search: flow.feasible_flow's engines, or SciPy's Hopcroft-Karp.
