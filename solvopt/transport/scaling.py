@@ -8,7 +8,7 @@ same way, so the termination is the same at every factor. Cases cover every meth
 inputs it takes: ``approx``, ``exact`` (assignment and min-cost flow, and the large-p frame),
 ``bottleneck`` (p = inf), ``pot`` where POT is installed, ``sparse-exact`` (points), ``1d`` and
 ``auto`` (points on the line, a ready cost: W_p moves by ``f^(1/p)`` when the cost is multiplied
-by ``f``).
+by ``f``), and ``approx``'s multiscale pricing and grid of cells, asked for on small clouds.
 
 Stop: uniform points far past what each method finishes in a second (``approx`` and
 ``sparse-exact``: n = 20000 points, the graph's passes or the coarse levels, and the flow;
@@ -89,6 +89,16 @@ def scale_cases() -> list[ScaleCase]:
         ScaleCase("ready-cost-p2", lambda f: _on_ready_cost(f, 2), _root(2.0), ("exact", "auto")),
         ScaleCase("line-p2", lambda f: _on_line(f, 2), linear, ("1d", "auto")),
         ScaleCase("line-pinf", lambda f: _on_line(f, "inf"), linear, ("1d",)),
+        # approx's large-cloud paths, asked for on small clouds: the multiscale pricing (finite p)
+        # and the grid of cells (p = inf)
+        ScaleCase("points-p2-multiscale", lambda f: _on_points(f, 2, n=60, m=50), linear, ("approx",),
+                  {"graph": "multiscale"}),
+        ScaleCase("masses-p1-multiscale", lambda f: _on_masses(f, 1, n=60, m=50), _root(1.0), ("approx",),
+                  {"graph": "multiscale"}),
+        ScaleCase("points-pinf-grid", lambda f: _on_points(f, "inf", n=60, m=50), linear, ("approx",),
+                  {"graph": "grid"}),
+        ScaleCase("masses-pinf-grid", lambda f: _on_masses(f, "inf", n=60, m=50), invariant, ("approx",),
+                  {"graph": "grid"}),
     ]
 
 
