@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
@@ -39,6 +38,31 @@ class FlowSolution:
     partners: np.ndarray | None = None   # the dense simplex's best partners of its potentials
 
 
+def limited_denominator(x: float, max_denominator: int) -> int:
+    """``Fraction(x).limit_denominator(max_denominator).denominator`` for a float x >= 0: the
+    denominator of the closest fraction to x with denominator at most ``max_denominator`` (ties to
+    the last convergent, as the standard library), by the same continued fraction in plain integer
+    arithmetic (about 5x faster: drawn masses call it for every distinct value)."""
+    num, den = x.as_integer_ratio()
+    if den <= max_denominator:
+        return den
+    n, d = num, den
+    p0, q0, p1, q1 = 0, 1, 1, 0
+    while True:
+        a = n // d
+        q2 = q0 + a * q1
+        if q2 > max_denominator:
+            break
+        p0, q0, p1, q1 = p1, q1, p0 + a * p1, q2
+        n, d = d, n - a * d
+    k = (max_denominator - q0) // q1
+    p_far, q_far = p0 + k * p1, q0 + k * q1
+    # |p1 / q1 - x| <= |p_far / q_far - x|, both sides times den q1 q_far
+    if abs(p1 * den - num * q1) * q_far <= abs(p_far * den - num * q_far) * q1:
+        return q1 // math.gcd(p1, q1)
+    return q_far // math.gcd(p_far, q_far)
+
+
 def integer_units(values, max_denominator: int = 10**7, max_distinct: int = 256):
     """The unit ``u`` with every value an integer multiple of ``u`` (to 1e-12 relative), or None.
 
@@ -55,8 +79,8 @@ def integer_units(values, max_denominator: int = 10**7, max_distinct: int = 256)
         return None
     denominator = 1
     for value in distinct:
-        frac = Fraction(float(value / top)).limit_denominator(max_denominator)
-        denominator = denominator * frac.denominator // math.gcd(denominator, frac.denominator)
+        den = limited_denominator(float(value / top), max_denominator)
+        denominator = denominator * den // math.gcd(denominator, den)
         if denominator > _MAX_UNITS:
             return None
     unit = top / denominator
