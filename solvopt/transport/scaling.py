@@ -14,8 +14,7 @@ Stop: uniform points far past what each method finishes in a second (``approx`` 
 ``sparse-exact``: n = 20000 points, the graph's passes or the coarse levels, and the flow;
 ``exact``: 3000 x 2500 points, the min-cost flow on the full matrix, and 2500 x 2500 uniform masses,
 ``linear_sum_assignment``; ``pot``: ``ot.emd`` on 2500 x 2500; ``bottleneck``: its sort and max-flow
-tests at p = inf; ``approx``'s multiscale pricing on 20000 points and its grid of cells at p = inf on
-100000).
+tests at p = inf; ``approx``'s multiscale pricing on 20000 points).
 """
 from __future__ import annotations
 
@@ -123,9 +122,7 @@ def stop_cases() -> list[StopCase]:
         StopCase("assignment-5000", _with_p(_writer("assignment", 5000, 5000, 2), "2"),
                  ("exact",) + _available(("pot",))),
         StopCase("bottleneck-100000", _with_p(_writer("bottleneck", 100000, 100000, 3), "inf"), ("bottleneck",)),
-        # approx's large-cloud paths asked for on clouds they take seconds on
+        # approx's multiscale pricing asked for on clouds it takes seconds on
         StopCase("multiscale-20000", lambda folder: _writer("multiscale", 20000, 20000, 4)(folder)
                  + ["--p", "2", "--graph", "multiscale"], ("approx",)),
-        StopCase("grid-cells-100000", lambda folder: _writer("cells", 100000, 100000, 5)(folder)
-                 + ["--p", "inf", "--graph", "grid"], ("approx",)),
     ]
