@@ -53,7 +53,7 @@ def _small_exact(model) -> float | None:
     without a Result (:func:`solvopt.transport.exact.certified_value`), None where it does not apply."""
     from solvopt.transport.auto import auto_choice
     from solvopt.transport.exact import INLINE_PAIRS, certified_value
-    if model.n * model.m > INLINE_PAIRS or model.cost is not None or auto_choice(model) != "exact":
+    if model.n * model.m > INLINE_PAIRS or auto_choice(model) != "exact":     # (before auto's memory check)
         return None
     return certified_value(model)
 

@@ -64,8 +64,10 @@ from .result import (
     BOUND_SLACK,
     LARGE_P,
     METRIC_CODES,
+    csr_plan_cost,
     dual_bound,
     dual_value,
+    metric_code,
     plan_cost,
     status_scale,
     transport_result,
@@ -328,11 +330,7 @@ class ExactTransport(Solver):
                     lambda: scaled_costs(full_distances(model, "exact", need), model.p, reference, cap), watch)
         except Stopped:
             return halted()
-        # (masses are nonnegative: all nonzero is all positive)
-        rows = np.arange(model.n) if model.a.all() else np.flatnonzero(model.a)
-        cols = np.arange(model.m) if model.b.all() else np.flatnonzero(model.b)
-        full = assignment or (len(rows) == model.n and len(cols) == model.m)
-        sub = costs if full else costs[np.ix_(rows, cols)]        # no copy when every point has mass
+        rows, cols, sub = _with_mass(model, costs)     # (assignment: equal positive masses, all rows and columns)
         minima: list[float] = []
 
         def lowest() -> float:
@@ -398,6 +396,14 @@ class ExactTransport(Solver):
                                "matrix_search": getattr(sol, "matrix_search", None)})
 
 
+def _with_mass(model, costs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, cols, sub): the sources and targets with mass and their block of ``costs`` (``costs``
+    itself, no copy, when every point has mass; masses are nonnegative, so nonzero is positive)."""
+    rows = np.arange(model.n) if model.a.all() else np.flatnonzero(model.a)
+    cols = np.arange(model.m) if model.b.all() else np.flatnonzero(model.b)
+    return rows, cols, costs if len(rows) == model.n and len(cols) == model.m else costs[np.ix_(rows, cols)]
+
+
 def certified_value(model) -> float | None:
     """W_p of a small input by the dense network simplex, without a Result (the value-only
     call :func:`solvopt.transport.api.wasserstein` makes where ``auto`` runs ``exact``): the plan's
@@ -408,23 +414,18 @@ def certified_value(model) -> float | None:
     short is not worth stopping), the plan as a SciPy matrix and the Result. Only for finite p up to
     ``LARGE_P``, a cost matrix or a named metric, and inputs that run in place (at most ``INLINE_PAIRS``
     pairs); :func:`solvopt.transport.api.emd2` uses it too."""
-    from .plan_kernels import plan_power_sum
-    code = -1 if model.cost is not None else METRIC_CODES.get(model.metric) if isinstance(model.metric, str) else None
+    code = metric_code(model)
     if code is None or not 1 <= model.p <= LARGE_P or model.n * model.m > INLINE_PAIRS:
         return None
     costs, scale = scaled_costs(model.cost, model.p) if code < 0 else point_costs(model.x, model.y, code, model.p)
-    rows = np.arange(model.n) if model.a.all() else np.flatnonzero(model.a)
-    cols = np.arange(model.m) if model.b.all() else np.flatnonzero(model.b)
-    sub = costs if len(rows) == model.n and len(cols) == model.m else costs[np.ix_(rows, cols)]
+    rows, cols, sub = _with_mass(model, costs)
     (indptr, indices, data), sol = _dense_solution(model, sub, rows, cols, None)
     bound = flow_bound(model, sub, scale, None, sol, rows, cols)
     if bound is None or len(data) == 0:
         return None
-    held = (model.cost, model.cost) if code < 0 else (model.x, model.y)
-    top, scaled = plan_power_sum(indptr, indices, np.asarray(data, dtype=np.float64), *held, code, float(model.p))
-    if top == 0.0 or model.p * math.log(top) >= 700:
+    value, cost_p = csr_plan_cost(model, indptr, indices, data)          # as plan_cost measures the plan
+    if value == 0.0 or math.isinf(cost_p):
         return None
-    value = top * scaled ** (1.0 / model.p)          # as plan_cost measures the plan
     frame = status_scale(model, value)
     if bound > value + BOUND_SLACK * max(frame, value):       # as transport_result: rounding only, else refuse
         return None

@@ -33,24 +33,45 @@ EPS = float(np.finfo(np.float64).eps)
 METRIC_CODES = {"euclidean": 0, "cityblock": 1, "chebyshev": 2}
 
 
+def metric_code(model) -> int | None:
+    """How :func:`solvopt.transport.plan_kernels.plan_power_sum` reads the model's distances: -1 from
+    its matrix, a :data:`METRIC_CODES` number from its points, None for a callable metric."""
+    if model.cost is not None:
+        return -1
+    return METRIC_CODES.get(model.metric) if isinstance(model.metric, str) else None
+
+
 def plan_cost(model, plan) -> tuple[float, float]:
     """(W_p, sum pi d^p) of a plan (any scipy.sparse n x m matrix, nonnegative).
 
     For p = inf: (the largest distance carrying mass, the same). Computed with the largest
     support distance factored out, so a large p does not overflow.
     """
-    from .plan_kernels import plan_power_sum, power_sum
+    from .plan_kernels import power_sum
     if plan.nnz == 0:
         return 0.0, 0.0
+    if plan.format == "csr" and metric_code(model) is not None:   # one pass: no index or distance copies
+        return csr_plan_cost(model, plan.indptr, plan.indices, plan.data)
+    coo = plan.tocoo()
     p = 1.0 if math.isinf(model.p) else float(model.p)
-    code = -1 if model.cost is not None else METRIC_CODES.get(model.metric) if isinstance(model.metric, str) else None
-    if plan.format == "csr" and code is not None:      # one pass over the plan: no index or distance copies
-        held = model.cost if code < 0 else model.x
-        top, scaled = plan_power_sum(plan.indptr, plan.indices, np.asarray(plan.data, dtype=np.float64), held,
-                                     held if code < 0 else model.y, code, p)
-    else:
-        coo = plan.tocoo()
-        top, scaled = power_sum(np.asarray(coo.data, dtype=np.float64), model.pair_distances(coo.row, coo.col), p)
+    return _cost_of(model, *power_sum(np.asarray(coo.data, dtype=np.float64),
+                                      model.pair_distances(coo.row, coo.col), p))
+
+
+def csr_plan_cost(model, indptr, indices, data) -> tuple[float, float]:
+    """:func:`plan_cost` of a plan given by its CSR arrays, for a model whose :func:`metric_code`
+    is not None (the distances read in one pass over the plan)."""
+    from .plan_kernels import plan_power_sum
+    code = metric_code(model)
+    if code is None:
+        raise ValueError("csr_plan_cost reads named metrics and matrices; a callable metric goes through plan_cost")
+    held = (model.cost, model.cost) if code < 0 else (model.x, model.y)
+    p = 1.0 if math.isinf(model.p) else float(model.p)
+    return _cost_of(model, *plan_power_sum(indptr, indices, np.asarray(data, dtype=np.float64), *held, code, p))
+
+
+def _cost_of(model, top: float, scaled: float) -> tuple[float, float]:
+    """(W_p, sum pi d^p) from the largest support distance ``top`` and sum pi (d / top)^p."""
     if math.isinf(model.p):
         return top, top
     if top == 0.0:
