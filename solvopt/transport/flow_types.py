@@ -140,13 +140,22 @@ def run_stoppable(kernel, args, tail, stop):
         return kernel(*args, flag, *tail)
     if stop():
         raise FlowStopped
-    out = []
-    worker = threading.Thread(target=lambda: out.append(kernel(*args, flag, *tail)), daemon=True)
+    out: list = []
+    failed: list = []
+
+    def work():
+        try:
+            out.append(kernel(*args, flag, *tail))
+        except BaseException as error:      # re-raised below: a failure is never read as a stop
+            failed.append(error)
+    worker = threading.Thread(target=work, daemon=True)
     worker.start()
     while worker.is_alive():
         worker.join(0.05)
         if flag[0] == 0 and stop():
             flag[0] = 1
+    if failed:
+        raise failed[0]
     if flag[0] or not out:
         raise FlowStopped
     return out[0]
