@@ -8,6 +8,7 @@ shared machine: the load (1-minute average) is recorded beside each row.
 
     nice python benchmarks/transport_multiscale.py                         # n = 10^4 (d = 2, 3; p = 1, 2)
     nice python benchmarks/transport_multiscale.py --sizes 100000 --dims 2 --ps 2 --merge
+    python benchmarks/transport_multiscale.py --sizes 1000000 --graphs multiscale --merge   # one process a size
     python benchmarks/transport_multiscale.py --sizes 3000 --no-write      # a smoke run
 """
 from __future__ import annotations
@@ -22,7 +23,10 @@ from pathlib import Path
 import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results"
-GRAPHS = ("multiscale", "grid", "two-hop")
+# "multiscale-simplex": the multiscale graph with every level's flows by the exact network simplex
+# (engine="simplex", the default before warm cost scaling), for a side-by-side
+GRAPHS = ("multiscale", "multiscale-simplex", "grid", "two-hop")
+OPTIONS = {"multiscale-simplex": {"graph": "multiscale", "engine": "simplex"}}
 
 
 def cpu() -> float:
@@ -36,15 +40,19 @@ def run_case(n: int, d: int, p: float, graphs) -> list[dict]:
     rng = np.random.default_rng(0)
     warm = Transport(rng.random((2000, d)), rng.random((2000, d)), p=p)
     for graph in graphs:
-        warm.solve("approx", graph=graph)
+        warm.solve("approx", **OPTIONS.get(graph, {"graph": graph}))
+        if graph == "multiscale":       # its large levels' kernel too (warm cost scaling on every level)
+            warm.solve("approx", graph="multiscale", engine="costscaling")
     model = Transport(rng.random((n, d)), rng.random((n, d)), p=p)
     rows = []
     for graph in graphs:
         t0, c0 = time.perf_counter(), cpu()
-        r = model.solve("approx", graph=graph)
+        r = model.solve("approx", **OPTIONS.get(graph, {"graph": graph}))
         row = {"n": n, "d": d, "p": p, "graph": graph, "wall": time.perf_counter() - t0, "cpu": cpu() - c0,
                "objective": r.objective, "bound": r.bound, "ratio": r.objective / r.bound,
-               "termination": r.termination.value, "load": os.getloadavg()[0]}
+               "termination": r.termination.value, "load": os.getloadavg()[0],
+               "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         levels = r.stats.get("levels")
         if isinstance(levels, list):
             row.update(levels=[[lv["n"], lv["rounds"], round(lv["time"], 2)] for lv in levels],
@@ -58,13 +66,18 @@ def run_case(n: int, d: int, p: float, graphs) -> list[dict]:
 def markdown(rows: list[dict]) -> str:
     lines = ["# `approx` by graph (uniform points, one process, one run a case)", "",
              "Command: `nice python benchmarks/transport_multiscale.py` (see its docstring). CPU seconds "
-             "include OR-Tools' child processes; ratio = W_p(plan) / certified bound.", "",
-             "| n | d | p | graph | CPU (s) | wall (s) | ratio | multiscale levels (n, rounds, s) / rounds | load |",
-             "| ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: |"]
+             "include OR-Tools' child processes; ratio = W_p(plan) / certified bound. multiscale-simplex: the "
+             "multiscale graph with every level's flows by the exact network simplex (`engine='simplex'`). "
+             "Peak: the process's peak resident set so far (GiB; a row run after a larger one shows that one's).",
+             "",
+             "| n | d | p | graph | CPU (s) | wall (s) | ratio | multiscale levels (n, rounds, s) / rounds "
+             "| peak (GiB) | load | date |",
+             "| ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
     for r in rows:
         extra = f"{r['levels']} / {r['rounds']}" if "levels" in r else ""
+        peak = f"{r['peak_gib']:.2f}" if "peak_gib" in r else "-"
         lines.append(f"| {r['n']} | {r['d']} | {r['p']:g} | {r['graph']} | {r['cpu']:.2f} | {r['wall']:.2f} | "
-                     f"{r['ratio']:.4f} | {extra} | {r['load']:.1f} |")
+                     f"{r['ratio']:.4f} | {extra} | {peak} | {r['load']:.1f} | {r.get('date', '-')} |")
     return "\n".join(lines) + "\n"
 
 

@@ -101,18 +101,20 @@ def test_a_stop_in_the_first_fine_round_keeps_the_refined_coarse_plan():
     assert r.bound > 0.5 * exact
 
 
+@pytest.mark.parametrize("engine", ["auto", "costscaling"])
 @settings(max_examples=8, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), d=st.sampled_from([2, 3]), p=st.sampled_from([1.0, 1.5, 2.0]),
        masses=st.booleans(), metric=st.sampled_from(sorted(METRIC)))
-def test_multiscale_plan_is_feasible_and_its_bound_below_the_optimum(seed, d, p, masses, metric):
+def test_multiscale_plan_is_feasible_and_its_bound_below_the_optimum(engine, seed, d, p, masses, metric):
     """Against HiGHS on the full LP: a feasible plan, W_p(plan) >= OPT >= bound, the reported
-    gap the real one, OPTIMAL only when the bound meets the plan."""
+    gap the real one, OPTIMAL only when the bound meets the plan. ``costscaling``: every level's
+    flows by warm cost scaling to a resolution (where the masses are multiples of one unit)."""
     rng = np.random.default_rng(seed)
     n, m = int(rng.integers(40, 120)), int(rng.integers(40, 120))
     x, y, a, b = clouds(n, m, d, seed, masses)
     model = Transport(x, y, a=a, b=b, p=p, metric=metric)
     with patch.object(se, "COARSEST", 40):         # coarse levels at this size too
-        r = model.solve("approx", graph="multiscale")
+        r = model.solve("approx", graph="multiscale", engine=engine)
     check_plan(model, r)
     opt = max(transport_lp(cdist(x, y, metric) ** p, model.a, model.b), 0.0) ** (1.0 / p)
     assert r.objective >= opt * (1 - 1e-9)
@@ -189,6 +191,7 @@ def test_multiscale_fine_rounds_on_other_engines(engine):
     r = model.solve("approx", graph="multiscale", engine=engine)
     check_plan(model, r)
     assert r.stats["engine"] == engine
+    assert (r.stats["resolution"] is not None) == (engine == "costscaling")
     assert r.bound <= model.solve("exact").objective * (1 + 1e-9) <= r.objective * (1 + 1e-9)
     with pytest.raises(ModelError, match="potentials"):
         model.solve("approx", graph="multiscale", engine="ortools")

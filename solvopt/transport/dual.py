@@ -279,7 +279,7 @@ class PricingRound(NamedTuple):
 
 
 def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: str = "auto", stop=None,
-                   spread: int = 0, max_spread: int = 0, start=None):
+                   spread: int = 0, max_spread: int = 0, start=None, warm=None, resolution: float | None = None):
     """Rounds of pricing on the candidate pairs ``keys`` (flat i * m + j; they must carry a feasible
     plan), yielded as :class:`PricingRound` until no pair is left to add (or no bound is found).
 
@@ -298,23 +298,23 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
     seconds each). ``start``: (sorted pair keys, (parent, pred, pred_dir)), a primal feasible
     spanning tree on pairs among ``keys`` from which the network simplex's first round starts
     (e.g. :func:`solvopt.transport.multiscale.refined_tree`; one it refuses means the artificial
-    start). The caller ends the loop when it has what it needs; FlowStopped (in the flow) or
-    :class:`Stopped` (in the c-transforms) when ``stop()`` turns true."""
+    start). ``resolution`` (engine ``costscaling``): each round's flow is solved to within 3 x
+    ``resolution`` per unit of supply (:func:`solvopt.transport.flow.warm_cost_scaling`), from the
+    source potentials ``warm`` (e.g. a coarser level's; None: zeros), then from the last round's:
+    an approximation, certified like the others. The caller ends the loop when it has what it
+    needs; FlowStopped (in the flow) or :class:`Stopped` (in the c-transforms) when ``stop()``
+    turns true."""
     import time
 
-    from .flow import auto_engine, min_cost_flow
+    from .flow import auto_engine, min_cost_flow, tight_potentials, warm_cost_scaling
     from .network_simplex import remap_tree, warm_flow
     n, m, p = model.n, model.m, model.p
     keys = sorted_keys(keys)
     supplies = np.concatenate([model.a, -model.b]) / model.mass
     if engine == "auto":
         engine = auto_engine(supplies)
-    near_x = near_y = None
+    near_x = near_y = None               # each side's own nearest neighbours, found when first needed
     most = max(spread, max_spread)
-    if most > 0 and model.cost is None and not callable(model.metric):
-        near_x = _own_neighbours(model.x, model.metric, most)
-        poll(stop)
-        near_y = _own_neighbours(model.y, model.metric, most)
     tree, tree_keys = (None, None) if start is None else (start[1], start[0])
     added: int | None = None
     while True:
@@ -328,6 +328,12 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
             tree = None if tree is None else remap_tree(tree, tree_keys, keys)
             sol, tree = warm_flow(r, c + n, costs, supplies, tree, path_arcs=1, stop=stop)
             tree_keys = keys
+        elif engine == "costscaling" and resolution is not None:
+            # from the potentials given, then from the last round's (repaired: also what certifies)
+            start_at = np.zeros(n + m) if warm is None else np.concatenate([warm[:n], np.zeros(m)])
+            sol = warm_cost_scaling(r, c + n, costs, supplies, start_at, resolution, n_nodes=n + m, stop=stop)
+            sol.potentials = tight_potentials(r, c + n, costs, sol.potentials)
+            warm = sol.potentials
         else:
             sol = min_cost_flow(r, c + n, costs, supplies, n_nodes=n + m, engine=engine, path_arcs=1, stop=stop,
                                 rough_potentials=True)      # the c-transform certifies any potentials
@@ -337,6 +343,10 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
         if out is None:
             return
         new_r, new_c = out[1]
+        if near_x is None and most > 0 and model.cost is None and not callable(model.metric):
+            near_x = own_neighbours(model.x, model.metric, most)
+            poll(stop)
+            near_y = own_neighbours(model.y, model.metric, most)
         if near_x is not None and near_y is not None and spread > 0:   # the minimisers' pairs, and (i', j),
             # (i, j') for i', j' near i, j
             new_r = np.concatenate([new_r, near_x[new_r, :spread].ravel(), np.repeat(new_r, spread)])
@@ -350,7 +360,7 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
         keys, added = grown, fresh
 
 
-def _own_neighbours(pts: np.ndarray, metric: str, k: int) -> np.ndarray:
+def own_neighbours(pts: np.ndarray, metric: str, k: int) -> np.ndarray:
     """(count, k): the k nearest other points of every point of ``pts`` (itself where fewer exist)."""
     from scipy.spatial import cKDTree
 

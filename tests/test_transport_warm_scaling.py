@@ -1,0 +1,139 @@
+"""Warm cost scaling to a resolution (the multiscale approximation's flows) against independent
+references: HiGHS's exact flow on random bipartite transport problems, within the stated error,
+from any starting potentials and from a last round's flow on grown arcs; the repaired potentials'
+c-transform bound below the optimum; the Z order of the points."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial.distance import cdist
+
+from solvopt.core.errors import ModelError
+from solvopt.transport.flow import min_cost_flow, tight_potentials, warm_cost_scaling
+from solvopt.transport.multiscale import morton_codes, spatial_order, unordered
+
+
+def bipartite(seed, n, m, k, units):
+    """Sources and targets in the plane, each source joined to its k nearest targets and to every
+    target of a north-west plan (so the supplies fit), costs the squared distances."""
+    rng = np.random.default_rng(seed)
+    x, y = rng.random((n, 2)), rng.random((m, 2))
+    a = rng.integers(1, units + 1, n).astype(float)
+    a[0] += max(0.0, m - a.sum())                                         # every target can get 1
+    b = (rng.multinomial(int(a.sum()) - m, np.full(m, 1.0 / m)) + 1).astype(float)
+    k = min(k, m)
+    d = cdist(x, y) ** 2
+    near = np.argsort(d, axis=1)[:, :k]
+    tails, heads = np.repeat(np.arange(n), k), near.ravel()
+    # north-west corner pairs: a feasible plan lives on the arcs
+    i = j = 0
+    ra, rb = a.copy(), b.copy()
+    extra = []
+    while i < n and j < m:
+        extra.append((i, j))
+        step = min(ra[i], rb[j])
+        ra[i] -= step
+        rb[j] -= step
+        if ra[i] <= 0:
+            i += 1
+        if rb[j] <= 0:
+            j += 1
+    pairs = np.unique(np.concatenate([np.column_stack([tails, heads]), np.array(extra)]), axis=0)
+    tails, heads = pairs[:, 0], pairs[:, 1]
+    costs = d[tails, heads]
+    supplies = np.concatenate([a, -b])
+    return tails, heads + n, costs, supplies, n + m, d
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 40), m=st.integers(2, 40), k=st.integers(1, 5),
+       units=st.integers(1, 4), share=st.sampled_from([1e-4, 1e-2, 0.1]), cold=st.booleans())
+def test_the_flow_is_within_its_stated_error_of_the_optimum(seed, n, m, k, units, share, cold):
+    """From zero or random potentials, at any resolution: a feasible flow whose cost is within
+    abs_error (3 |f| resolution) of HiGHS's optimum on the same arcs."""
+    tails, heads, costs, supplies, nodes, _ = bipartite(seed, n, m, k, units)
+    exact = min_cost_flow(tails, heads, costs, supplies, n_nodes=nodes, engine="highs")
+    resolution = share * float(costs.mean())
+    rng = np.random.default_rng(seed)
+    start = np.zeros(nodes) if cold else rng.normal(0.0, 3.0 * float(costs.max()), nodes)
+    sol = warm_cost_scaling(tails, heads, costs, supplies, start, resolution, n_nodes=nodes)
+    assert sol.flow.min() >= 0
+    net = np.bincount(tails, sol.flow, nodes) - np.bincount(heads, sol.flow, nodes)
+    np.testing.assert_allclose(net, supplies, atol=1e-9)
+    assert sol.abs_error == pytest.approx(3.0 * supplies[supplies > 0].sum() * resolution)
+    assert exact.cost - 1e-9 <= sol.cost <= exact.cost + sol.abs_error + 1e-9
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 40), units=st.integers(1, 3))
+def test_a_second_round_on_grown_arcs_and_the_repaired_bound(seed, n, units):
+    """Round two of the pricing: from the last round's repaired potentials on more arcs, a flow
+    within the error of the new optimum; the repaired potentials make every arc price out >= 0,
+    and their double c-transform (over all pairs) is a lower bound on the full optimum."""
+    tails, heads, costs, supplies, nodes, d = bipartite(seed, n, n, 2, units)
+    resolution = 1e-3 * float(costs.mean())
+    first = warm_cost_scaling(tails, heads, costs, supplies, np.zeros(nodes), resolution, n_nodes=nodes)
+    # grow: every pair of the full problem joins
+    full_t, full_h = np.divmod(np.arange(n * n), n)
+    full_h = full_h + n
+    full_c = d[full_t, full_h - n]
+    again = tight_potentials(tails, heads, costs, first.potentials)
+    second = warm_cost_scaling(full_t, full_h, full_c, supplies, again, resolution, n_nodes=nodes)
+    exact = min_cost_flow(full_t, full_h, full_c, supplies, n_nodes=nodes, engine="highs")
+    assert exact.cost - 1e-9 <= second.cost <= exact.cost + second.abs_error + 1e-9
+    tight = tight_potentials(full_t, full_h, full_c, second.potentials)
+    reduced = full_c - tight[full_t] + tight[full_h]
+    assert reduced.min() >= -1e-9 * max(1.0, float(full_c.max()))
+    a, b = supplies[:n], -supplies[n:]
+    u = tight[:n]
+    v = (d - u[:, None]).min(axis=0)                # the c-transform of the repaired potentials
+    u2 = (d - v[None, :]).min(axis=1)
+    assert a @ u2 + b @ v <= exact.cost * (1 + 1e-9) + 1e-12
+
+
+def test_refusals():
+    tails, heads, costs, supplies, nodes, _ = bipartite(0, 5, 5, 2, 1)
+    with pytest.raises(ModelError, match="resolution"):
+        warm_cost_scaling(tails, heads, costs, supplies, np.zeros(nodes), 0.0, n_nodes=nodes)
+    with pytest.raises(ModelError, match="multiples"):
+        drawn = np.concatenate([np.random.default_rng(1).random(5), np.zeros(5)])
+        drawn[5:] = -drawn[:5].sum() / 5
+        warm_cost_scaling(tails, heads, costs, drawn, np.zeros(nodes), 0.1, n_nodes=nodes)
+    with pytest.raises(ModelError, match="overflow"):
+        warm_cost_scaling(tails, heads, costs, supplies, np.zeros(nodes), 1e-300, n_nodes=nodes)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 300), d=st.integers(1, 4))
+def test_the_z_order_is_a_permutation_and_the_plan_comes_back(seed, n, d):
+    rng = np.random.default_rng(seed)
+    pts = rng.random((n, d))
+    order = spatial_order(pts)
+    assert sorted(order.tolist()) == list(range(n))
+    import scipy.sparse as sp
+    plan = sp.random(n, n, density=0.05, random_state=seed, format="csr")
+    back = unordered(plan, order, order)
+    dense, original = back.toarray(), plan.toarray()
+    np.testing.assert_array_equal(dense[np.ix_(order, order)], original)
+
+
+def test_morton_codes_interleave_the_bits():
+    index = np.array([[0, 0], [1, 0], [0, 1], [1, 1], [2, 0], [3, 3]])
+    np.testing.assert_array_equal(morton_codes(index, 2), [0, 1, 2, 3, 4, 15])
+
+
+def test_a_kernel_failure_is_raised_not_read_as_a_stop():
+    """A kernel run in its worker thread (so that a stop is seen at once) that fails raises its
+    own error; only the stop flag or a missing result means FlowStopped."""
+    from solvopt.transport.flow_types import FlowStopped, run_stoppable
+
+    def broken(flag):
+        raise ZeroDivisionError("in the kernel")
+    with pytest.raises(ZeroDivisionError, match="in the kernel"):
+        run_stoppable(broken, (), (), lambda: False)
+
+    def ends(flag):
+        return 7
+    assert run_stoppable(ends, (), (), lambda: False) == 7
+    with pytest.raises(FlowStopped):
+        run_stoppable(ends, (), (), lambda: True)
