@@ -81,6 +81,7 @@ REFINED_PER_POINT = 64
 # (the spread doubles after each round that stops closing in; see dual.pricing_rounds).
 SPREAD = 4
 MAX_SPREAD = 32
+START_SPREAD = 8
 # engine="scaling" (the multiscale approximation): levels with at least this many points (n + m)
 # solve their flows by warm cost scaling (dual.pricing_rounds' ``resolution``), smaller ones by
 # the warm network simplex; the flows to within this share of the start plan's cost; and a level
@@ -250,7 +251,7 @@ def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simple
         scaled = mine == "costscaling" and engine == "scaling"
         plan, _, more, stopped = price(small, below.keys, engine=mine, stop=stop, max_rounds=max_rounds,
                                        potentials=held, start=below.tree,
-                                       ratio=SCALING_RATIO if scaled else math.inf,
+                                       ratio=SCALING_RATIO if engine == "scaling" else math.inf,
                                        warm=below.potentials if scaled else None,
                                        resolution=scaling_resolution(small, below.plan, SCALING_SHARE_COARSE)
                                        if scaled else None)
@@ -273,7 +274,7 @@ def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simple
                     keys = np.concatenate([keys, out[1][0] * model.m + out[1][1]])
                     if level_engine(model, engine, scaling_from) == "costscaling":
                         low_r, low_c = out[1]
-                        keys = np.concatenate([keys, spread_pairs(model, low_r, low_c, SPREAD)])
+                        keys = np.concatenate([keys, spread_pairs(model, low_r, low_c, START_SPREAD)])
             fine_plan = refined_plan(plan, sx, sy, rows, cols, model)
             tree = refined_tree(fine_plan, model) if level_engine(model, engine, scaling_from) == "simplex" else None
             return Start(keys, tree, fine_plan, bound, u)
