@@ -135,11 +135,11 @@ DUAL_MIN_SECONDS = 1.0
 # graph="auto": the multiscale pricing (an a-posteriori gap, no factor) from this many pairs n x m
 # on, for points in dimension <= GRID_MAX_DIM with a named metric and finite p <= LARGE_P (below,
 # the two-hop graph's proven factor 3). Measured side by side in one process (uniform points, CPU
-# seconds, load about 7 on 2 cores; benchmarks/transport_multiscale.py, the table in
+# seconds, load about 1.3 on 2 cores; benchmarks/transport_multiscale.py, the table in
 # benchmarks/results/transport_multiscale.md): n = 10^4, d = 2 / 3, p = 1 / 2: multiscale
-# 0.9-1.5 s at gaps 0.10-0.38%, grid 1.8-2.5 s and two-hop 1.9-2.4 s at 0.06-1.2%; n = 10^5,
-# d = 2, p = 2: multiscale 54 s at 0.09%, grid 74 s at 0.40%; d = 3, p = 1: multiscale 138 s at
-# 0.40%, grid 54 s but its certified ratio only 1.44. The grid hierarchy (factor
+# 0.8-1.1 s at gaps 0.10-0.40%, grid 1.8-2.4 s and two-hop 2.3-2.7 s at 0.06-0.66%; n = 10^5:
+# multiscale 6.7-10.5 s at 0.2-0.9%; n = 10^6: 110-145 s at 0.2-0.9% (earlier, at load 5, the
+# grid took 54-74 s at 10^5, its certified ratio 1.004 and 1.44). The grid hierarchy (factor
 # 4 |(1, ..., 1)|) stays available as graph="grid".
 GRID_FROM_PAIRS = 10**9
 GRID_MAX_DIM = 3

@@ -22,7 +22,8 @@ One entry point, :func:`min_cost_flow`, several engines behind it:
   potentials when every arc prices out within that eps. ``auto`` does not choose it: on the grid
   hierarchy's graph (uniform points, p = 2, n = 10^4 and 3 x 10^4) it took 1.2-3.8x OR-Tools' time
   and 1.4-3.2x the simplex's (``benchmarks/transport_flow.py --graph grid``). Its kernel takes a
-  warm start (prices), the step a multiscale scheme needs.
+  warm start (prices): :func:`warm_cost_scaling` solves bipartite flows from a coarser level's
+  potentials to a stated resolution, the multiscale approximation's engine from 60,000 points.
 - ``"networkx"``: ``networkx.min_cost_flow`` on integer data, a tiny-case reference for tests.
 
 ``engine="auto"`` picks the fastest engine that is exact on these inputs, as measured by
@@ -242,6 +243,22 @@ def _simplex(tails, heads, costs, supplies, n_nodes, capacities, path_arcs, stop
                         rounding_error(flow, supplies, scale, n_nodes, path_arcs))
 
 
+def _run_cost_scaling(graph, supplies, n_nodes, tail, stop, label: str):
+    """The cost-scaling kernel on ``graph`` (tails, heads, integer costs, capacities, integer
+    supplies) with the trailing arguments ``tail``, in a worker thread: (flow, prices). A stop
+    raises FlowStopped; an infeasible verdict is confirmed by a max flow (ModelError), else it is
+    the kernel's fault (SolverError)."""
+    from . import cost_scaling as cs
+    flow, price, status = run_stoppable(cs.cost_scaling, graph, tail, stop)
+    if status == cs.STOPPED:
+        raise FlowStopped
+    if status == cs.INFEASIBLE:
+        if feasible_flow(graph[0], graph[1], supplies, n_nodes=n_nodes) is None:
+            raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
+        raise SolverError(f"{label}: prices left their proven range on a feasible problem")
+    return flow, price
+
+
 def _cost_scaling(tails, heads, costs, supplies, units, n_nodes, capacities, path_arcs, stop,
                   rough: bool = False) -> FlowSolution:
     """Engine ``costscaling`` (see the module docstring and :mod:`solvopt.transport.cost_scaling`)."""
@@ -264,14 +281,8 @@ def _cost_scaling(tails, heads, costs, supplies, units, n_nodes, capacities, pat
     if stop is not None and stop():
         raise FlowStopped
     top = int(int_costs.max(initial=0))
-    flow, price, status = run_stoppable(cs.cost_scaling, (tails, heads, int_costs, caps, ints),
-                                        (np.zeros(n_nodes, np.int64), max(top, 1), cs.ALPHA), stop)
-    if status == cs.STOPPED:
-        raise FlowStopped
-    if status == cs.INFEASIBLE:
-        if feasible_flow(tails, heads, supplies, n_nodes=n_nodes) is None:
-            raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
-        raise SolverError("engine 'costscaling': prices left their proven range on a feasible problem")
+    flow, price = _run_cost_scaling((tails, heads, int_costs, caps, ints), supplies, n_nodes,
+                                    (np.zeros(n_nodes, np.int64), max(top, 1), cs.ALPHA), stop, "engine 'costscaling'")
     flow *= unit
     # eps = 1 integer unit: within (|f| + |f*|) / scale of the rounded costs' optimum, plus the rounding
     error = 3.0 * rounding_error(flow, supplies, scale, n_nodes, path_arcs)
@@ -346,14 +357,8 @@ def warm_cost_scaling(tails, heads, costs, supplies, potentials, resolution: flo
     every = max(1, n_nodes // WARM_UPDATES)
     reduced = int_costs + prices[tails] - prices[heads]       # a feasible flow's path prices within n x this
     slack = int(np.abs(reduced).max(initial=0))
-    flow, price, status = run_stoppable(cs.cost_scaling, (tails, heads, int_costs, caps, ints),
-                                        (prices, cs.ALPHA, cs.ALPHA, every, slack), stop)
-    if status == cs.STOPPED:
-        raise FlowStopped
-    if status == cs.INFEASIBLE:
-        if feasible_flow(tails, heads, supplies, n_nodes=n_nodes) is None:
-            raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
-        raise SolverError("warm cost scaling: prices left their proven range on a feasible problem")
+    flow, price = _run_cost_scaling((tails, heads, int_costs, caps, ints), supplies, n_nodes,
+                                    (prices, cs.ALPHA, cs.ALPHA, every, slack), stop, "warm cost scaling")
     flow *= unit
     error = 3.0 * float(flow.sum()) * resolution
     return FlowSolution(flow, float(flow @ costs), -price.astype(np.float64) * resolution, "costscaling", error)
