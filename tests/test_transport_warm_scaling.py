@@ -137,3 +137,23 @@ def test_a_kernel_failure_is_raised_not_read_as_a_stop():
     assert run_stoppable(ends, (), (), lambda: False) == 7
     with pytest.raises(FlowStopped):
         run_stoppable(ends, (), (), lambda: True)
+
+
+def test_a_stop_ends_the_warm_kernel():
+    """The stop reaches the kernel (its worker thread's flag): FlowStopped, before or during the run."""
+    from solvopt.transport.flow_types import FlowStopped
+    tails, heads, costs, supplies, nodes, _ = bipartite(3, 300, 300, 4, 1)
+    with pytest.raises(FlowStopped):
+        warm_cost_scaling(tails, heads, costs, supplies, np.zeros(nodes), 1e-6 * float(costs.mean()),
+                          n_nodes=nodes, stop=lambda: True)
+    calls = []
+
+    def later():                     # false at the first look, then true: the flag is set mid-run
+        calls.append(1)
+        return len(calls) > 1
+    try:
+        sol = warm_cost_scaling(tails, heads, costs, supplies, np.zeros(nodes), 1e-9 * float(costs.mean()),
+                                n_nodes=nodes, stop=later)
+    except FlowStopped:
+        return
+    assert sol.flow.sum() == pytest.approx(supplies[supplies > 0].sum())    # it finished before the flag
