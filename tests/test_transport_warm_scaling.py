@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
 
+import solvopt.transport.sparse_exact as se
 from solvopt.core.errors import ModelError
 from solvopt.transport.flow import min_cost_flow, tight_potentials, warm_cost_scaling
 from solvopt.transport.multiscale import morton_codes, spatial_order, unordered
@@ -157,3 +158,25 @@ def test_a_stop_ends_the_warm_kernel():
     except FlowStopped:
         return
     assert sol.flow.sum() == pytest.approx(supplies[supplies > 0].sum())    # it finished before the flag
+
+
+@pytest.mark.parametrize("factor", [1e-12, 1e12])
+def test_the_warm_engine_gives_the_same_answer_in_any_units(factor):
+    """Points (and masses) scaled by 10^-12 or 10^12: the same status, and W_p and its bound moved
+    by the law (times the point factor, times the mass factor^(1/p)) up to the flow's resolution:
+    the costs are rounded in a frame relative to the plan's own cost, so the same problem gives
+    the same integers up to ties at half a unit (a different plan within the stated error), and
+    both certified intervals hold the same optimum."""
+    from solvopt.dsl import Transport
+    rng = np.random.default_rng(11)
+    x, y = rng.random((900, 2)), rng.random((800, 2))
+    a, b = rng.integers(1, 4, 900).astype(float), rng.integers(1, 4, 800).astype(float)
+    b *= a.sum() / b.sum()
+    base = Transport(x, y, a=a, b=b, p=2).solve("approx", graph="multiscale", engine="costscaling")
+    for points, masses in ((factor, 1.0), (1.0, factor)):
+        r = Transport(x * points, y * points, a=a * masses, b=b * masses, p=2).solve(
+            "approx", graph="multiscale", engine="costscaling")
+        law = points * masses ** 0.5
+        assert r.termination == base.termination
+        assert r.objective == pytest.approx(base.objective * law, rel=3 * se.SCALING_SHARE)
+        assert r.bound <= base.objective * law * (1 + 1e-9) and base.bound * law <= r.objective * (1 + 1e-9)

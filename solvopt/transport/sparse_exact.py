@@ -225,8 +225,8 @@ def scaling_resolution(model, plan, share: float = SCALING_SHARE) -> float | Non
     start) over 3, so each flow is within that share of the plan's cost of its optimum."""
     if plan is None:
         return None
-    with np.errstate(over="ignore", under="ignore"):
-        per_mass = (plan_cost(model, plan)[0] / fine_unit(model)) ** model.p
+    with np.errstate(over="ignore", under="ignore"):   # W_p^p sums pi d^p over the whole mass
+        per_mass = (plan_cost(model, plan)[0] / fine_unit(model)) ** model.p / model.mass
     return share * per_mass / 3.0 if per_mass > 0 and math.isfinite(per_mass) else None
 
 
