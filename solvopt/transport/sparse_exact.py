@@ -264,6 +264,7 @@ def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simple
                                                        REFINED_PER_POINT * (model.n + model.m))
         if fine is not None:
             keys = np.concatenate([keys, fine])
+            here = level_engine(model, engine, scaling_from)
             bound = u = None
             if held:         # the c-transform's minimisers under the coarse potentials, moved to the points
                 u = np.zeros(model.n)
@@ -272,11 +273,11 @@ def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simple
                 if out is not None:
                     bound = out[0]
                     keys = np.concatenate([keys, out[1][0] * model.m + out[1][1]])
-                    if level_engine(model, engine, scaling_from) == "costscaling":
+                    if here == "costscaling":
                         low_r, low_c = out[1]
                         keys = np.concatenate([keys, spread_pairs(model, low_r, low_c, START_SPREAD)])
             fine_plan = refined_plan(plan, sx, sy, rows, cols, model)
-            tree = refined_tree(fine_plan, model) if level_engine(model, engine, scaling_from) == "simplex" else None
+            tree = refined_tree(fine_plan, model) if here == "simplex" else None
             return Start(keys, tree, fine_plan, bound, u)
     start = quick_plan(model).tocoo()
     return Start(np.concatenate([keys, start.row.astype(np.int64) * model.m + start.col]))
