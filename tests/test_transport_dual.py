@@ -152,6 +152,34 @@ def test_kdtree_c_transform_is_the_dense_minimum(n, m, d, repeats, metric, p, sp
                                atol=1e-12 * (1 + np.abs(ref).max()))
 
 
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 2000), d=st.integers(1, 3), depth=st.integers(0, 8), levels=st.sampled_from([0, 2, 5]),
+       seed=st.integers(0, 10**6))
+def test_kdtree_split_halves_each_node_along_its_widest_axis(n, d, depth, levels, seed):
+    """Every node's range splits at its middle, and along the node's widest axis no source of the
+    lower half lies above one of the upper half (ties and repeated points included)."""
+    from solvopt.transport.kernels_kdtree import split_order
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, d))
+    if levels:
+        x = np.round(x * levels) / levels
+    order, begin, end = split_order(x, depth)
+    assert np.array_equal(np.sort(order), np.arange(n))
+    assert len(begin) == 2 ** depth and begin[0] == 0 and end[-1] == n
+    assert np.array_equal(begin[1:], end[:-1])
+    for level in range(depth):
+        width = 2 ** (depth - level)             # leaves under one node of this level
+        for k in range(2 ** level):
+            lo, hi = begin[k * width], end[(k + 1) * width - 1]
+            mid = end[k * width + width // 2 - 1]
+            assert mid == (lo + hi) // 2
+            if hi - lo < 2:
+                continue
+            pts = x[order[lo:hi]]
+            axis = int(np.argmax(pts.max(axis=0) - pts.min(axis=0)))
+            assert x[order[lo:mid], axis].max(initial=-np.inf) <= x[order[mid:hi], axis].min(initial=np.inf)
+
+
 @pytest.mark.parametrize("engine", ["simplex", "highs"])
 def test_refined_bound_from_a_disconnected_plan_reaches_the_optimum(engine):
     """From the support of one plan (many components, as the approximation hands over) the

@@ -3,10 +3,11 @@
 min_i ((d(src_i, y) / unit)^p - pot_i) for every target y, exactly: a node (the box around its
 sources) is skipped when (d(y, box) / unit)^p - (its largest potential) cannot beat the best value
 found, and the nearer child is searched first. The tree is implicit (node k has children 2k + 1
-and 2k + 2; every level splits each node's sources at the median of its widest axis), so a query
-costs O(log n) plus the sources it cannot rule out, for every named metric and every p (the cost
-grows with the distance). Float rounding cannot wrongly prune: each axis gap to a box is at most
-the same axis difference to a point inside, and every later step is monotone.
+and 2k + 2; every level splits each node's sources at the median of its widest axis, found by
+selection in O(n) a level), so a query costs O(log n) plus the sources it cannot rule out, for
+every named metric and every p (the cost grows with the distance). Float rounding cannot wrongly
+prune: each axis gap to a box is at most the same axis difference to a point inside, and every
+later step is monotone.
 """
 from __future__ import annotations
 
@@ -29,24 +30,7 @@ class PotentialTree:
         depth = 0
         while (n >> (depth + 1)) >= LEAF_SIZE // 2 and depth < MAX_DEPTH - 1:
             depth += 1
-        order = np.arange(n)
-        begin, end = np.array([0]), np.array([n])
-        for _ in range(depth):        # one level: sort each node's sources along its widest axis, split at the middle
-            sizes = end - begin
-            pts = src[order]
-            least = np.minimum.reduceat(pts, begin, axis=0)
-            spread = np.maximum.reduceat(pts, begin, axis=0) - least
-            widest = spread.argmax(axis=1)
-            axis = np.repeat(widest, sizes)
-            node = np.repeat(np.arange(len(begin)), sizes)
-            low = np.repeat(least[np.arange(len(begin)), widest], sizes)
-            width = np.repeat(np.maximum(spread.max(axis=1), np.finfo(float).tiny), sizes)
-            # one float key per source: its node (integer part, dominant) then its place along the axis in
-            # [0, 1]; rounding may reorder near-ties, which only moves the split, never mixes nodes
-            key = node * 4.0 + (pts[np.arange(n), axis] - low) / width
-            order = order[np.argsort(key, kind="stable")]
-            mid = (begin + end) // 2
-            begin, end = np.column_stack([begin, mid]).ravel(), np.column_stack([mid, end]).ravel()
+        order, begin, end = split_order(src, depth)
         self.order = order
         self.src = np.ascontiguousarray(src[order])
         self.pot = np.ascontiguousarray(pot[order])
@@ -78,6 +62,78 @@ class PotentialTree:
         c_transform_kdtree(self.src, self.pot, self.lo, self.hi, self.top, self.begin, self.end,
                            self.first_leaf, dst, float(unit), float(p), metric, start, stop, out, arg)
         arg[:] = self.order[arg]
+
+
+@njit(cache=True, nogil=True)
+def split_order(src, depth):
+    """(order, begin, end): the sources' order and the 2^depth leaves' ranges in it, each level
+    splitting every node's range at its middle along the node's widest axis (a selection, not a
+    sort: O(n) a level)."""
+    order = np.arange(len(src))
+    begin = np.zeros(1, dtype=np.int64)
+    end = np.full(1, len(src), dtype=np.int64)
+    for _ in range(depth):
+        below_begin = np.empty(2 * len(begin), dtype=np.int64)
+        below_end = np.empty(2 * len(begin), dtype=np.int64)
+        _split_level(src, order, begin, end, below_begin, below_end)
+        begin, end = below_begin, below_end
+    return order, begin, end
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _split_level(src, order, begin, end, below_begin, below_end):
+    """One level of :func:`split_order`: node k's range [begin[k], end[k]) into its children's."""
+    dim = src.shape[1]
+    for k in prange(len(begin)):
+        lo, hi = begin[k], end[k]
+        axis, widest = 0, -1.0
+        for a in range(dim):
+            least, most = np.inf, -np.inf
+            for i in range(lo, hi):
+                v = src[order[i], a]
+                least = min(least, v)
+                most = max(most, v)
+            if most - least > widest:
+                axis, widest = a, most - least
+        mid = (lo + hi) // 2
+        _select(order, src, axis, lo, hi, mid)
+        below_begin[2 * k], below_end[2 * k] = lo, mid
+        below_begin[2 * k + 1], below_end[2 * k + 1] = mid, hi
+
+
+@njit(cache=True, nogil=True)
+def _select(order, src, axis, lo, hi, kth):
+    """Reorder order[lo:hi] so that the source at kth has no larger coordinate ``axis`` before it
+    and no smaller one after it (Hoare's selection, pivot the median of three)."""
+    hi -= 1
+    while hi - lo > 16:
+        mid = (lo + hi) // 2
+        a, b, c = src[order[lo], axis], src[order[mid], axis], src[order[hi], axis]
+        pivot = max(min(a, b), min(max(a, b), c))
+        i, j = lo, hi
+        while i <= j:
+            while src[order[i], axis] < pivot:
+                i += 1
+            while src[order[j], axis] > pivot:
+                j -= 1
+            if i <= j:
+                order[i], order[j] = order[j], order[i]
+                i += 1
+                j -= 1
+        if kth <= j:
+            hi = j
+        elif kth >= i:
+            lo = i
+        else:
+            return
+    for i in range(lo + 1, hi + 1):          # a short range: insertion sort
+        item = order[i]
+        key = src[item, axis]
+        j = i - 1
+        while j >= lo and src[order[j], axis] > key:
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = item
 
 
 @njit(cache=True, parallel=True, nogil=True)
