@@ -1,13 +1,14 @@
 """Small exact solves, call for call against POT in one process: ``wasserstein(x, y, p)``
 (methods ``exact`` and ``auto``) against ``ot.emd2`` and ``ot.emd`` on ``cdist(x, y) ** p``, and
-``emd2(a, b, M)`` against ``ot.emd2(a, b, M)`` on the same ready cost matrix (like for like).
+``emd2(a, b, M)`` against ``ot.emd2(a, b, M)`` and ``emd(a, b, M)`` (the plan) against ``ot.emd(a, b, M)`` on
+the same ready cost matrix (like for like).
 
 Points uniform in the unit square (d = 2), n = m, masses uniform or random (``--masses``). For
 each case: 20 warm-up calls of each, then ``--calls`` rounds, each timing one call of every
 contender in turn (so a change of load hits all of them alike); the median CPU time
 (``time.process_time``) per call and the ratios ours / POT. Ours includes building and checking
 the model, the solve, the certified bound, the plan's checks and the Result; POT's the cost
-matrix (except in the ``emd2(M)`` columns, where both get M)::
+matrix (except in the ``emd2(M)`` and ``emd(M)`` columns, where both get M)::
 
     nice python benchmarks/transport_small.py --sizes 20 50 100 200 --p 1 2 --masses uniform random --calls 300
 
@@ -45,7 +46,7 @@ def main(argv=None) -> None:
     import numpy as np
     from scipy.spatial.distance import cdist
 
-    from solvopt.transport.api import emd2, wasserstein
+    from solvopt.transport.api import emd, emd2, wasserstein
     from solvopt.transport.exact import import_pot
     ot = import_pot()
     print("| n | masses | p | ot.emd2 + cdist (ms) | ot.emd + cdist (ms) | exact (ms) | exact / ot.emd2 | "
@@ -69,10 +70,13 @@ def main(argv=None) -> None:
                     "auto": lambda: wasserstein(x, y, p, a, b),
                     "potM": lambda: ot.emd2(a, b, M),
                     "oursM": lambda: emd2(a, b, M),
+                    "potP": lambda: ot.emd(a, b, M),
+                    "oursP": lambda: emd(a, b, M),
                 }, args.calls)
                 print(f"| {n} | {masses} | {p:g} | {t['pot2']:.3f} | {t['pot']:.3f} | {t['exact']:.3f} | "
                       f"{t['exact'] / t['pot2']:.2f} | {t['exact'] / t['pot']:.2f} | {t['auto'] / t['pot2']:.2f} | "
-                      f"{t['potM']:.3f} | {t['oursM']:.3f} | {t['oursM'] / t['potM']:.2f} |", flush=True)
+                      f"{t['potM']:.3f} | {t['oursM']:.3f} | {t['oursM'] / t['potM']:.2f} | "
+                      f"{t['potP']:.3f} | {t['oursP']:.3f} | {t['oursP'] / t['potP']:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -93,6 +93,50 @@ def test_emd2_matches_pots_call():
     assert result.termination.value == "optimal"
 
 
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 25), m=st.integers(1, 25), shift=st.sampled_from([0.0, -0.5]), uniform=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_emd_plan_is_optimal_against_the_lp(n, m, shift, uniform, seed):
+    rng = np.random.default_rng(seed)
+    M = rng.uniform(size=(n, m)) + shift
+    a, b = (np.full(n, 1 / n), np.full(m, 1 / m)) if uniform else (rng.uniform(0.1, 1, n), rng.uniform(0.1, 1, m))
+    b *= a.sum() / b.sum()
+    plan = T.emd(a, b, M)
+    assert isinstance(plan, np.ndarray) and plan.shape == (n, m) and plan.min() >= 0
+    np.testing.assert_allclose(plan.sum(1), a, atol=1e-12)
+    np.testing.assert_allclose(plan.sum(0), b, atol=1e-12)
+    assert float((plan * M).sum()) == pytest.approx(lp_emd2(a, b, M), rel=1e-9, abs=1e-12)
+    full, result = T.emd(a, b, M, return_result=True)        # the full solve: the same optimum, proven
+    assert result.termination.value == "optimal"
+    np.testing.assert_allclose(full, result.solution["plan"].toarray())
+    assert float((full * M).sum()) == pytest.approx(float((plan * M).sum()), rel=1e-9, abs=1e-12)
+
+
+def test_emd_matches_pots_plan_and_takes_other_methods(monkeypatch):
+    from solvopt.core.errors import SolverError
+    from solvopt.transport import exact as exact_module
+    x, y, a, b = _sample(3, 10, 14)
+    M = sqeuclidean(x, y)
+    plan = T.emd(a, b, M)
+    reference = ot.emd(a, b, M) if ot is not None else None
+    if reference is not None:
+        assert float((plan * M).sum()) == pytest.approx(float((reference * M).sum()), rel=1e-9)
+    assert T.emd([], [], M).sum() == pytest.approx(1.0)                       # POT's []: uniform masses
+    calls = []
+    monkeypatch.setattr(exact_module, "certified_plan", lambda model: calls.append(1) or None)
+    np.testing.assert_allclose((T.emd(a, b, M) * M).sum(), (plan * M).sum(), rtol=1e-9)   # declined: the full solve
+    assert calls == [1]
+    rough = T.emd(a, b, M, method="approx")           # another method: its plan, feasible
+    np.testing.assert_allclose(rough.sum(1), a, atol=1e-12)
+    assert (rough * M).sum() >= (plan * M).sum() - 1e-12
+    with pytest.raises(ModelError, match="2-D"):
+        T.emd(a, b, M.ravel())
+    monkeypatch.setattr(Transport, "solve", lambda self, method, **kw: type(
+        "R", (), {"solution": None, "termination": type("T", (), {"value": "error"})(), "message": "no plan"})())
+    with pytest.raises(SolverError, match="no plan"):
+        T.emd(a, b, M, method="approx")
+
+
 def test_wasserstein_between_point_sets():
     x, y, a, b = _sample(2, 15, 11)
     expected = math.sqrt(reference_emd2(a, b, sqeuclidean(x, y)))

@@ -1,11 +1,12 @@
-"""Transport in one call, the way POT users write it: :func:`wasserstein` and :func:`emd2`.
+"""Transport in one call, the way POT users write it: :func:`wasserstein`, :func:`emd2` and :func:`emd`.
 
 - ``wasserstein(x, y, p=2)`` is W_p itself (the p-th root taken), between point sets;
 - ``emd2(a, b, M)`` is POT's ``ot.emd2(a, b, M)``: the optimal cost min <P, M> over the plans P
   with marginals a and b, M a ready cost matrix (not raised to any power): for M = squared
-  euclidean distances it is W_2 squared.
+  euclidean distances it is W_2 squared;
+- ``emd(a, b, M)`` is POT's ``ot.emd(a, b, M)``: an optimal plan itself, as a dense array.
 
-Both build a :class:`~solvopt.dsl.transport.Transport` model and solve it; ``return_result=True``
+All three build a :class:`~solvopt.dsl.transport.Transport` model and solve it; ``return_result=True``
 also gives the :class:`~solvopt.core.result.Result` (its status, bound, plan and stats).
 """
 from __future__ import annotations
@@ -66,16 +67,10 @@ def emd2(a, b, M, method: str = "exact", return_result: bool = False, **options)
     plan, takes negative entries). ``method`` "exact" (the default: proven optimal) or another
     transport method. Returns the optimal cost as a float, or (cost, Result) with
     ``return_result=True`` (the Result's objective is W_1 over the shifted costs; its plan is
-    ``result.solution["plan"]``, POT's ``ot.emd``). Small matrices with no option and no Result
-    asked for take the value-only path of :func:`wasserstein`.
+    ``result.solution["plan"]``, what :func:`emd` returns dense). Small matrices with no option and
+    no Result asked for take the value-only path of :func:`wasserstein`.
     """
-    from solvopt.core.errors import ModelError
-    from solvopt.dsl.arrays import real_array
-    costs = real_array(M, "'M'")
-    if costs.ndim != 2:
-        raise ModelError(f"'M' must be a 2-D (n, m) cost matrix, got shape {costs.shape}")
-    shift = float(costs.min()) if costs.size and costs.min() < 0 else 0.0
-    model = Transport(cost=costs - shift if shift else costs, a=_masses(a), b=_masses(b), p=1)
+    model, shift = _cost_model(a, b, M)
     if method == "exact" and not return_result and not options:
         from solvopt.transport.exact import certified_value
         optimum = certified_value(model)          # small matrices: the proven optimum without a Result
@@ -84,3 +79,44 @@ def emd2(a, b, M, method: str = "exact", return_result: bool = False, **options)
     result = model.solve(method, **options)
     value = None if result.objective is None else result.objective + shift * model.mass
     return (value, result) if return_result else value
+
+
+def emd(a, b, M, method: str = "exact", return_result: bool = False, **options):
+    """POT's ``ot.emd(a, b, M)``: an optimal plan P (n, m), a dense array, of min <P, M> over the
+    plans P >= 0 with marginals a and b.
+
+    The arguments are :func:`emd2`'s. Returns P, or (P, Result) with ``return_result=True`` (its
+    status says whether P is proven optimal; ``result.solution["plan"]`` is P as a SciPy sparse
+    matrix, at most n + m - 1 entries, which is what to keep when n x m is large). With
+    ``method="exact"`` (the default) P is proven optimal or an error is raised; another method
+    gives that method's plan. Small matrices with no option and no Result asked for skip the
+    Result, as :func:`emd2` does: P is returned only when its certified bound proves it optimal,
+    and anything else goes to the full solve.
+    """
+    model, _ = _cost_model(a, b, M)
+    if method == "exact" and not return_result and not options:
+        from solvopt.transport.exact import certified_plan
+        found = certified_plan(model)             # small matrices: the proven optimum without a Result
+        if found is not None:
+            indptr, indices, data = found[1]
+            plan = np.zeros((model.n, model.m))
+            plan[np.repeat(np.arange(model.n), np.diff(indptr)), indices] = data
+            return plan
+    result = model.solve(method, **options)
+    sparse = result.solution.get("plan") if isinstance(result.solution, dict) else None
+    if sparse is None:
+        from solvopt.core.errors import SolverError
+        raise SolverError(f"method {method!r} returned no plan ({result.termination.value}): {result.message}")
+    return (sparse.toarray(), result) if return_result else sparse.toarray()
+
+
+def _cost_model(a, b, M):
+    """(the Transport model of :func:`emd2` and :func:`emd`, the shift): the model's cost is ``M``
+    less its smallest entry where that is negative (no optimal plan changes), else ``M``."""
+    from solvopt.core.errors import ModelError
+    from solvopt.dsl.arrays import real_array
+    costs = real_array(M, "'M'")
+    if costs.ndim != 2:
+        raise ModelError(f"'M' must be a 2-D (n, m) cost matrix, got shape {costs.shape}")
+    shift = float(costs.min()) if costs.size and costs.min() < 0 else 0.0
+    return Transport(cost=costs - shift if shift else costs, a=_masses(a), b=_masses(b), p=1), shift

@@ -414,22 +414,30 @@ def certified_value(model) -> float | None:
     short is not worth stopping), the plan as a SciPy matrix and the Result. Only for finite p up to
     ``LARGE_P``, a cost matrix or a named metric, and inputs that run in place (at most ``INLINE_PAIRS``
     pairs); :func:`solvopt.transport.api.emd2` uses it too."""
+    found = certified_plan(model)
+    return None if found is None else found[0]
+
+
+def certified_plan(model) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
+    """:func:`certified_value` with its plan: (W_p, (indptr, indices, data)), the plan's CSR arrays
+    (n x m, entries in units of mass), or None where :func:`certified_value` gives None
+    (:func:`solvopt.transport.api.emd` returns that plan as POT's ``ot.emd`` does)."""
     code = metric_code(model)
     if code is None or not 1 <= model.p <= LARGE_P or model.n * model.m > INLINE_PAIRS:
         return None
     costs, scale = scaled_costs(model.cost, model.p) if code < 0 else point_costs(model.x, model.y, code, model.p)
     rows, cols, sub = _with_mass(model, costs)
-    (indptr, indices, data), sol = _dense_solution(model, sub, rows, cols, None)
+    csr, sol = _dense_solution(model, sub, rows, cols, None)
     bound = flow_bound(model, sub, scale, None, sol, rows, cols)
-    if bound is None or len(data) == 0:
+    if bound is None or len(csr[2]) == 0:
         return None
-    value, cost_p = csr_plan_cost(model, indptr, indices, data)          # as plan_cost measures the plan
+    value, cost_p = csr_plan_cost(model, *csr)          # as plan_cost measures the plan
     if value == 0.0 or math.isinf(cost_p):
         return None
     frame = status_scale(model, value)
     if bound > value + BOUND_SLACK * max(frame, value):       # as transport_result: rounding only, else refuse
         return None
-    return value if within_default_tolerance(value, min(bound, value), scale=frame) else None
+    return (value, csr) if within_default_tolerance(value, min(bound, value), scale=frame) else None
 
 
 def large_p_frame(model, w_inf: float) -> tuple[float | None, float]:
