@@ -151,3 +151,21 @@ def test_branch_and_bound_splits_where_the_envelope_is_loose_and_stays_above_bru
     # the root relaxation alone is looser than the branch and bound's bound
     root = cl.relax(path, np.full(T, -1.0), np.full(T, 1.0))
     assert root[3] >= upper - 1e-12
+
+
+@pytest.mark.parametrize("degree", [1, 0.5])
+def test_a_failed_interior_lp_keeps_the_node_and_the_bound_stays_above_brute_force(degree, monkeypatch):
+    """HiGHS failing on a node's interior LP (always feasible) proves nothing: the node is kept with
+    plain multipliers, so the bound still covers every path (it was dropped as infeasible before)."""
+    import solvopt.games.economy_deviation as dev
+    econ = _tiny_economy(degree, 1)
+    worlds = np.array([0, 1, 1])
+    prices = np.random.default_rng(7).dirichlet(np.ones(3), 3) * 3
+    q = np.array([0.05, 0.2, 0.0])
+    real = dev.highs_lp
+    monkeypatch.setattr(dev, "highs_lp", lambda cost, A, b, lb, ub: None if ub[-1] == 1.0 else real(cost, A, b, lb, ub))
+    bnd = cl.clip_bounds(econ, worlds, prices, q, np.zeros((3, 2, 3)) + 0.01, np.zeros((3, 2)))
+    for i in range(2):
+        brute = _brute(econ, worlds, prices, q, i)
+        assert bnd.upper[i] >= brute - 1e-12 * max(1.0, brute)
+        assert bnd.lower[i] <= bnd.upper[i]

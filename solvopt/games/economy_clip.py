@@ -176,7 +176,8 @@ def dual_bound(path, rows, l, u, lam) -> float:
 
 
 def _interior(path, rows, l, u):
-    """(y, W) strictly inside the relaxation on [l, u] (an LP: the largest common margin), or None."""
+    """(y, W) strictly inside the relaxation on [l, u] (an LP: the largest common margin), else that
+    margin (<= 1e-12; 0 when HiGHS proves nothing)."""
     from .economy_deviation import highs_lp
     period, alpha, gamma = rows
     T, R = path.T, len(alpha)
@@ -201,8 +202,8 @@ def _interior(path, rows, l, u):
     cost = np.zeros(n)
     cost[-1] = -1.0
     res = highs_lp(cost, A, b, np.full(n, -np.inf), np.append(np.full(n - 1, np.inf), 1.0))
-    if res is None:
-        return None
+    if res is None:         # the LP is always feasible and bounded: HiGHS failed, which proves nothing
+        return 0.0          # about the node, so it is kept (no interior known: plain multipliers)
     x = res[0]
     return (x[:T], x[T:2 * T]) if x[-1] > 1e-12 else x[-1]
 
