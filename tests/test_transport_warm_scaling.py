@@ -180,3 +180,34 @@ def test_the_warm_engine_gives_the_same_answer_in_any_units(factor):
         assert r.termination == base.termination
         assert r.objective == pytest.approx(base.objective * law, rel=3 * se.SCALING_SHARE)
         assert r.bound <= base.objective * law * (1 + 1e-9) and base.bound * law <= r.objective * (1 + 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 20), m=st.integers(1, 20), k=st.integers(1, 120), seed=st.integers(0, 10**6))
+def test_bipartite_caps_are_the_transit_caps(n, m, k, seed):
+    """The direct bound min(supply of the tail, demand of the head) is the general transit bound on
+    a transport graph (zero and wrong-signed supplies included), and the general count is used
+    where a node is both a tail and a head."""
+    from solvopt.transport.cost_scaling import narrow, transit_caps
+    from solvopt.transport.flow import bipartite_caps
+    rng = np.random.default_rng(seed)
+    supplies = np.concatenate([rng.integers(-1, 5, n), -rng.integers(-1, 5, m)]).astype(np.int64)
+    tails, heads = rng.integers(0, n, k), rng.integers(n, n + m, k)
+    np.testing.assert_array_equal(bipartite_caps(tails, heads, supplies), transit_caps(tails, heads, supplies))
+    chain = np.concatenate([tails, heads[:1]]), np.concatenate([heads, [min(n + m - 1, heads[0] + 1)]])
+    np.testing.assert_array_equal(bipartite_caps(*chain, supplies), transit_caps(*chain, supplies))
+    assert narrow(supplies).dtype == np.int32 and narrow(supplies * 2**40).dtype == np.int64
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cityblock", "chebyshev"])
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.5])
+def test_pair_costs_kernel_matches_the_model_distances(metric, p):
+    from solvopt.dsl import Transport
+    from solvopt.transport.dual import pair_costs
+    rng = np.random.default_rng(4)
+    model = Transport(rng.random((30, 3)), rng.random((40, 3)), p=p, metric=metric)
+    rows, cols = rng.integers(0, 30, 500), rng.integers(0, 40, 500)
+    np.testing.assert_allclose(pair_costs(model, rows, cols, 0.3), (model.pair_distances(rows, cols) / 0.3) ** p,
+                               rtol=1e-14)
+    wrapped = Transport(distance=cdist(model.x, model.y, metric), p=p)        # a matrix: the model's own
+    np.testing.assert_allclose(pair_costs(wrapped, rows, cols, 0.3), pair_costs(model, rows, cols, 0.3), rtol=1e-12)

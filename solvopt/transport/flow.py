@@ -249,6 +249,10 @@ def _run_cost_scaling(graph, supplies, n_nodes, tail, stop, label: str):
     raises FlowStopped; an infeasible verdict is confirmed by a max flow (ModelError), else it is
     the kernel's fault (SolverError)."""
     from . import cost_scaling as cs
+    tails, heads, costs, caps, ints = graph
+    if len(tails) > cs.MAX_ARCS:
+        raise ModelError(f"{label}: more than {cs.MAX_ARCS:,} arcs; use engine='simplex'")
+    graph = (tails, heads, cs.narrow(costs), cs.narrow(caps), ints)
     flow, price, status = run_stoppable(cs.cost_scaling, graph, tail, stop)
     if status == cs.STOPPED:
         raise FlowStopped
@@ -306,6 +310,18 @@ def tight_potentials(tails, heads, costs, potentials) -> np.ndarray:
     return tight
 
 
+def bipartite_caps(tails, heads, supplies) -> np.ndarray:
+    """:func:`solvopt.transport.cost_scaling.transit_caps` where no node is both a tail and a head
+    (a transport graph): an arc carries at most its tail's supply and its head's demand, read
+    directly (0.4 s saved at 22 million arcs); the general count otherwise."""
+    from . import cost_scaling as cs
+    is_tail = np.zeros(len(supplies), np.bool_)
+    is_tail[tails] = True
+    if is_tail[heads].any():
+        return cs.transit_caps(tails, heads, supplies)
+    return np.maximum(np.minimum(supplies[tails], -supplies[heads]), 0)
+
+
 # warm_cost_scaling: a global update after every (nodes / this) relabels (n = 10^5 transport, prices
 # from cells of four points: nodes / 6 and / 4 took 3.0 s, nodes / 20 6.5 s, one per phase 12 s)
 WARM_UPDATES = 6
@@ -348,7 +364,7 @@ def warm_cost_scaling(tails, heads, costs, supplies, potentials, resolution: flo
                             and np.abs(start[tails]).max() < limit):
         raise ModelError("warm cost scaling: costs over the resolution overflow int64")
     int_costs = np.rint(scaled).astype(np.int64)
-    caps = cs.transit_caps(tails, heads, ints)
+    caps = bipartite_caps(tails, heads, ints)
     prices = np.zeros(n_nodes, np.int64)
     prices[tails] = np.rint(start[tails]).astype(np.int64)
     cheapest = np.full(n_nodes, np.iinfo(np.int64).max, np.int64)

@@ -39,6 +39,13 @@ def pair_distances(x, y, i, j, metric, out):
 
 
 @njit(cache=True, parallel=True)
+def pair_costs(x, y, i, j, metric, unit, p, out):
+    """out[k] = (d(x[i[k]], y[j[k]]) / unit)^p: the costs of a list of pairs, without temporaries."""
+    for k in prange(len(i)):
+        out[k] = (_dist(x, i[k], y, j[k], metric) / unit) ** p
+
+
+@njit(cache=True, parallel=True)
 def nearest(x, c, metric, index, dist):
     for i in prange(x.shape[0]):
         best, arg = np.inf, 0

@@ -219,15 +219,19 @@ def level_engine(model, engine: str, scaling_from: int = SCALING_FROM) -> str:
     return "costscaling" if units is not None and units[1].max() <= 2**31 else "simplex"
 
 
-def scaling_resolution(model, plan, share: float = SCALING_SHARE) -> float | None:
+def scaling_resolution(model, plan, share: float = SCALING_SHARE, *, of_root: bool = True) -> float | None:
     """The cost resolution (costs (d / fine unit)^p) to which warm cost scaling solves ``model``'s
-    flows: ``share`` of the cost per unit of mass of ``plan`` (a feasible plan, e.g. the refined
-    start) over 3, so each flow is within that share of the plan's cost of its optimum."""
+    flows, from the cost per unit of mass of ``plan`` (a feasible plan, e.g. the refined start):
+    with ``of_root``, p ``share`` of it over 3, so each flow's cost is within p ``share`` of the
+    plan's cost of its optimum and its W_p (the p-th root: (1 + p s)^(1/p) <= 1 + s) within
+    ``share`` (the fine level: the gap is judged on W_p); else ``share`` of it over 3 (the coarse
+    levels, a start for the next: a coarser resolution at p = 2 cost them a second round)."""
     if plan is None:
         return None
     with np.errstate(over="ignore", under="ignore"):   # W_p^p sums pi d^p over the whole mass
         per_mass = (plan_cost(model, plan)[0] / fine_unit(model)) ** model.p / model.mass
-    return share * per_mass / 3.0 if per_mass > 0 and math.isfinite(per_mass) else None
+    cost_share = share * model.p if of_root else share
+    return cost_share * per_mass / 3.0 if per_mass > 0 and math.isfinite(per_mass) else None
 
 
 def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simplex", stop=None,
@@ -253,7 +257,8 @@ def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simple
                                        potentials=held, start=below.tree,
                                        ratio=SCALING_RATIO if engine == "scaling" else math.inf,
                                        warm=below.potentials if scaled else None,
-                                       resolution=scaling_resolution(small, below.plan, SCALING_SHARE_COARSE)
+                                       resolution=scaling_resolution(small, below.plan, SCALING_SHARE_COARSE,
+                                                                             of_root=False)
                                        if scaled else None)
         if stats is not None:
             stats.setdefault("levels", []).append({"n": small.n, "m": small.m, **more,
