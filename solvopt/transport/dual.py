@@ -308,7 +308,7 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
 
     from .flow import auto_engine, min_cost_flow, tight_potentials, warm_cost_scaling
     from .network_simplex import remap_tree, warm_flow
-    n, m, p = model.n, model.m, model.p
+    n, m = model.n, model.m
     keys = sorted_keys(keys)
     supplies = np.concatenate([model.a, -model.b]) / model.mass
     if engine == "auto":
