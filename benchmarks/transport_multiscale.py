@@ -68,7 +68,9 @@ def markdown(rows: list[dict]) -> str:
              "Command: `nice python benchmarks/transport_multiscale.py` (see its docstring). CPU seconds "
              "include OR-Tools' child processes; ratio = W_p(plan) / certified bound. multiscale-simplex: the "
              "multiscale graph with every level's flows by the exact network simplex (`engine='simplex'`). "
-             "Peak: the process's peak resident set so far (GiB; a row run after a larger one shows that one's).",
+             "Peak: the process's peak resident set so far (GiB; a row run after a larger one shows that one's). "
+             "Rows are in the order run (`--merge` appends): where a case appears twice, the later date is the "
+             "newer code.",
              "",
              "| n | d | p | graph | CPU (s) | wall (s) | ratio | multiscale levels (n, rounds, s) / rounds "
              "| peak (GiB) | load | date |",

@@ -15,7 +15,7 @@ scaling take a round's spread at the start, and their first round usually ends w
 The flows: by default (``engine="auto"``, masses that are integer multiples of one unit, such as
 uniform ones) every level of at least :data:`solvopt.transport.sparse_exact.SCALING_FROM` points,
 the points' own included, is solved by cost scaling from the coarser level's potentials to a
-stated resolution (within 0.2% of the cost; :func:`solvopt.transport.flow.warm_cost_scaling`),
+stated resolution (its W_p within 0.2%; :func:`solvopt.transport.flow.warm_cost_scaling`),
 the smaller levels by the network simplex from the coarser optimum's tree; ``engine="simplex"``
 solves every level exactly by the simplex (slower from about 10^5 points: its pivots cost more as
 the trees grow). The points are first put in Z order (Morton codes of a grid), so that points
