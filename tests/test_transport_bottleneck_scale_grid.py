@@ -125,6 +125,29 @@ def test_grid_stops_at_the_time_limit_with_a_valid_bound():
         assert stopped.bound <= reference.objective * (1 + 1e-12)
 
 
+@pytest.mark.parametrize("slow", ["default_delta", "_slack", "_Cells"])
+def test_a_stop_reaches_the_grid_set_up(slow, monkeypatch):
+    """The cell side, the slack and the binning run watched: a time limit inside any of them ends
+    the solve on time (TIME_LIMIT, a feasible plan), where it was seen only after them before."""
+    import time
+
+    import solvopt.transport.bottleneck_grid as bg
+    real = getattr(bg, slow)
+
+    def slowed(*args, **kwargs):
+        time.sleep(3.0)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(bg, slow, slowed)
+    rng = np.random.default_rng(6)
+    model = Transport(rng.random((300, 2)), rng.random((300, 2)), p="inf")
+    began = time.perf_counter()
+    stopped = grid_bottleneck(model, SolveOptions(time_limit=0.2))
+    assert time.perf_counter() - began < 1.5
+    assert stopped.termination.name == "TIME_LIMIT"
+    plan = stopped.solution["plan"]
+    np.testing.assert_allclose(np.asarray(plan.sum(axis=1)).ravel(), model.a, atol=1e-12)
+
+
 def test_grid_refuses_bad_input():
     rng = np.random.default_rng(0)
     x, y = rng.random((5, 2)), rng.random((5, 2))

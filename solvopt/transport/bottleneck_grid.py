@@ -92,21 +92,25 @@ def grid_bottleneck(model, options: SolveOptions | None = None, *, delta: float 
     extent = np.maximum(x.max(axis=0), y.max(axis=0)) - origin
     if isinstance(per_cell, bool) or not (isinstance(per_cell, numbers.Real) and per_cell > 0):
         raise ModelError(f"per_cell must be a positive number, got {per_cell!r}")
-    if delta is None:
-        delta = default_delta(x, origin, extent, per_cell)
-    elif isinstance(delta, bool) or not (isinstance(delta, numbers.Real) and math.isfinite(delta) and delta > 0):
+    if delta is not None and (isinstance(delta, bool) or not (isinstance(delta, numbers.Real)
+                                                              and math.isfinite(delta) and delta > 0)):
         raise ModelError(f"delta must be a positive number, got {delta!r}")
-    delta = float(delta)
-    dims = np.floor(extent / delta).astype(np.int64) + 1
-    if float(np.prod(dims.astype(np.float64))) >= 2.0 ** 62:
-        raise ModelError(f"delta = {delta:g} makes more than 2^62 grid positions: take a larger delta")
-    diameter = delta * float(_norm(np.ones(dim), order))
-    slack = _slack(x, y, delta, order)
-    stats: dict = {"path": "grid", "delta": delta, "cell_diameter": diameter, "additive_error": 2 * diameter,
-                   "tests": 0, "radius_rounds": 0}
+    stats: dict = {"path": "grid", "tests": 0, "radius_rounds": 0}
     state: dict = {"lower": 0.0}
     try:
-        cells = _Cells(x, y, model.a[rows], model.b[cols], origin, delta, dims, order, slack)
+        # the set-up passes over every point (the cell side, the slack, the binning) run watched, so a
+        # stop is seen within POLL_SECONDS there too (0.3-0.8 s of them at 3 x 10^5 points)
+        if delta is None:
+            delta = run_abandonable(lambda: default_delta(x, origin, extent, per_cell), stop)
+        delta = float(delta)
+        dims = np.floor(extent / delta).astype(np.int64) + 1
+        if float(np.prod(dims.astype(np.float64))) >= 2.0 ** 62:
+            raise ModelError(f"delta = {delta:g} makes more than 2^62 grid positions: take a larger delta")
+        diameter = delta * float(_norm(np.ones(dim), order))
+        stats.update(delta=delta, cell_diameter=diameter, additive_error=2 * diameter)
+        slack = run_abandonable(lambda: _slack(x, y, delta, order), stop)
+        cells = run_abandonable(lambda: _Cells(x, y, model.a[rows], model.b[cols], origin, delta, dims, order, slack),
+                                stop)
         stats.update(source_cells=cells.ns, target_cells=cells.nt)
         stage(f"bottleneck grid: delta {delta:.4g}, {cells.ns} + {cells.nt} cells", force=True)
         floor = run_abandonable(lambda: _floor(x, y, order), stop)
