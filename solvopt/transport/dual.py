@@ -361,8 +361,8 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
 
 def pair_costs(model, rows: np.ndarray, cols: np.ndarray, unit: float) -> np.ndarray:
     """(d(x_i, y_j) / unit)^p for the pairs (rows[k], cols[k]): one parallel Numba pass for points
-    with a named metric (22 million pairs in 0.3 s where the NumPy temporaries took 2.5 s), else
-    the model's own distances."""
+    with a named metric (2 million pairs in 3-D: 41 ms, against 121-136 ms through NumPy's
+    temporaries), else the model's own distances."""
     from .result import metric_code
     code = metric_code(model)
     if code is not None and code >= 0:
