@@ -81,7 +81,8 @@ def test_every_family_registers_stop_cases():
 
 
 class Run:
-    """``python -m solvopt.cli solve ARGS --progress --json`` with its stderr read as it comes."""
+    """``python -m solvopt.cli solve ARGS --progress --json`` with its stderr and stdout read as they
+    come (a thread each: a child is never blocked on a full pipe, and nothing else reads them)."""
 
     def __init__(self, args: list[str], cwd: Path):
         env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -92,14 +93,20 @@ class Run:
         self.solve_start: float | None = None    # perf_counter() of the solve's start, from the first stamp
         self.started = threading.Event()
         self.exited: float | None = None         # perf_counter() when the process exited
+        self.out = ""
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+        self.out_reader = threading.Thread(target=self._read_out, daemon=True)
+        self.out_reader.start()
         self.waiter = threading.Thread(target=self._wait, daemon=True)
         self.waiter.start()
 
     def _wait(self) -> None:
         self.proc.wait()
         self.exited = time.perf_counter()
+
+    def _read_out(self) -> None:
+        self.out = self.proc.stdout.read()
 
     def _read(self) -> None:
         for line in self.proc.stderr:
@@ -125,19 +132,18 @@ class Run:
 
     def finish(self) -> tuple[float, str]:
         """(perf_counter() at exit, stdout); fails the test if the run outlives HARD_CAP."""
-        try:
-            out, _ = self.proc.communicate(timeout=HARD_CAP)
-        except subprocess.TimeoutExpired:
+        self.waiter.join(timeout=HARD_CAP)
+        if self.waiter.is_alive():
             self.kill()
             pytest.fail(f"the run did not stop within {HARD_CAP:.0f} s; stderr: {''.join(self.err)[-2000:]}")
-        self.waiter.join(timeout=5)
+        self.out_reader.join(timeout=5)
         self.reader.join(timeout=5)
-        return (self.exited if self.exited is not None else time.perf_counter()), out
+        return (self.exited if self.exited is not None else time.perf_counter()), self.out
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.communicate()
+            self.proc.wait()
 
     def stderr(self) -> str:
         return "".join(self.err)[-3000:]
