@@ -12,8 +12,8 @@ by ``f``), and ``approx``'s multiscale pricing and grid of cells, asked for on s
 
 Stop: uniform points far past what each method finishes in a second (``approx`` and
 ``sparse-exact``: n = 20000 points, the graph's passes or the coarse levels, and the flow;
-``exact``: 3000 x 2500 points, the min-cost flow on the full matrix, and 2500 x 2500 uniform masses,
-``linear_sum_assignment``; ``pot``: ``ot.emd`` on 2500 x 2500; ``bottleneck``: its sort and max-flow
+``exact``: 10000 x 8000 points, the min-cost flow on the full matrix, and 5000 x 5000 uniform masses,
+``linear_sum_assignment``; ``pot``: ``ot.emd`` on 5000 x 5000; ``bottleneck``: its sort and max-flow
 tests at p = inf; ``approx``'s multiscale pricing on 100000 points).
 """
 from __future__ import annotations
