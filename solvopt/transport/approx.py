@@ -158,9 +158,9 @@ class Approx(Solver):
     options = (
         Option("centres", int, 0, "number of centres drawn from the targets (0: round(sqrt(n)))"),
         Option("engine", str, "auto", "min-cost flow engine on the sparse graph (graph='multiscale': 'auto' "
-               "solves the levels of 60,000 points and more by warm cost scaling to a 0.2% resolution, the "
-               "smaller ones by the network simplex; 'simplex' every level exactly; 'costscaling' every level "
-               "by warm cost scaling)", ENGINES),
+               "solves the levels of 60,000 points and more by warm cost scaling (the points' flows to 0.2% of "
+               "W_p, the coarser levels' to 1% of their cost), the smaller ones by the network simplex; 'simplex' "
+               "every level exactly; 'costscaling' every level by warm cost scaling)", ENGINES),
         Option("graph", str, "auto", "the sparse graph: 'two-hop' (factor 3, about 2 n^1.5 arcs), 'grid' "
                "(points with a named metric, finite p: a grid hierarchy of O(n log n) arcs, factor 4 |(1,..,1)|, "
                "5.66 for euclidean d = 2), 'multiscale' (points with a named metric, finite p: candidate pairs "
