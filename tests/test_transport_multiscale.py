@@ -125,7 +125,9 @@ def test_multiscale_plan_is_feasible_and_its_bound_below_the_optimum(engine, see
         assert r.objective - r.bound <= 1e-6 * opt
     else:
         assert r.termination is Termination.FEASIBLE_WITHIN_GAP
-        assert r.bound >= ams.TARGET * r.objective or r.stats["rounds"] == ams.ROUNDS
+        # the target, every round, or a round that added no pair (more rounds would not close the gap)
+        assert (r.bound >= ams.TARGET * r.objective or r.stats["rounds"] == ams.ROUNDS
+                or r.stats.get("no_new_pairs"))
 
 
 def test_multiscale_at_one_round_states_the_measured_gap(monkeypatch):

@@ -7,10 +7,11 @@ for the network simplex, :mod:`solvopt.transport.multiscale`), and the transport
 on the candidate pairs. Each such restricted solution is a feasible plan, and the double
 c-transform of its potentials is a lower bound on W_p certified over *all* pairs
 (:mod:`solvopt.transport.dual`). Pricing rounds (the c-transform's minimisers join the pairs)
-continue until the bound is within :data:`TARGET` of the plan's W_p (a 1% gap) or
-:data:`ROUNDS` rounds were done. On uniform clouds, with the simplex's candidates, the first
-round is within about 4% and the second within about 0.1%; the levels solved by warm cost
-scaling take a round's spread at the start, and their first round usually ends within 1%.
+continue until the bound is within :data:`TARGET` of the plan's W_p (a 1% gap), :data:`ROUNDS`
+rounds were done or a round adds no pair (``stats["no_new_pairs"]``). On uniform clouds, with
+the simplex's candidates, the first round is within about 4% and the second within about 0.1%;
+the levels solved by warm cost scaling take a round's spread at the start, and their first round
+usually ends within 1%.
 
 The flows: by default (``engine="auto"``, masses that are integer multiples of one unit, such as
 uniform ones) every level of at least :data:`solvopt.transport.sparse_exact.SCALING_FROM` points,

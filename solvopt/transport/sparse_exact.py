@@ -304,7 +304,9 @@ def price(model, keys: np.ndarray, *, engine: str = "simplex", method: str = "au
           max_rounds: int = MAX_ROUNDS, progress=None, potentials: list | None = None, start=None,
           ratio: float = math.inf, label: str = "sparse-exact", warm=None, resolution: float | None = None):
     """The pricing loop on candidate pairs ``keys`` (flat indices i * m + j; they must carry a
-    feasible plan). Returns (plan or None, best certified bound or None, stats, stopped: bool).
+    feasible plan). Returns (plan or None, best certified bound or None, stats, stopped: bool);
+    ``stats["no_new_pairs"]`` when a round added no pair (exact flows: the optimum; approximate
+    ones: what is left of the gap is not missing pairs, so more rounds would not close it).
     ``stop``: a callable; a stop ends the loop with what it holds. ``potentials``: a list that
     receives [source potentials of the last restricted optimum, their length unit]. ``start``: a
     starting tree for the simplex's first round (see :func:`start_pairs`). ``ratio``: also stop
@@ -342,6 +344,8 @@ def price(model, keys: np.ndarray, *, engine: str = "simplex", method: str = "au
             if stop is not None and stop():
                 stopped = True
                 break
+        else:           # the rounds ran out of pairs to add: every c-transform minimiser is a candidate
+            stats["no_new_pairs"] = stats["rounds"] > 0
     except (FlowStopped, Stopped):
         stopped = True
     return plan, bound, stats, stopped
