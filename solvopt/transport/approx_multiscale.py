@@ -72,7 +72,7 @@ def solve_multiscale(model, deadline, progress, stats, engine: str = "auto") -> 
 
 def _solve_ordered(model, deadline, progress, stats, engine: str, scaling_from: int) -> Result:
     """:func:`solve_multiscale` on ``model`` as it is (its points in Z order)."""
-    from .sparse_exact import NEIGHBOURS, best_bound, level_engine, price, scaling_resolution, start_pairs
+    from .sparse_exact import NEIGHBOURS, best_bound, price, scaling_resolution, start_pairs
     start = time.perf_counter()
 
     def stop() -> bool:        # polled in the flow and between c-transform chunks: a heartbeat, and the stops
@@ -87,7 +87,7 @@ def _solve_ordered(model, deadline, progress, stats, engine: str, scaling_from: 
     stats["start_time"] = time.perf_counter() - start
     progress(f"approx (multiscale): {len(stats.get('levels', []))} coarse levels, {len(begun.keys):,} candidate "
              f"pairs ({stats['start_time']:.1f}s)", force=True)
-    fine = level_engine(model, engine, scaling_from)
+    fine = begun.engine if engine == "scaling" else engine      # (the level's, decided in start_pairs)
     scaled = engine == "scaling" and fine == "costscaling"
     resolution = scaling_resolution(model, begun.plan) if scaled else None
     stats.update(engine=fine, resolution=resolution)

@@ -346,10 +346,9 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
             near_x = own_neighbours(model.x, model.metric, most)
             poll(stop)
             near_y = own_neighbours(model.y, model.metric, most)
-        if near_x is not None and near_y is not None and spread > 0:   # the minimisers' pairs, and (i', j),
-            # (i, j') for i', j' near i, j
-            new_r = np.concatenate([new_r, near_x[new_r, :spread].ravel(), np.repeat(new_r, spread)])
-            new_c = np.concatenate([new_c, np.repeat(new_c, spread), near_y[new_c, :spread].ravel()])
+        if near_x is not None and near_y is not None and spread > 0:   # the minimisers' pairs and their spread
+            near_r, near_c = neighbour_spread(near_x, near_y, new_r, new_c, spread)
+            new_r, new_c = np.concatenate([new_r, near_r]), np.concatenate([new_c, near_c])
         grown = grown_keys(keys, new_r * m + new_c)
         if len(grown) == len(keys):
             return
@@ -357,6 +356,15 @@ def pricing_rounds(model, keys, unit: float, *, engine: str = "auto", method: st
         if added is not None and fresh > STALL_SHARE * added and spread < max_spread:
             spread = min(max_spread, max(1, 2 * spread))
         keys, added = grown, fresh
+
+
+def neighbour_spread(near_x: np.ndarray, near_y: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                     k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of the pairs (i', j) and (i, j') for every pair (i, j) of ``rows`` / ``cols``,
+    i' among i's k nearest sources (``near_x``, from :func:`own_neighbours`) and j' among j's k
+    nearest targets (``near_y``): a pricing round's spread."""
+    return (np.concatenate([near_x[rows, :k].ravel(), np.repeat(rows, k)]),
+            np.concatenate([np.repeat(cols, k), near_y[cols, :k].ravel()]))
 
 
 def pair_costs(model, rows: np.ndarray, cols: np.ndarray, unit: float) -> np.ndarray:

@@ -257,7 +257,7 @@ def _run_cost_scaling(graph, supplies, n_nodes, tail, stop, label: str):
     if status == cs.STOPPED:
         raise FlowStopped
     if status == cs.INFEASIBLE:
-        if feasible_flow(graph[0], graph[1], supplies, n_nodes=n_nodes) is None:
+        if feasible_flow(tails, heads, supplies, n_nodes=n_nodes) is None:
             raise ModelError("min_cost_flow: no feasible flow (the arcs cannot carry the supplies)")
         raise SolverError(f"{label}: prices left their proven range on a feasible problem")
     return flow, price

@@ -181,11 +181,10 @@ def spread_pairs(model, rows: np.ndarray, cols: np.ndarray, k: int) -> np.ndarra
     i's k nearest sources and j' among j's k nearest targets (a pricing round's spread, taken at
     the start by the warm cost scaling's levels: n = 3 x 10^5, one fine round then ended within
     0.74% where two rounds were needed without, 23 s against 32 s)."""
-    from .dual import own_neighbours
-    near_x = own_neighbours(model.x, model.metric, k)
-    near_y = own_neighbours(model.y, model.metric, k)
-    return np.concatenate([near_x[rows, :k].ravel() * model.m + np.repeat(cols, k),
-                           np.repeat(rows, k) * model.m + near_y[cols, :k].ravel()])
+    from .dual import neighbour_spread, own_neighbours
+    near_r, near_c = neighbour_spread(own_neighbours(model.x, model.metric, k),
+                                      own_neighbours(model.y, model.metric, k), rows, cols, k)
+    return near_r * model.m + near_c
 
 
 def start_keys(model, k: int, *, multiscale: bool = True, engine: str = "simplex", stop=None,
@@ -198,13 +197,15 @@ def start_keys(model, k: int, *, multiscale: bool = True, engine: str = "simplex
 
 class Start(NamedTuple):
     """The multiscale start: candidate pairs (flat keys), a starting tree for the simplex or None,
-    a feasible plan (the coarse optimum refined, CSR) or None, its certified bound or None, and the
-    coarse source potentials moved to the points (costs (d / fine unit)^p) or None."""
+    a feasible plan (the coarse optimum refined, CSR) or None, its certified bound or None, the
+    coarse source potentials moved to the points (costs (d / fine unit)^p) or None, and the
+    level's flow engine (:func:`level_engine`)."""
     keys: np.ndarray
     tree: tuple | None = None
     plan: object = None
     bound: float | None = None
     potentials: np.ndarray | None = None
+    engine: str = "simplex"
 
 
 def level_engine(model, engine: str, scaling_from: int = SCALING_FROM) -> str:
@@ -244,6 +245,7 @@ def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simple
     ``engine``: of every level's flows (``"scaling"`` and ``scaling_from``: see :func:`level_engine`)."""
     r, c = neighbour_pairs(model, k)
     keys = r * model.m + c
+    here = level_engine(model, engine, scaling_from)
     coarse = clusters(model) if multiscale and model.n + model.m > COARSEST else None
     if coarse is not None:
         small, sx, sy, rows, cols = coarse
@@ -251,7 +253,7 @@ def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simple
         t0 = time.perf_counter()
         below = start_pairs(small, k, engine=engine, stop=stop, stats=stats, max_rounds=max_rounds,
                             scaling_from=scaling_from)
-        mine = level_engine(small, engine, scaling_from)
+        mine = below.engine
         scaled = mine == "costscaling" and engine == "scaling"
         plan, _, more, stopped = price(small, below.keys, engine=mine, stop=stop, max_rounds=max_rounds,
                                        potentials=held, start=below.tree,
@@ -269,7 +271,6 @@ def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simple
                                                        REFINED_PER_POINT * (model.n + model.m))
         if fine is not None:
             keys = np.concatenate([keys, fine])
-            here = level_engine(model, engine, scaling_from)
             bound = u = None
             if held:         # the c-transform's minimisers under the coarse potentials, moved to the points
                 u = np.zeros(model.n)
@@ -283,9 +284,9 @@ def start_pairs(model, k: int, *, multiscale: bool = True, engine: str = "simple
                         keys = np.concatenate([keys, spread_pairs(model, low_r, low_c, START_SPREAD)])
             fine_plan = refined_plan(plan, sx, sy, rows, cols, model)
             tree = refined_tree(fine_plan, model) if here == "simplex" else None
-            return Start(keys, tree, fine_plan, bound, u)
+            return Start(keys, tree, fine_plan, bound, u, here)
     start = quick_plan(model).tocoo()
-    return Start(np.concatenate([keys, start.row.astype(np.int64) * model.m + start.col]))
+    return Start(np.concatenate([keys, start.row.astype(np.int64) * model.m + start.col]), engine=here)
 
 
 def best_bound(*bounds) -> float | None:
