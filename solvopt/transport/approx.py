@@ -138,7 +138,7 @@ DUAL_MIN_SECONDS = 1.0
 # seconds, load about 1.3 on 2 cores; benchmarks/transport_multiscale.py, the table in
 # benchmarks/results/transport_multiscale.md): n = 10^4, d = 2 / 3, p = 1 / 2: multiscale
 # 0.8-1.1 s at gaps 0.10-0.40%, grid 1.8-2.4 s and two-hop 2.3-2.7 s at 0.06-0.66%; n = 10^5:
-# multiscale 6.7-10.5 s at 0.2-0.9%; n = 10^6: 110-145 s at 0.2-0.9% (earlier, at load 5, the
+# multiscale 6.2-9.0 s at 0.3-0.9%; n = 10^6: 88-118 s at 0.3-0.9% (earlier, at load 5, the
 # grid took 54-74 s at 10^5, its certified ratio 1.004 and 1.44). The grid hierarchy (factor
 # 4 |(1, ..., 1)|) stays available as graph="grid".
 GRID_FROM_PAIRS = 10**9
