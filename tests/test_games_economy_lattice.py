@@ -185,7 +185,7 @@ def test_markov_horizon_certifies_a_small_stochastic_economy_of_degree_below_one
 
 def test_what_the_lattice_does_not_build_is_refused_in_one_line():
     econ = tiny_economy(0, 0.5, floor=0.01)
-    with pytest.raises(ModelError, match="no endowment floors or caps on a stochastic chain"):
+    with pytest.raises(ModelError, match="degree 1 for endowment floors or caps on a stochastic chain"):
         econ.solve(method="markov-horizon")
 
 

@@ -41,11 +41,13 @@ def is_stochastic(econ) -> bool:
 
 
 def _stochastic_unsupported(econ) -> list:
-    """What the history lattice (:mod:`solvopt.games.economy_lattice`) cannot take in a stochastic
-    economy with a horizon, one line each (:func:`check_supported` checks the utilities and the asset)."""
+    """What the history lattice (:mod:`solvopt.games.economy_lattice`; with endowment floors or caps
+    :mod:`solvopt.games.economy_clip_tree`) cannot take in a stochastic economy with a horizon, one line
+    each (:func:`check_supported` checks the utilities and the asset)."""
     missing = []
-    if econ.endowment_floor is not None:
-        missing.append("no endowment floors or caps on a stochastic chain")
+    if econ.endowment_floor is not None and econ.degree != 1.0:
+        missing.append(f"degree 1 for endowment floors or caps on a stochastic chain (got degree {econ.degree:g}: "
+                       "the certificate's dynamic program needs value linear in wealth)")
     return missing
 
 
@@ -54,7 +56,8 @@ def check_supported(econ) -> None:
     a finite horizon on a deterministic chain, Cobb-Douglas or Leontief utilities (any degree), one asset
     paying a bundle of goods, no endowment shocks, and without endowment floors and caps endowments uniform
     over goods (each consumer the same amount of every good) in every period after the start (floors and
-    caps: :mod:`solvopt.games.economy_clip`); a stochastic chain: :mod:`solvopt.games.economy_lattice`."""
+    caps: :mod:`solvopt.games.economy_clip`); a stochastic chain: :mod:`solvopt.games.economy_lattice` (with
+    floors and caps, degree 1: :mod:`solvopt.games.economy_clip_tree`)."""
     missing = []
     if econ.horizon is None:
         missing.append("a finite horizon (the economy has none: use markov-newton or markov-tatonnement)")

@@ -184,7 +184,10 @@ class MarkovHorizon(_MarkovSolver):
 
         from .economy_deviation import GUARANTEE
         from .economy_path import PATH_GUARANTEE
-        if stochastic:                  # the construction, and what its certificate covers
+        if stochastic and clipped:      # the construction, and what its certificate covers
+            from . import economy_clip_tree
+            construct, guarantee = economy_clip_tree.tree_equilibrium, economy_clip_tree.TREE_GUARANTEE
+        elif stochastic:
             construct, guarantee = economy_lattice.forward_equilibrium, economy_lattice.GUARANTEE
         elif clipped:
             construct, guarantee = economy_clip.clip_equilibrium, economy_clip.CLIP_GUARANTEE
