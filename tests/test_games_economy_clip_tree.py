@@ -203,3 +203,18 @@ def test_a_stop_returns_the_best_certified_profile_so_far():
     assert r.termination in (Termination.TIME_LIMIT, Termination.FEASIBLE_WITHIN_GAP, Termination.OPTIMAL)
     if r.solution:
         assert r.objective >= 0 and r.guarantee == ct.TREE_GUARANTEE
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_rounded_greedy_deviation_is_feasible_and_below_the_bound(seed, monkeypatch):
+    """Rounding the greedy deviation's purchases down to a grid of 9 holdings keeps it feasible: its
+    value is then at most the best policy on that grid (brute force) and at most the bound."""
+    monkeypatch.setattr(ct, "MAX_HELD", 0)
+    monkeypatch.setattr(ct, "HELD_GRID", 8)
+    econ = _economy(seed, 3, 3)
+    lat, prof = _random_profile(econ, 70 + seed)
+    b = ct.tree_bounds(econ, lat, prof)
+    assert b.rounded
+    for i in range(2):
+        assert b.value[i] <= b.lower[i] <= b.upper[i]
+        assert b.lower[i] <= _tree_brute(econ, lat, prof, i, n=9) * (1 + 1e-12)

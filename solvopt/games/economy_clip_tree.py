@@ -42,9 +42,9 @@ dynamic program's value is the best over every policy the model allows, not only
 
 The dynamic program's greedy policy (at class k with y: the y' in [lo, z_k(y)] where H_k is largest)
 is followed forward over the lattice and evaluated under the true clipped dynamics: a concrete
-deviation whose value is the certificate's lower bound (where it reaches too many holdings at a class,
-they are rounded down to a grid: rounding a holding down only raises the wealth, so the deviation
-stays feasible). It meets the bound to rounding when nothing was rounded.
+deviation whose value is the certificate's lower bound (where it carries too many different holdings
+into a class, the holdings it buys there are rounded down to a grid: buying less only raises the
+wealth, so the deviation stays feasible). It meets the bound to rounding when nothing was rounded.
 
 At degree h < 1 the value is not linear in wealth, the dynamic program's state would need the
 consumption-savings split, and the functions are not piecewise linear: not done; such an economy is
@@ -78,8 +78,9 @@ TREE_GUARANTEE = ("objective is a certified upper bound on the exploitability of
                   "on their feasible set (closed form); 0 only at an equilibrium")
 PRUNE = 1e-13               # a breakpoint on which the function is linear to this (relative) is dropped
 MAX_POINTS = 4000           # breakpoints a value function keeps (coarsened upwards beyond, slack reported)
-MAX_HELD = 256              # holdings the forward evaluation follows per class before rounding them down
-HELD_GRID = 1 << 16         # the grid (cells over the holding's box) they are rounded down to
+MAX_HELD = 256              # holdings carried into a class beyond which the forward evaluation rounds the
+                            # holdings it buys there down to a grid
+HELD_GRID = 1 << 16         # that grid's cells over the holding's box
 
 
 def check_degree(econ) -> None:
@@ -308,6 +309,10 @@ def tree_bounds(econ, lat, prof, check=_no_check) -> TreeBounds:
             f = cash[k](y)
             z = np.minimum(hi, f / q[k]) if q[k] > 0 else np.full(len(y), hi)
             y2 = _argmax_below(H[k])(z)
+            if len(y) > MAX_HELD:               # buy a little less (more wealth, still feasible): on a grid
+                rounded = True
+                cell = (hi - lo) / HELD_GRID
+                y2 = np.maximum(lo, np.minimum(y2, lo + np.floor((y2 - lo) / cell) * cell))
             W = np.maximum(f - q[k] * y2, 0.0)
             lower[i] += float(m @ (A[k, i] * W))
             held[k, i] = float(m @ y2)
@@ -316,13 +321,7 @@ def tree_bounds(econ, lat, prof, check=_no_check) -> TreeBounds:
                 if mass[j] is not None:
                     ys, ms = np.concatenate([mass[j][0], ys]), np.concatenate([mass[j][1], ms])
                 ys, inv = np.unique(ys, return_inverse=True)
-                ms = np.bincount(inv.ravel(), weights=ms)
-                if len(ys) > MAX_HELD:          # round down: more wealth, still feasible
-                    rounded = True
-                    cell = (hi - lo) / HELD_GRID
-                    ys, inv = np.unique(lo + np.floor((ys - lo) / cell) * cell, return_inverse=True)
-                    ms = np.bincount(inv.ravel(), weights=ms)
-                mass[j] = (ys, ms)
+                mass[j] = (ys, np.bincount(inv.ravel(), weights=ms))
     lower = np.maximum(lower, value)
     upper = np.maximum(upper, lower)
     b0 = rho[starts] @ beta[starts] / rho[starts].sum()
@@ -360,6 +359,7 @@ def tree_certificate(econ, lat, prof, check=_no_check):
          "budget_violation": violation, "excess_demand": float(np.max(np.maximum(z, 0.0) / S)),
          "horizon_endowment_value": ev, "horizon_relative_exploitability": value / ev,
          "classes": int(len(lat.period)), "certificate_slack": float(bnd.slack.sum()),
+         "deviation_rounded": bnd.rounded,
          "deviation_bounds": ["clip tree dynamic program"] * econ.n_consumers}
     return m, Exploitability(value, lower, per_player, violation=violation), bnd
 
