@@ -178,7 +178,7 @@ def test_clouds_of_different_shapes_switch_to_the_matrix():
     negative pairs at most nodes and the simplex goes on over the whole matrix; the optimum is ot.emd's."""
     ot = pytest.importorskip("ot")
     rng = np.random.default_rng(5)
-    n, m = 260, 240                       # beyond DIRECT_PAIRS: the rounds run first
+    n, m = 520, 490                       # beyond DIRECT_PAIRS: the rounds run first
     x = rng.integers(0, 6, (n, 3)).astype(float)
     y = rng.integers(0, 6, (m, 3)).astype(float) * np.array([2.0, 1.0, 0.5]) + np.array([3.0, 0.0, 1.0])
     r = Transport(x, y, p=1).solve("exact")

@@ -29,6 +29,7 @@ def test_value_path_matches_the_full_exact_solve(n, m, d, p, metric, zeros, seed
 
 
 def test_value_path_is_taken_and_falls_back(monkeypatch):
+    from solvopt.transport import small
     rng = np.random.default_rng(1)
     x, y = rng.uniform(size=(40, 2)), rng.uniform(size=(40, 2))
     reference = Transport(x, y, p=2).solve("exact").objective
@@ -36,16 +37,22 @@ def test_value_path_is_taken_and_falls_back(monkeypatch):
     real = exact_module.certified_value
     monkeypatch.setattr(exact_module, "certified_value", lambda model: calls.append(1) or real(model))
     assert wasserstein(x, y, 2) == pytest.approx(reference, rel=1e-12)
-    assert calls == [1]
+    assert calls == []                       # plain float arrays: the fused kernel answers, no model
+    assert wasserstein(x.tolist(), y, 2) == pytest.approx(reference, rel=1e-12)
+    assert calls == [1]                      # a list: the model's checks, then the value path
     # a value it cannot certify: the full solve answers (same value)
+    monkeypatch.setattr(small, "certified_points", lambda *args: calls.append(3) or None)
     monkeypatch.setattr(exact_module, "certified_value", lambda model: calls.append(2) or None)
     assert wasserstein(x, y, 2) == pytest.approx(reference, rel=1e-12)
-    assert calls == [1, 2]
-    # a Result asked for, an option, another method or the line: never the value path
+    assert calls == [1, 3, 2]
+    # a Result asked for, an option, another method: never the value path; method exact and the line:
+    # the fused kernel is asked (it declines the line: auto runs the quantile formula there), the
+    # model's value path is not
     for call in (lambda: wasserstein(x, y, 2, return_result=True), lambda: wasserstein(x, y, 2, time_limit=5),
-                 lambda: wasserstein(x, y, 2, method="exact"), lambda: wasserstein(x[:, :1], y[:, :1], 2)):
+                 lambda: wasserstein(x, y, 2, method="approx"), lambda: wasserstein(x, y, 2, method="exact"),
+                 lambda: wasserstein(x[:, :1], y[:, :1], 2)):
         call()
-    assert calls == [1, 2]
+    assert calls == [1, 3, 2, 3, 3]
 
 
 def test_value_path_declines_what_it_does_not_cover():

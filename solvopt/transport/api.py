@@ -33,13 +33,19 @@ def wasserstein(x, y, p=2, a=None, b=None, method: str = "auto", metric="euclide
     see ``solvopt methods --family transport``) or any transport method; ``options`` go to
     ``solve``. Returns W_p as a float (the objective of the returned plan: the optimum when the
     status is optimal, within the stated factor otherwise), or (W_p, Result) with
-    ``return_result=True``. Small inputs that ``auto`` solves exactly, with no option and no Result
-    asked for, skip the Result and the registry (a fifth of a millisecond a call); their value is
+    ``return_result=True``. Small inputs that ``auto`` (or ``exact``) solves exactly, with no option
+    and no Result asked for, skip the model, the Result and the registry
+    (:mod:`solvopt.transport.small`: one kernel call where the input is plainly valid); their value is
     still the certified optimum, and anything else falls back to the full solve.
 
     POT's ``ot.emd2(a, b, ot.dist(x, y))`` is ``wasserstein(x, y, 2, a, b) ** 2`` (for masses of
     total 1); ``ot.wasserstein_1d(x, y, a, b, p)`` is ``wasserstein(x, y, p, a, b) ** p``.
     """
+    if method in ("auto", "exact") and not return_result and not options:
+        from solvopt.transport.small import certified_points
+        found = certified_points(x, y, a, b, p, metric)      # small plain inputs: one kernel call
+        if found is not None:
+            return found[0]
     model = Transport(x, y, a=_masses(a), b=_masses(b), p=p, metric=metric)
     if method == "auto" and not return_result and not options:
         value = _small_exact(model)
@@ -70,6 +76,11 @@ def emd2(a, b, M, method: str = "exact", return_result: bool = False, **options)
     ``result.solution["plan"]``, what :func:`emd` returns dense). Small matrices with no option and
     no Result asked for take the value-only path of :func:`wasserstein`.
     """
+    if method == "exact" and not return_result and not options:
+        from solvopt.transport.small import certified_matrix
+        found = certified_matrix(a, b, M)                     # small plain inputs: one kernel call
+        if found is not None:
+            return found[0]
     model, shift = _cost_model(a, b, M)
     if method == "exact" and not return_result and not options:
         from solvopt.transport.exact import certified_value
@@ -93,15 +104,19 @@ def emd(a, b, M, method: str = "exact", return_result: bool = False, **options):
     Result, as :func:`emd2` does: P is returned only when its certified bound proves it optimal,
     and anything else goes to the full solve.
     """
-    model, _ = _cost_model(a, b, M)
     if method == "exact" and not return_result and not options:
         from solvopt.transport.exact import certified_plan
-        found = certified_plan(model)             # small matrices: the proven optimum without a Result
+        from solvopt.transport.small import certified_matrix, dense_plan
+        found = certified_matrix(a, b, M)                     # small plain inputs: one kernel call
+        if found is None:
+            model, _ = _cost_model(a, b, M)
+            found = certified_plan(model)         # small matrices: the proven optimum without a Result
+            shape = model.n, model.m
+        else:
+            shape = M.shape
         if found is not None:
-            indptr, indices, data = found[1]
-            plan = np.zeros((model.n, model.m))
-            plan[np.repeat(np.arange(model.n), np.diff(indptr)), indices] = data
-            return plan
+            return dense_plan(*shape, *found[1])
+    model, _ = _cost_model(a, b, M)
     result = model.solve(method, **options)
     sparse = result.solution.get("plan") if isinstance(result.solution, dict) else None
     if sparse is None:

@@ -61,9 +61,9 @@ from .network_simplex import (
 from .plan_kernels import mass_supplies, point_costs
 from .quick import stopped_result
 from .result import (
-    BOUND_SLACK,
     LARGE_P,
     METRIC_CODES,
+    certified_optimum,
     csr_plan_cost,
     dual_bound,
     dual_value,
@@ -434,10 +434,7 @@ def certified_plan(model) -> tuple[float, tuple[np.ndarray, np.ndarray, np.ndarr
     value, cost_p = csr_plan_cost(model, *csr)          # as plan_cost measures the plan
     if value == 0.0 or math.isinf(cost_p):
         return None
-    frame = status_scale(model, value)
-    if bound > value + BOUND_SLACK * max(frame, value):       # as transport_result: rounding only, else refuse
-        return None
-    return (value, csr) if within_default_tolerance(value, min(bound, value), scale=frame) else None
+    return (value, csr) if certified_optimum(value, bound, status_scale(model, value)) else None
 
 
 def large_p_frame(model, w_inf: float) -> tuple[float | None, float]:

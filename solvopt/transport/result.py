@@ -14,7 +14,7 @@ import numpy as np
 
 from solvopt.core.errors import SolverError
 from solvopt.core.result import Result, Termination
-from solvopt.core.status import settle
+from solvopt.core.status import settle, within_default_tolerance
 
 # Marginals must match a and b within this, relative to the total mass (absolute 1e-9 for mass 1).
 MARGINAL_TOL = 1e-9
@@ -71,13 +71,18 @@ def csr_plan_cost(model, indptr, indices, data) -> tuple[float, float]:
 
 
 def _cost_of(model, top: float, scaled: float) -> tuple[float, float]:
+    """:func:`cost_of` at the model's p."""
+    return cost_of(model.p, top, scaled)
+
+
+def cost_of(p: float, top: float, scaled: float) -> tuple[float, float]:
     """(W_p, sum pi d^p) from the largest support distance ``top`` and sum pi (d / top)^p."""
-    if math.isinf(model.p):
+    if math.isinf(p):
         return top, top
     if top == 0.0:
         return 0.0, 0.0
-    cost_p = scaled * top ** model.p if model.p * math.log(top) < 700 else math.inf
-    return top * scaled ** (1.0 / model.p), cost_p
+    cost_p = scaled * top ** p if p * math.log(top) < 700 else math.inf
+    return top * scaled ** (1.0 / p), cost_p
 
 
 def clean_plan(model, plan, owned: bool = False):
@@ -146,10 +151,25 @@ def status_scale(model, objective: float | None = None) -> float:
     distance = model.distance_scale()
     if distance is None:            # a callable metric: the objective's own size
         return objective if objective is not None and math.isfinite(objective) and objective > 0 else 1.0
+    return frame_of(distance, model.mass, model.p)
+
+
+def frame_of(distance: float, mass: float, p: float) -> float:
+    """:func:`status_scale` from the data's distance scale D and total mass M: D M^(1/p)."""
     if not (math.isfinite(distance) and distance > 0):
         return 1.0
-    scale = distance if math.isinf(model.p) else distance * model.mass ** (1.0 / model.p)
+    scale = distance if math.isinf(p) else distance * mass ** (1.0 / p)
     return scale if math.isfinite(scale) and scale > 0 else 1.0
+
+
+def certified_optimum(value: float, bound: float, frame: float) -> bool:
+    """A plan of W_p ``value`` is proven optimal by the certified ``bound`` (both in the units of the
+    data, ``frame`` its :func:`status_scale`): the bound is not above the value beyond rounding
+    (:data:`BOUND_SLACK`; else something is wrong and nothing is claimed), and the gap is within the
+    default tolerance."""
+    if bound > value + BOUND_SLACK * max(frame, value):
+        return False
+    return within_default_tolerance(value, min(bound, value), scale=frame)
 
 
 def guarantee_text(factor: float | None, p: float) -> str | None:
@@ -249,9 +269,15 @@ def dual_value(model, rows, cols, u, v, scale: float) -> float | None:
     with mass (e.g. v the best partners of u); None when it is not finite."""
     # per unit of mass (masses of any size), then back: W_p >= scale (M value)^(1/p)
     value = float(np.dot(model.a[rows] / model.mass, u) + np.dot(model.b[cols] / model.mass, v))
+    return dual_scale(scale, model.mass, model.p, value)
+
+
+def dual_scale(scale: float, mass: float, p: float, value: float) -> float | None:
+    """The bound on W_p of a dual ``value`` per unit of mass (sum a u + sum b v over the total mass,
+    costs (d / scale)^p): scale (mass value)^(1/p); None when it is not finite."""
     if not math.isfinite(value):
         return None
-    return scale * model.mass ** (1.0 / model.p) * max(value, 0.0) ** (1.0 / model.p)
+    return scale * mass ** (1.0 / p) * max(value, 0.0) ** (1.0 / p)
 
 
 def _best_partner(model, rows, cols, pot, scale, axis: int, cap: float = math.inf, costs=None) -> np.ndarray:
