@@ -22,7 +22,7 @@ figures.
 
 Usage: python benchmarks/games_markov.py [--time-limit 30] [--large [--large-time-limit 300]] [--quick]
        [--rerun-small] [--paper [--method M]] [--paper-horizon] [--paper-horizon-metrics]
-       [--paper-data]
+       [--paper-horizon-floors-stochastic] [--paper-data]
 Writes benchmarks/results/games_markov.{md,json,png}.
 """
 from __future__ import annotations
@@ -662,6 +662,7 @@ def paper_horizon():
         "|---|---|---|---|---|---|---|---|---|---|", *stochastic])
     print(text)
     (RESULTS / "games_markov_paper_horizon.md").write_text(text + "\n")
+    stochastic_floors_section()
     paper_horizon_metrics()
 
 
@@ -763,6 +764,63 @@ def stochastic_rows(stems=("cd_stochastic_horizon", "leontief_stochastic_horizon
     return rows
 
 
+STOCHASTIC_FLOORS_HEADING = "## Stochastic chains with floors and caps"
+STOCHASTIC_FLOORS = ("leontief_stochastic", "cd_stochastic_horizon_floors", "cd_stochastic")
+
+
+def stochastic_floors_section() -> str:
+    """markov-horizon on the stochastic paper economies with their endowment floors and caps (30 periods):
+    Leontief as stated, Cobb-Douglas at degree 1, and the stated Cobb-Douglas one (degree 0.1, refused):
+    a markdown section placed before the notebooks' metrics in games_markov_paper_horizon.md (replacing its
+    earlier version)."""
+    from solvopt.core.errors import SolvoptError
+    from solvopt.dsl.markov_games import MarkovExchangeEconomy
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rows = []
+    for stem in STOCHASTIC_FLOORS:
+        econ = MarkovExchangeEconomy.from_dict(json.loads((INSTANCES / f"markov_paper_{stem}.json").read_text()))
+        label = f"{stem.replace('_horizon', '')} (degree {econ.degree:g})"
+        try:
+            r = econ.solve(method="markov-horizon", time_limit=600)
+        except SolvoptError as err:
+            rows.append(f"| {label} | refused: {err} | | | | | | | | |")
+            print(rows[-1], flush=True)
+            continue
+        m = r.stats["metrics"]
+        rows.append(f"| {label} | {r.termination.value} | {len(r.stats['metric_history'])} | {m['classes']} | "
+                    f"{r.stats['wall_time']:.1f} | {m['exploitability']:.4g} | {m['exploitability_lower']:.4g} | "
+                    f"{m['horizon_relative_exploitability']:.3g} | {m['consumer_regret']:.3g} / "
+                    f"{m['auctioneer_regret']:.3g} | {m['asset_price_level']:g} x cap, "
+                    f"{'yes' if m['balanced'] else 'no'} |")
+        print(rows[-1], flush=True)
+    text = "\n".join([
+        STOCHASTIC_FLOORS_HEADING, "",
+        f"{date}, load average {load:.2f} at the start, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}. "
+        "Command: `python benchmarks/games_markov.py --paper-horizon-floors-stochastic` (also run by "
+        "`--paper-horizon`). The stochastic economies with their 30 periods and the stated endowment floors and "
+        "caps ([0.01, 0.1] goodwise after payouts): `markov_paper_leontief_stochastic.json` as stated, "
+        "`markov_paper_cd_stochastic_horizon_floors.json` (Cobb-Douglas at degree 1), and "
+        "`markov_paper_cd_stochastic.json` as stated (degree 0.1). Method `markov-horizon` (time limit 600 s), "
+        "the profile built on the history lattice as on a path (the asset at 0, 0.03, 0.06 and 0.1 times its cap, "
+        "holdings the same in every class of a period, the balanced variant, each class's goods a Fisher market "
+        "on the clipped supply), certified by an exact dynamic program over the lattice's classes and each "
+        "consumer's carried holding (piecewise-linear values; every deviation that depends on the world-state "
+        "history and her own holdings: docs/markov_games.md, 'Floors and caps on a stochastic chain'); "
+        "the lower bound is the dynamic program's greedy deviation under the true clipped dynamics. Relative: "
+        "to the expected value of the clipped supply over the 30 periods at the profile's prices, as on a path.", "",
+        "| economy | termination | certificates | classes | seconds | certified exploitability | lower bound | "
+        "relative | consumer / auctioneer regret | asset price, balanced |",
+        "|---|---|---|---|---|---|---|---|---|---|", *rows])
+    path = RESULTS / "games_markov_paper_horizon.md"
+    old = path.read_text() if path.exists() else ""
+    head, sep, tail = old.partition(METRICS_HEADING)
+    head = head.split(STOCHASTIC_FLOORS_HEADING)[0].rstrip("\n")
+    path.write_text((head + "\n\n" if head else "") + text + "\n" + ("\n" + sep + tail if sep else ""))
+    print(text)
+    return text
+
+
 def floors_rows() -> list:
     """markov-horizon on the deterministic paper economies with their floors and caps (30 periods;
     Cobb-Douglas at degree 1 and at its stated 0.1, Leontief): one markdown row each."""
@@ -805,6 +863,8 @@ def main(argv=None):
                     help="the paper's deterministic economies with their horizon: games_markov_paper_horizon.md")
     ap.add_argument("--paper-horizon-metrics", action="store_true",
                     help="only the notebooks' metrics on the horizon answers (its section of that page)")
+    ap.add_argument("--paper-horizon-floors-stochastic", action="store_true",
+                    help="only the stochastic economies with floors and caps (their section of that page)")
     args = ap.parse_args(argv)
     if args.paper and args.replot:
         recorded = json.loads((RESULTS / "games_markov_paper.json").read_text())
@@ -818,6 +878,9 @@ def main(argv=None):
         return
     if args.paper_horizon_metrics:
         paper_horizon_metrics()
+        return
+    if args.paper_horizon_floors_stochastic:
+        stochastic_floors_section()
         return
     if args.paper_horizon:
         paper_horizon()

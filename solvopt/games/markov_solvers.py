@@ -1,6 +1,8 @@
 """The games family's Markov methods: ``gda`` for Markov pseudo-games, ``markov-tatonnement`` and
 ``markov-newton`` (smooth demands) for Markov exchange economies, ``markov-horizon`` for those with
-a finite horizon on a deterministic chain (:mod:`solvopt.games.economy_horizon`). All report the certified
+a finite horizon (:mod:`solvopt.games.economy_horizon` on a deterministic chain, with endowment floors and
+caps :mod:`solvopt.games.economy_clip`; :mod:`solvopt.games.economy_lattice` on a stochastic one, with
+floors and caps :mod:`solvopt.games.economy_clip_tree`). All report the certified
 exploitability of their best iterate (:mod:`solvopt.games.markov`, :mod:`solvopt.games.economy`;
 the economies' methods run through :mod:`solvopt.games.economy_methods`) and settle their status
 through :class:`~solvopt.games.tracking.EquilibriumRun` (OPTIMAL only at certified exploitability <= 1e-9).
