@@ -184,7 +184,7 @@ def test_interrupt_after_the_flow_returns_the_pairing_plan(monkeypatch):
     monkeypatch.setattr(approx_module, "min_cost_flow", flow_then_interrupt)
     monkeypatch.setattr(approx_module, "stop_reason",
                         lambda deadline=None: Termination.INTERRUPTED if flow_done else None)
-    result = model.solve(method="approx")
+    result = model.solve(method="approx", graph="two-hop")
     assert result.termination is Termination.INTERRUPTED
     assert "improve_time" not in result.stats                      # stopped before the re-solve
     check_against(model, result, reference(model))
@@ -195,7 +195,7 @@ def test_seed_changes_only_the_graph():
     model = Transport(x, y, p=1)
     optimum = reference(model)
     for seed in range(3):
-        check_against(model, model.solve(method="approx", seed=seed, centres=4), optimum)
+        check_against(model, model.solve(method="approx", seed=seed, centres=4, graph="two-hop"), optimum)
 
 
 @settings(max_examples=20, deadline=None)
@@ -219,7 +219,7 @@ def test_stopped_bottleneck_search_certifies_only_what_it_proved(monkeypatch, st
     optimum = reference(model)
     calls = iter([None] + [None] * steps + [Termination.INTERRUPTED] * 100)
     monkeypatch.setattr(approx_module, "stop_reason", lambda deadline=None: next(calls))
-    result = model.solve(method="approx")
+    result = model.solve(method="approx", graph="two-hop")
     assert result.termination is Termination.INTERRUPTED
     assert result.bound is None or result.bound <= optimum * (1 + TOL)
     if result.stats["factor"] is None:           # nothing proven yet (the smallest threshold is 0)
@@ -245,4 +245,93 @@ def test_a_graph_beyond_the_memory_budget_is_refused_before_it_is_built(monkeypa
     monkeypatch.setattr(graph_module, "BYTES_PER_ARC", 1 << 40)
     x, y, *_ = inputs("uniform")
     with pytest.raises(ModelError, match="more than half this machine's memory"):
-        Transport(x, y, p=2).solve(method="approx")
+        Transport(x, y, p=2).solve(method="approx", graph="two-hop")
+
+
+# --- the auction on the full matrix (graph="dense": n = m, uniform masses, up to DENSE_MAX_PAIRS pairs)
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6), st.integers(2, 30), st.sampled_from([1, 1.5, 2, 3, 8]), st.integers(1, 3),
+       st.sampled_from(["euclidean", "cityblock", "chebyshev"]), st.sampled_from([0, 2, 5]))
+def test_dense_auction_is_certified_against_the_exact_optimum(seed, n, p, dim, metric, ties):
+    """The default for an assignment problem on points: exact marginals, a bound never above the
+    optimum, a proven factor (the plan's W_p over that bound) within the 1% target, and OPTIMAL
+    only when the bound meets the plan; ``ties`` > 0 draws the points from that few distinct
+    colours-like positions (exact repeats, as pixel colours)."""
+    from solvopt.transport import approx_dense
+    rng = np.random.default_rng(seed)
+    if ties:
+        palette = rng.integers(0, 4, size=(ties + 3, dim)) / 3.0
+        x, y = palette[rng.integers(0, len(palette), n)], palette[rng.integers(0, len(palette), n)]
+    else:
+        x, y = rng.random((n, dim)), rng.random((n, dim)) * 2.0
+    model = Transport(x, y, p=p, metric=metric)
+    result = model.solve(method="approx")
+    assert result.stats["graph"] == "dense" and result.stats["engine"] == "auction"
+    optimum = reference(model)
+    check_against(model, result, optimum)
+    assert result.stats["factor"] <= approx_dense.TARGET * (1 + 1e-6)
+    if result.termination is Termination.OPTIMAL:
+        assert result.objective <= optimum * (1 + 1e-6) + 1e-9
+    else:
+        assert result.termination is Termination.FEASIBLE_WITHIN_GAP
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_auction_phase_ends_in_eps_complementary_slackness(seed):
+    """Every person holds one object, no two the same, each within eps of its best at the final
+    prices (ties included: integer costs)."""
+    from solvopt.transport.kernels_dense import DONE, auction_phase
+    rng = np.random.default_rng(seed)
+    n = 25
+    C = rng.integers(0, 4, size=(n, n)).astype(np.float64)
+    price = np.zeros(n)
+    assign, owner, flag = np.empty(n, np.int64), np.empty(n, np.int64), np.zeros(1, np.int8)
+    for eps in (1.0, 0.1, 0.01):
+        bids, status = auction_phase(C, price, eps, assign, owner, flag, 10**6)
+        assert status == DONE and bids >= n
+        assert sorted(assign) == list(range(n)) and np.all(owner[assign] == np.arange(n))
+        held = C[np.arange(n), assign] + price[assign]
+        assert np.all(held <= (C + price).min(axis=1) + eps * (1 + 1e-12))
+
+
+def test_dense_auction_that_gives_up_leaves_the_two_hop_graph(monkeypatch):
+    from solvopt.transport import approx_dense
+    monkeypatch.setattr(approx_dense, "BID_CAP", 0)
+    x, y, *_ = inputs("uniform", seed=4)
+    model = Transport(x, y, p=2)
+    result = model.solve(method="approx")
+    assert result.stats["graph"] == "two-hop" and "bids per person" in result.stats["dense_gave_up"]
+    check_against(model, result, reference(model))
+
+
+def test_dense_auction_stopped_between_phases_keeps_its_plan_and_certificate(monkeypatch):
+    """A stop after the first phase: that phase's assignment, its certified bound and the factor it
+    proves, with the stop as termination."""
+    from solvopt.transport import approx_dense, kernels_dense
+    phases = []
+    real_phase = kernels_dense.auction_phase
+
+    def counted(*args):
+        out = real_phase(*args)
+        phases.append(out)
+        return out
+    monkeypatch.setattr(kernels_dense, "auction_phase", counted)
+    monkeypatch.setattr(approx_dense, "START_SHARE", 10.0)          # a coarse first phase: the target is not met
+    monkeypatch.setattr(approx_dense, "stop_reason", lambda deadline=None: Termination.INTERRUPTED if phases else None)
+    x, y, *_ = inputs("uniform", seed=5)
+    model = Transport(x, y, p=1)
+    result = model.solve(method="approx")
+    assert len(phases) == 1 and result.termination is Termination.INTERRUPTED
+    assert result.stats["graph"] == "dense" and result.stats["factor"] is not None
+    check_against(model, result, reference(model))
+
+
+def test_dense_graph_where_it_does_not_apply_is_refused():
+    from solvopt.core.errors import ModelError
+    x, y, *_ = inputs("clustered")                 # 40 x 40 points, but unequal masses below
+    with pytest.raises(ModelError, match="graph='dense'"):
+        Transport(x, y, a=np.arange(1, 41.0), b=np.full(40, 20.5), p=2).solve(method="approx", graph="dense")
+    with pytest.raises(ModelError, match="graph='dense'"):
+        Transport(x, y, p=math.inf).solve(method="approx", graph="dense")
+    weighted = Transport(x, y, a=np.arange(1, 41.0), b=np.full(40, 20.5), p=2).solve(method="approx")
+    assert weighted.stats["graph"] == "two-hop"          # auto: the graph where the auction does not apply

@@ -173,15 +173,18 @@ def test_multiscale_refuses_what_it_cannot_certify():
 
 def test_auto_graph_takes_multiscale_for_large_point_clouds():
     """graph="auto" runs the multiscale pricing from GRID_FROM_PAIRS pairs on (points with a named
-    metric, d <= 3, finite p), the two-hop graph (with its factor) below and elsewhere."""
+    metric, d <= 3, finite p), below it the auction on the full matrix for assignment problems and
+    the two-hop graph (with its factor) elsewhere."""
     import solvopt.transport.approx as approx
     x, y, _, _ = clouds(300, 300, 2, 4)
     with patch.object(approx, "GRID_FROM_PAIRS", 300 * 300):
         big = Transport(x, y, p=1).solve("approx")
         assert big.stats["graph"] == "multiscale" and big.stats["factor"] is None
         assert Transport(x, y, p=float("inf")).solve("approx").stats["graph"] == "grid"    # the grid of cells
-    small = Transport(x, y, p=1).solve("approx")
-    assert small.stats["graph"] == "two-hop" and small.stats["factor"] == pytest.approx(3.0)
+    small = Transport(x, y, p=1).solve("approx")                 # n = m, uniform masses: the auction
+    assert small.stats["graph"] == "dense" and 1.0 <= small.stats["factor"] <= 3.0
+    unequal = Transport(x, y[:299], p=1).solve("approx")
+    assert unequal.stats["graph"] == "two-hop" and unequal.stats["factor"] == pytest.approx(3.0)
 
 
 @pytest.mark.parametrize("engine", ["costscaling", "highs"])
