@@ -6,7 +6,9 @@ the two scikit-learn sample images (china.jpg -> flower.jpg). For each case, siz
 
 - ``ours``: ``Transport(x, y, p=p).solve("approx", certificate="factor")`` (model construction
   included; the factor bound only, the work the recorded results measured: the default dual
-  certificate prices the real gap at extra cost, measured in docs/transport.md);
+  certificate prices the real gap at extra cost, measured in docs/transport.md). Every case here
+  is an assignment problem (n = m, uniform masses), so up to 2000 x 2000 pairs (finite p) this is
+  the auction on the full matrix, whose certified bound comes with it, and beyond the two-hop graph;
 - ``emd``: POT's ``ot.emd`` on the dense cost matrix d^p with ``numItermax`` = 10^9 (its default
   of 10^5 stops early: the result code is recorded), cost matrix build included (p < inf);
 - ``lsa``: ``scipy.optimize.linear_sum_assignment`` on the same matrix (n = m, uniform masses:
@@ -430,6 +432,10 @@ def goal_lines(rows):
             ok = speed >= 10 and ratio <= 1.10
             out.append(f"- {r['case']}, p = {_p(r)}, n = 10^4: {speed:.1f}x faster than ot.emd (goal >= 10x), "
                        f"ratio {ratio:.4f} (goal <= 1.10): {'met' if ok else 'NOT met'}")
+        if r["case"] == "pixels" and r["n"] in (1000, 2000) and r["p"] in (1.0, 2.0) and "emd" in r and ours:
+            speed = _secs(r, "emd") / ours
+            out.append(f"- pixels, p = {_p(r)}, n = {r['n']}: {speed:.1f}x faster than ot.emd (goal >= 5x): "
+                       f"{'met' if speed >= 5 else 'NOT met'}")
         if r["n"] == 2000 and r["p"] == "inf" and "bottleneck" in r and "ratio" in r:
             speed, ratio = _secs(r, "bottleneck") / ours, r["ratio"]
             ok = speed >= 20 and ratio <= 2

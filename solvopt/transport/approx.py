@@ -85,6 +85,14 @@ solves on the candidate pairs, made feasible for every pair by a c-transform; ``
 ``dual_bound``, ``dual_rounds``, ``dual_time``), priced until a 1% gap or the solve's own time
 again (at least ``DUAL_MIN_SECONDS``). A stop during it keeps the factor bound.
 
+Small assignments (option ``graph="dense"``, :mod:`solvopt.transport.approx_dense`)
+------------------------------------------------------------------------------------
+For points with a named metric, finite p <= ``LARGE_P``, n = m and uniform masses, up to
+``DENSE_MAX_PAIRS`` pairs, ``graph="auto"`` (with ``engine="auto"``) solves on the full cost
+matrix instead: an eps-scaling auction stopped once its plan is proven within 1% by a certified
+double c-transform of its prices; the factor stated is the plan's W_p over that bound (at most 3,
+else the two-hop graph solves). Proof in that module and in docs/transport.md.
+
 The grid hierarchy (option ``graph``, :mod:`solvopt.transport.hierarchy`)
 ------------------------------------------------------------------------
 For points with a named metric and finite p, the two-hop graph may be replaced by a grid
@@ -151,7 +159,9 @@ class Approx(Solver):
     family = "transport"
     name = "approx"
     description = ("approximation of W_p (every p in [1, inf]): a proven factor 3 on a sparse two-hop graph "
-                   "(4 |(1,..,1)| on graph='grid'); for point clouds of 10^9 pairs and more "
+                   "(4 |(1,..,1)| on graph='grid'); for assignment problems on points up to 4 million pairs "
+                   "(graph='dense', the default there) an auction on the full matrix proven within 1%; for "
+                   "point clouds of 10^9 pairs and more "
                    "(graph='multiscale', the default there) multiscale pricing with an a-posteriori certified "
                    "gap and no a-priori factor; p = inf there: threshold searches on a grid of cells, within a "
                    "proven additive error)")
