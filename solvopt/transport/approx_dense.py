@@ -83,7 +83,8 @@ def dense_applies(model) -> bool:
         return False
     if math.isinf(model.p) or model.p > LARGE_P or model.n != model.m or model.n < 2:
         return False
-    if model.n * model.m > DENSE_MAX_PAIRS or 8 * model.n * model.m > memory_budget(0.5):
+    matrix_bytes = 8 * model.n * model.m       # (reading the memory available costs a millisecond: only for large ones)
+    if model.n * model.m > DENSE_MAX_PAIRS or (matrix_bytes > 1 << 26 and matrix_bytes > memory_budget(0.5)):
         return False
     a, b = model.a, model.b
     return bool(a[0] > 0 and np.all(a == a[0]) and np.all(b == b[0]))
