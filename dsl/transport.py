@@ -234,6 +234,17 @@ class Transport(FamilyModel):
         if self.cost is None and not callable(self.metric):
             self._check_span()              # (sets the distance scale from its bounding box)
         self.mass = float(self.a.sum())
+        self._check_value_range()
+
+    def _check_value_range(self) -> None:
+        """ModelError when W_p could leave float64's range: the data's distance scale D times the
+        total mass M to the 1/p (W_p <= D M^(1/p)) overflows; callable metrics have no scale."""
+        if math.isinf(self.p):
+            return
+        distance = self.distance_scale()
+        if distance is not None and not math.isfinite(distance * self.mass ** (1.0 / self.p)):
+            raise ModelError("W_p could exceed float64's range (the largest distance times the total mass to the 1/p "
+                             "overflows): divide the masses or the coordinates by a constant (W_p scales with both)")
 
     @property
     def distances(self) -> FloatArray | None:

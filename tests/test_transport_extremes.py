@@ -116,3 +116,24 @@ def test_dual_bound_never_overflows_for_large_p():
     u = np.zeros(8)
     bound = dual_bound(model, u, scale=1e-3, cap=50.0)     # (d / 1e-3)^2000 overflows: capped
     assert bound is not None and 0 <= bound <= Transport(x, y, p=2000).solve("exact").objective
+
+
+def test_a_w_p_beyond_float64_is_refused_and_extreme_totals_settle():
+    """Masses near float64's largest value: a W_p that could overflow is refused in one line (it
+    raised "plan marginals are off" before); zero costs, a subnormal cost, or a large cost in a
+    column without mass settle OPTIMAL (each raised "bound exceeds the plan's W_p" before: the
+    duals' rounding times the mass)."""
+    from solvopt.transport.api import emd2
+    x, y = np.ones((5, 2)), np.zeros((1, 2))
+    a = np.array([0, 0, 0, 1e300, 1.7e308])
+    with pytest.raises(ModelError, match="could exceed float64"):
+        Transport(x, y, a=a, b=[a.sum()], p=1)
+    a = np.array([0.0, 1e300, 1.7e308])
+    b = np.array([1e-320, 0.0, 0.0, 1e300])
+    b = b * (a.sum() / b.sum())
+    for tail in ((0.0, 0.0), (1e-320, 0.0), (1e-320, 3.0), (1e-150, 3.0)):
+        M = np.zeros((3, 4))
+        M[2, :2] = tail                         # (column 1 has no mass)
+        value, result = emd2(a, b, M, return_result=True)
+        assert result.termination is Termination.OPTIMAL
+        assert value == 0.0 and result.bound == 0.0

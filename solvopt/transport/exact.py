@@ -66,6 +66,7 @@ from .result import (
     certified_optimum,
     csr_plan_cost,
     dual_bound,
+    dual_scale,
     dual_value,
     metric_code,
     plan_cost,
@@ -341,8 +342,8 @@ class ExactTransport(Solver):
                                   np.dot(model.b[cols], sub.min(axis=0))) / model.mass)
             return minima[0]
 
-        def cheap() -> float:
-            return scale * (model.mass * lowest()) ** (1.0 / model.p)
+        def cheap() -> float | None:
+            return dual_scale(scale, model.mass, model.p, lowest())
         if stop():
             return halted(cheap())
         if assignment:
@@ -389,7 +390,7 @@ class ExactTransport(Solver):
                 break
             unit = here * sol.cost
         if not closed:
-            bound = max(b for b in (bound, cheap()) if b is not None)
+            bound = max((b for b in (bound, cheap()) if b is not None), default=None)
         return _best_of(model, plan, bottleneck, guarantee=1.0, bound=bound, stopped=stop_reason(deadline), owned=True,
                         stats={"engine": sol.engine, "flow_solves": attempt + 1,
                                "pricing_rounds": getattr(sol, "rounds", None),

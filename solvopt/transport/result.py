@@ -9,6 +9,7 @@ method reports W_p, its bound and OPTIMAL the same way.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -155,9 +156,11 @@ def status_scale(model, objective: float | None = None) -> float:
 
 
 def frame_of(distance: float, mass: float, p: float) -> float:
-    """:func:`status_scale` from the data's distance scale D and total mass M: D M^(1/p)."""
+    """:func:`status_scale` from the data's distance scale D and total mass M: D M^(1/p). A subnormal
+    D counts as the smallest normal float (below it float64 keeps too few digits to settle on)."""
     if not (math.isfinite(distance) and distance > 0):
         return 1.0
+    distance = max(distance, sys.float_info.min)
     scale = distance if math.isinf(p) else distance * mass ** (1.0 / p)
     return scale if math.isfinite(scale) and scale > 0 else 1.0
 
@@ -217,7 +220,9 @@ def transport_result(model, plan, *, guarantee: float | None, bound: float | Non
     best = max(candidates) if candidates else None
     scale = status_scale(model, objective)
     if best is not None and best > objective:
-        if best - objective > BOUND_SLACK * max(scale, objective):
+        # (every distance between points with mass 0: every plan has W_p = 0, and a bound above it is
+        # the duals' rounding times the mass, in a frame the data do not set)
+        if best - objective > BOUND_SLACK * max(scale, objective) and model.distance_scale() != 0:
             raise SolverError(f"transport bound {best!r} exceeds the plan's W_p {objective!r}")
         best = objective
     stats.update(cost_p=cost_p, support=int(plan.nnz), marginal_error=error)
@@ -277,7 +282,13 @@ def dual_scale(scale: float, mass: float, p: float, value: float) -> float | Non
     costs (d / scale)^p): scale (mass value)^(1/p); None when it is not finite."""
     if not math.isfinite(value):
         return None
-    return scale * mass ** (1.0 / p) * max(value, 0.0) ** (1.0 / p)
+    # Per unit of mass, with the costs in [0, 1], a value below 1e-300 is the rounding of subnormal
+    # costs, which the mass would blow up (1e-308 x 1e308): it bounds nothing but 0, and a W_p that
+    # small is settled by the status frame's absolute tolerance anyway.
+    if value < 1e-300:
+        return 0.0
+    bound = scale * mass ** (1.0 / p) * value ** (1.0 / p)
+    return bound if math.isfinite(bound) else None        # (the scale of all costs, not only those with mass)
 
 
 def _best_partner(model, rows, cols, pot, scale, axis: int, cap: float = math.inf, costs=None) -> np.ndarray:

@@ -185,7 +185,7 @@ def _masses(a, b, n: int, m: int) -> tuple[np.ndarray, np.ndarray] | None:
 def _settled(found, p: float) -> tuple[float, tuple] | None:
     """(W_p, (indptr, indices, data)) from a kernel's output when its bound proves it optimal."""
     ok, distance, mass, scale, dual, top, summed, indptr, indices, data = found
-    if not ok:
+    if not ok or not math.isfinite(distance * mass ** (1.0 / p)):     # (the model refuses the latter)
         return None
     value, cost_p = cost_of(p, top, summed)
     if value == 0.0 or math.isinf(cost_p):
