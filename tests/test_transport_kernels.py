@@ -91,3 +91,29 @@ def test_nearest_and_bunch_semantics(seed, n, m, d, metric):
 def test_unknown_metric_has_no_kernel():
     with pytest.raises(ValueError, match="no distance kernel"):
         kernels_numpy.metric_code("minkowski")
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_serial_and_parallel_builds_agree_to_the_bit(metric, monkeypatch):
+    """Each distance kernel is built twice (parallel, serial) and called by its work: both builds
+    give the same output, and the work threshold picks between them."""
+    from solvopt.transport import kernels_numba as kn
+    x, y = points(3, 40, 30, 3, duplicates=True)
+    code = kernels_numpy.metric_code(metric)
+    centres = np.array([0, 7, 11])
+    radius = np.full(40, 1.0)
+    outs = []
+    for work in (0, 1 << 40):                      # everything parallel, then everything serial
+        monkeypatch.setattr(kn, "SERIAL_WORK", work)
+        out = run_all(kn, x, y, centres, radius, code)
+        costs = np.empty(90)
+        kn.pair_costs(x, y, np.arange(90) % 40, np.arange(90) % 30, code, 1.7, 1.5, costs)
+        outs.append({**out, "costs": costs})
+    for key in outs[0]:
+        np.testing.assert_array_equal(outs[0][key], outs[1][key])
+    called = []
+    monkeypatch.setattr(kn, "SERIAL_WORK", 100)
+    twin = kn.Twin(lambda *a: called.append("parallel"), lambda *a: called.append("serial"), kn._all_pairs)
+    twin(x[:5], y[:5])
+    twin(x[:20], y[:20])
+    assert called == ["serial", "parallel"]
