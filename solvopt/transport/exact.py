@@ -83,6 +83,8 @@ PAIR_BYTES = {"assignment": 32, "flow": 168, "dense": 48, "bottleneck": 56, "pot
 # Cheapest arcs per row and per column that start the dense simplex's column generation (side
 # by side at n = m = 300 to 2000, kernel only: 16 took 0.4-0.9x the time of 8, 8 0.7-0.9x that of 4).
 DENSE_NEIGHBOURS = 16
+# The dense simplex's tuning, in dense_transport's order (after its pivot limit).
+DENSE_TUNING = (DENSE_NEIGHBOURS, BLOCK_FACTOR, SWITCH_SHRINK, SWITCH_FLOOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS)
 # Matrices below this many bytes skip the memory check.
 SMALL_BYTES = 64 << 20
 # Up to this many pairs method exact runs its steps in place, not in a watched thread.
@@ -195,7 +197,7 @@ def _dense_solution(model, costs, rows, cols, stop):
         run_stoppable(
             dense_transport,
             (np.ascontiguousarray(costs), scaled, limit, rows, cols, model.n, model.m, unit, model.mass),
-            (0, DENSE_NEIGHBOURS, BLOCK_FACTOR, SWITCH_SHRINK, SWITCH_FLOOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS), stop))
+            (0, *DENSE_TUNING), stop))
     if left > 1e-9 * max(float(np.abs(scaled).max()), 1.0):
         raise SolverError("the dense network simplex ended with flow on an artificial arc")
     # the rounding error bound (path_arcs = 1: one arc from each source to each target), from the

@@ -25,14 +25,9 @@ from numba import njit
 
 from solvopt.dsl.transport import EUCLIDEAN_SPAN, MASS_RTOL, MAX_DISTANCE
 
-from .exact import DENSE_NEIGHBOURS, INLINE_PAIRS
+from .exact import DENSE_TUNING, INLINE_PAIRS
 from .flow_types import _MAX_UNITS
 from .network_simplex import (
-    BLOCK_FACTOR,
-    DENSE_BLOCK_FACTOR,
-    DIRECT_PAIRS,
-    SWITCH_FLOOR,
-    SWITCH_SHRINK,
     dense_transport,
 )
 from .plan_kernels import mass_supplies, plan_power_sum, point_costs
@@ -147,9 +142,6 @@ def _matrix_kernel(cost, a, b, max_distance, mass_rtol, max_units, tuning):
     return ok, top, mass, top, dual, plan_top, summed, indptr, indices, data
 
 
-# the dense simplex's tuning, as method exact runs it
-_TUNING = (DENSE_NEIGHBOURS, BLOCK_FACTOR, SWITCH_SHRINK, SWITCH_FLOOR, DENSE_BLOCK_FACTOR, DIRECT_PAIRS)
-
 
 def _float_array(value, ndim: int, count: int | None = None) -> np.ndarray | None:
     """``value`` itself when it is a float64 ndarray of ``ndim`` dimensions (and ``count`` rows), else None."""
@@ -212,7 +204,7 @@ def certified_points(x, y, a, b, p, metric) -> tuple[float, tuple] | None:
         return None
     low, high = EUCLIDEAN_SPAN
     return _settled(_points_kernel(np.ascontiguousarray(x), np.ascontiguousarray(y), *masses, code, float(p), low,
-                                   high, MAX_DISTANCE, MASS_RTOL, _MAX_UNITS, _TUNING), float(p))
+                                   high, MAX_DISTANCE, MASS_RTOL, _MAX_UNITS, DENSE_TUNING), float(p))
 
 
 def certified_matrix(a, b, cost) -> tuple[float, tuple] | None:
@@ -225,7 +217,7 @@ def certified_matrix(a, b, cost) -> tuple[float, tuple] | None:
     if masses is None:
         return None
     return _settled(_matrix_kernel(np.ascontiguousarray(cost), *masses, MAX_DISTANCE, MASS_RTOL, _MAX_UNITS,
-                                   _TUNING), 1.0)
+                                   DENSE_TUNING), 1.0)
 
 
 @njit(cache=True, nogil=True)
