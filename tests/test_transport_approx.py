@@ -353,3 +353,21 @@ def test_dense_graph_where_it_does_not_apply_is_refused():
         Transport(x, y, p=math.inf).solve(method="approx", graph="dense")
     weighted = Transport(x, y, a=np.arange(1, 41.0), b=np.full(40, 20.5), p=2).solve(method="approx")
     assert weighted.stats["graph"] == "two-hop"          # auto: the graph where the auction does not apply
+
+
+@pytest.mark.parametrize("factor", [1e-12, 1e-3, 1e9])
+def test_dense_auction_status_and_values_in_any_units(factor):
+    """Points (or masses) times f: the auction's objective and bound scale as W_p does (f, or
+    f^(1/p)), and the status does not change."""
+    rng = np.random.default_rng(11)
+    x, y = rng.random((50, 2)), rng.random((50, 2))
+    for p in (1, 2):
+        base = Transport(x, y, p=p).solve(method="approx")
+        moved = Transport(x * factor, y * factor, p=p).solve(method="approx")
+        heavy = Transport(x, y, a=np.full(50, factor), b=np.full(50, factor), p=p).solve(method="approx")
+        assert base.stats["graph"] == moved.stats["graph"] == heavy.stats["graph"] == "dense"
+        assert moved.termination is base.termination is heavy.termination
+        assert moved.objective == pytest.approx(base.objective * factor, rel=1e-9)
+        assert moved.bound == pytest.approx(base.bound * factor, rel=1e-6)
+        assert heavy.objective == pytest.approx(base.objective * (50 * factor) ** (1 / p), rel=1e-9)
+        assert heavy.bound == pytest.approx(base.bound * (50 * factor) ** (1 / p), rel=1e-6)
