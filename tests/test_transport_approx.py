@@ -371,3 +371,20 @@ def test_dense_auction_status_and_values_in_any_units(factor):
         assert moved.bound == pytest.approx(base.bound * factor, rel=1e-6)
         assert heavy.objective == pytest.approx(base.objective * (50 * factor) ** (1 / p), rel=1e-9)
         assert heavy.bound == pytest.approx(base.bound * (50 * factor) ** (1 / p), rel=1e-6)
+
+
+def test_dense_auction_sees_a_stop_while_its_kernels_load(monkeypatch):
+    """The kernels' first load (a compilation: seconds) runs in a watched thread: a time limit
+    during it returns the quick plan at once."""
+    import time
+
+    from solvopt.transport import approx_dense
+    real = approx_dense._load_kernels
+    monkeypatch.setattr(approx_dense, "_load_kernels", lambda args: (time.sleep(3), real(args)))
+    x, y, *_ = inputs("uniform", seed=6)
+    model = Transport(x, y, p=2)
+    start = time.perf_counter()
+    result = model.solve(method="approx", time_limit=0.2)
+    assert time.perf_counter() - start < 2.5
+    assert result.termination is Termination.TIME_LIMIT and result.stats["factor"] is None
+    assert result.bound <= reference(model) * (1 + 1e-9) <= result.objective * (1 + 1e-9)

@@ -46,6 +46,7 @@ from solvopt.core.interrupt import stop_reason
 from solvopt.core.memory import memory_budget
 
 from .result import LARGE_P, pair_plan, transport_result
+from .stopping import Stopped, run_abandonable
 
 # the most pairs n x m solved on the full matrix (8 bytes each)
 DENSE_MAX_PAIRS = 4_000_000
@@ -94,8 +95,10 @@ def solve_dense(model, deadline, progress, stats: dict):
     """The dense auction's Result, or None when it cannot prove a factor of at most 3 (or gives up:
     the caller then builds the two-hop graph). A stop (time limit, Ctrl-C) keeps the last complete
     phase's assignment and its certificate; before one, None with ``stats["stopped"]`` set."""
-    from .kernels_dense import CAPPED, STOPPED, assigned_cost, auction_phase, dense_costs, dense_costs_serial
     from .kernels_numpy import metric_code
+
+    def stop() -> bool:
+        return stop_reason(deadline) is not None
     stopped = stop_reason(deadline)
     if stopped is not None:
         stats["stopped"] = stopped
@@ -107,9 +110,16 @@ def solve_dense(model, deadline, progress, stats: dict):
         unit = 1.0
     C = np.empty((n, m))
     row_min, row_sum = np.empty(n), np.empty(n)
+    cost_args = (model.x, model.y, metric_code(model.metric), unit, p, C, row_min, row_sum)
+    try:                                 # the kernels' first load (seconds to compile): a stop is seen at once
+        run_abandonable(lambda: _load_kernels(cost_args), stop)
+    except Stopped:
+        stats["stopped"] = stop_reason(deadline)
+        return None
+    from .kernels_dense import CAPPED, STOPPED, assigned_cost, auction_phase, dense_costs, dense_costs_serial
     fill = dense_costs if n * m > SERIAL_PAIRS else dense_costs_serial
     with np.errstate(under="ignore"):
-        fill(model.x, model.y, metric_code(model.metric), unit, p, C, row_min, row_sum)
+        fill(*cost_args)
     lower = float(row_min.mean())                     # <= the optimum per unit of mass
     mean = float(row_sum.sum()) / (n * m)             # the mean cost: what a random plan pays
     stats.update(graph="dense", engine="auction", graph_time=time.perf_counter() - t0)
@@ -123,9 +133,6 @@ def solve_dense(model, deadline, progress, stats: dict):
     phase_bids: list[int] = []
     value = None                                   # the certified dual value, once computed
     dual_time = 0.0
-
-    def stop() -> bool:
-        return stop_reason(deadline) is not None
     while True:
         bids, status = _run_phase(auction_phase, (C, price, eps, assign, owner), bids_left, stop)
         if status == STOPPED:
@@ -179,6 +186,24 @@ def solve_dense(model, deadline, progress, stats: dict):
         return None
     plan = pair_plan((n, m), np.arange(n, dtype=np.int64), done, np.full(n, mass / n))
     return transport_result(model, plan, guarantee=factor, bound=bound, stopped=stopped, stats=stats, owned=True)
+
+
+def _load_kernels(cost_args) -> None:
+    """Load every kernel of the dense route (from Numba's cache, or compile it) for the argument
+    types of this solve, without running any: seconds the first time in a process, microseconds
+    after. Run through :func:`~solvopt.transport.stopping.run_abandonable`, so a stop during a
+    compilation is seen within 50 ms (as the two-hop graph's kernels are loaded)."""
+    from numba import typeof
+
+    from . import kernels_dense as kd
+    C = cost_args[5]
+    ints, floats, flag = np.zeros(1, np.int64), np.zeros(1), np.zeros(1, np.int8)
+    calls = ((kd.dense_costs, cost_args), (kd.dense_costs_serial, cost_args),
+             (kd.auction_phase, (C, floats, 0.5, ints, ints, flag, 1)), (kd.assigned_cost, (C, ints)),
+             (kd.double_c_transform, (C, floats, floats, floats)))
+    for kernel, args in calls:
+        if hasattr(kernel, "compile"):           # (a stand-in without one, in tests, has nothing to load)
+            kernel.compile(tuple(typeof(arg) for arg in args))
 
 
 def _run_phase(kernel, args, max_bids, stop):
