@@ -770,7 +770,7 @@ STOCHASTIC_FLOORS = ("leontief_stochastic", "cd_stochastic_horizon_floors", "cd_
 
 def stochastic_floors_section() -> str:
     """markov-horizon on the stochastic paper economies with their endowment floors and caps (30 periods):
-    Leontief as stated, Cobb-Douglas at degree 1, and the stated Cobb-Douglas one (degree 0.1, refused):
+    Leontief as stated, Cobb-Douglas at degree 1, and the stated Cobb-Douglas one (degree 0.1):
     a markdown section placed before the notebooks' metrics in games_markov_paper_horizon.md (replacing its
     earlier version)."""
     from solvopt.core.errors import SolvoptError
@@ -804,11 +804,12 @@ def stochastic_floors_section() -> str:
         "`markov_paper_cd_stochastic.json` as stated (degree 0.1). Method `markov-horizon` (time limit 600 s), "
         "the profile built on the history lattice as on a path (the asset at 0, 0.03, 0.06 and 0.1 times its cap, "
         "holdings the same in every class of a period, the balanced variant, each class's goods a Fisher market "
-        "on the clipped supply), certified by an exact dynamic program over the lattice's classes and each "
-        "consumer's carried holding (piecewise-linear values; every deviation that depends on the world-state "
-        "history and her own holdings: docs/markov_games.md, 'Floors and caps on a stochastic chain'); "
-        "the lower bound is the dynamic program's greedy deviation under the true clipped dynamics. Relative: "
-        "to the expected value of the clipped supply over the 30 periods at the profile's prices, as on a path.", "",
+        "on the clipped supply), certified by a dynamic program over the lattice's classes and each consumer's "
+        "carried holding, over every deviation that depends on the world-state history and her own holdings "
+        "(docs/markov_games.md, 'Floors and caps on a stochastic chain'): at degree 1 exact on piecewise-linear "
+        "values, the lower bound its greedy deviation under the true clipped dynamics; at degree 0.1 bounded "
+        "on a grid of holdings, the lower bound the best policy on that grid. Relative: to the expected value "
+        "of the clipped supply over the 30 periods at the profile's prices, as on a path.", "",
         "| economy | termination | certificates | classes | seconds | certified exploitability | lower bound | "
         "relative | consumer / auctioneer regret | asset price, balanced |",
         "|---|---|---|---|---|---|---|---|---|---|", *rows])

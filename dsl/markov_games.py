@@ -476,8 +476,7 @@ class MarkovExchangeEconomy(FamilyModel):
                         "horizon on a deterministic chain)", False))
         if self.endowment_floor is not None:
             out.append(("endowment floors / caps after payouts (the consumer's problem is then not convex; "
-                        "markov-horizon takes them with a horizon: on a deterministic chain, or on a stochastic "
-                        "one at degree 1)", False))
+                        "markov-horizon takes them with a horizon)", False))
         if self.horizon is not None:
             out.append((f"a finite horizon ({self.horizon} periods; stationary policies only: markov-horizon "
                         "solves it on a deterministic chain)", False))

@@ -176,9 +176,6 @@ def test_markov_horizon_refuses_what_it_cannot_take_in_one_line():
     bundles = np.ones((3, 1, 2))
     uniform = np.ones((3, 3, 2))
     cases = [
-        (MarkovExchangeEconomy(base.utility, uniform, np.full((3, 3), 1 / 3), 0.9, initial=[1.0, 0, 0],
-                               asset_returns=bundles, horizon=3, degree=0.5, endowment_floor=0.01),
-         "degree 1 for endowment floors or caps on a stochastic chain"),
         (MarkovExchangeEconomy(base.utility, base.endowments, base.transitions, 0.9, initial=[1.0, 0, 0],
                                asset_returns=bundles, horizon=3), "uniform over goods"),
         (MarkovExchangeEconomy(base.utility, uniform, base.transitions, 0.9, initial=[1.0, 0, 0],

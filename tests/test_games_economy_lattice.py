@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog, minimize
 
-from solvopt.core.errors import ModelError
 from solvopt.dsl import MarkovExchangeEconomy
 from solvopt.games import economy_lattice as el
 from solvopt.games import economy_path as ep
@@ -183,10 +182,10 @@ def test_markov_horizon_certifies_a_small_stochastic_economy_of_degree_below_one
         assert upper[i] - value[i] <= 1e-6 * value[i]
 
 
-def test_what_the_lattice_does_not_build_is_refused_in_one_line():
+def test_floors_and_caps_on_a_stochastic_chain_go_to_the_clip_tree():
+    from solvopt.games.economy_clip_tree import TREE_GUARANTEE
     econ = tiny_economy(0, 0.5, floor=0.01)
-    with pytest.raises(ModelError, match="degree 1 for endowment floors or caps on a stochastic chain"):
-        econ.solve(method="markov-horizon")
+    assert econ.solve(method="markov-horizon", rounds=0).guarantee == TREE_GUARANTEE
 
 
 def test_stops_reach_the_construction_and_the_certificate():

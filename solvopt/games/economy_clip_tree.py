@@ -1,4 +1,4 @@
-"""Endowment floors and caps in a finite-horizon economy on a stochastic chain (degree 1).
+"""Endowment floors and caps in a finite-horizon economy on a stochastic chain.
 
 The profile lives on the history lattice (:mod:`solvopt.games.economy_lattice`): classes k of histories
 with the same period, world state and holdings carried in by every consumer, each with its prices p_k,
@@ -8,7 +8,7 @@ bundle one unit pays in world state w), so her cash f_k(y) = p_k . clip(e(w) + b
 piecewise linear and nondecreasing in y (flat below the floor and above the cap); at period 0 it is
 p_k . e(w), nothing carried and nothing clipped.
 
-**The certificate is a dynamic program, solved exactly.** With utilities homogeneous of degree 1, the
+**The certificate is a dynamic program, solved exactly at degree 1.** With utilities homogeneous of degree 1, the
 best bundle for wealth W at class k is worth beta_k W (beta the bang per buck), so against the profile
 her best value from class k carrying y is
 
@@ -46,9 +46,15 @@ deviation whose value is the certificate's lower bound (where it carries too man
 into a class, the holdings it buys there are rounded down to a grid: buying less only raises the
 wealth, so the deviation stays feasible). It meets the bound to rounding when nothing was rounded.
 
-At degree h < 1 the value is not linear in wealth, the dynamic program's state would need the
-consumption-savings split, and the functions are not piecewise linear: not done; such an economy is
-refused with a one-line error (:func:`check_degree`).
+**Degree h < 1** (:func:`grid_bounds`). The same dynamic program holds with A_k W^h (A_k = gamma^t
+beta_k^h) in place of A_k W (the best bundle for wealth W is worth (beta_k W)^h), and the same argument
+makes it exact over every policy, but its value functions are not piecewise linear. It is bounded on a
+grid of holdings: V_k is nondecreasing in the carried holding (more cash, more choice), so a step
+function that is >= V_k at the grid points and constant up to each of them from the left is >= V_k
+everywhere, and bounding every purchase in a grid cell by the cash left at the cell's left end and the
+continuation at its right end keeps that true backward over the lattice. The lower bound is the best
+policy whose holdings lie on the grid, evaluated exactly; the gap between the two is the discretisation's
+whole error, and both are reported.
 
 **The construction** (:func:`tree_equilibrium`) carries :func:`solvopt.games.economy_clip.clip_equilibrium`
 over to the lattice: the asset at a level of ASSET_PRICE_LEVELS times its cap in every period but the
@@ -65,31 +71,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvopt.core.errors import ModelError
-
 from .economy_clip import ASSET_PRICE_LEVELS, breakpoints, clear_period, clipped
 from .economy_lattice import grow
 
 TREE_GUARANTEE = ("objective is a certified upper bound on the exploitability of the returned profile over the "
                   "horizon's periods and every deviation the model allows under the clipped endowments: each "
                   "consumer's holdings and bundles as any function of the world-state history and her own past "
-                  "holdings (an exact dynamic program over the history lattice's classes and her carried holding, "
-                  "its value functions piecewise linear; in money at period 0's prices), the auctioneer's prices "
-                  "on their feasible set (closed form); 0 only at an equilibrium")
+                  "holdings (a dynamic program over the history lattice's classes and her carried holding: exact on "
+                  "piecewise-linear values at degree 1, bounded on a grid of holdings by monotonicity at degree "
+                  "h < 1; in money at period 0's prices), the auctioneer's prices on their feasible set (closed "
+                  "form); 0 only at an equilibrium")
 PRUNE = 1e-13               # a breakpoint on which the function is linear to this (relative) is dropped
 MAX_POINTS = 4000           # breakpoints a value function keeps (coarsened upwards beyond, slack reported)
 MAX_HELD = 256              # holdings carried into a class beyond which the forward evaluation rounds the
                             # holdings it buys there down to a grid
 HELD_GRID = 1 << 16         # that grid's cells over the holding's box
-
-
-def check_degree(econ) -> None:
-    """A one-line ModelError where the exact dynamic program does not apply: degree h < 1 (the value is
-    then not linear in wealth and the value functions are not piecewise linear; no certified bound for
-    floors and caps on a stochastic chain at h < 1 is implemented)."""
-    if econ.degree != 1.0:
-        raise ModelError(f"method 'markov-horizon' needs degree 1 for endowment floors or caps on a stochastic chain "
-                         f"(got degree {econ.degree:g}: its certificate needs value linear in wealth)")
 
 
 def _no_check() -> None:
@@ -260,7 +256,8 @@ def tree_bounds(econ, lat, prof, check=_no_check) -> TreeBounds:
     """The exact dynamic program (module docstring) for every consumer against the profile on ``lat``,
     and its greedy policy evaluated forward."""
     from .economy import bang_per_buck
-    check_degree(econ)
+    if econ.degree != 1.0:
+        return grid_bounds(econ, lat, prof, check)
     N, K = econ.n_consumers, len(lat.period)
     p, q = prof.prices, prof.asset_prices[:, 0].astype(float)
     beta = bang_per_buck(econ, p)
@@ -329,6 +326,111 @@ def tree_bounds(econ, lat, prof, check=_no_check) -> TreeBounds:
     return TreeBounds(value, upper, lower, slack, (upper - value) / b0, (lower - value) / b0, held, rounded)
 
 
+# --- degree h < 1: a grid with a proven bound --------------------------------------------------------
+GRID_COARSE = 101           # grid points spread over the holding's box
+GRID_FINE = 301             # grid points over the holdings where some cash bends (floors and caps reached)
+
+
+def holding_grid(econ, lat) -> np.ndarray:
+    """The grid of :func:`grid_bounds`: lo, 0, hi, GRID_COARSE points over [lo, hi] and GRID_FINE over the
+    range of holdings where some consumer's cash bends in some class (from its least to its largest kink
+    inside the box)."""
+    lo, hi = -float(econ.borrowing_limit[0]), float(econ.holding_limit[0])
+    kinks = []
+    for w in np.unique(lat.world[lat.period >= 1]):
+        b = econ.asset_bundles[w, 0]
+        for e in econ.endowments[w]:
+            kinks.append(breakpoints(e, b, econ.endowment_floor, econ.endowment_cap, lo, hi))
+    parts: list[np.ndarray] = [np.linspace(lo, hi, GRID_COARSE), np.array([0.0, lo, hi])]
+    if kinks:
+        ks = np.concatenate(kinks)
+        inner = ks[(ks > lo) & (ks < hi)]
+        if len(inner):
+            parts.append(np.linspace(inner.min(), inner.max(), GRID_FINE))
+    return np.unique(np.clip(np.concatenate(parts), lo, hi))
+
+
+def grid_bounds(econ, lat, prof, check=_no_check) -> TreeBounds:
+    """Degree h < 1: the dynamic program of the module docstring with A_k W^h (A_k = gamma^t beta_k^h) in
+    place of A_k W, bounded on a grid g_0 = lo < ... < g_n = hi (:func:`holding_grid`). V_k is nondecreasing
+    in the carried holding (more cash, more choice), so V_k(y) <= U_k(g) for the grid point g >= y next to
+    y once U_k >= V_k on the grid; and with C the children's such step functions,
+
+        U_k(g_a) = max( A_k (f_k(g_a) - q_k lo)^h + C(lo),  max over the cells (g_{b-1}, g_b] the budget
+                        reaches of A_k (f_k(g_a) - q_k g_{b-1})^h + C(g_b) )
+
+    bounds every y' in the cell from above (the first term falls and C rises in y'), so U_k >= V_k on the
+    grid by induction: the bound is sum over the start classes of rho_k U_k(0). The lower bound is the best
+    policy whose holdings lie on the grid, exactly (its holdings, carried, stay on the grid), and ``held``
+    its expected holdings per class. The gap between the two is the discretisation's only error."""
+    from .economy import bang_per_buck
+    from .economy_path import money_regret
+    h = float(econ.degree)
+    N, K = econ.n_consumers, len(lat.period)
+    p, q = prof.prices, prof.asset_prices[:, 0].astype(float)
+    beta = bang_per_buck(econ, p)
+    A = econ.discount ** lat.period[:, None] * beta ** h                  # (K, N)
+    rho = lat.prob
+    u = econ.utility.value(prof.consumption) ** h
+    g = holding_grid(econ, lat)
+    n = len(g)
+    zero = int(np.flatnonzero(g == 0.0)[0])
+    E = econ.endowments[lat.world]
+    bund = econ.asset_bundles[lat.world, 0]
+    children: list[list] = [[] for _ in range(K)]
+    for e_ in range(len(lat.parent)):
+        children[lat.parent[e_]].append((lat.child[e_], lat.weight[e_]))
+    U, L = np.zeros((K, N, n)), np.zeros((K, N, n))
+    choice = np.zeros((K, N, n), dtype=int)
+    for k in np.argsort(-lat.period, kind="stable"):
+        check()
+        CU, CL = np.zeros((N, n)), np.zeros((N, n))
+        for j, w in children[k]:
+            CU += w * U[j]
+            CL += w * L[j]
+        if lat.period[k] == 0:
+            F = np.repeat((E[k] @ p[k])[:, None], n, axis=1)
+        else:
+            F = np.clip(E[k][:, None, :] + g[None, :, None] * bund[k][None, None, :], econ.endowment_floor,
+                        econ.endowment_cap) @ p[k]                         # (N, n)
+        for i in range(N):
+            if q[k] <= 0:
+                U[k, i] = A[k, i] * F[i] ** h + CU[i, -1]
+                L[k, i] = A[k, i] * F[i] ** h + CL[i, -1]
+                choice[k, i] = n - 1
+                continue
+            rows, inv = np.unique(F[i], return_inverse=True)           # cash is flat over much of the box
+            X = rows[:, None] - q[k] * g[None, :]                          # wealth for each purchase
+            P = A[k, i] * np.maximum(X, 0.0) ** h
+            up = np.where(X[:, :-1] > 0, P[:, :-1] + CU[i, None, 1:], -np.inf).max(axis=1)
+            up = np.maximum(up, P[:, 0] + CU[i, 0])
+            low = np.where(X >= 0, P + CL[i, None, :], -np.inf)
+            arg = low.argmax(axis=1)
+            U[k, i] = up[inv.ravel()]
+            L[k, i] = low[np.arange(len(rows)), arg][inv.ravel()]
+            choice[k, i] = arg[inv.ravel()]
+    starts = np.flatnonzero(lat.period == 0)
+    value = (rho * econ.discount ** lat.period) @ u
+    upper = rho[starts] @ U[starts, :, zero]
+    lower = np.maximum(rho[starts] @ L[starts, :, zero], value)
+    upper = np.maximum(upper, lower)
+    # the grid policy's expected holdings per class (mass over grid points, carried forward)
+    mass = np.zeros((K, N, n))
+    mass[starts, :, zero] = rho[starts, None]
+    held = np.zeros((K, N))
+    cols = np.arange(N)[:, None]
+    for k in np.argsort(lat.period, kind="stable"):
+        bought = np.zeros((N, n))
+        np.add.at(bought, (np.repeat(cols, n, axis=1), choice[k]), mass[k])
+        held[k] = bought @ g / max(rho[k], 1e-300)
+        for j, w in children[k]:
+            mass[j] += w * bought
+    u0 = rho[starts] @ u[starts] / rho[starts].sum()
+    b0 = rho[starts] @ beta[starts] / rho[starts].sum()
+    return TreeBounds(value, upper, lower, np.zeros(N), money_regret(u0, upper - value, b0, h),
+                      money_regret(u0, lower - value, b0, h), held, False)
+
+
 def tree_certificate(econ, lat, prof, check=_no_check):
     """Metrics and :class:`Exploitability` of a profile on the lattice with clipped endowments: the
     consumers' exact dynamic programs (:func:`tree_bounds`) and the auctioneer's regret per class
@@ -360,7 +462,8 @@ def tree_certificate(econ, lat, prof, check=_no_check):
          "horizon_endowment_value": ev, "horizon_relative_exploitability": value / ev,
          "classes": int(len(lat.period)), "certificate_slack": float(bnd.slack.sum()),
          "deviation_rounded": bnd.rounded,
-         "deviation_bounds": ["clip tree dynamic program"] * econ.n_consumers}
+         "deviation_bounds": [("clip tree dynamic program" if econ.degree == 1.0 else "clip tree grid bound")]
+                              * econ.n_consumers}
     return m, Exploitability(value, lower, per_player, violation=violation), bnd
 
 
@@ -428,7 +531,6 @@ def tree_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_no_c
     exploitability stops falling. Returns the best (lattice, profile, metrics); hooks as
     :func:`solvopt.games.economy_horizon.forward_equilibrium`'s (``record`` gets (lattice, profile))."""
     from solvopt.core.threads import one_blas_thread
-    check_degree(econ)
     if econ.n_assets != 1 or econ.asset_bundles is None:
         raise NotImplementedError("tree_equilibrium: one asset paying a bundle of goods only")
     T, N, M = econ.horizon, econ.n_consumers, econ.n_goods

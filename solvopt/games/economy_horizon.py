@@ -40,24 +40,13 @@ def is_stochastic(econ) -> bool:
     return not (single(econ.initial) and all(single(row) for row in econ.transitions))
 
 
-def _stochastic_unsupported(econ) -> list:
-    """What the history lattice (:mod:`solvopt.games.economy_lattice`; with endowment floors or caps
-    :mod:`solvopt.games.economy_clip_tree`) cannot take in a stochastic economy with a horizon, one line
-    each (:func:`check_supported` checks the utilities and the asset)."""
-    missing = []
-    if econ.endowment_floor is not None and econ.degree != 1.0:
-        missing.append(f"degree 1 for endowment floors or caps on a stochastic chain (got degree {econ.degree:g}: "
-                       "the certificate's dynamic program needs value linear in wealth)")
-    return missing
-
-
 def check_supported(econ) -> None:
     """A one-line ModelError naming what :func:`forward_equilibrium` cannot take in ``econ``: it needs
     a finite horizon on a deterministic chain, Cobb-Douglas or Leontief utilities (any degree), one asset
     paying a bundle of goods, no endowment shocks, and without endowment floors and caps endowments uniform
     over goods (each consumer the same amount of every good) in every period after the start (floors and
     caps: :mod:`solvopt.games.economy_clip`); a stochastic chain: :mod:`solvopt.games.economy_lattice` (with
-    floors and caps, degree 1: :mod:`solvopt.games.economy_clip_tree`)."""
+    floors and caps: :mod:`solvopt.games.economy_clip_tree`)."""
     missing = []
     if econ.horizon is None:
         missing.append("a finite horizon (the economy has none: use markov-newton or markov-tatonnement)")
@@ -68,11 +57,8 @@ def check_supported(econ) -> None:
     if econ.n_assets != 1 or econ.asset_bundles is None:
         missing.append(f"one asset paying a bundle of goods (got {econ.n_assets} asset(s)"
                        + (", paying money)" if econ.asset_bundles is None and econ.n_assets else ")"))
-    stochastic = False
-    if not missing and econ.horizon is not None:
-        # a stochastic chain: the history lattice
-        stochastic = is_stochastic(econ)
-        missing += _stochastic_unsupported(econ) if stochastic else []
+    # a stochastic chain: the history lattice (with floors and caps, economy_clip_tree), which takes all that
+    stochastic = not missing and econ.horizon is not None and is_stochastic(econ)
     if not missing and econ.horizon is not None and econ.endowment_floor is None and not stochastic:
         w = _path(econ)
         E = econ.endowments[w[1:]]
