@@ -380,14 +380,18 @@ def grid_bounds(econ, lat, prof, check=_no_check) -> TreeBounds:
     children: list[list] = [[] for _ in range(K)]
     for e_ in range(len(lat.parent)):
         children[lat.parent[e_]].append((lat.child[e_], lat.weight[e_]))
-    U, L = np.zeros((K, N, n)), np.zeros((K, N, n))
-    choice = np.zeros((K, N, n), dtype=int)
+    U: dict = {}                        # per class (N, n); a period's are dropped once its parents are done
+    L: dict = {}
+    choice = np.zeros((K, N, n), dtype=np.int32)
     for k in np.argsort(-lat.period, kind="stable"):
         check()
+        for j in [j for j in U if lat.period[j] > lat.period[k] + 1]:
+            del U[j], L[j]
         CU, CL = np.zeros((N, n)), np.zeros((N, n))
         for j, w in children[k]:
             CU += w * U[j]
             CL += w * L[j]
+        U[k], L[k] = np.empty((N, n)), np.empty((N, n))
         if lat.period[k] == 0:
             F = np.repeat((E[k] @ p[k])[:, None], n, axis=1)
         else:
@@ -395,8 +399,8 @@ def grid_bounds(econ, lat, prof, check=_no_check) -> TreeBounds:
                         econ.endowment_cap) @ p[k]                         # (N, n)
         for i in range(N):
             if q[k] <= 0:
-                U[k, i] = A[k, i] * F[i] ** h + CU[i, -1]
-                L[k, i] = A[k, i] * F[i] ** h + CL[i, -1]
+                U[k][i] = A[k, i] * F[i] ** h + CU[i, -1]
+                L[k][i] = A[k, i] * F[i] ** h + CL[i, -1]
                 choice[k, i] = n - 1
                 continue
             rows, inv = np.unique(F[i], return_inverse=True)           # cash is flat over much of the box
@@ -406,25 +410,27 @@ def grid_bounds(econ, lat, prof, check=_no_check) -> TreeBounds:
             up = np.maximum(up, P[:, 0] + CU[i, 0])
             low = np.where(X >= 0, P + CL[i, None, :], -np.inf)
             arg = low.argmax(axis=1)
-            U[k, i] = up[inv.ravel()]
-            L[k, i] = low[np.arange(len(rows)), arg][inv.ravel()]
+            U[k][i] = up[inv.ravel()]
+            L[k][i] = low[np.arange(len(rows)), arg][inv.ravel()]
             choice[k, i] = arg[inv.ravel()]
     starts = np.flatnonzero(lat.period == 0)
     value = (rho * econ.discount ** lat.period) @ u
-    upper = rho[starts] @ U[starts, :, zero]
-    lower = np.maximum(rho[starts] @ L[starts, :, zero], value)
+    upper = sum(rho[k] * U[k][:, zero] for k in starts)
+    lower = np.maximum(sum(rho[k] * L[k][:, zero] for k in starts), value)
     upper = np.maximum(upper, lower)
     # the grid policy's expected holdings per class (mass over grid points, carried forward)
-    mass = np.zeros((K, N, n))
-    mass[starts, :, zero] = rho[starts, None]
+    mass: dict = {int(k): np.zeros((N, n)) for k in starts}
+    for k in starts:
+        mass[k][:, zero] = rho[k]
     held = np.zeros((K, N))
-    cols = np.arange(N)[:, None]
+    cols = np.repeat(np.arange(N)[:, None], n, axis=1)
     for k in np.argsort(lat.period, kind="stable"):
+        check()
         bought = np.zeros((N, n))
-        np.add.at(bought, (np.repeat(cols, n, axis=1), choice[k]), mass[k])
+        np.add.at(bought, (cols, choice[k]), mass.pop(k, np.zeros((N, n))))
         held[k] = bought @ g / max(rho[k], 1e-300)
         for j, w in children[k]:
-            mass[j] += w * bought
+            mass[j] = mass.get(j, 0.0) + w * bought
     u0 = rho[starts] @ u[starts] / rho[starts].sum()
     b0 = rho[starts] @ beta[starts] / rho[starts].sum()
     return TreeBounds(value, upper, lower, np.zeros(N), money_regret(u0, upper - value, b0, h),
