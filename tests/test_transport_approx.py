@@ -388,3 +388,21 @@ def test_dense_auction_sees_a_stop_while_its_kernels_load(monkeypatch):
     assert time.perf_counter() - start < 2.5
     assert result.termination is Termination.TIME_LIMIT and result.stats["factor"] is None
     assert result.bound <= reference(model) * (1 + 1e-9) <= result.objective * (1 + 1e-9)
+
+
+def test_tied_arc_costs_send_the_two_hop_flow_to_cost_scaling():
+    """engine="auto" on the two-hop graph: cost scaling when many arc costs tie (points on a
+    lattice, as 8-bit colours), the network simplex otherwise; the same flow cost either way."""
+    from solvopt.transport.approx import TIED_SHARE, tied_share
+    rng = np.random.default_rng(12)
+    lattice_x, lattice_y = rng.integers(0, 6, (300, 3)) / 5.0, rng.integers(0, 6, (280, 3)) / 5.0
+    spread_x, spread_y = rng.random((300, 3)), rng.random((280, 3))
+    assert tied_share(np.arange(100.0)) == 0.0 and tied_share(np.ones(100)) == 1.0
+    for (x, y), engine in (((lattice_x, lattice_y), "costscaling"), ((spread_x, spread_y), "simplex")):
+        model = Transport(x, y, p=2)
+        result = model.solve(method="approx", improve=False, certificate="factor")
+        assert result.stats["graph"] == "two-hop" and result.stats["engine"] == engine
+        exact_flow = model.solve(method="approx", improve=False, certificate="factor", engine="highs")
+        assert result.stats["flow_cost_p"] == pytest.approx(exact_flow.stats["flow_cost_p"], rel=1e-6)
+        check_against(model, result, reference(model))
+    assert TIED_SHARE > 0.01
