@@ -237,3 +237,24 @@ def test_a_rounded_greedy_deviation_is_feasible_and_below_the_bound(seed, monkey
     for i in range(2):
         assert b.value[i] <= b.lower[i] <= b.upper[i]
         assert b.lower[i] <= _tree_brute(econ, lat, prof, i, n=9) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("degree", [None, 0.5])
+def test_scaling_utilities_changes_nothing_and_the_money_unit_scales_the_objective(degree):
+    def economy(values=1.0, money=1.0):
+        rng = np.random.default_rng(4)
+        E = np.concatenate([rng.uniform(0.02, 0.1, (1, 2, 3)), np.full((2, 2, 3), 0.01)])
+        if degree is None:          # Leontief requirements over ``values``: utilities times it
+            kind = ("leontief", rng.uniform(0.5, 1.5, (2, 3)) / values)
+        else:                       # Cobb-Douglas of degree h (no utility factor to set: money only)
+            kind = ("cobb_douglas", rng.dirichlet(np.ones(3), 2) * degree)
+        return MarkovExchangeEconomy(kind, E, [[0, 0.5, 0.5], [0, 0.7, 0.3], [0, 0.4, 0.6]], 0.9,
+                                     initial=[1, 0, 0], asset_returns=rng.uniform(0.5, 1.1, (3, 1, 3)),
+                                     holding_limit=1.0, borrowing_limit=1.0, asset_price_max=money,
+                                     price_sum=3.0 * money, degree=degree, endowment_floor=0.01, endowment_cap=0.1,
+                                     horizon=3)
+    base = economy().solve(rounds=1)
+    for values, money in ((1e6, 1.0), (1.0, 1e-6), (1.0, 1e6))[0 if degree is None else 1:]:
+        r = economy(values, money).solve(rounds=1)
+        assert r.termination == base.termination
+        assert r.objective == pytest.approx(base.objective * money, rel=1e-6)
