@@ -258,3 +258,21 @@ def test_scaling_utilities_changes_nothing_and_the_money_unit_scales_the_objecti
         r = economy(values, money).solve(rounds=1)
         assert r.termination == base.termination
         assert r.objective == pytest.approx(base.objective * money, rel=1e-6)
+
+
+def test_long_values_use_each_consumers_own_endowment():
+    """What a long position pays each consumer, over classes: her own clipped endowment with and without
+    the payout, at the class's prices, discounted and in money at period 0's bang per buck."""
+    econ = _economy(5, 2, 3)
+    lat, prof = _random_profile(econ, 11)
+    Y = np.array([[0.3, 0.05], [0.2, 0.4], [0.0, 0.0]])
+    got = cl.class_long_values(econ, lat.period, lat.world, lat.prob, prof.prices, Y)
+    beta = ec.bang_per_buck(econ, prof.prices)
+    want = np.zeros(2)
+    for k in np.flatnonzero(lat.period >= 1):
+        for i in range(2):
+            e, b = econ.endowments[lat.world[k], i], econ.asset_bundles[lat.world[k], 0]
+            gain = (np.clip(e + Y[lat.period[k] - 1, i] * b, 0.01, 0.1) - np.clip(e, 0.01, 0.1)) @ prof.prices[k]
+            want[i] += lat.prob[k] * 0.9 ** lat.period[k] * beta[k, i] / beta[0, i] * gain
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert np.all(ct.saturation(econ)[:-1] <= 1.0) and ct.saturation(econ)[-1] == 1.0

@@ -463,30 +463,47 @@ def floorless(econ):
 def saturation(econ, worlds) -> np.ndarray:
     """(T,) the holding beyond which a period's payout adds nothing (every good at its cap next period);
     hi for the last period, whose holding pays nothing."""
+    return saturating_holdings(econ, [[int(w)] for w in worlds[1:]])
+
+
+def saturating_holdings(econ, nexts) -> np.ndarray:
+    """(T,) for each period t < T - 1 the holding beyond which the payout adds nothing in any of the world
+    states ``nexts[t]`` the next period may bring (every good paid at its cap there); hi in the last."""
     hi = float(econ.holding_limit[0])
-    E, b = econ.endowments[worlds], econ.asset_bundles[worlds, 0]
-    out = np.full(len(worlds), hi)
-    for t in range(len(worlds) - 1):
-        paid = b[t + 1] > 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            need = (econ.endowment_cap[paid] - E[t + 1][:, paid]) / b[t + 1][paid]
-        if paid.any() and np.all(np.isfinite(need)):
-            out[t] = min(hi, max(0.0, float(need.max())))
+    out = np.full(len(nexts) + 1, hi)
+    for t, ws in enumerate(nexts):
+        needs = []
+        for w in ws:
+            b = econ.asset_bundles[w, 0]
+            paid = b > 0
+            if paid.any():
+                needs.append(float(((econ.endowment_cap[paid] - econ.endowments[w][:, paid]) / b[paid]).max()))
+        if needs:
+            out[t] = min(hi, max(0.0, max(needs)))
     return out
 
 
 def long_values(econ, worlds, prices, holdings) -> np.ndarray:
     """(N,) what each consumer's positive holdings pay her over the periods, in money at period 0's
     bang per buck (the goods the payouts add to her clipped endowment, at the period's prices)."""
-    from .economy import bang_per_buck
     T = len(worlds)
+    return class_long_values(econ, np.arange(T), np.asarray(worlds), np.ones(T), prices, holdings)
+
+
+def class_long_values(econ, period, world, prob, prices, holdings) -> np.ndarray:
+    """:func:`long_values` over classes of histories (their period, world state, reach probability and
+    prices (K, M)) with holdings per period (T, N); period 0's bang per buck averaged over its classes."""
+    from .economy import bang_per_buck
     beta = bang_per_buck(econ, prices)
-    E, b = econ.endowments[worlds], econ.asset_bundles[worlds, 0]
+    start = period == 0
+    b0 = prob[start] @ beta[start] / prob[start].sum()
     gain = np.zeros(econ.n_consumers)
-    for t in range(1, T):
-        paid = clipped(E[t], b[t], econ.endowment_floor, econ.endowment_cap, np.maximum(holdings[t - 1], 0.0)[:, None])
-        now = clipped(E[t], b[t], econ.endowment_floor, econ.endowment_cap, np.zeros((econ.n_consumers, 1)))
-        gain += econ.discount ** t * beta[t] / beta[0] * np.einsum("nm,m->n", (paid - now)[:, 0], prices[t])
+    for k in np.flatnonzero(period >= 1):
+        E, b = econ.endowments[world[k]], econ.asset_bundles[world[k], 0]
+        held = np.maximum(holdings[period[k] - 1], 0.0)
+        paid = np.clip(E + held[:, None] * b, econ.endowment_floor, econ.endowment_cap)
+        now = np.clip(E, econ.endowment_floor, econ.endowment_cap)
+        gain += prob[k] * econ.discount ** period[k] * beta[k] / b0 * ((paid - now) @ prices[k])
     return gain
 
 

@@ -71,7 +71,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .economy_clip import ASSET_PRICE_LEVELS, breakpoints, clear_period, clipped
+from .economy_clip import ASSET_PRICE_LEVELS, breakpoints, class_long_values, clear_period, clipped, saturating_holdings
 from .economy_lattice import grow
 
 TREE_GUARANTEE = ("objective is a certified upper bound on the exploitability of the returned profile over the "
@@ -486,44 +486,15 @@ def _reach(econ) -> np.ndarray:
 def saturation(econ) -> np.ndarray:
     """(T,) the holding beyond which a period's payout adds nothing in any world state the next period
     may bring (every good paid at its cap there); hi in the last period, whose holding pays nothing."""
-    hi = float(econ.holding_limit[0])
-    T = econ.horizon
     d = _reach(econ)
-    out = np.full(T, hi)
-    for t in range(T - 1):
-        needs = []
-        for w in np.flatnonzero(d[t + 1] > 0):
-            b = econ.asset_bundles[w, 0]
-            paid = b > 0
-            if paid.any():
-                needs.append(float(((econ.endowment_cap[paid] - econ.endowments[w][:, paid]) / b[paid]).max()))
-        if needs:
-            out[t] = min(hi, max(0.0, max(needs)))
-    return out
-
-
-def long_values(econ, period, world, prob, prices, Y) -> np.ndarray:
-    """(N,) what each consumer's positive holdings Y (T, N) pay her over classes (period, world state,
-    reach probability, prices (K, M)), in money at period 0's bang per buck."""
-    from .economy import bang_per_buck
-    beta = bang_per_buck(econ, prices)
-    start = period == 0
-    b0 = prob[start] @ beta[start] / prob[start].sum()
-    gain = np.zeros(econ.n_consumers)
-    for k in np.flatnonzero(period >= 1):
-        E, b = econ.endowments[world[k]], econ.asset_bundles[world[k], 0]
-        held = np.maximum(Y[period[k] - 1], 0.0)
-        paid = clipped(E, b, econ.endowment_floor, econ.endowment_cap, held[:, None])[:, 0]
-        now = clipped(E, b, econ.endowment_floor, econ.endowment_cap, np.zeros((len(held), 1)))[:, 0]
-        gain += prob[k] * econ.discount ** period[k] * beta[k] / b0 * ((paid - now) @ prices[k])
-    return gain
+    return saturating_holdings(econ, [np.flatnonzero(d[t + 1] > 0) for t in range(econ.horizon - 1)])
 
 
 def _balance(econ, classes, Y, lo) -> None:
     """In place: the consumer whose long holdings in ``Y`` (T, N) are worth least to her (``classes``:
     period, world, prob, prices) holds the others' total short instead (within her borrowing limit)."""
     period, world, prob, prices = classes
-    short = int(np.argmin(long_values(econ, period, world, prob, prices, Y)))
+    short = int(np.argmin(class_long_values(econ, period, world, prob, prices, Y)))
     T = len(Y)
     Y[:, short] = 0.0
     Y[:T - 1, short] = np.maximum(lo, -Y[:T - 1].sum(axis=1))
