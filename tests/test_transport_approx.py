@@ -406,3 +406,18 @@ def test_tied_arc_costs_send_the_two_hop_flow_to_cost_scaling():
         assert result.stats["flow_cost_p"] == pytest.approx(exact_flow.stats["flow_cost_p"], rel=1e-6)
         check_against(model, result, reference(model))
     assert TIED_SHARE > 0.01
+
+
+def test_auto_takes_the_auction_beyond_its_size_only_when_distances_tie(monkeypatch):
+    """graph="auto": the auction up to DENSE_PAIRS pairs; beyond, up to DENSE_MAX_PAIRS, only when
+    sampled pair distances tie (points on a lattice), else the two-hop graph."""
+    from solvopt.transport import approx_dense
+    monkeypatch.setattr(approx_dense, "DENSE_PAIRS", 100)
+    rng = np.random.default_rng(13)
+    spread = Transport(rng.random((40, 3)), rng.random((40, 3)), p=1)
+    lattice = Transport(rng.integers(0, 9, (40, 3)) / 8.0, rng.integers(0, 9, (40, 3)) / 8.0, p=1)
+    assert spread.solve(method="approx").stats["graph"] == "two-hop"
+    assert lattice.solve(method="approx").stats["graph"] == "dense"
+    assert spread.solve(method="approx", graph="dense").stats["graph"] == "dense"     # asked for: it applies
+    monkeypatch.setattr(approx_dense, "DENSE_PAIRS", 10**6)
+    assert spread.solve(method="approx").stats["graph"] == "dense"

@@ -116,7 +116,7 @@ from solvopt.core.options import Option
 from solvopt.core.progress import Progress
 from solvopt.core.registry import Solver, register
 
-from .approx_dense import DENSE_MAX_PAIRS, dense_applies, solve_dense
+from .approx_dense import DENSE_MAX_PAIRS, dense_applies, dense_default, solve_dense, tied_share
 from .dual import sorted_keys
 from .flow import ENGINES, FlowStopped, feasible_flow, integer_data, min_cost_flow, ortools_installed
 from .graph import Distances, TwoHopGraph, build_two_hop, default_centres
@@ -156,7 +156,6 @@ GRID_FROM_PAIRS = 10**9
 # photos, repeated ones merged: 0.12-0.23 of the sample at n = 1000-10^4, p = 1, 2; uniform points
 # in d = 2, 3: at most 0.002)
 TIED_SHARE = 0.05
-TIE_SAMPLE = 4096
 GRID_MAX_DIM = 3
 
 
@@ -285,14 +284,15 @@ def _use_grid_bottleneck(model, choice: str) -> bool:
 def _use_dense(model, choice: str, engine: str) -> bool:
     """Whether to solve by the auction on the full matrix (:mod:`solvopt.transport.approx_dense`):
     asked for by graph="dense" (ModelError where it does not apply), or under graph="auto" and
-    engine="auto" for assignment problems on points up to DENSE_MAX_PAIRS pairs."""
+    engine="auto" for assignment problems on points where it was measured the faster (see
+    :func:`~solvopt.transport.approx_dense.dense_default`)."""
     if choice == "dense":
         if not dense_applies(model):
             raise ModelError("graph='dense' needs points with a named metric, a finite p <= "
                              f"{LARGE_P:g}, n = m with uniform masses and at most {DENSE_MAX_PAIRS:,} pairs; "
                              "use graph='two-hop'")
         return True
-    return choice == "auto" and engine == "auto" and model.n * model.m < GRID_FROM_PAIRS and dense_applies(model)
+    return choice == "auto" and engine == "auto" and model.n * model.m < GRID_FROM_PAIRS and dense_default(model)
 
 
 def _use_multiscale(model, choice: str) -> bool:
@@ -332,20 +332,6 @@ def _flow_engine(graph, engine: str, supplies, costs) -> str:
     if isinstance(graph, GridGraph):
         return "ortools" if ortools_installed() else engine
     return "costscaling" if tied_share(costs) >= TIED_SHARE else engine
-
-
-def tied_share(costs: np.ndarray, sample: int = TIE_SAMPLE) -> float:
-    """The share of a sample of ``costs`` (evenly spaced, deterministic) equal to another cost of
-    the sample: about 0 for costs of points in general position, large for points on a lattice
-    (8-bit colours) whose distances repeat."""
-    if len(costs) < 2:
-        return 0.0
-    picked = np.sort(costs[np.linspace(0, len(costs) - 1, min(sample, len(costs))).astype(np.int64)])
-    same = picked[1:] == picked[:-1]
-    tied = np.zeros(len(picked), dtype=bool)
-    tied[1:] |= same
-    tied[:-1] |= same
-    return float(tied.mean())
 
 
 def _graph_factor(graph) -> float:
