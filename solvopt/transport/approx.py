@@ -88,10 +88,11 @@ again (at least ``DUAL_MIN_SECONDS``). A stop during it keeps the factor bound.
 Small assignments (option ``graph="dense"``, :mod:`solvopt.transport.approx_dense`)
 ------------------------------------------------------------------------------------
 For points with a named metric, finite p <= ``LARGE_P``, n = m and uniform masses, up to
-``DENSE_MAX_PAIRS`` pairs, ``graph="auto"`` (with ``engine="auto"``) solves on the full cost
-matrix instead: an eps-scaling auction stopped once its plan is proven within 1% by a certified
-double c-transform of its prices; the factor stated is the plan's W_p over that bound (at most 3,
-else the two-hop graph solves). Proof in that module and in docs/transport.md.
+``DENSE_PAIRS`` pairs (``DENSE_MAX_PAIRS`` when sampled distances tie: points on a lattice),
+``graph="auto"`` (with ``engine="auto"``) solves on the full cost matrix instead: an eps-scaling
+auction stopped once its plan is proven within 1% by a certified double c-transform of its prices;
+the factor stated is the plan's W_p over that bound (at most 3, else the two-hop graph solves).
+Proof in that module and in docs/transport.md.
 
 The grid hierarchy (option ``graph``, :mod:`solvopt.transport.hierarchy`)
 ------------------------------------------------------------------------
@@ -165,8 +166,8 @@ class Approx(Solver):
     name = "approx"
     description = ("approximation of W_p (every p in [1, inf]): a proven factor 3 on a sparse two-hop graph "
                    "(4 |(1,..,1)| on graph='grid'); for assignment problems on points up to 4 million pairs "
-                   "(graph='dense', the default there) an auction on the full matrix proven within 1%; for "
-                   "point clouds of 10^9 pairs and more "
+                   "(graph='dense', the default up to 2.25 million, 4 million when distances tie) an auction on "
+                   "the full matrix proven within 1%; for point clouds of 10^9 pairs and more "
                    "(graph='multiscale', the default there) multiscale pricing with an a-posteriori certified "
                    "gap and no a-priori factor; p = inf there: threshold searches on a grid of cells, within a "
                    "proven additive error)")
@@ -183,10 +184,11 @@ class Approx(Solver):
                "from coarsened problems, a few pricing rounds; no a-priori factor, the gap is measured by the "
                "certified dual bound; p = inf: threshold searches on a grid of cells, within twice a cell's "
                "diameter), 'dense' (points with a named metric, finite p <= 8, n = m with uniform masses, up to "
-               "25 million pairs: an auction on the full cost matrix stopped within 1% of the optimum, proven by a "
-               "certified dual bound; the factor stated is the plan's W_p over that bound), 'auto' (dense where it "
-               "applies and engine='auto'; multiscale, or for p = inf the grid of cells, for d <= 3 from 10^9 pairs "
-               "where it applies; else two-hop)",
+               "4 million pairs: an auction on the full cost matrix stopped within 1% of the optimum, proven by a "
+               "certified dual bound; the factor stated is the plan's W_p over that bound), 'auto' (with "
+               "engine='auto': dense where it applies up to 2.25 million pairs, 4 million when the distances tie; "
+               "multiscale, or for p = inf the grid of cells, for d <= 3 from 10^9 pairs where it applies; else "
+               "two-hop)",
                ("auto", "two-hop", "grid", "multiscale", "dense")),
         Option("improve", bool, True, "re-solve exactly over the flow's candidate pairs (same bound, better plan)"),
         Option("certificate", str, "dual", "the reported bound: 'dual' prices a certified dual bound by "

@@ -3,9 +3,10 @@ an auction with eps-scaling stopped at a coarse resolution, certified by a doubl
 
 Where it applies: points with a named metric, finite p <= ``LARGE_P``, n = m and uniform masses
 (an assignment problem: every optimal vertex of the transport polytope is a permutation), and at
-most :data:`DENSE_MAX_PAIRS` pairs. There the n x n matrix of costs is cheap to hold and to scan,
-and the auction reaches a plan within 1% of the optimum, with a proof, faster than the two-hop
-graph's flow.
+most :data:`DENSE_MAX_PAIRS` pairs; ``graph="auto"`` takes it up to :data:`DENSE_PAIRS`, or up to
+:data:`DENSE_MAX_PAIRS` when the distances tie (:func:`dense_default`). There the n x n matrix of
+costs is cheap to hold and to scan, and the auction reaches a plan within 1% of the optimum, with a
+proof, faster than the two-hop graph's flow.
 
 Algorithm (costs C_ij = (d_ij / D)^p, D the data's distance scale, so C <= 1):
 
