@@ -473,13 +473,13 @@ class MarkovExchangeEconomy(FamilyModel):
         if self.degree != 1.0:
             out.append((f"utilities homogeneous of degree {self.degree:.6g} (only degree 1: consumers "
                         "risk-neutral in wealth, portfolio best responses LPs; markov-horizon takes it with a "
-                        "horizon on a deterministic chain)", False))
+                        "horizon)", False))
         if self.endowment_floor is not None:
             out.append(("endowment floors / caps after payouts (the consumer's problem is then not convex; "
                         "markov-horizon takes them with a horizon)", False))
         if self.horizon is not None:
             out.append((f"a finite horizon ({self.horizon} periods; stationary policies only: markov-horizon "
-                        "solves it on a deterministic chain)", False))
+                        "solves it, on a deterministic or stochastic chain)", False))
         if self.asset_bundles is not None:
             out.append(("assets paying bundles of goods", True))
         if self.n_shocks > 1:
