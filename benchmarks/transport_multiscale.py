@@ -1,6 +1,7 @@
 """``approx`` by graph, side by side in one process: multiscale pricing, the grid hierarchy, two-hop.
 
-Uniform points in [0, 1]^d, n = m, uniform masses, seed 0. For each case, after one warm-up
+Uniform points in [0, 1]^d, n = m, uniform masses (``--masses random``: drawn uniformly from
+[0.1, 1.1], the targets' scaled to the sources' total), seed 0. For each case, after one warm-up
 solve per graph at n = 2000, one run of ``approx`` with each graph: CPU seconds
 (``time.process_time`` plus the CPU of child processes, where OR-Tools solves), wall seconds, the
 ratio W_p(plan) / certified bound, and the multiscale levels and rounds. One run a case on a
@@ -10,6 +11,7 @@ shared machine: the load (1-minute average) is recorded beside each row.
     nice python benchmarks/transport_multiscale.py --sizes 100000 --dims 2 --ps 2 --merge
     python benchmarks/transport_multiscale.py --sizes 1000000 --graphs multiscale --merge   # one process a size
     python benchmarks/transport_multiscale.py --sizes 3000 --no-write      # a smoke run
+    nice python benchmarks/transport_multiscale.py --sizes 100000 --graphs multiscale --masses uniform random --merge
 """
 from __future__ import annotations
 
@@ -35,20 +37,30 @@ def cpu() -> float:
     return time.process_time() + child.ru_utime + child.ru_stime
 
 
-def run_case(n: int, d: int, p: float, graphs) -> list[dict]:
+def masses_of(kind: str, n: int, rng) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(a, b): None for uniform masses, else drawn uniformly from [0.1, 1.1] (b scaled to a's total)."""
+    if kind == "uniform":
+        return None, None
+    a, b = rng.uniform(0.1, 1.1, n), rng.uniform(0.1, 1.1, n)
+    return a, b * (a.sum() / b.sum())
+
+
+def run_case(n: int, d: int, p: float, graphs, masses: str = "uniform") -> list[dict]:
     from solvopt.dsl import Transport
     rng = np.random.default_rng(0)
-    warm = Transport(rng.random((2000, d)), rng.random((2000, d)), p=p)
+    warm = Transport(rng.random((2000, d)), rng.random((2000, d)), *masses_of(masses, 2000, rng), p=p)
     for graph in graphs:
         warm.solve("approx", **OPTIONS.get(graph, {"graph": graph}))
         if graph == "multiscale":       # its large levels' kernel too (warm cost scaling on every level)
             warm.solve("approx", graph="multiscale", engine="costscaling")
-    model = Transport(rng.random((n, d)), rng.random((n, d)), p=p)
+    x, y = rng.random((n, d)), rng.random((n, d))
+    model = Transport(x, y, *masses_of(masses, n, rng), p=p)
     rows = []
     for graph in graphs:
         t0, c0 = time.perf_counter(), cpu()
         r = model.solve("approx", **OPTIONS.get(graph, {"graph": graph}))
-        row = {"n": n, "d": d, "p": p, "graph": graph, "wall": time.perf_counter() - t0, "cpu": cpu() - c0,
+        row = {"n": n, "d": d, "p": p, "graph": graph, "masses": masses,
+               "wall": time.perf_counter() - t0, "cpu": cpu() - c0,
                "objective": r.objective, "bound": r.bound, "ratio": r.objective / r.bound,
                "termination": r.termination.value, "load": os.getloadavg()[0],
                "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
@@ -57,7 +69,8 @@ def run_case(n: int, d: int, p: float, graphs) -> list[dict]:
         if isinstance(levels, list):
             row.update(levels=[[lv["n"], lv["rounds"], round(lv["time"], 2)] for lv in levels],
                        rounds=r.stats.get("rounds"), candidates=r.stats.get("candidates"),
-                       start_time=r.stats.get("start_time"), flow_time=r.stats.get("flow_time"))
+                       start_time=r.stats.get("start_time"), flow_time=r.stats.get("flow_time"),
+                       mass_units=r.stats.get("mass_units"))
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
@@ -65,6 +78,9 @@ def run_case(n: int, d: int, p: float, graphs) -> list[dict]:
 
 def markdown(rows: list[dict]) -> str:
     lines = ["# `approx` by graph (uniform points, one process, one run a case)", "",
+             "Masses: uniform, or random (drawn uniformly from [0.1, 1.1], `--masses random`; the multiscale "
+             "graph then rounds them to multiples of one unit for warm cost scaling and sends the leftovers "
+             "back). Rows before the masses column was added are uniform.", "",
              "Command: `nice python benchmarks/transport_multiscale.py` (see its docstring). CPU seconds "
              "include OR-Tools' child processes; ratio = W_p(plan) / certified bound. multiscale-simplex: the "
              "multiscale graph with every level's flows by the exact network simplex (`engine='simplex'`). "
@@ -72,13 +88,14 @@ def markdown(rows: list[dict]) -> str:
              "Rows are in the order run (`--merge` appends): where a case appears twice, the later date is the "
              "newer code.",
              "",
-             "| n | d | p | graph | CPU (s) | wall (s) | ratio | multiscale levels (n, rounds, s) / rounds "
+             "| n | d | p | masses | graph | CPU (s) | wall (s) | ratio | multiscale levels (n, rounds, s) / rounds "
              "| peak (GiB) | load | date |",
-             "| ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
+             "| ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
     for r in rows:
         extra = f"{r['levels']} / {r['rounds']}" if "levels" in r else ""
         peak = f"{r['peak_gib']:.2f}" if "peak_gib" in r else "-"
-        lines.append(f"| {r['n']} | {r['d']} | {r['p']:g} | {r['graph']} | {r['cpu']:.2f} | {r['wall']:.2f} | "
+        lines.append(f"| {r['n']} | {r['d']} | {r['p']:g} | {r.get('masses', 'uniform')} | {r['graph']} | "
+                     f"{r['cpu']:.2f} | {r['wall']:.2f} | "
                      f"{r['ratio']:.4f} | {extra} | {peak} | {r['load']:.1f} | {r.get('date', '-')} |")
     return "\n".join(lines) + "\n"
 
@@ -89,10 +106,13 @@ def main() -> None:
     parser.add_argument("--dims", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--ps", type=float, nargs="+", default=[1.0, 2.0])
     parser.add_argument("--graphs", nargs="+", default=list(GRAPHS), choices=GRAPHS)
+    parser.add_argument("--masses", nargs="+", default=["uniform"], choices=("uniform", "random"),
+                        help="uniform masses, or drawn uniformly from [0.1, 1.1] (each kind run in turn)")
     parser.add_argument("--merge", action="store_true", help="add to the stored rows instead of replacing them")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    rows = [row for n in args.sizes for d in args.dims for p in args.ps for row in run_case(n, d, p, args.graphs)]
+    rows = [row for n in args.sizes for d in args.dims for p in args.ps for masses in args.masses
+            for row in run_case(n, d, p, args.graphs, masses)]
     if args.no_write:
         return
     path = RESULTS / "transport_multiscale.json"

@@ -67,7 +67,9 @@ def integer_units(values, max_denominator: int = 10**7, max_distinct: int = 256)
     """The unit ``u`` with every value an integer multiple of ``u`` (to 1e-12 relative), or None.
 
     ``u`` is the largest magnitude over the lcm of the denominators of the distinct values as
-    fractions of it: uniform weights 1/n, 1/m give unit 1 / lcm(n, m) times the mass.
+    fractions of it: uniform weights 1/n, 1/m give unit 1 / lcm(n, m) times the mass. Where that
+    search fails (more than ``max_distinct`` values, say) or finds a unit only close to exact, a
+    power of two of which every value is an exact multiple (:func:`dyadic_unit`) is taken.
     """
     values = np.asarray(values, dtype=np.float64)
     values = np.abs(values[np.isfinite(values) & (values != 0)])
@@ -76,15 +78,39 @@ def integer_units(values, max_denominator: int = 10**7, max_distinct: int = 256)
     top = float(values.max())
     distinct = np.unique(values)
     if len(distinct) > max_distinct:
-        return None
+        return dyadic_unit(distinct)
     denominator = 1
     for value in distinct:
         den = limited_denominator(float(value / top), max_denominator)
         denominator = denominator * den // math.gcd(denominator, den)
         if denominator > _MAX_UNITS:
-            return None
+            return dyadic_unit(distinct)
     unit = top / denominator
-    if np.any(np.abs(np.rint(distinct / unit) * unit - distinct) > 1e-12 * top):
+    off = np.abs(np.rint(distinct / unit) * unit - distinct)
+    if np.any(off > 1e-12 * top):
+        return dyadic_unit(distinct)
+    if np.any(off > 0):            # close, not exact: an exact power of two where there is one
+        exact = dyadic_unit(distinct)
+        return unit if exact is None else exact
+    return unit
+
+
+def dyadic_unit(values) -> float | None:
+    """The largest power of two 2^e of which every value (positive, finite) is an exact integer
+    multiple, when they hold at most ``_MAX_UNITS`` of it in all; else None. Masses rounded to
+    multiples of 2^-k of their total (the multiscale approximation with real masses,
+    :mod:`solvopt.transport.mass_units`) are found here; masses drawn at random hold about
+    2^52 units each and are not."""
+    values = np.asarray(values, dtype=np.float64)
+    mantissa, exponent = np.frexp(values)               # values = mantissa 2^exponent, mantissa in [0.5, 1)
+    whole = (mantissa * 2.0**53).astype(np.int64)       # exact: 53-bit integers
+    lowest = whole & -whole                             # the lowest set bit of each
+    _, bit = np.frexp(lowest.astype(np.float64))        # lowest = 2^(bit - 1)
+    power = int((exponent - 53 + bit - 1).min())
+    if power < -1074:
+        return None
+    unit = math.ldexp(1.0, power)
+    if float(np.sum(values / unit)) > _MAX_UNITS:
         return None
     return unit
 
@@ -161,5 +187,5 @@ def run_stoppable(kernel, args, tail, stop):
     return out[0]
 
 
-__all__ = ["FlowSolution", "FlowStopped", "integer_costs", "integer_data", "integer_units",
+__all__ = ["FlowSolution", "FlowStopped", "dyadic_unit", "integer_costs", "integer_data", "integer_units",
            "rounding_error", "run_stoppable"]
