@@ -80,7 +80,10 @@ def markdown(rows: list[dict]) -> str:
     lines = ["# `approx` by graph (uniform points, one process, one run a case)", "",
              "Masses: uniform, or random (drawn uniformly from [0.1, 1.1], `--masses random`; the multiscale "
              "graph then rounds them to multiples of one unit for warm cost scaling and sends the leftovers "
-             "back). Rows before the masses column was added are uniform.", "",
+             "back). Rows before the masses column was added are uniform. The rows of both kinds side by side: "
+             "`nice python benchmarks/transport_multiscale.py --sizes 100000 --graphs multiscale --masses uniform "
+             "random --merge`, and `--sizes 1000000 --dims 2 --ps 2 --graphs multiscale --masses random --merge`.",
+             "",
              "Command: `nice python benchmarks/transport_multiscale.py` (see its docstring). CPU seconds "
              "include OR-Tools' child processes; ratio = W_p(plan) / certified bound. multiscale-simplex: the "
              "multiscale graph with every level's flows by the exact network simplex (`engine='simplex'`). "
