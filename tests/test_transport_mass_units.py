@@ -223,3 +223,21 @@ def test_a_time_limit_with_drawn_masses_returns_a_feasible_plan():
     assert r.termination is Termination.TIME_LIMIT
     check_marginals(model, r.solution["plan"])
     assert r.bound is None or r.bound <= r.objective
+
+
+@pytest.mark.parametrize("factor", [1e-12, 1e12])
+def test_drawn_masses_give_the_same_answer_in_any_units(factor):
+    """Points or drawn masses scaled by 10^-12 or 10^12: the same status, W_p and its bound moved by
+    the law up to the flow's resolution, and both certified intervals hold the same optimum (the
+    rounding is relative to the total mass)."""
+    x, y, a, b = drawn(900, 800, 2, 11)
+    base = Transport(x, y, a=a, b=b, p=2).solve("approx", graph="multiscale", engine="costscaling")
+    assert base.stats["mass_unit"] > 0
+    for points, masses in ((factor, 1.0), (1.0, factor)):
+        r = Transport(x * points, y * points, a=a * masses, b=b * masses, p=2).solve(
+            "approx", graph="multiscale", engine="costscaling")
+        law = points * masses ** 0.5
+        assert r.termination == base.termination
+        assert r.stats["mass_units"] == base.stats["mass_units"]
+        assert r.objective == pytest.approx(base.objective * law, rel=3 * se.SCALING_SHARE)
+        assert r.bound <= base.objective * law * (1 + 1e-9) and base.bound * law <= r.objective * (1 + 1e-9)
