@@ -172,19 +172,29 @@ def test_multiscale_refuses_what_it_cannot_certify():
 
 
 def test_auto_graph_takes_multiscale_for_large_point_clouds():
-    """graph="auto" runs the multiscale pricing from GRID_FROM_PAIRS pairs on (points with a named
-    metric, d <= 3, finite p), below it the auction on the full matrix for assignment problems and
-    the two-hop graph (with its factor) elsewhere."""
+    """graph="auto" runs the auction on the full matrix for assignment problems where it applies,
+    then the multiscale pricing from MULTISCALE_FROM_PAIRS pairs on (points with a named metric,
+    d <= 3, finite p), stating its certified factor, and the two-hop graph (with its factor 3)
+    below it, for other engines, or where the multiscale plan is not proven within factor 3; p =
+    inf takes the grid of cells from GRID_FROM_PAIRS pairs."""
     import solvopt.transport.approx as approx
     x, y, _, _ = clouds(300, 300, 2, 4)
-    with patch.object(approx, "GRID_FROM_PAIRS", 300 * 300):
-        big = Transport(x, y, p=1).solve("approx")
-        assert big.stats["graph"] == "multiscale" and big.stats["factor"] is None
-        assert Transport(x, y, p=float("inf")).solve("approx").stats["graph"] == "grid"    # the grid of cells
     small = Transport(x, y, p=1).solve("approx")                 # n = m, uniform masses: the auction
     assert small.stats["graph"] == "dense" and 1.0 <= small.stats["factor"] <= 3.0
-    unequal = Transport(x, y[:299], p=1).solve("approx")
-    assert unequal.stats["graph"] == "two-hop" and unequal.stats["factor"] == pytest.approx(3.0)
+    unequal = Transport(x, y[:299], p=1)
+    assert unequal.solve("approx").stats["graph"] == "two-hop"
+    with patch.object(approx, "MULTISCALE_FROM_PAIRS", 300 * 299):
+        big = unequal.solve("approx")
+        assert big.stats["graph"] == "multiscale" and 1.0 <= big.stats["factor"] <= 1.05
+        assert big.bound == pytest.approx(big.objective / big.stats["factor"], rel=1e-12)
+        assert big.guarantee is not None and "proven" in big.guarantee
+        assert unequal.solve("approx", engine="ortools").stats["graph"] == "two-hop"     # no potentials
+        with patch.object(approx, "MAX_FACTOR", 1.0):                # not proven within the factor
+            fallback = unequal.solve("approx")
+        assert fallback.stats["graph"] == "two-hop" and "multiscale_gave_up" in fallback.stats
+        assert fallback.stats["factor"] == pytest.approx(3.0)
+    with patch.object(approx, "GRID_FROM_PAIRS", 300 * 300):
+        assert Transport(x, y, p=float("inf")).solve("approx").stats["graph"] == "grid"    # the grid of cells
 
 
 @pytest.mark.parametrize("engine", ["costscaling", "highs"])
