@@ -93,77 +93,76 @@ def _pair_costs_serial(x, y, i, j, metric, unit, p, out):
         out[k] = (_dist(x, i[k], y, j[k], metric) / unit) ** p
 
 
+@njit(cache=True, inline="always")
+def _nearest_row(x, c, metric, i, index, dist):
+    """Row i of :func:`nearest`: the nearest centre of x[i] and its distance."""
+    best, arg = np.inf, 0
+    for k in range(c.shape[0]):
+        d = _dist(x, i, c, k, metric)
+        if d < best:
+            best, arg = d, k
+    index[i] = arg
+    dist[i] = best
+
+
 @njit(cache=True, parallel=True)
 def _nearest_parallel(x, c, metric, index, dist):
     for i in prange(x.shape[0]):
-        best, arg = np.inf, 0
-        for k in range(c.shape[0]):
-            d = _dist(x, i, c, k, metric)
-            if d < best:
-                best, arg = d, k
-        index[i] = arg
-        dist[i] = best
+        _nearest_row(x, c, metric, i, index, dist)
 
 
 @njit(cache=True)
 def _nearest_serial(x, c, metric, index, dist):
     for i in range(x.shape[0]):
-        best, arg = np.inf, 0
-        for k in range(c.shape[0]):
-            d = _dist(x, i, c, k, metric)
-            if d < best:
-                best, arg = d, k
-        index[i] = arg
-        dist[i] = best
+        _nearest_row(x, c, metric, i, index, dist)
+
+
+@njit(cache=True, inline="always")
+def _bunch_count_row(x, y, radius, metric, i, counts):
+    """Row i of :func:`bunch_counts`: the targets closer to x[i] than its radius."""
+    count = 0
+    r = radius[i]
+    for j in range(y.shape[0]):
+        if _dist(x, i, y, j, metric) < r:
+            count += 1
+    counts[i] = count
 
 
 @njit(cache=True, parallel=True)
 def _bunch_counts_parallel(x, y, radius, metric, counts):
     for i in prange(x.shape[0]):
-        count = 0
-        r = radius[i]
-        for j in range(y.shape[0]):
-            if _dist(x, i, y, j, metric) < r:
-                count += 1
-        counts[i] = count
+        _bunch_count_row(x, y, radius, metric, i, counts)
 
 
 @njit(cache=True)
 def _bunch_counts_serial(x, y, radius, metric, counts):
     for i in range(x.shape[0]):
-        count = 0
-        r = radius[i]
-        for j in range(y.shape[0]):
-            if _dist(x, i, y, j, metric) < r:
-                count += 1
-        counts[i] = count
+        _bunch_count_row(x, y, radius, metric, i, counts)
+
+
+@njit(cache=True, inline="always")
+def _bunch_fill_row(x, y, radius, metric, i, indptr, cols, dist):
+    """Row i of :func:`bunch_fill`: those targets and their distances, from indptr[i] on."""
+    at = indptr[i]
+    r = radius[i]
+    for j in range(y.shape[0]):
+        d = _dist(x, i, y, j, metric)
+        if d < r:
+            cols[at] = j
+            dist[at] = d
+            at += 1
 
 
 @njit(cache=True, parallel=True)
 def _bunch_fill_parallel(x, y, radius, metric, indptr, cols, dist):
     for i in prange(x.shape[0]):
-        at = indptr[i]
-        r = radius[i]
-        for j in range(y.shape[0]):
-            d = _dist(x, i, y, j, metric)
-            if d < r:
-                cols[at] = j
-                dist[at] = d
-                at += 1
+        _bunch_fill_row(x, y, radius, metric, i, indptr, cols, dist)
 
 
 @njit(cache=True)
 def _bunch_fill_serial(x, y, radius, metric, indptr, cols, dist):
     for i in range(x.shape[0]):
-        at = indptr[i]
-        r = radius[i]
-        for j in range(y.shape[0]):
-            d = _dist(x, i, y, j, metric)
-            if d < r:
-                cols[at] = j
-                dist[at] = d
-                at += 1
-
+        _bunch_fill_row(x, y, radius, metric, i, indptr, cols, dist)
 
 
 # the twins the graphs and the certificate call (see the module docstring), and their work
