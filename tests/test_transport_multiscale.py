@@ -189,6 +189,7 @@ def test_auto_graph_takes_multiscale_for_large_point_clouds():
         assert big.bound == pytest.approx(big.objective / big.stats["factor"], rel=1e-12)
         assert big.guarantee is not None and "proven" in big.guarantee
         assert unequal.solve("approx", engine="ortools").stats["graph"] == "two-hop"     # no potentials
+        assert unequal.solve("approx", certificate="factor").stats["graph"] == "two-hop"  # the fastest bound
         with patch.object(approx, "MAX_FACTOR", 1.0):                # not proven within the factor
             fallback = unequal.solve("approx")
         assert fallback.stats["graph"] == "two-hop" and "multiscale_gave_up" in fallback.stats

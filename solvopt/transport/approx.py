@@ -197,9 +197,9 @@ class Approx(Solver):
                "4 million pairs: an auction on the full cost matrix stopped within 1% of the optimum, proven by a "
                "certified dual bound; the factor stated is the plan's W_p over that bound), 'auto' (with "
                "engine='auto': dense where it applies up to 2.25 million pairs, 4 million when the distances tie; "
-               "multiscale for d <= 3 from 10^6 pairs where it applies and its certified bound proves factor 3 "
-               "(the proven factor is stated; else two-hop); for p = inf the grid of cells for d <= 3 from 10^9 "
-               "pairs; else two-hop)",
+               "multiscale for d <= 3 from 10^6 pairs (10^9 with certificate='factor') where it applies and its "
+               "certified bound proves factor 3 (the proven factor is stated; else two-hop); for p = inf the grid "
+               "of cells for d <= 3 from 10^9 pairs; else two-hop)",
                ("auto", "two-hop", "grid", "multiscale", "dense")),
         Option("improve", bool, True, "re-solve exactly over the flow's candidate pairs (same bound, better plan)"),
         Option("certificate", str, "dual", "the reported bound: 'dual' prices a certified dual bound by "
@@ -239,7 +239,7 @@ class Approx(Solver):
             result = grid_bottleneck(model, options)
             result.stats["graph"] = "grid"
             return result
-        if _use_multiscale(model, extra["graph"], extra["engine"]):
+        if _use_multiscale(model, extra["graph"], extra["engine"], extra["certificate"]):
             from .approx_multiscale import solve_multiscale
             progress(f"approx: {model.n} x {model.m}, p = {model.p:g}: multiscale pricing", force=True)
             result = solve_multiscale(model, deadline, progress, stats, extra["engine"])
@@ -315,13 +315,16 @@ def _use_dense(model, choice: str, engine: str) -> bool:
     return choice == "auto" and engine == "auto" and model.n * model.m < GRID_FROM_PAIRS and dense_default(model)
 
 
-def _use_multiscale(model, choice: str, engine: str = "auto") -> bool:
-    """Whether to solve by the multiscale pricing (option ``graph``; ModelError where it does not apply)."""
+def _use_multiscale(model, choice: str, engine: str = "auto", certificate: str = "dual") -> bool:
+    """Whether to solve by the multiscale pricing (option ``graph``; ModelError where it does not apply).
+    Under "auto" from MULTISCALE_FROM_PAIRS pairs with the dual certificate (asked for the factor
+    bound only, the two-hop graph is the faster below GRID_FROM_PAIRS: no certificate to price)."""
     from .approx_multiscale import FINE_ENGINES
     from .sparse_exact import supported as why_not
     why = why_not(model)
     if choice == "auto":
-        return (why is None and model.dimension <= GRID_MAX_DIM and model.n * model.m >= MULTISCALE_FROM_PAIRS
+        start = MULTISCALE_FROM_PAIRS if certificate == "dual" else GRID_FROM_PAIRS
+        return (why is None and model.dimension <= GRID_MAX_DIM and model.n * model.m >= start
                 and engine in FINE_ENGINES)
     if choice != "multiscale":
         return False
