@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
@@ -121,6 +122,9 @@ def validate_weights(weights: Any, name: str, count: int, owner: str) -> FloatAr
             total = float(w.sum())
     if not total > 0:
         raise ModelError(f"{name!r} must have a positive total mass")
+    if total < sys.float_info.min:      # subnormal: a few significant bits, no status can be settled on it
+        raise ModelError(f"{name!r} has a total mass of {total:g}, below float64's normal range: multiply the masses "
+                         "by a constant (W_p scales with the total mass to the 1/p)")
     if not math.isfinite(total):
         raise ModelError(f"{name!r} has a total mass that overflows float64: divide the masses by a constant "
                          "(W_p scales with the total mass to the 1/p)")

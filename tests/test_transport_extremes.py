@@ -137,3 +137,16 @@ def test_a_w_p_beyond_float64_is_refused_and_extreme_totals_settle():
         value, result = emd2(a, b, M, return_result=True)
         assert result.termination is Termination.OPTIMAL
         assert value == 0.0 and result.bound == 0.0
+
+
+def test_a_subnormal_total_mass_is_refused_in_one_line():
+    """Masses whose total is below float64's normal range keep a few significant bits: the bound and
+    W_p could not be compared (it raised "bound exceeds the plan's W_p" before)."""
+    from solvopt.transport.small import certified_points
+    x, y = _points(1, 1, 3)
+    a, b = np.array([1e-320]), np.full(3, 1e-320 / 3)
+    with pytest.raises(ModelError, match="normal range"):
+        Transport(x, y, a=a, b=b, p=1.5)
+    assert certified_points(x, y, a, b, 1.5, "euclidean") is None
+    rescaled = Transport(x, y, a=[1.0], b=np.full(3, 1 / 3), p=1.5).solve("exact")
+    assert rescaled.termination is Termination.OPTIMAL

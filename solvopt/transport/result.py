@@ -157,12 +157,11 @@ def status_scale(model, objective: float | None = None) -> float:
 
 def frame_of(distance: float, mass: float, p: float) -> float:
     """:func:`status_scale` from the data's distance scale D and total mass M: D M^(1/p). A subnormal
-    D counts as the smallest normal float (below it float64 keeps too few digits to settle on)."""
+    frame counts as the smallest normal float (below it float64 keeps too few digits to settle on)."""
     if not (math.isfinite(distance) and distance > 0):
         return 1.0
-    distance = max(distance, sys.float_info.min)
     scale = distance if math.isinf(p) else distance * mass ** (1.0 / p)
-    return scale if math.isfinite(scale) and scale > 0 else 1.0
+    return max(scale, sys.float_info.min) if math.isfinite(scale) else 1.0
 
 
 def certified_optimum(value: float, bound: float, frame: float) -> bool:

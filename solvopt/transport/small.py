@@ -36,8 +36,9 @@ from .result import LARGE_P, METRIC_CODES, certified_optimum, cost_of, dual_scal
 
 @njit(cache=True, nogil=True)
 def _balanced(a, b, mass_rtol):
-    """(a's total, b rescaled onto it), or (0, b) when a mass is not positive and finite or the
-    totals differ by more than ``mass_rtol`` (relative): the rule of ``balanced_weights``."""
+    """(a's total, b rescaled onto it), or (0, b) when a mass is not positive and finite, a total is
+    subnormal, or the totals differ by more than ``mass_rtol`` (relative): the rules of
+    ``balanced_weights``."""
     ta = 0.0
     for w in a:
         if not (0.0 < w < np.inf):
@@ -49,6 +50,8 @@ def _balanced(a, b, mass_rtol):
             return 0.0, b
         tb += w
     if not (ta < np.inf and tb < np.inf) or abs(ta - tb) > mass_rtol * max(ta, tb):
+        return 0.0, b
+    if min(ta, tb) < np.finfo(np.float64).tiny:          # a subnormal total: the model refuses it
         return 0.0, b
     return ta, (b if ta == tb else b * (ta / tb))
 
