@@ -104,19 +104,18 @@ def emd(a, b, M, method: str = "exact", return_result: bool = False, **options):
     Result, as :func:`emd2` does: P is returned only when its certified bound proves it optimal,
     and anything else goes to the full solve.
     """
-    if method == "exact" and not return_result and not options:
-        from solvopt.transport.exact import certified_plan
+    value_only = method == "exact" and not return_result and not options
+    if value_only:
         from solvopt.transport.small import certified_matrix, dense_plan
         found = certified_matrix(a, b, M)                     # small plain inputs: one kernel call
-        if found is None:
-            model, _ = _cost_model(a, b, M)
-            found = certified_plan(model)         # small matrices: the proven optimum without a Result
-            shape = model.n, model.m
-        else:
-            shape = M.shape
         if found is not None:
-            return dense_plan(*shape, *found[1])
+            return dense_plan(*M.shape, *found[1])
     model, _ = _cost_model(a, b, M)
+    if value_only:
+        from solvopt.transport.exact import certified_plan
+        found = certified_plan(model)             # small matrices: the proven optimum without a Result
+        if found is not None:
+            return dense_plan(model.n, model.m, *found[1])
     result = model.solve(method, **options)
     sparse = result.solution.get("plan") if isinstance(result.solution, dict) else None
     if sparse is None:

@@ -55,7 +55,7 @@ def plan_cost(model, plan) -> tuple[float, float]:
         return csr_plan_cost(model, plan.indptr, plan.indices, plan.data)
     coo = plan.tocoo()
     p = 1.0 if math.isinf(model.p) else float(model.p)
-    return _cost_of(model, *power_sum(np.asarray(coo.data, dtype=np.float64),
+    return cost_of(model.p, *power_sum(np.asarray(coo.data, dtype=np.float64),
                                       model.pair_distances(coo.row, coo.col), p))
 
 
@@ -68,12 +68,7 @@ def csr_plan_cost(model, indptr, indices, data) -> tuple[float, float]:
         raise ValueError("csr_plan_cost reads named metrics and matrices; a callable metric goes through plan_cost")
     held = (model.cost, model.cost) if code < 0 else (model.x, model.y)
     p = 1.0 if math.isinf(model.p) else float(model.p)
-    return _cost_of(model, *plan_power_sum(indptr, indices, np.asarray(data, dtype=np.float64), *held, code, p))
-
-
-def _cost_of(model, top: float, scaled: float) -> tuple[float, float]:
-    """:func:`cost_of` at the model's p."""
-    return cost_of(model.p, top, scaled)
+    return cost_of(model.p, *plan_power_sum(indptr, indices, np.asarray(data, dtype=np.float64), *held, code, p))
 
 
 def cost_of(p: float, top: float, scaled: float) -> tuple[float, float]:
@@ -169,9 +164,15 @@ def certified_optimum(value: float, bound: float, frame: float) -> bool:
     data, ``frame`` its :func:`status_scale`): the bound is not above the value beyond rounding
     (:data:`BOUND_SLACK`; else something is wrong and nothing is claimed), and the gap is within the
     default tolerance."""
-    if bound > value + BOUND_SLACK * max(frame, value):
+    if above_rounding(bound, value, frame):
         return False
     return within_default_tolerance(value, min(bound, value), scale=frame)
+
+
+def above_rounding(bound: float, value: float, frame: float) -> bool:
+    """The bound exceeds the plan's W_p by more than rounding (:data:`BOUND_SLACK` of the larger of
+    the frame and the value): a bound that cannot be right."""
+    return bound - value > BOUND_SLACK * max(frame, value)
 
 
 def guarantee_text(factor: float | None, p: float) -> str | None:
@@ -221,7 +222,7 @@ def transport_result(model, plan, *, guarantee: float | None, bound: float | Non
     if best is not None and best > objective:
         # (every distance between points with mass 0: every plan has W_p = 0, and a bound above it is
         # the duals' rounding times the mass, in a frame the data do not set)
-        if best - objective > BOUND_SLACK * max(scale, objective) and model.distance_scale() != 0:
+        if above_rounding(best, objective, scale) and model.distance_scale() != 0:
             raise SolverError(f"transport bound {best!r} exceeds the plan's W_p {objective!r}")
         best = objective
     stats.update(cost_p=cost_p, support=int(plan.nnz), marginal_error=error)

@@ -27,11 +27,16 @@ from solvopt.dsl.transport import EUCLIDEAN_SPAN, MASS_RTOL, MAX_DISTANCE
 
 from .exact import DENSE_TUNING, INLINE_PAIRS
 from .flow_types import _MAX_UNITS
-from .network_simplex import (
-    dense_transport,
-)
+from .network_simplex import dense_transport
 from .plan_kernels import mass_supplies, plan_power_sum, point_costs
 from .result import LARGE_P, METRIC_CODES, certified_optimum, cost_of, dual_scale, frame_of
+
+
+@njit(cache=True, nogil=True)
+def _declined():
+    """A kernel's answer when it declines the input (the caller then builds the model)."""
+    none_i = np.empty(0, np.int32)
+    return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, none_i, none_i, np.empty(0)
 
 
 @njit(cache=True, nogil=True)
@@ -93,10 +98,9 @@ def _solve(costs, scale, a, b, mass, x, y, code, p, max_units, tuning):
 def _points_kernel(x, y, a, b, code, p, span_low, span_high, max_distance, mass_rtol, max_units, tuning):
     """:func:`certified_points`' checks and solve: (ok, distance scale, mass, cost scale, dual value,
     plan's top, plan's scaled sum, indptr, indices, data)."""
-    none_i, none_f = np.empty(0, np.int32), np.empty(0)
     mass, b = _balanced(a, b, mass_rtol)
     if mass == 0.0:
-        return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, none_i, none_i, none_f
+        return _declined()
     d = x.shape[1]
     extent = np.empty(d)
     for k in range(d):
@@ -105,18 +109,18 @@ def _points_kernel(x, y, a, b, code, p, span_low, span_high, max_distance, mass_
             for i in range(pts.shape[0]):
                 v = pts[i, k]
                 if not (-np.inf < v < np.inf):
-                    return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, none_i, none_i, none_f
+                    return _declined()
                 low, high = min(low, v), max(high, v)
         extent[k] = high - low
     top = extent.max()
     if code == 0:       # euclidean: squared differences neither overflow nor underflow; the diagonal
         if not (span_low <= top <= span_high):
-            return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, none_i, none_i, none_f
+            return _declined()
         distance = np.sqrt(np.sum(extent * extent))
     else:
         total = np.sum(extent)
         if not (0.0 < total <= max_distance):
-            return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, none_i, none_i, none_f
+            return _declined()
         distance = total if code == 1 else top
     costs, scale = point_costs(x, y, code, p)
     ok, dual, plan_top, summed, indptr, indices, data = _solve(costs, scale, a, b, mass, x, y, code, p, max_units,
@@ -127,23 +131,21 @@ def _points_kernel(x, y, a, b, code, p, span_low, span_high, max_distance, mass_
 @njit(cache=True, nogil=True)
 def _matrix_kernel(cost, a, b, max_distance, mass_rtol, max_units, tuning):
     """:func:`certified_matrix`'s checks and solve, as :func:`_points_kernel` (p = 1)."""
-    none_i, none_f = np.empty(0, np.int32), np.empty(0)
     mass, b = _balanced(a, b, mass_rtol)
     if mass == 0.0:
-        return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, none_i, none_i, none_f
+        return _declined()
     top = 0.0
     for i in range(cost.shape[0]):
         for j in range(cost.shape[1]):
             c = cost[i, j]
             if not (0.0 <= c <= max_distance):          # (NaN fails too)
-                return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, none_i, none_i, none_f
+                return _declined()
             top = max(top, c)
     if top == 0.0:
-        return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, none_i, none_i, none_f
+        return _declined()
     ok, dual, plan_top, summed, indptr, indices, data = _solve(cost / top, top, a, b, mass, cost, cost, -1, 1.0,
                                                                 max_units, tuning)
     return ok, top, mass, top, dual, plan_top, summed, indptr, indices, data
-
 
 
 def _float_array(value, ndim: int, count: int | None = None) -> np.ndarray | None:
