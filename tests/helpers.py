@@ -86,3 +86,25 @@ def dp_forward(backend: str, compiled, *, track: bool = True, schedule=None, ten
     if backend == "cuda":
         return xp.asnumpy(out), xp.asnumpy(slots)
     return out, slots
+
+
+def solve_stopped_at_the_fine_level(model, **options):
+    """``model.solve("approx", graph="multiscale", **options)`` with the time running out as its fine
+    level (the model itself) starts: its first pricing round sees the stop, and from then on the
+    method's clock reads TIME_LIMIT. Returns (result, whether the fine level was reached)."""
+    from unittest.mock import patch
+
+    import solvopt.transport.approx_multiscale as ams
+    import solvopt.transport.sparse_exact as se
+    from solvopt.core.result import Termination
+    real, fine = se.price, []
+
+    def stopped_price(small, *args, **kw):
+        if small.n == model.n:
+            fine.append(True)
+            kw["stop"] = lambda: True
+        return real(small, *args, **kw)
+    with patch.object(se, "price", stopped_price), \
+            patch.object(ams, "stop_reason", lambda deadline: Termination.TIME_LIMIT if fine else None):
+        result = model.solve("approx", graph="multiscale", **options)
+    return result, bool(fine)

@@ -7,7 +7,7 @@ from unittest.mock import patch
 
 import numpy as np
 import pytest
-from helpers import transport_lp
+from helpers import solve_stopped_at_the_fine_level, transport_lp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
@@ -201,16 +201,7 @@ def test_uniform_and_unit_masses_take_the_path_they_took():
 def test_a_stop_in_the_first_fine_round_gives_the_refined_plan_with_true_marginals():
     x, y, a, b = drawn(1500, 1500, 2, 8)
     model = Transport(x, y, a=a, b=b, p=2)
-    real, fine = se.price, []
-
-    def stopped_price(small, *args, **kw):        # the time runs out as the fine level (the model) starts
-        if small.n == model.n:
-            fine.append(True)
-            kw["stop"] = lambda: True
-        return real(small, *args, **kw)
-    with patch.object(se, "price", stopped_price), \
-            patch.object(ams, "stop_reason", lambda deadline: Termination.TIME_LIMIT if fine else None):
-        r = model.solve("approx", graph="multiscale", engine="costscaling")
+    r, fine = solve_stopped_at_the_fine_level(model, engine="costscaling")
     assert r.termination is Termination.TIME_LIMIT and fine
     check_marginals(model, r.solution["plan"])
     assert r.bound is None        # the rounded problem's bounds are not for these masses: none certified

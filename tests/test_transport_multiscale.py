@@ -5,7 +5,7 @@ from unittest.mock import patch
 
 import numpy as np
 import pytest
-from helpers import transport_lp
+from helpers import solve_stopped_at_the_fine_level, transport_lp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
@@ -85,16 +85,7 @@ def test_a_stop_in_the_first_fine_round_keeps_the_refined_coarse_plan():
     x, y, _, _ = clouds(2000, 2000, 2, 8)
     model = Transport(x, y, p=2)
     exact = model.solve("exact").objective
-    real, fine = se.price, []
-
-    def stopped_price(small, *args, **kw):        # the time runs out as the fine level (the model) starts
-        if small.n == model.n:
-            fine.append(True)
-            kw["stop"] = lambda: True
-        return real(small, *args, **kw)
-    with patch.object(se, "price", stopped_price), \
-            patch.object(ams, "stop_reason", lambda deadline: Termination.TIME_LIMIT if fine else None):
-        r = model.solve("approx", graph="multiscale")
+    r, fine = solve_stopped_at_the_fine_level(model)
     assert r.termination is Termination.TIME_LIMIT
     check_plan(model, r)
     assert r.objective < 1.5 * exact and r.bound <= exact * (1 + 1e-9)
