@@ -1,0 +1,321 @@
+"""A certified lower bound on the exploitability of *every* profile of a floors-and-caps economy.
+
+The certificates of :mod:`solvopt.games.economy_clip` bound one profile's exploitability from above and
+below. This module bounds the least exploitability that any profile can have, so that a tolerance no
+profile can reach is shown unreachable rather than left unmet. It covers finite-horizon economies on a
+deterministic chain whose consumers' goods endowments sit at the floor in every period after the start
+(a short position then costs nothing: the payout cannot push the endowment below the floor), with one
+asset paying a bundle of goods, utilities of degree 1 whose bang per buck has a bounded range on the
+price simplex (Leontief with positive requirements), and budget-feasible profiles: prices on their
+feasible set, every consumer's spending within her wealth and her wealth >= 0.
+
+**The money conversion.** A consumer's regret is in money at her period-0 bang per buck beta_0, and a
+unit of money at period t is worth beta_t to her, so a change dW_t of her wealth at t is worth
+gamma^t (beta_t / beta_0) dW_t. For Leontief utilities beta(p) = 1 / (c . p) lies in
+[1 / (P max_j c_j), 1 / (P min_j c_j)] (P the price sum), so any two of her bang-per-buck values have a
+ratio in [u_i, 1 / u_i], u_i = min_j c_ij / max_j c_ij. A deviation that only raises wealth therefore
+gains at least u_i times its discounted wealth gains, in money.
+
+**Notation.** B the short limit, H the holding limit, q_max the asset's price cap, phi = P min_j floor_j
+(a lower bound on every consumer's cash after the start), L the largest payout in money,
+P max_j (cap_j - floor_j), s the saturating holding (every good at its cap), d the largest holding that
+saturates no good (and costs at most phi), b_min the smallest bundle entry, G_i = gamma u_i P b_min.
+
+**Case C: some consumer i holds y_a > 0 at a period a >= 1 whose asset price q_a >= theta.** Her
+deviation sells and shorts to -B at a, gaining q_a (B + y_a) >= B theta at a. The payout of y_a is lost
+at a + 1; where her profile wealth there cannot absorb it (she invests more than phi), she also shorts at
+a + 1 when q s > phi there (gaining q (B + y) - L > B phi / s - L > 0), or sells down to s (which keeps
+the next payout, all goods at their cap), and so on; the chain ends at the first period that absorbs the
+loss, with a wealth change >= -L. Anchored at beta_a, the ending loss is worth at most gamma L / u_i per
+unit of beta_a, so her regret is at least gamma^a u_i (B theta - gamma L / u_i) (at least
+gamma^(T-1) u_i B theta when a = T - 1, where nothing follows).
+
+**Case N: no consumer is long at a period with q_t >= theta.** Each consumer's combined deviation takes,
+in every period t in [1, T - 2], the best of three local moves, none of which lowers her wealth in any
+other period: short to -B where she holds y <= 0 (gains q (B + y), nothing lost: the payout stays at
+the floor), sell down to s where y > s (gains q (y - s)), or buy up to d where y < d (costs q (d - y) at
+t and pays at least P b_min (d - max(y, 0)) at t + 1, worth at least G_i (d - max(y, 0)) in t's money as
+beta_t+1 / beta_t >= u_i). With the auctioneer's regret at t, at least q_max max(Y, 0) - q Y (Y the net
+holding), a period contributes at least
+
+    F(q, y) = sum_i u_i g_i(q, y_i) + A(q, Y),
+
+and the least of F over the period's asset price and holdings is computed by mixed-integer programs
+(HiGHS) over a partition of [0, theta): one regime binary per consumer and holding piece, the terms
+increasing in q taken at the interval's left end and the decreasing ones at its right end, the MIP's
+dual bound kept. Where q >= theta nobody is long, and the short moves with the auctioneer give at least
+theta B sum_i u_i. So the exploitability is at least that least value times sum_{t=1}^{T-2} gamma^t.
+
+The bound is the smaller of the two cases, maximised over theta; divided by the largest endowment
+value any profile can have (P times the most of any good, discounted over the periods) it bounds every
+profile's relative exploitability from below. ``tests/test_games_economy_clip_lower.py`` checks each deviation under
+the true clipped dynamics against the gain the argument claims, the MIPs against the period's function
+evaluated directly, and the whole bound against certified profiles of small economies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solvopt.core.errors import ModelError
+
+SAFETY = 1e-9               # subtracted per consumer from every MIP dual bound (in the MIP's scaled units)
+INTERVALS = 32              # first partition of [0, q_max] for the period bound
+REFINE = 24                 # further bisections of the interval that holds the least bound
+
+
+def _no_check() -> None:
+    """The default stop check outside a solve: never stop."""
+
+
+@dataclass(frozen=True)
+class Constants:
+    """The economy's numbers the argument uses (module docstring's notation), in its own units."""
+
+    u: np.ndarray           # (N,) least ratio of two bang-per-buck values of each consumer
+    G: np.ndarray           # (N,) gamma u_i P b_min: a unit bought at t pays at least this at t's bang per buck
+    gamma: float
+    T: int
+    B: float                # short limit
+    H: float                # holding limit
+    q_max: float
+    phi: float              # least cash after the start
+    L: float                # largest payout in money
+    s: float                # saturating holding
+    d: float                # largest holding that saturates no good and costs at most phi
+
+
+@dataclass
+class LeastExploitability:
+    """A certified lower bound on the exploitability of every budget-feasible profile (money at period
+    0's bang per buck, as the certificate) and the pieces of the argument."""
+
+    value: float
+    relative: float                      # value / endowment_value_max: below every profile's relative value
+    endowment_value_max: float           # the largest discounted endowment value of any profile
+    theta: float
+    chain_case: float                    # case C's bound at theta
+    local_case: float                    # case N's bound at theta
+    period_minimum: float                # the least per-period value of case N (before discounting)
+    intervals: list = field(default_factory=list)   # [(q_lo, q_hi, bound)] of case N below theta
+
+
+def constants(econ) -> Constants:
+    """Check the argument's hypotheses on ``econ`` (a one-line ModelError naming the first that fails) and
+    return its numbers."""
+    from .economy_horizon import _path
+    if econ.endowment_floor is None or econ.endowment_cap is None:
+        raise ModelError("least_exploitability: the economy has no endowment floor and cap")
+    if econ.horizon is None or econ.horizon < 3:
+        raise ModelError("least_exploitability: needs a finite horizon of at least 3 periods")
+    worlds = _path(econ)
+    if float(econ.degree) != 1.0:
+        raise ModelError(f"least_exploitability: utilities of degree 1 only (this economy: {econ.degree})")
+    if getattr(econ.utility, "kind", None) != "leontief" or not np.all(econ.utility.weights > 0):
+        raise ModelError("least_exploitability: needs Leontief utilities with positive requirements (a bounded "
+                         "range of the bang per buck); Cobb-Douglas consumers' is unbounded")
+    if econ.asset_bundles is None or econ.n_assets != 1:
+        raise ModelError("least_exploitability: needs one asset paying a bundle of goods")
+    floor = np.broadcast_to(np.asarray(econ.endowment_floor, dtype=float), (econ.n_goods,))
+    cap = np.broadcast_to(np.asarray(econ.endowment_cap, dtype=float), (econ.n_goods,))
+    later = econ.endowments[worlds[1:]]
+    if not np.allclose(later, floor, rtol=0.0, atol=1e-12 * float(cap.max())):
+        raise ModelError("least_exploitability: every endowment after the start must sit at the floor "
+                         "(so that a short position costs nothing)")
+    b = econ.asset_bundles[worlds[1:], 0]                      # (T-1, M) the bundles paid at periods 1..T-1
+    if np.any(b < 0):
+        raise ModelError("least_exploitability: needs an asset paying nonnegative bundles")
+    c = econ.utility.weights
+    P, room = float(econ.price_sum), cap - floor
+    with np.errstate(divide="ignore"):
+        reach = np.where(b > 0, room / b, np.inf)              # the holding at which each good reaches its cap
+    s = float(np.max(np.where(np.isfinite(reach), reach, 0.0)))
+    phi = P * float(floor.min())
+    q_max = float(econ.asset_price_max)
+    if not q_max > 0:
+        raise ModelError("least_exploitability: needs an asset price cap > 0")
+    d = float(min(reach.min(), phi / q_max))
+    u = c.min(axis=1) / c.max(axis=1)
+    gamma = float(econ.discount)
+    return Constants(u=u, G=gamma * u * P * float(b.min()), gamma=gamma, T=int(econ.horizon),
+                     B=float(econ.borrowing_limit[0]), H=float(econ.holding_limit[0]), q_max=q_max, phi=phi,
+                     L=P * float(room.max()), s=s, d=d)
+
+
+# --- case N: one period -----------------------------------------------------------------------------------
+def local_gains(k: Constants, q: float, y) -> np.ndarray:
+    """(N,) g_i(q, y_i): the wealth gain, in units of the period's bang per buck, that consumer i's best local
+    move is sure of: short to -B where y <= 0, sell down to s where y > s, buy up to d where y < d (paying
+    q (d - y) now for at least P b_min (d - max(y, 0)) next period, worth G_i (d - max(y, 0)) now at the
+    discount and the least ratio u_i of two bang-per-buck values)."""
+    y = np.asarray(y, dtype=float)
+    short = np.where(y <= 0, q * (k.B + y), 0.0)
+    waste = np.where(y > k.s, q * (y - k.s), 0.0)
+    buy = np.where(y < k.d, k.G * (k.d - np.maximum(y, 0.0)) - q * (k.d - y), 0.0)
+    return np.maximum(np.maximum(short, waste), np.maximum(buy, 0.0))
+
+
+def auctioneer_gain(k: Constants, q: float, Y: float) -> float:
+    """The auctioneer's least regret in a period with asset price q and net holding Y: q_max max(Y, 0) - q Y."""
+    return float(k.q_max * max(Y, 0.0) - q * Y)
+
+
+def period_value(k: Constants, q: float, y) -> float:
+    """F(q, y) = sum_i u_i g_i(q, y_i) + the auctioneer's least regret: what one period of case N is sure of,
+    per unit of gamma^t, in money at period 0's bang per buck."""
+    y = np.asarray(y, dtype=float)
+    return float(k.u @ local_gains(k, q, y) + auctioneer_gain(k, q, float(y.sum())))
+
+
+def _scaled(k: Constants) -> tuple[Constants, float]:
+    """The constants in units where the holdings' range and the asset's price cap are 1 (so the MIPs see
+    numbers near 1 at any scale of the data) and the money unit that brings values back."""
+    h = max(k.B, k.H)
+    money = k.q_max * h
+    return Constants(u=k.u, G=k.G / k.q_max, gamma=k.gamma, T=k.T, B=k.B / h, H=k.H / h, q_max=1.0,
+                     phi=k.phi / money, L=k.L / money, s=k.s / h, d=k.d / h), money
+
+
+def period_bound(k: Constants, q_lo: float, q_hi: float) -> float:
+    """A certified lower bound on min F(q, y) over q in [q_lo, q_hi] and holdings in their box: a MIP with one
+    regime binary per consumer and piece of g (short side, below d, up to s, beyond s), each term increasing
+    in q taken at q_lo and each decreasing one at q_hi; HiGHS's dual bound, less a safety margin."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    ks, money = _scaled(k)
+    lo_q, hi_q = q_lo / k.q_max, q_hi / k.q_max
+    N = len(ks.u)
+    pieces = [(-ks.B, 0.0), (0.0, ks.d), (ks.d, ks.s), (ks.s, ks.H)]
+    pieces = [(max(a, -ks.B), min(b, ks.H)) for a, b in pieces]
+    nv = N * 9 + 1                                   # per consumer 4 regime binaries, 4 holdings, a cost; A
+    z = lambda i, r: 9 * i + r                       # noqa: E731
+    yv = lambda i, r: 9 * i + 4 + r                  # noqa: E731
+    cost = lambda i: 9 * i + 8                       # noqa: E731
+    lo, hi = np.full(nv, -np.inf), np.full(nv, np.inf)
+    integ, obj = np.zeros(nv), np.zeros(nv)
+    rows, rl, ru = [], [], []
+
+    def add(coef: dict, low=0.0, up=np.inf):
+        row = np.zeros(nv)
+        for j, v in coef.items():
+            row[j] += v
+        rows.append(row)
+        rl.append(low)
+        ru.append(up)
+
+    for i in range(N):
+        u, G = ks.u[i], ks.G[i]
+        for r, (a, b) in enumerate(pieces):
+            lo[z(i, r)], hi[z(i, r)], integ[z(i, r)] = 0.0, 0.0 if a > b else 1.0, 1
+            add({yv(i, r): 1.0, z(i, r): -a})                       # y >= a z
+            add({yv(i, r): 1.0, z(i, r): -b}, -np.inf, 0.0)         # y <= b z
+        add({z(i, r): 1.0 for r in range(4)}, 1.0, 1.0)
+        c = cost(i)
+        lo[c], obj[c] = 0.0, 1.0
+        add({c: 1.0, z(i, 0): -u * lo_q * ks.B, yv(i, 0): -u * lo_q})                 # short: q (B + y)
+        add({c: 1.0, z(i, 0): -u * (G - hi_q) * ks.d, yv(i, 0): -u * hi_q})          # buy: G d - q (d - y)
+        add({c: 1.0, z(i, 1): -u * (G - hi_q) * ks.d, yv(i, 1): u * (G - hi_q)})     # buy: (G - q)(d - y)
+        add({c: 1.0, yv(i, 3): -u * lo_q, z(i, 3): u * lo_q * ks.s})                 # sell: q (y - s)
+    a = nv - 1
+    lo[a], obj[a] = 0.0, 1.0
+    holdings = {yv(i, r): 1.0 for i in range(N) for r in range(4)}
+    add({a: 1.0, **{j: lo_q for j in holdings}})                                     # A >= -q Y
+    add({a: 1.0, **{j: -(1.0 - hi_q) for j in holdings}})                            # A >= (q_max - q) Y
+    res = milp(obj, constraints=LinearConstraint(np.array(rows), rl, ru), integrality=integ,
+               bounds=Bounds(lo, hi), options={"mip_rel_gap": 1e-7})
+    bound = getattr(res, "mip_dual_bound", None)
+    if bound is None or not np.isfinite(bound):
+        raise ModelError(f"least_exploitability: HiGHS gave no bound on a period's MIP ({res.message})")
+    return money * max(float(bound) - SAFETY * N, 0.0)
+
+
+# --- both cases -------------------------------------------------------------------------------------------
+def chain_case(k: Constants, theta: float) -> float:
+    """Case C's bound: the least regret of a consumer long at a period whose asset price is >= theta (0 where
+    theta leaves some consumer's bracket B theta - gamma L / u_i nonpositive)."""
+    late = k.gamma ** (k.T - 2) * k.u * (k.B * theta - k.gamma * k.L / k.u)
+    last = k.gamma ** (k.T - 1) * k.u * k.B * theta
+    if np.any(late <= 0) or k.B * k.phi <= k.L * k.s:
+        return 0.0
+    return float(np.min(np.minimum(late, last)))
+
+
+def least_exploitability(econ, *, intervals=INTERVALS, refine=REFINE, check=_no_check) -> LeastExploitability:
+    """A certified lower bound on the exploitability (in money at period 0's bang per buck, as the
+    certificate's) of every budget-feasible profile of ``econ`` (module docstring), and the same divided by
+    the largest endowment value a profile can have. ``intervals``: the first partition of the asset's price
+    range; ``refine``: further bisections where the least bound lies; ``check``: the stop check, called
+    between MIPs. A ModelError names the first hypothesis the economy does not meet."""
+    k = constants(econ)
+    periods = float(sum(k.gamma ** t for t in range(1, k.T - 1)))
+    cuts = list(np.linspace(0.0, k.q_max, int(intervals) + 1))
+    bounds = {}
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        check()
+        bounds[(lo, hi)] = period_bound(k, lo, hi)
+    high = lambda theta: theta * k.B * float(k.u.sum())          # noqa: E731  (nobody long where q >= theta)
+
+    def best():
+        out = (0.0, 0.0, 0.0, 0.0, 0.0)
+        least = np.inf
+        for lo, hi in sorted(bounds):
+            least = min(least, bounds[(lo, hi)])
+            theta = hi
+            local = min(least, high(theta)) * periods
+            value = min(chain_case(k, theta), local)
+            if value > out[0]:
+                out = (value, theta, chain_case(k, theta), local, min(least, high(theta)))
+        return out
+
+    for _ in range(int(refine)):
+        value, theta, *_ = best()
+        above = [hi for lo, hi in bounds if hi > theta]
+        reach = min(above) if above else theta
+        lo, hi = min((key for key in bounds if key[1] <= reach), key=lambda key: bounds[key])
+        check()
+        del bounds[(lo, hi)]
+        mid = 0.5 * (lo + hi)
+        bounds[(lo, mid)] = period_bound(k, lo, mid)
+        bounds[(mid, hi)] = period_bound(k, mid, hi)
+    value, theta, chain, local, least = best()
+    from .economy_horizon import _path
+    worlds = _path(econ)
+    first = econ.endowments[worlds[0]].sum(axis=0).max()
+    cap = float(np.max(econ.endowment_cap)) * econ.n_consumers
+    ev = float(econ.price_sum * (first + cap * sum(k.gamma ** t for t in range(1, k.T))))
+    below = [(lo, hi, b) for (lo, hi), b in sorted(bounds.items()) if hi <= theta]
+    return LeastExploitability(value, value / ev, ev, theta, chain, local, least, below)
+
+
+# --- the deviations the argument uses (for tests and for anyone checking it by hand) --------------------------
+def chain_holdings(k: Constants, y, q, a: int) -> np.ndarray:
+    """Case C's deviation for one consumer with profile holdings ``y`` (T,) against asset prices ``q`` (T,):
+    short to -B at period a, then, while the lost payout cannot be absorbed (q_t y_t > phi), short again
+    where q_t s > phi or sell down to s; the profile's holdings after."""
+    y = np.asarray(y, dtype=float).copy()
+    y[a] = -k.B
+    for t in range(a + 1, len(y)):
+        if q[t] * y[t] <= k.phi:
+            break
+        if q[t] * k.s <= k.phi:
+            y[t] = k.s
+            break
+        y[t] = -k.B
+    return y
+
+
+def local_holdings(k: Constants, i: int, y, q) -> np.ndarray:
+    """Case N's combined deviation for consumer i with profile holdings ``y`` (T,) against asset prices ``q``
+    (T,): in every period t in [1, T - 2] the local move whose sure gain (:func:`local_gains`) is largest,
+    where it is positive (short to -B, sell down to s, buy up to d)."""
+    y = np.asarray(y, dtype=float)
+    out = y.copy()
+    for t in range(1, len(y) - 1):
+        yt = y[t]
+        gains = [(q[t] * (k.B + yt) if yt <= 0 else -np.inf, -k.B),
+                 (q[t] * (yt - k.s) if yt > k.s else -np.inf, k.s),
+                 (k.G[i] * (k.d - max(yt, 0.0)) - q[t] * (k.d - yt) if yt < k.d else -np.inf, k.d)]
+        gain, move = max(gains)
+        if gain > 0:
+            out[t] = move
+    return out

@@ -1,0 +1,209 @@
+"""The lower bound on every profile's exploitability with endowment floors and caps
+(solvopt.games.economy_clip_lower): each deviation of the argument evaluated under the true clipped
+dynamics against the gain the argument claims, the period MIPs against the period's function evaluated
+directly and on a grid, the whole bound against certified profiles of small economies, its scale law and
+its refusals."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solvopt.core.errors import ModelError
+from solvopt.core.result import Termination
+from solvopt.dsl import MarkovExchangeEconomy
+from solvopt.games import economy_clip as cl
+from solvopt.games import economy_clip_lower as lo
+from solvopt.games.economy import bang_per_buck
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _economy(seed, N=2, M=3, T=4, limit=10.0, price_sum=3.0, qmax=1.0, goods=1.0, kind="leontief"):
+    """N Leontief consumers, M goods, one bundle asset, T periods on a deterministic chain (the start, then
+    world state 1 for ever), every endowment after the start at the floor, as in the paper's economies.
+    ``goods`` scales every quantity of goods (endowments, floor, cap, bundles), ``price_sum`` and ``qmax``
+    the money."""
+    rng = np.random.default_rng(seed)
+    floor, cap = 0.01, 0.1
+    E = np.concatenate([rng.uniform(0.02, 0.1, (1, N, M)), np.full((1, N, M), floor)]) * goods
+    bundles = rng.uniform(0.5, 1.1, (2, 1, M)) * goods
+    utility = ("leontief", rng.uniform(1.0, 3.0, (N, M))) if kind == "leontief" else \
+        ("cobb_douglas", rng.dirichlet(np.ones(M), N))
+    return MarkovExchangeEconomy(utility, E, [[0.0, 1.0], [0.0, 1.0]], 0.9, initial=[1.0, 0.0],
+                                 asset_returns=bundles, borrowing_limit=limit, holding_limit=limit,
+                                 asset_price_max=qmax, price_sum=price_sum, endowment_floor=floor * goods,
+                                 endowment_cap=cap * goods, horizon=T)
+
+
+def _profile(econ, rng):
+    """A random budget-feasible profile: prices on the simplex, asset prices in [0, q_max] (some at the
+    cap), holdings drawn wide and then cut so that every wealth is >= 0, consumption a fraction of the
+    Leontief demand."""
+    T, N, M = econ.horizon, econ.n_consumers, econ.n_goods
+    worlds = np.array([0] + [1] * (T - 1))
+    prices = rng.dirichlet(np.full(M, 0.7), T) * econ.price_sum
+    q = rng.choice([0.0, 0.003, 0.02, 0.3, 0.9, 1.0], T) * econ.asset_price_max
+    q = np.where(rng.random(T) < 0.5, rng.uniform(0, econ.asset_price_max, T), q)
+    lim = float(econ.holding_limit[0])
+    y = rng.choice([-1.0, -0.3, 0.0, 0.01, 0.05, 0.5, 1.0], (T, N)) * lim * rng.uniform(0, 1, (T, N))
+    E = econ.endowments[worlds].copy()
+    b = econ.asset_bundles[worlds, 0]
+    for t in range(T):
+        if t:
+            E[t] = cl.clipped(E[t], b[t], econ.endowment_floor, econ.endowment_cap, y[t - 1])
+        cash = E[t] @ prices[t]
+        if q[t] > 0:
+            y[t] = np.minimum(y[t], cash / q[t])
+    W = np.einsum("tnm,tm->tn", E, prices) - q[:, None] * y
+    W = np.maximum(W, 0.0)
+    demand = econ.utility.demand(prices[:, None, :], W * rng.uniform(0.5, 1.0, W.shape))
+    return worlds, prices, q, demand, y
+
+
+def _path(econ, worlds, prices, q, i):
+    beta = bang_per_buck(econ, prices)[:, i]
+    T = len(worlds)
+    return cl.ClipPath(econ.discount ** np.arange(T) * beta, 1.0, float(prices[0] @ econ.endowments[worlds[0], i]),
+                       prices, econ.endowments[worlds][:, i], econ.asset_bundles[worlds, 0], econ.endowment_floor,
+                       econ.endowment_cap, q, -float(econ.borrowing_limit[0]), float(econ.holding_limit[0])), beta[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6), st.integers(2, 3), st.integers(3, 6))
+def test_the_chain_deviation_is_feasible_and_gains_what_case_c_claims(seed, N, T):
+    econ = _economy(seed % 1000, N=N, T=T)
+    k = lo.constants(econ)
+    rng = np.random.default_rng(seed)
+    worlds, prices, q, x, y = _profile(econ, rng)
+    for i in range(N):
+        path, beta0 = _path(econ, worlds, prices, q, i)
+        own = path.value(y[:, i])
+        assert np.isfinite(own)
+        for a in range(1, T):
+            if y[a, i] <= 0:
+                continue
+            dev = lo.chain_holdings(k, y[:, i], q, a)
+            theirs = path.value(dev)
+            assert np.isfinite(theirs), "the chain deviation must stay budget-feasible"
+            gain = (theirs - own) / beta0
+            # the claim holds where its bracket is positive (case C's hypothesis on theta = q_a)
+            bracket = k.B * q[a] if a == T - 1 else k.B * q[a] - k.gamma * k.L / k.u[i]
+            if bracket > 0 and k.B * k.phi / k.s > k.L:
+                claim = k.gamma ** a * k.u[i] * bracket
+                assert gain >= claim - 1e-9 * max(1.0, claim)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6), st.integers(2, 3), st.integers(3, 6))
+def test_the_local_deviation_is_feasible_and_gains_what_case_n_claims(seed, N, T):
+    econ = _economy(seed % 1000, N=N, T=T)
+    k = lo.constants(econ)
+    rng = np.random.default_rng(seed)
+    worlds, prices, q, x, y = _profile(econ, rng)
+    for i in range(N):
+        path, beta0 = _path(econ, worlds, prices, q, i)
+        dev = lo.local_holdings(k, i, y[:, i], q)
+        theirs = path.value(dev)
+        assert np.isfinite(theirs), "the local deviation must stay budget-feasible"
+        gain = (theirs - path.value(y[:, i])) / beta0
+        claim = sum(k.gamma ** t * k.u[i] * lo.local_gains(k, q[t], y[t])[i] for t in range(1, T - 1))
+        assert gain >= claim - 1e-9 * max(1.0, claim)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10**6))
+def test_the_period_mip_is_below_the_period_function_everywhere_in_its_interval(seed):
+    rng = np.random.default_rng(seed)
+    econ = _economy(seed % 1000, N=int(rng.integers(2, 4)))
+    k = lo.constants(econ)
+    q_lo = float(rng.choice([0.0, rng.uniform(0, 0.05), rng.uniform(0, 0.9)]))
+    q_hi = q_lo + float(rng.choice([1e-3, 0.02, 0.1]))
+    bound = lo.period_bound(k, q_lo, q_hi)
+    assert bound >= 0
+    N = len(k.u)
+    pieces = [(-k.B, 0.0), (0.0, k.d), (k.d, k.s), (k.s, k.H)]
+    for _ in range(400):
+        q = rng.uniform(q_lo, q_hi)
+        y = np.array([rng.uniform(*pieces[rng.integers(4)]) for _ in range(N)])
+        assert lo.period_value(k, q, y) >= bound - 1e-12
+    # the balanced structure (one consumer short, the others at the saturating holding) is in the box too
+    y = np.full(N, k.s)
+    y[0] = -k.s * (N - 1)
+    assert lo.period_value(k, q_lo, y) >= bound - 1e-12
+
+
+@pytest.mark.parametrize("q", [0.0, 0.004, 0.02, 0.3, 0.95])
+def test_the_period_mip_meets_a_grid_search_on_two_consumers(q):
+    # with q fixed (a zero-width interval) the MIP is exact: it meets the least F over a fine grid, whose
+    # points include every breakpoint of g, within the grid's Lipschitz slack
+    econ = _economy(7, N=2)
+    k = lo.constants(econ)
+    bound = lo.period_bound(k, q, q)
+    grid = np.unique(np.concatenate([np.linspace(-k.B, k.H, 4001), [0.0, k.d, k.s, -k.s, -2 * k.s]]))
+    Y1, Y2 = np.meshgrid(grid, grid, indexing="ij")
+    g1 = np.array([lo.local_gains(k, q, np.array([v, 0.0]))[0] for v in grid])
+    g2 = np.array([lo.local_gains(k, q, np.array([0.0, v]))[1] for v in grid])
+    Y = Y1 + Y2
+    F = k.u[0] * g1[:, None] + k.u[1] * g2[None, :] + k.q_max * np.maximum(Y, 0.0) - q * Y
+    step = np.max(np.diff(grid))
+    slope = 2 * (k.q_max + np.max(k.G)) + 1.0
+    assert F.min() >= bound - 1e-12
+    assert bound >= F.min() - slope * step
+
+
+def test_the_bound_is_below_every_certified_profile_of_small_economies():
+    for seed in range(3):
+        econ = _economy(seed, N=2, T=4)
+        least = lo.least_exploitability(econ, intervals=16, refine=16)
+        assert least.value > 0
+        worlds = np.array([0, 1, 1, 1])
+        r = econ.solve(method="markov-horizon", rounds=2)
+        m = r.stats["metrics"]
+        assert m["exploitability_lower"] >= least.value
+        assert m["horizon_relative_exploitability"] >= least.relative
+        # the method reports the proven floor as its bound where it ends above the tolerance
+        assert r.termination != Termination.OPTIMAL
+        assert r.bound == r.stats["least_exploitability"] and 0 < r.bound <= m["exploitability_lower"]
+        rng = np.random.default_rng(seed)
+        for _ in range(6):
+            worlds, prices, q, x, y = _profile(econ, rng)
+            met, _, _ = cl.clip_metrics(econ, worlds, prices, q, x, y)
+            assert met["budget_violation"] <= 1e-9
+            assert met["exploitability_lower"] >= least.value
+
+
+def test_the_bound_is_in_the_data_units_own_frame():
+    # goods counted in another unit (every quantity of goods times g, so money values and the asset's
+    # price cap too) and money in another (prices times m): the same economy, the bound times g m
+    base = lo.least_exploitability(_economy(3), intervals=12, refine=8)
+    assert base.value > 0
+    for goods, money in [(1e-12, 1.0), (1e12, 1.0), (1.0, 1e-12), (1.0, 1e12)]:
+        econ = _economy(3, goods=goods, price_sum=3.0 * money, qmax=goods * money)
+        scaled = lo.least_exploitability(econ, intervals=12, refine=8)
+        assert scaled.relative == pytest.approx(base.relative, rel=1e-6)
+        assert scaled.value == pytest.approx(base.value * goods * money, rel=1e-6)
+
+
+def test_it_refuses_economies_outside_its_argument_in_one_line():
+    with pytest.raises(ModelError, match="Leontief"):
+        lo.constants(_economy(0, kind="cobb_douglas"))
+    econ = _economy(0)
+    econ.endowments = econ.endowments.copy()
+    econ.endowments[1, 0, 0] += 0.02
+    with pytest.raises(ModelError, match="floor"):
+        lo.constants(econ)
+    stochastic = MarkovExchangeEconomy.from_dict(
+        json.load(open(REPO / "instances/games/markov_paper_leontief_stochastic.json")))
+    with pytest.raises(ModelError, match="deterministic"):
+        lo.constants(stochastic)
+
+
+def test_the_paper_leontief_economy_cannot_reach_the_tolerance():
+    path = REPO / "instances/games/markov_paper_leontief_deterministic.json"
+    econ = MarkovExchangeEconomy.from_dict(json.load(open(path)))
+    least = lo.least_exploitability(econ, intervals=16, refine=16)
+    assert least.relative > 1e-4                          # no profile reaches the 1e-4 goal
+    assert least.value <= 6.998                           # the best certified profile measured (benchmarks)
