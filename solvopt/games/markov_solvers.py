@@ -224,7 +224,24 @@ class MarkovHorizon(_MarkovSolver):
                                             for k in sorted(history)],
                             metric_names=list(HORIZON_METRICS))
         result.guarantee = guarantee
+        if clipped and not stochastic and result.termination != Termination.OPTIMAL:
+            _least_exploitability(econ, result, step)
         return result
+
+
+def _least_exploitability(econ, result, check) -> None:
+    """Where the economy meets the argument of :mod:`solvopt.games.economy_clip_lower`, make the result's
+    ``bound`` the proven least exploitability of every profile (``stats["least_exploitability"]`` and its
+    relative value beside it): then a tolerance below it is shown unreachable, not just unmet. Skipped when
+    the run's time is up or the economy is outside the argument."""
+    from .economy_clip_lower import least_exploitability
+    from .projection import Stopped
+    try:
+        least = least_exploitability(econ, check=check)
+    except (ModelError, Stopped):
+        return
+    result.bound = least.value
+    result.stats.update(least_exploitability=least.value, least_relative_exploitability=least.relative)
 
 
 def _economy_run(econ, options) -> EquilibriumRun:
