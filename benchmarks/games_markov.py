@@ -856,8 +856,7 @@ def least_section() -> str:
             rows.append(f"| {label} | not covered: {str(err).split(': ', 1)[-1]} | | | | | |")
         else:
             rows.append(f"| {label} | {least.value:.4g} | {least.relative:.3g} | {least.theta:.4g} | "
-                        f"{least.chain_case:.4g} / {least.local_case:.4g} | {least.period_minimum:.4g} | "
-                        f"{time.perf_counter() - start:.1f} |")
+                        f"{least.first_long} | {least.period_minimum:.4g} | {time.perf_counter() - start:.1f} |")
         print(rows[-1], flush=True)
     text = "\n".join([
         LEAST_HEADING, "",
@@ -866,10 +865,10 @@ def least_section() -> str:
         "bang per buck as the certificates above, for the paper's economies with their endowment floors and "
         "caps (docs/markov_games.md, 'No profile reaches the tolerance'); relative: to the largest endowment "
         "value any profile can have over the 30 periods. Where it exceeds 1e-4, no method can reach the goal "
-        "of 1e-4 of the endowment value on that economy. Case C / case N: the two cases of the argument at "
-        "theta (a consumer long at an asset price >= theta, or none); least per period: case N's least value "
-        "of one period before discounting.", "",
-        "| economy | least exploitability | relative | theta | case C / case N | least per period | seconds |",
+        "of 1e-4 of the endowment value on that economy. Theta: the asset price above which a long consumer "
+        "is case C's; worst tau: the first such period for which the bound is least (the horizon, 30: no "
+        "such period); least per period: case N's least value of one period before discounting.", "",
+        "| economy | least exploitability | relative | theta | worst tau | least per period | seconds |",
         "|---|---|---|---|---|---|---|", *rows])
     _place_section(LEAST_HEADING, text)
     return text

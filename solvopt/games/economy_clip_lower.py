@@ -46,11 +46,17 @@ increasing in q taken at the interval's left end and the decreasing ones at its 
 dual bound kept. Where q >= theta nobody is long, and the short moves with the auctioneer give at least
 theta B sum_i u_i. So the exploitability is at least that least value times sum_{t=1}^{T-2} gamma^t.
 
-The bound is the smaller of the two cases, maximised over theta; divided by the largest endowment
-value any profile can have (P times the most of any good, discounted over the periods) it bounds every
-profile's relative exploitability from below. ``tests/test_games_economy_clip_lower.py`` checks each deviation under
-the true clipped dynamics against the gain the argument claims, the MIPs against the period's function
-evaluated directly, and the whole bound against certified profiles of small economies.
+**Both cases along the horizon.** Let tau be the first period at which some consumer is long at an asset
+price >= theta (T if there is none). Every period before tau is case N's, and the consumer long at tau
+adds her chain, which starts after the local moves have ended; so the exploitability is at least
+m sum_{t=1}^{min(tau-1, T-2)} gamma^t + c_tau (m case N's least value of a period, c_tau case C's credit at
+tau, 0 at T), and the bound is the least of that over tau, maximised over theta. Divided by the largest
+endowment value any profile can have (P times the most of any good, discounted over the periods) it
+bounds every profile's relative exploitability from below.
+
+``tests/test_games_economy_clip_lower.py`` checks each deviation under the true clipped dynamics against
+the gain the argument claims, the MIPs against the period's function evaluated directly, and the whole
+bound against certified profiles of small economies.
 """
 from __future__ import annotations
 
@@ -95,9 +101,9 @@ class LeastExploitability:
     relative: float                      # value / endowment_value_max: below every profile's relative value
     endowment_value_max: float           # the largest discounted endowment value of any profile
     theta: float
-    chain_case: float                    # case C's bound at theta
-    local_case: float                    # case N's bound at theta
-    period_minimum: float                # the least per-period value of case N (before discounting)
+    first_long: int                      # the worst tau: the first period with a consumer long at q >= theta
+    chain_credit: float                  # case C's least regret at that period, discounted to period 0
+    period_minimum: float                # case N's least value of one period (before discounting)
     intervals: list = field(default_factory=list)   # [(q_lo, q_hi, bound)] of case N below theta
 
 
@@ -135,7 +141,7 @@ def constants(econ) -> Constants:
     q_max = float(econ.asset_price_max)
     if not q_max > 0:
         raise ModelError("least_exploitability: needs an asset price cap > 0")
-    d = float(min(reach.min(), phi / q_max))
+    d = float(min(reach.min(), phi / q_max, float(econ.holding_limit[0])))
     u = c.min(axis=1) / c.max(axis=1)
     gamma = float(econ.discount)
     return Constants(u=u, G=gamma * u * P * float(b.min()), gamma=gamma, T=int(econ.horizon),
@@ -230,14 +236,27 @@ def period_bound(k: Constants, q_lo: float, q_hi: float) -> float:
 
 
 # --- both cases -------------------------------------------------------------------------------------------
-def chain_case(k: Constants, theta: float) -> float:
-    """Case C's bound: the least regret of a consumer long at a period whose asset price is >= theta (0 where
-    theta leaves some consumer's bracket B theta - gamma L / u_i nonpositive)."""
-    late = k.gamma ** (k.T - 2) * k.u * (k.B * theta - k.gamma * k.L / k.u)
-    last = k.gamma ** (k.T - 1) * k.u * k.B * theta
-    if np.any(late <= 0) or k.B * k.phi <= k.L * k.s:
-        return 0.0
-    return float(np.min(np.minimum(late, last)))
+def chain_credits(k: Constants, theta: float) -> np.ndarray:
+    """(T + 1,) entry tau in [1, T]: the least regret, discounted to period 0, of a consumer long at period tau
+    at an asset price >= theta (case C; 0 at tau = T, no such period, and where the bracket
+    B theta - gamma L / u_i of some consumer is not positive)."""
+    out = np.zeros(k.T + 1)
+    out[k.T - 1] = k.gamma ** (k.T - 1) * float(np.min(k.u)) * k.B * theta     # the last period: nothing follows
+    bracket = k.u * k.B * theta - k.gamma * k.L
+    if np.all(bracket > 0) and k.B * k.phi > k.L * k.s:
+        out[1:k.T - 1] = k.gamma ** np.arange(1, k.T - 1) * float(np.min(bracket))
+    return out
+
+
+def combined(k: Constants, theta: float, per_period: float) -> tuple[float, int]:
+    """The least over tau in [1, T] of per_period * sum_{t=1}^{min(tau-1, T-2)} gamma^t + chain_credits[tau]
+    (tau the first period with a consumer long at an asset price >= theta: every period before it is case N's)
+    and the tau where it is least."""
+    local = np.concatenate([[0.0, 0.0], np.cumsum(k.gamma ** np.arange(1, k.T - 1))])      # sum up to tau - 1
+    local = np.concatenate([local, [local[-1]]])[:k.T + 1]
+    f = per_period * local[1:] + chain_credits(k, theta)[1:]
+    tau = int(np.argmin(f)) + 1
+    return float(f[tau - 1]), tau
 
 
 def least_exploitability(econ, *, intervals=INTERVALS, refine=REFINE, check=_no_check) -> LeastExploitability:
@@ -247,7 +266,6 @@ def least_exploitability(econ, *, intervals=INTERVALS, refine=REFINE, check=_no_
     range; ``refine``: further bisections where the least bound lies; ``check``: the stop check, called
     between MIPs. A ModelError names the first hypothesis the economy does not meet."""
     k = constants(econ)
-    periods = float(sum(k.gamma ** t for t in range(1, k.T - 1)))
     cuts = list(np.linspace(0.0, k.q_max, int(intervals) + 1))
     bounds = {}
     for lo, hi in zip(cuts[:-1], cuts[1:]):
@@ -255,20 +273,19 @@ def least_exploitability(econ, *, intervals=INTERVALS, refine=REFINE, check=_no_
         bounds[(lo, hi)] = period_bound(k, lo, hi)
     high = lambda theta: theta * k.B * float(k.u.sum())          # noqa: E731  (nobody long where q >= theta)
 
-    def best():
-        out = (0.0, 0.0, 0.0, 0.0, 0.0)
+    def best():                                                  # (value, theta, per-period least, tau)
+        out = (0.0, 0.0, 0.0, k.T)
         least = np.inf
         for lo, hi in sorted(bounds):
             least = min(least, bounds[(lo, hi)])
-            theta = hi
-            local = min(least, high(theta)) * periods
-            value = min(chain_case(k, theta), local)
+            m = min(least, high(hi))
+            value, tau = combined(k, hi, m)
             if value > out[0]:
-                out = (value, theta, chain_case(k, theta), local, min(least, high(theta)))
+                out = (value, hi, m, tau)
         return out
 
     for _ in range(int(refine)):
-        value, theta, *_ = best()
+        theta = best()[1]
         above = [hi for lo, hi in bounds if hi > theta]
         reach = min(above) if above else theta
         lo, hi = min((key for key in bounds if key[1] <= reach), key=lambda key: bounds[key])
@@ -277,14 +294,14 @@ def least_exploitability(econ, *, intervals=INTERVALS, refine=REFINE, check=_no_
         mid = 0.5 * (lo + hi)
         bounds[(lo, mid)] = period_bound(k, lo, mid)
         bounds[(mid, hi)] = period_bound(k, mid, hi)
-    value, theta, chain, local, least = best()
+    value, theta, least, tau = best()
     from .economy_horizon import _path
     worlds = _path(econ)
     first = econ.endowments[worlds[0]].sum(axis=0).max()
     cap = float(np.max(econ.endowment_cap)) * econ.n_consumers
     ev = float(econ.price_sum * (first + cap * sum(k.gamma ** t for t in range(1, k.T))))
     below = [(lo, hi, b) for (lo, hi), b in sorted(bounds.items()) if hi <= theta]
-    return LeastExploitability(value, value / ev, ev, theta, chain, local, least, below)
+    return LeastExploitability(value, value / ev, ev, theta, tau, float(chain_credits(k, theta)[tau]), least, below)
 
 
 # --- the deviations the argument uses (for tests and for anyone checking it by hand) --------------------------
