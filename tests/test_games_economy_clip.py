@@ -169,3 +169,27 @@ def test_a_failed_interior_lp_keeps_the_node_and_the_bound_stays_above_brute_for
         brute = _brute(econ, worlds, prices, q, i)
         assert bnd.upper[i] >= brute - 1e-12 * max(1.0, brute)
         assert bnd.lower[i] <= bnd.upper[i]
+
+
+def test_the_candidate_schedule_adapts_to_the_leader_and_ends():
+    # driven by a made-up exploitability that is least at level 0.071 with consumer 3 short: the grid first
+    # (plain and balanced at each level), then passes that find the consumer and the level, and an end
+    def exploitability(level, short):
+        return (level - 0.071) ** 2 + (0.0 if short == 3 else 1e-3 if short is not None else 2e-3)
+
+    leader = [None, np.inf]
+    tried = []
+    for level, rule in cl.candidate_schedule(5, lambda: leader[0]):
+        short = 0 if rule == cl.AUTO else rule          # the balanced variant's own choice: consumer 0
+        tried.append((level, short))
+        value = exploitability(level, short)
+        if value < leader[1]:
+            leader[:] = [(level, short), value]
+    grid = [(lv, s) for lv in cl.ASSET_PRICE_LEVELS for s in (None, 0)]
+    assert tried[:len(grid)] == grid
+    assert tried[len(grid):len(grid) + 4] == [(0.06, 1), (0.06, 2), (0.06, 3), (0.06, 4)]
+    (level, short), _ = leader
+    assert short == 3 and abs(level - 0.071) <= cl.LEVEL_RESOLUTION
+    assert len(tried) < len(grid) + cl.SEARCH_PASSES * 40
+    # with nothing certified there is nothing to adapt to
+    assert len(list(cl.candidate_schedule(3, lambda: None))) == 2 * len(cl.ASSET_PRICE_LEVELS)

@@ -446,6 +446,57 @@ def clip_metrics(econ, worlds, prices, asset_prices, consumption, holdings, node
 
 # --- a profile ---------------------------------------------------------------------------------------------
 ASSET_PRICE_LEVELS = (0.0, 0.03, 0.06, 0.1)  # the asset's price in every period but the last, times its cap
+LEVEL_RESOLUTION = 0.004    # the adaptive search on the level stops at a bracket this wide (times the cap)
+SEARCH_PASSES = 8           # adaptive passes (every consumer short, then the level) at most
+SEARCH_PASS_WIDTH = 0.01    # a later pass bisects the level within this of the leader's (times the cap)
+AUTO = -1                   # the balanced variant's short consumer: the one whose long holdings are worth least
+
+
+def candidate_schedule(n_consumers, best):
+    """The construction's candidates (asset price level, short consumer): the grid ASSET_PRICE_LEVELS, each
+    plain (short None) and balanced (AUTO); then passes that adapt to ``best()`` (the level and short
+    consumer of the best certified candidate so far, the short as an index or None; None before any): every
+    other consumer as the short one at the leading level where a balanced candidate leads, then a bisection
+    of the level (first between its grid neighbours, later within SEARCH_PASS_WIDTH of it) until the bracket
+    is LEVEL_RESOLUTION wide. The passes end when one leaves the leader unchanged (at most SEARCH_PASSES).
+    Used by the constructions on a path and on the history lattice, so that the time a run is given goes to
+    a finer search rather than an early stop."""
+    for level in ASSET_PRICE_LEVELS:
+        yield level, None
+        yield level, AUTO
+    if best() is None:                      # nothing certified: nothing to adapt to
+        return
+    grid = sorted(ASSET_PRICE_LEVELS)
+    i = grid.index(best()[0])
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    for _ in range(SEARCH_PASSES):
+        start = best()
+        level, short = start
+        if short is not None:
+            for k in range(n_consumers):
+                if k != short:
+                    yield level, k
+        yield from _bisection(lo, hi, best)
+        if best() == start:
+            return
+        level = best()[0]
+        lo, hi = max(level - SEARCH_PASS_WIDTH, 0.0), min(level + SEARCH_PASS_WIDTH, 1.0)
+
+
+def _bisection(lo, hi, best):
+    """Candidates that bisect the asset price level in [lo, hi] around the leader's (``best()``), with the
+    leader's short consumer, until the bracket is LEVEL_RESOLUTION wide."""
+    level, short = best()
+    while hi - lo > LEVEL_RESOLUTION:
+        for trial in (0.5 * (lo + level), 0.5 * (level + hi)):
+            if lo < trial < hi and trial != level:
+                yield trial, short
+        new, short = best()
+        if new == level:                    # neither midpoint won: the bracket shrinks to them
+            lo, hi = 0.5 * (lo + level), 0.5 * (level + hi)
+        else:
+            lo, hi = (lo, level) if new < level else (level, hi)
+            level = new
 
 
 def _no_check() -> None:
@@ -542,23 +593,26 @@ def clear_period(econ, e, y, q, check=_no_check):
     return p, econ.utility.demand(p[None], np.maximum(e @ p - q * y, 0.0)).reshape(N, -1)
 
 
-def _balance(econ, worlds, prices, Y, lo) -> None:
-    """In place: the consumer whose long holdings in ``Y`` (T + 1, N) are worth least to her holds the
-    others' total short instead, so that the asset market clears (within her borrowing limit)."""
+def _balance(econ, worlds, prices, Y, lo, short=AUTO) -> int:
+    """In place: consumer ``short`` (AUTO: the one whose long holdings in ``Y`` (T + 1, N) are worth least to
+    her) holds the others' total short instead, so that the asset market clears (within her borrowing
+    limit). Returns her index."""
     T = len(worlds)
-    short = int(np.argmin(long_values(econ, worlds, prices, Y[:T])))
+    if short == AUTO:
+        short = int(np.argmin(long_values(econ, worlds, prices, Y[:T])))
     Y[:, short] = 0.0
     Y[:T, short] = np.maximum(lo, -Y[:T].sum(axis=1))
+    return short
 
 
 def clip_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_no_check, note=None):
     """A profile of the finite-horizon economy ``econ`` with endowment floors and caps, certified by
-    :func:`clip_metrics`. Candidates: the asset at a level of ASSET_PRICE_LEVELS times its cap in every
-    period but the last (0 there), and holdings at the saturating holding (more pays nothing; the free
+    :func:`clip_metrics`. Candidates (:func:`candidate_schedule`): the asset at a level times its cap in
+    every period but the last (0 there), and holdings at the saturating holding (more pays nothing; the free
     long position at price 0), then in rounds each consumer's best path against the last round's prices,
-    capped at the saturating holding; "balanced", the consumer
-    whose long holdings are worth least to her instead holds the others' total short, so that the asset's
-    market clears (her regret replaces the auctioneer's on a positive net holding). Each period's goods
+    capped at the saturating holding; "balanced", one consumer (the one whose long holdings are worth least
+    to her, or each in turn once a balanced candidate leads) instead holds the others' total short, so that
+    the asset's market clears (her regret replaces the auctioneer's on a positive net holding). Each period's goods
     clear as a Fisher market on the clipped supply after the auctioneer's share. A candidate's rounds stop
     when its certified exploitability stops falling (at most ``rounds``); the best certified profile is
     kept. Same hooks and return as :func:`solvopt.games.economy_horizon.degree_equilibrium`."""
@@ -574,39 +628,40 @@ def clip_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_no_c
     sat = saturation(econ, worlds)
     best, k = None, 0
     zeros_n = np.zeros(N)
-    for level in ASSET_PRICE_LEVELS:
+    def leading():
+        return None if best is None else (best[1]["asset_price_level"], best[1]["short_consumer"])
+
+    for level, rule in candidate_schedule(N, leading):
         q = np.full(T + 1, level * big.asset_price_max)
         q[T - 1:] = 0.0
-        for balanced in (False, True):
-            # the first round: everyone at the saturating holding (the free long position at q = 0)
-            Y = np.zeros((T + 1, N))
-            Y[:T - 1] = np.clip(sat[:T - 1, None], lo, float(econ.holding_limit[0]))
-            if balanced:
-                _balance(econ, worlds, np.full((T, M), big.price_sum / M), Y, lo)
-            last = np.inf
-            for r in range(rounds + 1):
-                check()
-                if note is not None:
-                    note(f"markov-horizon: asset price {q[0]:.3g}, {'balanced' if balanced else 'best'} holdings, "
-                         f"round {r} (floors and caps)")
-                E = np.concatenate([supplies(econ, worlds, Y[:T]), big.endowments[T][None]])
-                prices, consumption = np.empty((T + 1, M)), np.empty((T + 1, N, M))
-                for t in range(T + 1):
-                    prices[t], consumption[t] = clear_period(big, E[t], Y[t], q[t], check)
-                prof = ec.Profile(prices[chain.world], q[chain.world][:, None], consumption[chain.world],
-                                  Y[:, :, None])
-                m, expl, paths = clip_metrics(econ, worlds, prices[:T], q[:T], consumption[:T], Y[:T])
-                m["rounds"], m["asset_price_level"], m["balanced"] = k, float(level), balanced
-                if best is None or expl.value < best[1]["exploitability"]:
-                    best = (prof, m)
-                stop = record is not None and record(k, prof, m, expl)
-                k += 1
-                if stop or m["horizon_relative_exploitability"] <= tolerance:
-                    return x, best[0], best[1]
-                if expl.value >= last:
-                    break
-                last = expl.value
-                Y = np.vstack([np.clip(paths[:, :, 0].T, lo, sat[:, None]), zeros_n[None]])
-                if balanced:
-                    _balance(econ, worlds, prices[:T], Y, lo)
+        # the first round: everyone at the saturating holding (the free long position at q = 0)
+        Y = np.zeros((T + 1, N))
+        Y[:T - 1] = np.clip(sat[:T - 1, None], lo, float(econ.holding_limit[0]))
+        short = None if rule is None else _balance(econ, worlds, np.full((T, M), big.price_sum / M), Y, lo, rule)
+        last = np.inf
+        for r in range(rounds + 1):
+            check()
+            if note is not None:
+                note(f"markov-horizon: asset price {q[0]:.3g}, "
+                     f"{'best' if short is None else f'consumer {short} short'} holdings, round {r} (floors and caps)")
+            E = np.concatenate([supplies(econ, worlds, Y[:T]), big.endowments[T][None]])
+            prices, consumption = np.empty((T + 1, M)), np.empty((T + 1, N, M))
+            for t in range(T + 1):
+                prices[t], consumption[t] = clear_period(big, E[t], Y[t], q[t], check)
+            prof = ec.Profile(prices[chain.world], q[chain.world][:, None], consumption[chain.world],
+                              Y[:, :, None])
+            m, expl, paths = clip_metrics(econ, worlds, prices[:T], q[:T], consumption[:T], Y[:T])
+            m.update(rounds=k, asset_price_level=float(level), balanced=short is not None, short_consumer=short)
+            if best is None or expl.value < best[1]["exploitability"]:
+                best = (prof, m)
+            stop = record is not None and record(k, prof, m, expl)
+            k += 1
+            if stop or m["horizon_relative_exploitability"] <= tolerance:
+                return x, best[0], best[1]
+            if expl.value >= last:
+                break
+            last = expl.value
+            Y = np.vstack([np.clip(paths[:, :, 0].T, lo, sat[:, None]), zeros_n[None]])
+            if rule is not None:
+                short = _balance(econ, worlds, prices[:T], Y, lo, rule)
     return x, best[0], best[1]

@@ -57,12 +57,13 @@ policy whose holdings lie on the grid, evaluated exactly; the gap between the tw
 whole error, and both are reported.
 
 **The construction** (:func:`tree_equilibrium`) carries :func:`solvopt.games.economy_clip.clip_equilibrium`
-over to the lattice: the asset at a level of ASSET_PRICE_LEVELS times its cap in every period but the
-last (0 there); holdings the same in every class of a period (so the classes of a period are its world
-states): at first the saturating holding (beyond which no next world state's payout adds anything), then
-each consumer's best response's expected holding in the period (capped at the saturating holding); the
-balanced variant, where the consumer whose long position is worth least to her holds the others' total
-short; each class's goods cleared as a Fisher market on the clipped supply
+over to the lattice, with the same candidates (:func:`solvopt.games.economy_clip.candidate_schedule`):
+the asset at a level times its cap in every period but the last (0 there); holdings the same in every
+class of a period (so the classes of a period are its world states): at first the saturating holding
+(beyond which no next world state's payout adds anything), then each consumer's best response's expected
+holding in the period (capped at the saturating holding); the balanced variant, where one consumer (the
+one whose long position is worth least to her, or each in turn once a balanced candidate leads) holds the
+others' total short; each class's goods cleared as a Fisher market on the clipped supply
 (:func:`solvopt.games.economy_clip.clear_period`). The best certified profile is returned.
 """
 from __future__ import annotations
@@ -71,7 +72,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .economy_clip import ASSET_PRICE_LEVELS, breakpoints, class_long_values, clear_period, clipped, saturating_holdings
+from .economy_clip import (
+    AUTO,
+    breakpoints,
+    candidate_schedule,
+    class_long_values,
+    clear_period,
+    clipped,
+    saturating_holdings,
+)
 from .economy_lattice import grow
 
 TREE_GUARANTEE = ("objective is a certified upper bound on the exploitability of the returned profile over the "
@@ -490,23 +499,27 @@ def saturation(econ) -> np.ndarray:
     return saturating_holdings(econ, [np.flatnonzero(d[t + 1] > 0) for t in range(econ.horizon - 1)])
 
 
-def _balance(econ, classes, Y, lo) -> None:
-    """In place: the consumer whose long holdings in ``Y`` (T, N) are worth least to her (``classes``:
-    period, world, prob, prices) holds the others' total short instead (within her borrowing limit)."""
-    period, world, prob, prices = classes
-    short = int(np.argmin(class_long_values(econ, period, world, prob, prices, Y)))
+def _balance(econ, classes, Y, lo, short=AUTO) -> int:
+    """In place: consumer ``short`` (AUTO: the one whose long holdings in ``Y`` (T, N) are worth least to her;
+    ``classes``: period, world, prob, prices) holds the others' total short instead (within her borrowing
+    limit). Returns her index."""
+    if short == AUTO:
+        period, world, prob, prices = classes
+        short = int(np.argmin(class_long_values(econ, period, world, prob, prices, Y)))
     T = len(Y)
     Y[:, short] = 0.0
     Y[:T - 1, short] = np.maximum(lo, -Y[:T - 1].sum(axis=1))
+    return short
 
 
 def tree_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_no_check, note=None):
     """A profile of the stochastic finite-horizon economy ``econ`` with endowment floors and caps (degree
-    1, one asset paying a bundle), certified by :func:`tree_certificate` (module docstring). Candidates: the
-    asset at each level of ASSET_PRICE_LEVELS times its cap in every period but the last (0 there), plain
-    or balanced; per candidate up to ``rounds`` rounds after the first, stopping when the certified
-    exploitability stops falling. Returns the best (lattice, profile, metrics); hooks as
-    :func:`solvopt.games.economy_horizon.forward_equilibrium`'s (``record`` gets (lattice, profile))."""
+    1, one asset paying a bundle), certified by :func:`tree_certificate` (module docstring). Candidates
+    (:func:`solvopt.games.economy_clip.candidate_schedule`): the asset at a level times its cap in every
+    period but the last (0 there), plain or balanced; per candidate up to ``rounds`` rounds after the
+    first, stopping when the certified exploitability stops falling. Returns the best (lattice, profile,
+    metrics); hooks as :func:`solvopt.games.economy_horizon.forward_equilibrium`'s (``record`` gets
+    (lattice, profile))."""
     from solvopt.core.threads import one_blas_thread
     if econ.n_assets != 1 or econ.asset_bundles is None:
         raise NotImplementedError("tree_equilibrium: one asset paying a bundle of goods only")
@@ -519,51 +532,55 @@ def tree_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_no_c
     best = None
     k = 0
     cache: dict = {}
+
+    def leading():
+        return None if best is None else (best[2]["asset_price_level"], best[2]["short_consumer"])
+
     with one_blas_thread():
-        for level in ASSET_PRICE_LEVELS:
+        for level, rule in candidate_schedule(N, leading):
             q = np.full(T, level * econ.asset_price_max)
             q[T - 1] = 0.0
-            for balanced in (False, True):
+            Y = np.zeros((T, N))
+            Y[:T - 1] = np.clip(sat[:T - 1, None], lo, hi)
+            short = None if rule is None else _balance(econ, uniform, Y, lo, rule)
+            last = np.inf
+            for r in range(rounds + 1):
+                check()
+                if note is not None:
+                    note(f"markov-horizon: asset price {q[0]:.3g}, "
+                         f"{'best' if short is None else f'consumer {short} short'} holdings, round {r} "
+                         "(floors and caps, lattice)")
+
+                def solve_class(t, w, carried, Y=Y, q=q):
+                    key = (t == 0, w, carried.tobytes(), Y[t].tobytes(), float(q[t]))
+                    if key not in cache:
+                        E = econ.endowments[w].astype(float)
+                        if t > 0:
+                            E = clipped(E, econ.asset_bundles[w, 0], econ.endowment_floor, econ.endowment_cap,
+                                        carried)
+                        cache[key] = clear_period(econ, E, Y[t], float(q[t]), check)
+                    p, x = cache[key]
+                    return p, float(q[t]), Y[t].copy(), x
+
+                lat, prof = grow(econ, solve_class, check)
+                m, expl, bnd = tree_certificate(econ, lat, prof, check)
+                m.update(rounds=k, asset_price_level=float(level), balanced=short is not None,
+                         short_consumer=short)
+                if expl.certified and (best is None or expl.value < best[2]["exploitability"]):
+                    best = (lat, prof, m)
+                stop = record is not None and record(k, (lat, prof), m, expl)
+                k += 1
+                if stop or m["horizon_relative_exploitability"] <= tolerance:
+                    return best
+                if expl.value >= last:
+                    break
+                last = expl.value
+                # the best responses' expected holding in each period, capped at the saturating one
                 Y = np.zeros((T, N))
-                Y[:T - 1] = np.clip(sat[:T - 1, None], lo, hi)
-                if balanced:
-                    _balance(econ, uniform, Y, lo)
-                last = np.inf
-                for r in range(rounds + 1):
-                    check()
-                    if note is not None:
-                        note(f"markov-horizon: asset price {q[0]:.3g}, {'balanced' if balanced else 'best'} "
-                             f"holdings, round {r} (floors and caps, lattice)")
-
-                    def solve_class(t, w, carried, Y=Y, q=q):
-                        key = (t == 0, w, carried.tobytes(), Y[t].tobytes(), float(q[t]))
-                        if key not in cache:
-                            E = econ.endowments[w].astype(float)
-                            if t > 0:
-                                E = clipped(E, econ.asset_bundles[w, 0], econ.endowment_floor, econ.endowment_cap,
-                                            carried)
-                            cache[key] = clear_period(econ, E, Y[t], float(q[t]), check)
-                        p, x = cache[key]
-                        return p, float(q[t]), Y[t].copy(), x
-
-                    lat, prof = grow(econ, solve_class, check)
-                    m, expl, bnd = tree_certificate(econ, lat, prof, check)
-                    m["rounds"], m["asset_price_level"], m["balanced"] = k, float(level), balanced
-                    if expl.certified and (best is None or expl.value < best[2]["exploitability"]):
-                        best = (lat, prof, m)
-                    stop = record is not None and record(k, (lat, prof), m, expl)
-                    k += 1
-                    if stop or m["horizon_relative_exploitability"] <= tolerance:
-                        return best
-                    if expl.value >= last:
-                        break
-                    last = expl.value
-                    # the best responses' expected holding in each period, capped at the saturating one
-                    Y = np.zeros((T, N))
-                    for t in range(T - 1):
-                        at = lat.period == t
-                        Y[t] = lat.prob[at] @ bnd.held[at] / lat.prob[at].sum()
-                    Y[:T - 1] = np.clip(Y[:T - 1], lo, np.maximum(sat[:T - 1, None], lo))
-                    if balanced:
-                        _balance(econ, (lat.period, lat.world, lat.prob, prof.prices), Y, lo)
+                for t in range(T - 1):
+                    at = lat.period == t
+                    Y[t] = lat.prob[at] @ bnd.held[at] / lat.prob[at].sum()
+                Y[:T - 1] = np.clip(Y[:T - 1], lo, np.maximum(sat[:T - 1, None], lo))
+                if rule is not None:
+                    short = _balance(econ, (lat.period, lat.world, lat.prob, prof.prices), Y, lo, rule)
     return best

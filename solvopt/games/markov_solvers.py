@@ -201,7 +201,11 @@ class MarkovHorizon(_MarkovSolver):
         from .projection import stopping_at
         # inner calls (certificates' HiGHS runs, Newton loops) may use the first certificate's grace too;
         # step() holds the later rounds to the run's own deadline
+        least = None
         with run.guard(), stopping_at(run.first_deadline()):
+            # where it applies, the floor under every profile: the result's bound (a tolerance below it is
+            # unreachable, not just unmet)
+            least = _least_exploitability(econ, step) if clipped and not stochastic else None
             construct(econ, rounds=x["rounds"], tolerance=run.tolerance / run.scale, record=record, check=step,
                       note=run.progress)
         if run.best is None and run.stopped is None:
@@ -224,24 +228,22 @@ class MarkovHorizon(_MarkovSolver):
                                             for k in sorted(history)],
                             metric_names=list(HORIZON_METRICS))
         result.guarantee = guarantee
-        if clipped and not stochastic and result.termination != Termination.OPTIMAL:
-            _least_exploitability(econ, result, step)
+        if least is not None:
+            result.bound = least.value
+            result.stats.update(least_exploitability=least.value, least_relative_exploitability=least.relative)
         return result
 
 
-def _least_exploitability(econ, result, check) -> None:
-    """Where the economy meets the argument of :mod:`solvopt.games.economy_clip_lower`, make the result's
-    ``bound`` the proven least exploitability of every profile (``stats["least_exploitability"]`` and its
-    relative value beside it): then a tolerance below it is shown unreachable, not just unmet. Skipped when
-    the run's time is up or the economy is outside the argument."""
+def _least_exploitability(econ, check):
+    """The proven least exploitability of every profile (:mod:`solvopt.games.economy_clip_lower`) where the
+    economy meets its argument, else None (also when the run's time is up first). It depends on the
+    economy alone, so it is computed before the construction: a stopped run keeps it too."""
     from .economy_clip_lower import least_exploitability
     from .projection import Stopped
     try:
-        least = least_exploitability(econ, check=check)
+        return least_exploitability(econ, check=check)
     except (ModelError, Stopped):
-        return
-    result.bound = least.value
-    result.stats.update(least_exploitability=least.value, least_relative_exploitability=least.relative)
+        return None
 
 
 def _economy_run(econ, options) -> EquilibriumRun:
