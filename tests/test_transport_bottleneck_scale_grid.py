@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers import PROMPT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import maximum_flow
@@ -135,14 +136,14 @@ def test_a_stop_reaches_the_grid_set_up(slow, monkeypatch):
     real = getattr(bg, slow)
 
     def slowed(*args, **kwargs):
-        time.sleep(3.0)
+        time.sleep(PROMPT + 5)          # far longer than the promptness bound: a stop not seen fails clearly
         return real(*args, **kwargs)
     monkeypatch.setattr(bg, slow, slowed)
     rng = np.random.default_rng(6)
     model = Transport(rng.random((300, 2)), rng.random((300, 2)), p="inf")
     began = time.perf_counter()
     stopped = grid_bottleneck(model, SolveOptions(time_limit=0.2))
-    assert time.perf_counter() - began < 1.5
+    assert time.perf_counter() - began < PROMPT
     assert stopped.termination.name == "TIME_LIMIT"
     plan = stopped.solution["plan"]
     np.testing.assert_allclose(np.asarray(plan.sum(axis=1)).ravel(), model.a, atol=1e-12)
