@@ -71,22 +71,27 @@ def _path(econ, worlds, prices, q, i):
                        econ.endowment_cap, q, -float(econ.borrowing_limit[0]), float(econ.holding_limit[0])), beta[0]
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.integers(0, 10**6), st.integers(2, 3), st.integers(3, 6))
-def test_the_chain_deviation_is_feasible_and_gains_what_case_c_claims(seed, N, T):
+def _consumers(seed, N, T):
+    """A random small economy and budget-feasible profile: for each consumer (constants, her index, her path
+    against the profile's prices, period 0's bang per buck, her holdings, the asset prices, her own value)."""
     econ = _economy(seed % 1000, N=N, T=T)
     k = lo.constants(econ)
-    rng = np.random.default_rng(seed)
-    worlds, prices, q, x, y = _profile(econ, rng)
+    worlds, prices, q, x, y = _profile(econ, np.random.default_rng(seed))
     for i in range(N):
         path, beta0 = _path(econ, worlds, prices, q, i)
         own = path.value(y[:, i])
         assert np.isfinite(own)
+        yield k, i, path, beta0, y[:, i], q, own
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6), st.integers(2, 3), st.integers(3, 6))
+def test_the_chain_deviation_is_feasible_and_gains_what_case_c_claims(seed, N, T):
+    for k, i, path, beta0, y, q, own in _consumers(seed, N, T):
         for a in range(1, T):
-            if y[a, i] <= 0:
+            if y[a] <= 0:
                 continue
-            dev = lo.chain_holdings(k, y[:, i], q, a)
-            theirs = path.value(dev)
+            theirs = path.value(lo.chain_holdings(k, y, q, a))
             assert np.isfinite(theirs), "the chain deviation must stay budget-feasible"
             gain = (theirs - own) / beta0
             # the claim holds where its bracket is positive (case C's hypothesis on theta = q_a)
@@ -99,17 +104,12 @@ def test_the_chain_deviation_is_feasible_and_gains_what_case_c_claims(seed, N, T
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 10**6), st.integers(2, 3), st.integers(3, 6))
 def test_the_local_deviation_is_feasible_and_gains_what_case_n_claims(seed, N, T):
-    econ = _economy(seed % 1000, N=N, T=T)
-    k = lo.constants(econ)
-    rng = np.random.default_rng(seed)
-    worlds, prices, q, x, y = _profile(econ, rng)
-    for i in range(N):
-        path, beta0 = _path(econ, worlds, prices, q, i)
-        dev = lo.local_holdings(k, i, y[:, i], q)
-        theirs = path.value(dev)
+    for k, i, path, beta0, y, q, own in _consumers(seed, N, T):
+        theirs = path.value(lo.local_holdings(k, i, y, q))
         assert np.isfinite(theirs), "the local deviation must stay budget-feasible"
-        gain = (theirs - path.value(y[:, i])) / beta0
-        claim = sum(k.gamma ** t * k.u[i] * lo.local_gains(k, q[t], y[t])[i] for t in range(1, T - 1))
+        gain = (theirs - own) / beta0
+        claim = sum(k.gamma ** t * k.u[i] * lo.local_gains(k, q[t], np.full(len(k.u), y[t]))[i]
+                    for t in range(1, T - 1))
         assert gain >= claim - 1e-9 * max(1.0, claim)
 
 
