@@ -207,3 +207,22 @@ def test_the_paper_leontief_economy_cannot_reach_the_tolerance():
     least = lo.least_exploitability(econ, intervals=16, refine=16)
     assert least.relative > 1e-4                          # no profile reaches the 1e-4 goal
     assert least.value <= 6.998                           # the best certified profile measured (benchmarks)
+
+
+def test_the_floor_takes_a_share_of_a_time_limit_and_a_stopped_run_keeps_it(monkeypatch):
+    import time
+
+    from solvopt.games import markov_solvers
+    econ = _economy(1, N=2, T=4)
+    r = econ.solve(method="markov-horizon", time_limit=30)
+    assert r.bound > 0 and r.bound == r.stats["least_exploitability"]
+    # a floor that would fit in the time limit but not in its share of it is skipped (bound 0), and the
+    # construction still runs
+    real = lo.period_bound
+    monkeypatch.setattr(lo, "period_bound", lambda *a: (time.sleep(0.01), real(*a))[1])
+    began = time.perf_counter()
+    r = econ.solve(method="markov-horizon", time_limit=4.0)
+    assert time.perf_counter() - began < 4.0 + 5.0
+    assert r.bound == 0.0 and "least_exploitability" not in r.stats
+    assert 4.0 * markov_solvers.FLOOR_SHARE < 0.01 * (lo.INTERVALS + 2 * lo.REFINE) < 4.0
+    assert r.solution["portfolio"] is not None

@@ -205,7 +205,7 @@ class MarkovHorizon(_MarkovSolver):
         with run.guard(), stopping_at(run.first_deadline()):
             # where it applies, the floor under every profile: the result's bound (a tolerance below it is
             # unreachable, not just unmet)
-            least = _least_exploitability(econ, step) if clipped and not stochastic else None
+            least = _least_exploitability(econ, run) if clipped and not stochastic else None
             construct(econ, rounds=x["rounds"], tolerance=run.tolerance / run.scale, record=record, check=step,
                       note=run.progress)
         if run.best is None and run.stopped is None:
@@ -234,12 +234,27 @@ class MarkovHorizon(_MarkovSolver):
         return result
 
 
-def _least_exploitability(econ, check):
+FLOOR_SHARE = 0.1           # the share of a run's time limit the proven floor may take before the construction
+
+
+def _least_exploitability(econ, run):
     """The proven least exploitability of every profile (:mod:`solvopt.games.economy_clip_lower`) where the
-    economy meets its argument, else None (also when the run's time is up first). It depends on the
-    economy alone, so it is computed before the construction: a stopped run keeps it too."""
+    economy meets its argument, else None. It depends on the economy alone, so it is computed before the
+    construction (a stopped run keeps it too), within FLOOR_SHARE of the time limit (None when that runs
+    out first; Ctrl-C stops it at once)."""
+    import time
+
+    from solvopt.core.interrupt import stop_reason
+
     from .economy_clip_lower import least_exploitability
     from .projection import Stopped
+    now = time.perf_counter()
+    until = None if run.deadline is None else now + FLOOR_SHARE * max(run.deadline - now, 0.0)
+
+    def check():
+        reason = stop_reason(until)
+        if reason is not None:
+            raise Stopped(reason)
     try:
         return least_exploitability(econ, check=check)
     except (ModelError, Stopped):
