@@ -808,6 +808,7 @@ def stochastic_floors_section() -> str:
         "`markov_paper_cd_stochastic.json` as stated (degree 0.1). Method `markov-horizon` (time limit 120 s, "
         "the goal's), "
         "the profile built on the history lattice as on a path (the asset at 0, 0.03, 0.06 and 0.1 times its cap, "
+        "then the adaptive search on the short consumer and the level, "
         "holdings the same in every class of a period, the balanced variant, each class's goods a Fisher market "
         "on the clipped supply), certified by a dynamic program over the lattice's classes and each consumer's "
         "carried holding, over every deviation that depends on the world-state history and her own holdings "
