@@ -66,7 +66,7 @@ import numpy as np
 
 from solvopt.core.errors import ModelError
 
-SAFETY = 1e-9               # subtracted per consumer from every MIP dual bound (in the MIP's scaled units)
+SAFETY = 1e-6               # subtracted per consumer from every MIP dual bound (scaled units): above HiGHS tolerances
 INTERVALS = 32              # first partition of [0, q_max] for the period bound
 REFINE = 24                 # further bisections of the interval that holds the least bound
 
