@@ -193,3 +193,26 @@ def test_the_candidate_schedule_adapts_to_the_leader_and_ends():
     assert len(tried) < len(grid) + cl.SEARCH_PASSES * 40
     # with nothing certified there is nothing to adapt to
     assert len(list(cl.candidate_schedule(3, lambda: None))) == 2 * len(cl.ASSET_PRICE_LEVELS)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_dual_bounds_gradient_is_its_derivative_where_it_is_smooth(seed):
+    # degree h < 1: L-BFGS lowers L with this gradient; central differences agree away from the box kinks
+    econ = _tiny_economy(0.5, seed)
+    rng = np.random.default_rng(300 + seed)
+    worlds = np.array([0, 1, 1])
+    prices = rng.dirichlet(np.ones(3), 3) * 3
+    q = np.array([0.05, 0.2, 0.0])
+    path = cl.ClipPath(econ.discount ** np.arange(3) * bang_per_buck(econ, prices)[:, 0] ** econ.degree,
+                       econ.degree, float(prices[0] @ econ.endowments[0, 0]), prices, econ.endowments[worlds][:, 0],
+                       econ.asset_bundles[worlds, 0], econ.endowment_floor, econ.endowment_cap, q, -1.0, 1.0)
+    l, u = np.full(3, -1.0), np.full(3, 1.0)
+    rows = path.rows(l, u)
+    for _ in range(5):
+        lam = rng.uniform(0.1, 2.0, len(rows[1]))
+        value, g = cl.dual_bound(path, rows, l, u, lam, gradient=True)
+        assert value == cl.dual_bound(path, rows, l, u, lam)
+        step = 1e-7 * np.eye(len(lam))
+        fd = np.array([(cl.dual_bound(path, rows, l, u, lam + e) - cl.dual_bound(path, rows, l, u, lam - e)) / 2e-7
+                       for e in step])
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(g).max()))

@@ -158,21 +158,33 @@ class ClipPath:
         return np.array(period), np.array(alpha), np.array(gamma)
 
 
-def dual_bound(path, rows, l, u, lam) -> float:
-    """L(lam) (module docstring): an upper bound on the relaxation on [l, u] for any lam >= 0."""
+def dual_bound(path, rows, l, u, lam, gradient=False):
+    """L(lam) (module docstring): an upper bound on the relaxation on [l, u] for any lam >= 0. With
+    ``gradient`` (degree h < 1) also dL/dlam, a subgradient where a box term has its kink (s_t = 0)."""
     period, alpha, gamma = rows
     T, h, a = path.T, path.h, path.a
     Lam = np.bincount(period, weights=lam, minlength=T)
     if h < 1:
         with np.errstate(divide="ignore", over="ignore"):
-            own = np.where(a > 0, (1 - h) * a * (a * h / Lam) ** (h / (1 - h)), 0.0)
+            ratio = np.where(a > 0, a * h / Lam, 0.0)
+            own = (1 - h) * a * ratio ** (h / (1 - h))
     else:
         own = np.where(Lam >= a, 0.0, np.inf)
     nxt = np.bincount(period, weights=lam * gamma, minlength=T + 1)[1:T + 1]      # period t+1's rows, on y_t
     s = nxt - path.q * Lam
     box = np.where(s > 0, s * u, s * l)
     total = float(own.sum() + lam @ alpha + box.sum())
-    return total if np.isfinite(total) else np.inf
+    total = total if np.isfinite(total) else np.inf
+    if not gradient:
+        return total
+    # d own_t / d Lam_t = -(a_t h / Lam_t)^(1/(1-h)); d box_t / d s_t = u_t or l_t
+    with np.errstate(over="ignore"):
+        d_own = -(ratio ** (1 / (1 - h)))
+    d_box = np.where(s > 0, u, l)
+    g = d_own[period] + alpha - path.q[period] * d_box[period]
+    prev = period >= 1
+    g[prev] += gamma[prev] * d_box[period[prev] - 1]
+    return total, g
 
 
 def _interior(path, rows, l, u):
@@ -293,18 +305,21 @@ def _lp_multipliers(path, rows, l, u):
 
 
 def _lowest(path, rows, l, u, lam0):
-    """Degree h < 1: the least L(lam) found from lam0 by L-BFGS on log lam (every value is a valid bound)."""
+    """Degree h < 1: the least L(lam) found from lam0 by L-BFGS on log lam with L's (sub)gradient (every value
+    is a valid bound, so the kinks of the box terms cost tightness at most, never validity)."""
     from scipy.optimize import minimize
     best = [dual_bound(path, rows, l, u, lam0), lam0]
 
     def f(z):
         lam = np.exp(z)
-        v = dual_bound(path, rows, l, u, lam)
+        v, g = dual_bound(path, rows, l, u, lam, gradient=True)
         if v < best[0]:
             best[:] = [v, lam]
-        return v if np.isfinite(v) else 1e300
+        if not np.isfinite(v) or not np.all(np.isfinite(g)):
+            return 1e300, np.zeros_like(z)
+        return v, g * lam                       # the chain rule through lam = exp(z)
 
-    minimize(f, np.log(np.maximum(lam0, 1e-300)), method="L-BFGS-B", options={"maxiter": 300})
+    minimize(f, np.log(np.maximum(lam0, 1e-300)), jac=True, method="L-BFGS-B", options={"maxiter": 300})
     return best[1]
 
 
