@@ -750,10 +750,9 @@ def stochastic_rows(stems=("cd_stochastic_horizon", "leontief_stochastic_horizon
     at its stated 0.1; no floor or cap), default options: one markdown row each."""
     import numpy as np
 
-    from solvopt.dsl.markov_games import MarkovExchangeEconomy
     rows = []
     for stem in stems:
-        econ = MarkovExchangeEconomy.from_dict(json.loads((INSTANCES / f"markov_paper_{stem}.json").read_text()))
+        econ = _paper_economy(stem)
         r = econ.solve(method="markov-horizon", time_limit=600)
         m, s = r.stats["metrics"], r.solution
         Y = r.solution["portfolio"][:, :, 0].sum(axis=1)
@@ -778,12 +777,11 @@ def stochastic_floors_section() -> str:
     a markdown section placed before the notebooks' metrics in games_markov_paper_horizon.md (replacing its
     earlier version)."""
     from solvopt.core.errors import SolvoptError
-    from solvopt.dsl.markov_games import MarkovExchangeEconomy
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rows = []
     for stem in STOCHASTIC_FLOORS:
-        econ = MarkovExchangeEconomy.from_dict(json.loads((INSTANCES / f"markov_paper_{stem}.json").read_text()))
+        econ = _paper_economy(stem)
         label = f"{stem.replace('_horizon', '')} (degree {econ.degree:g})"
         try:
             r = econ.solve(method="markov-horizon", time_limit=GOAL_SECONDS)
@@ -798,8 +796,7 @@ def stochastic_floors_section() -> str:
                     f"{m['auctioneer_regret']:.3g} | {m['asset_price_level']:g} x cap, "
                     f"{'yes' if m['balanced'] else 'no'} |")
         print(rows[-1], flush=True)
-    text = "\n".join([
-        STOCHASTIC_FLOORS_HEADING, "",
+    return _place_section(STOCHASTIC_FLOORS_HEADING, [
         f"{date}, load average {load:.2f} at the start, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}. "
         "Command: `python benchmarks/games_markov.py --paper-horizon-floors-stochastic` (also run by "
         "`--paper-horizon`). The stochastic economies with their 30 periods and the stated endowment floors and "
@@ -815,17 +812,23 @@ def stochastic_floors_section() -> str:
         "(docs/markov_games.md, 'Floors and caps on a stochastic chain'): at degree 1 exact on piecewise-linear "
         "values, the lower bound its greedy deviation under the true clipped dynamics; at degree 0.1 bounded "
         "on a grid of holdings, the lower bound the best policy on that grid. Relative: to the expected value "
-        "of the clipped supply over the 30 periods at the profile's prices, as on a path.", "",
-        "| economy | termination | certificates | classes | seconds | certified exploitability | lower bound | "
-        "relative | consumer / auctioneer regret | asset price, balanced |",
-        "|---|---|---|---|---|---|---|---|---|---|", *rows])
-    _place_section(STOCHASTIC_FLOORS_HEADING, text)
-    return text
+        "of the clipped supply over the 30 periods at the profile's prices, as on a path."],
+        ["economy", "termination", "certificates", "classes", "seconds", "certified exploitability", "lower bound",
+         "relative", "consumer / auctioneer regret", "asset price, balanced"], rows)
 
 
-def _place_section(heading: str, text: str) -> None:
-    """Put a section (``text``, starting with ``heading``) into games_markov_paper_horizon.md before the
-    notebooks' metrics, replacing its earlier version; print it."""
+def _paper_economy(stem: str):
+    """The paper's economy instances/games/markov_paper_{stem}.json as a MarkovExchangeEconomy."""
+    from solvopt.dsl.markov_games import MarkovExchangeEconomy
+    return MarkovExchangeEconomy.from_dict(json.loads((INSTANCES / f"markov_paper_{stem}.json").read_text()))
+
+
+def _place_section(heading: str, intro: list, columns: list, rows: list) -> str:
+    """A section of games_markov_paper_horizon.md (its heading, the ``intro`` strings as one paragraph, a
+    table of ``columns`` and ``rows``), put before the notebooks' metrics in place of its earlier version;
+    printed and returned."""
+    text = "\n".join([heading, "", "".join(intro), "", "| " + " | ".join(columns) + " |",
+                      "|" + "---|" * len(columns), *rows])
     path = RESULTS / "games_markov_paper_horizon.md"
     old = path.read_text() if path.exists() else ""
     head, sep, tail = old.partition(METRICS_HEADING)
@@ -834,6 +837,7 @@ def _place_section(heading: str, text: str) -> None:
     head = (before.rstrip("\n") + ("\n\n## " + rest[2] if rest[1] else "")).rstrip("\n")
     path.write_text((head + "\n\n" if head else "") + text + "\n" + ("\n" + sep + tail if sep else ""))
     print(text)
+    return text
 
 
 LEAST_HEADING = "## The least exploitability of any profile"
@@ -846,12 +850,11 @@ def least_section() -> str:
     paper's economies with floors and caps, or why the argument does not cover one: a section of
     games_markov_paper_horizon.md."""
     from solvopt.core.errors import ModelError
-    from solvopt.dsl.markov_games import MarkovExchangeEconomy
     from solvopt.games.economy_clip_lower import least_exploitability
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rows = []
     for stem in LEAST_ECONOMIES:
-        econ = MarkovExchangeEconomy.from_dict(json.loads((INSTANCES / f"markov_paper_{stem}.json").read_text()))
+        econ = _paper_economy(stem)
         label = f"{stem.replace('_horizon', '')} (degree {econ.degree:g})"
         start = time.perf_counter()
         try:
@@ -862,8 +865,7 @@ def least_section() -> str:
             rows.append(f"| {label} | {least.value:.4g} | {least.relative:.3g} | {least.theta:.4g} | "
                         f"{least.first_long} | {least.period_minimum:.4g} | {time.perf_counter() - start:.1f} |")
         print(rows[-1], flush=True)
-    text = "\n".join([
-        LEAST_HEADING, "",
+    return _place_section(LEAST_HEADING, [
         f"{date}. Command: `python benchmarks/games_markov.py --paper-least` (also run by `--paper-horizon`). "
         "A certified lower bound on the exploitability of every budget-feasible profile, in money at period 0's "
         "bang per buck as the certificates above, for the paper's economies with their endowment floors and "
@@ -871,21 +873,17 @@ def least_section() -> str:
         "value any profile can have over the 30 periods. Where it exceeds 1e-4, no method can reach the goal "
         "of 1e-4 of the endowment value on that economy. Theta: the asset price above which a long consumer "
         "is case C's; worst tau: the first such period for which the bound is least (the horizon, 30: no "
-        "such period); least per period: case N's least value of one period before discounting.", "",
-        "| economy | least exploitability | relative | theta | worst tau | least per period | seconds |",
-        "|---|---|---|---|---|---|---|", *rows])
-    _place_section(LEAST_HEADING, text)
-    return text
+        "such period); least per period: case N's least value of one period before discounting."],
+        ["economy", "least exploitability", "relative", "theta", "worst tau", "least per period", "seconds"], rows)
 
 
 def floors_rows() -> list:
     """markov-horizon on the deterministic paper economies with their floors and caps (30 periods;
     Cobb-Douglas at degree 1 and at its stated 0.1, Leontief): one markdown row each."""
-    from solvopt.dsl.markov_games import MarkovExchangeEconomy
     rows = []
     for stem in ("cd_deterministic_horizon_floors", "leontief_deterministic_horizon_floors",
                  "cd_deterministic_horizon_degree_floors"):
-        econ = MarkovExchangeEconomy.from_dict(json.loads((INSTANCES / f"markov_paper_{stem}.json").read_text()))
+        econ = _paper_economy(stem)
         r = econ.solve(method="markov-horizon", time_limit=GOAL_SECONDS)
         m = r.stats["metrics"]
         held = ", ".join(f"{v:.3g}" for v in r.solution["portfolio"][1, :, 0])
