@@ -226,3 +226,14 @@ def test_the_floor_takes_a_share_of_a_time_limit_and_a_stopped_run_keeps_it(monk
     assert r.bound == 0.0 and "least_exploitability" not in r.stats
     assert 4.0 * markov_solvers.FLOOR_SHARE < 0.01 * (lo.INTERVALS + 2 * lo.REFINE) < 4.0
     assert r.solution["portfolio"] is not None
+
+
+def test_a_passed_deadline_reaches_the_period_mip():
+    # the MIPs run through the solve's HiGHS runner: a deadline (or Ctrl-C) stops HiGHS itself
+    import time
+
+    from solvopt.games.projection import Stopped, stopping_at
+    k = lo.constants(_economy(2, N=150))                 # a MIP that takes HiGHS a fraction of a second
+    assert lo.period_bound(k, 0.0, 0.05) >= 0
+    with stopping_at(time.perf_counter() - 1.0), pytest.raises(Stopped):
+        lo.period_bound(k, 0.0, 0.05)

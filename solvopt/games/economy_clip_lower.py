@@ -187,7 +187,6 @@ def period_bound(k: Constants, q_lo: float, q_hi: float) -> float:
     """A certified lower bound on min F(q, y) over q in [q_lo, q_hi] and holdings in their box: a MIP with one
     regime binary per consumer and piece of g (short side, below d, up to s, beyond s), each term increasing
     in q taken at q_lo and each decreasing one at q_hi; HiGHS's dual bound, less a safety margin."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
     ks, money = _scaled(k)
     lo_q, hi_q = q_lo / k.q_max, q_hi / k.q_max
     N = len(ks.u)
@@ -227,12 +226,35 @@ def period_bound(k: Constants, q_lo: float, q_hi: float) -> float:
     holdings = {yv(i, r): 1.0 for i in range(N) for r in range(4)}
     add({a: 1.0, **{j: lo_q for j in holdings}})                                     # A >= -q Y
     add({a: 1.0, **{j: -(1.0 - hi_q) for j in holdings}})                            # A >= (q_max - q) Y
-    res = milp(obj, constraints=LinearConstraint(np.array(rows), rl, ru), integrality=integ,
-               bounds=Bounds(lo, hi), options={"mip_rel_gap": 1e-7})
-    bound = getattr(res, "mip_dual_bound", None)
-    if bound is None or not np.isfinite(bound):
-        raise ModelError(f"least_exploitability: HiGHS gave no bound on a period's MIP ({res.message})")
-    return money * max(float(bound) - SAFETY * N, 0.0)
+    bound = _mip_dual_bound(obj, np.array(rows), np.array(rl), np.array(ru), lo, hi, integ)
+    return money * max(bound - SAFETY * N, 0.0)
+
+
+def _mip_dual_bound(cost, A, row_lo, row_hi, lo, hi, integrality) -> float:
+    """min cost . x s.t. row_lo <= A x <= row_hi, lo <= x <= hi, integrality: HiGHS's MIP dual bound (a
+    lower bound on the minimum), run within the solve's deadline and Ctrl-C
+    (:func:`solvopt.games.projection.run_highs`: Stopped when either cuts it short)."""
+    import highspy
+    from scipy import sparse
+
+    from solvopt.dsl.highs_export import colwise_matrix, new_highs
+
+    from .projection import run_highs
+    M = colwise_matrix(sparse.csc_matrix(A))
+    m, n = M.shape
+    h = new_highs()
+    h.setOptionValue("mip_rel_gap", 1e-7)
+    h.passModel(n, m, int(M.nnz), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMinimize), 0.0,
+                np.ascontiguousarray(cost, dtype=float), np.ascontiguousarray(lo, dtype=float),
+                np.ascontiguousarray(hi, dtype=float), np.ascontiguousarray(row_lo, dtype=float),
+                np.ascontiguousarray(row_hi, dtype=float), M.indptr.astype(np.int32), M.indices.astype(np.int32),
+                np.ascontiguousarray(M.data, dtype=float), np.asarray(integrality, dtype=np.int32))
+    status = run_highs(h)
+    bound = float(h.getInfo().mip_dual_bound)
+    if status != highspy.HighsModelStatus.kOptimal or not np.isfinite(bound):
+        raise ModelError("least_exploitability: HiGHS gave no bound on a period's MIP "
+                         f"({h.modelStatusToString(status)})")
+    return bound
 
 
 # --- both cases -------------------------------------------------------------------------------------------

@@ -244,19 +244,13 @@ def _least_exploitability(econ, run):
     out first; Ctrl-C stops it at once)."""
     import time
 
-    from solvopt.core.interrupt import stop_reason
-
     from .economy_clip_lower import least_exploitability
-    from .projection import Stopped
+    from .projection import Stopped, check_stop, stopping_at
     now = time.perf_counter()
     until = None if run.deadline is None else now + FLOOR_SHARE * max(run.deadline - now, 0.0)
-
-    def check():
-        reason = stop_reason(until)
-        if reason is not None:
-            raise Stopped(reason)
     try:
-        return least_exploitability(econ, check=check)
+        with stopping_at(until):            # the MIPs' HiGHS runs and the checks between them
+            return least_exploitability(econ, check=check_stop)
     except (ModelError, Stopped):
         return None
 
