@@ -274,11 +274,11 @@ def combined(k: Constants, theta: float, per_period: float) -> tuple[float, int]
     """The least over tau in [1, T] of per_period * sum_{t=1}^{min(tau-1, T-2)} gamma^t + chain_credits[tau]
     (tau the first period with a consumer long at an asset price >= theta: every period before it is case N's)
     and the tau where it is least."""
-    local = np.concatenate([[0.0, 0.0], np.cumsum(k.gamma ** np.arange(1, k.T - 1))])      # sum up to tau - 1
-    local = np.concatenate([local, [local[-1]]])[:k.T + 1]
-    f = per_period * local[1:] + chain_credits(k, theta)[1:]
-    tau = int(np.argmin(f)) + 1
-    return float(f[tau - 1]), tau
+    sums = np.concatenate([[0.0], np.cumsum(k.gamma ** np.arange(1, k.T - 1))])   # sums[j] = sum_{t=1}^{j}
+    taus = np.arange(1, k.T + 1)
+    f = per_period * sums[np.minimum(taus - 1, k.T - 2)] + chain_credits(k, theta)[1:]
+    worst = int(np.argmin(f))
+    return float(f[worst]), worst + 1
 
 
 def least_exploitability(econ, *, intervals=INTERVALS, refine=REFINE, check=_no_check) -> LeastExploitability:
