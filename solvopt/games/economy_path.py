@@ -67,18 +67,24 @@ def path_matrix(q, R) -> np.ndarray:
     return B
 
 
-def dual_bound(a, c, B, lo, hi, h, lam) -> float:
+def dual_bound(a, c, B, lo, hi, h, lam, gradient=False):
     """L(lam) (module docstring): >= the best path's value for any lam > 0 (+inf when a box is unbounded
-    where the slope is not 0)."""
+    where the slope is not 0). With ``gradient`` also dL/dlam = c - W*(lam) + B d, d_k the box's end
+    where the slope s_k has a sign (0 where s_k = 0: a subgradient at the kink)."""
     lam = np.asarray(lam, dtype=float)
     if np.any(lam <= 0):
-        return np.inf
+        return (np.inf, np.zeros_like(lam)) if gradient else np.inf
     with np.errstate(over="ignore", divide="ignore"):
         Wstar = np.where(a > 0, (a * h / lam) ** (1 / (1 - h)), 0.0)
         own = np.sum((1 - h) * a * Wstar ** h)
     s = B.T @ lam
     box = np.where(s > 0, s * hi, np.where(s < 0, s * lo, 0.0))
-    return float(own + lam @ c + box.sum()) if np.all(np.isfinite(box)) else np.inf
+    value = float(own + lam @ c + box.sum()) if np.all(np.isfinite(box)) else np.inf
+    if not gradient:
+        return value
+    with np.errstate(invalid="ignore"):
+        end = np.where(s > 0, hi, np.where(s < 0, lo, 0.0))
+    return value, c - Wstar + B @ end
 
 
 def _value(a, W, h) -> float:
@@ -166,17 +172,21 @@ def barrier_ascent(parts, v, mu, mu_end, steps, tolerance, on_stage=None, count=
 
 
 def _lowest_dual(a, c, B, lo, hi, h, lam0) -> float:
-    """The least L(lam) found from lam0 by L-BFGS on log lam (every value tried is a valid bound)."""
+    """The least L(lam) found from lam0 by L-BFGS on log lam with L's (sub)gradient (every value tried is a
+    valid bound)."""
     from scipy.optimize import minimize
     best = [dual_bound(a, c, B, lo, hi, h, lam0)]
 
     def f(z):
-        v = dual_bound(a, c, B, lo, hi, h, np.exp(z))
+        lam = np.exp(z)
+        v, g = dual_bound(a, c, B, lo, hi, h, lam, gradient=True)
         best[0] = min(best[0], v)
-        return v if np.isfinite(v) else 1e300
+        if not np.isfinite(v) or not np.all(np.isfinite(g)):
+            return 1e300, np.zeros_like(z)
+        return v, g * lam                       # the chain rule through lam = exp(z)
 
     z0 = np.log(lam0)
-    minimize(f, z0, method="L-BFGS-B", options={"maxiter": 200})
+    minimize(f, z0, jac=True, method="L-BFGS-B", options={"maxiter": 200})
     return best[0]
 
 
