@@ -225,6 +225,7 @@ def metrics(econ, chain: PairChain, profile: Profile) -> dict:
     # a value above the bound only where the profile overspends (budget_violation says so): count 0
     consumer_regret = np.maximum(best - values, 0.0)
     price_violation = _price_violation(econ, p, q)
+    holdings_off = holding_violation(econ, y)
     gap, z, Y = auctioneer_gaps(econ, chain, profile)
     Ys = Y[chain.world]
     # >= 0 in every state when the prices are feasible (on the simplex, q in [0, asset_price_max]);
@@ -255,6 +256,7 @@ def metrics(econ, chain: PairChain, profile: Profile) -> dict:
         "asset_excess_demand": float(np.max(np.abs(Y), initial=0.0)),
         "budget_violation": budget_violation,
         "price_violation": price_violation,
+        "holding_violation": holdings_off,
         "auctioneer_regret_signed": auctioneer_signed,
         "deviation_bounds": list(bounds.how),
         "certificate_dp_steps": bounds.dp_iterations,
@@ -270,6 +272,22 @@ def _price_violation(econ, p, q) -> float:
     neg = np.maximum(-p, 0.0).max(axis=1, initial=0.0) / econ.price_sum
     out = np.maximum(np.maximum(-q, q - econ.asset_price_max), 0.0).max(initial=0.0) / econ.asset_price_max
     return float(max(off.max(initial=0.0), neg.max(initial=0.0), out))
+
+
+def holding_violation(econ, holdings) -> float:
+    """How far holdings (..., K) lie outside the consumers' box [-borrowing_limit, holding_limit], relative
+    to the box's width (0 inside): a profile beyond it is not one the model allows, whatever its budgets."""
+    y = np.asarray(holdings, dtype=float)
+    lo, hi = -np.asarray(econ.borrowing_limit, dtype=float), np.asarray(econ.holding_limit, dtype=float)
+    out = np.maximum(np.maximum(lo - y, y - hi), 0.0) / np.maximum(hi - lo, np.finfo(float).tiny)
+    return float(out.max(initial=0.0))
+
+
+def box_violation(econ, p, q, holdings) -> float:
+    """The larger of :func:`_price_violation` (prices off the auctioneer's set) and
+    :func:`holding_violation`: what the horizon certificates add to their budget violation."""
+    return max(_price_violation(econ, np.asarray(p, dtype=float), np.asarray(q, dtype=float)),
+               holding_violation(econ, holdings))
 
 
 def _portfolio_foc(econ, chain, p, q, y, beta) -> float:
@@ -311,7 +329,7 @@ def certificate(econ, chain, profile: Profile):
     from .exploitability import Exploitability
     m = metrics(econ, chain, profile)
     expl = Exploitability(m["exploitability"], m["exploitability_lower"], m["per_player"],
-                          violation=max(m["budget_violation"], m["price_violation"]))
+                          violation=max(m["budget_violation"], m["price_violation"], m["holding_violation"]))
     return m, expl
 
 

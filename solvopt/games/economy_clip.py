@@ -431,6 +431,7 @@ def clip_metrics(econ, worlds, prices, asset_prices, consumption, holdings, node
     """The certificate of a profile over the T periods with clipped endowments: the consumers' path
     bounds (:func:`clip_bounds`), the auctioneer's regret per period (closed form on the clipped
     supply), in money. Returns (metrics, Exploitability, deviation holdings (N, T, 1))."""
+    from .economy import box_violation
     from .exploitability import Exploitability
     T = len(worlds)
     bnd = clip_bounds(econ, worlds, prices, asset_prices, consumption, holdings, node_limit)
@@ -447,16 +448,17 @@ def clip_metrics(econ, worlds, prices, asset_prices, consumption, holdings, node
     spend = np.einsum("tm,tnm->tn", prices, consumption)
     scale = np.maximum(1.0, np.einsum("tm,tnm->tn", prices, E))
     violation = float(np.max(np.maximum(np.maximum(spend - W, -W), 0.0) / scale))
+    box = box_violation(econ, prices, q, holdings)
     value = float(bnd.regret.sum() + auctioneer)
     lower = float(bnd.regret_lower.sum() + auctioneer)
     per_player = np.append(bnd.regret, auctioneer)
     ev = float(d @ np.einsum("tm,tm->t", prices, S))
     m = {"exploitability": value, "exploitability_lower": lower, "per_player": per_player,
          "consumer_regret": float(bnd.regret.sum()), "auctioneer_regret": auctioneer,
-         "budget_violation": violation, "excess_demand": float(np.max(np.maximum(z, 0.0) / S)),
+         "budget_violation": violation, "box_violation": box, "excess_demand": float(np.max(np.maximum(z, 0.0) / S)),
          "horizon_endowment_value": ev, "horizon_relative_exploitability": value / ev,
          "deviation_bounds": ["clip envelope branch and bound"] * econ.n_consumers}
-    return m, Exploitability(value, lower, per_player, violation=violation), bnd.holdings
+    return m, Exploitability(value, lower, per_player, violation=max(violation, box)), bnd.holdings
 
 
 # --- a profile ---------------------------------------------------------------------------------------------
@@ -610,13 +612,13 @@ def clear_period(econ, e, y, q, check=_no_check):
 
 def _balance(econ, worlds, prices, Y, lo, short=AUTO) -> int:
     """In place: consumer ``short`` (AUTO: the one whose long holdings in ``Y`` (T + 1, N) are worth least to
-    her) holds the others' total short instead, so that the asset market clears (within her borrowing
-    limit). Returns her index."""
+    her) holds the others' total short instead, so that the asset market clears (within her borrowing and
+    holding limits: the rest is left to the auctioneer). Returns her index."""
     T = len(worlds)
     if short == AUTO:
         short = int(np.argmin(long_values(econ, worlds, prices, Y[:T])))
     Y[:, short] = 0.0
-    Y[:T, short] = np.maximum(lo, -Y[:T].sum(axis=1))
+    Y[:T, short] = np.clip(-Y[:T].sum(axis=1), lo, float(econ.holding_limit[0]))
     return short
 
 

@@ -451,6 +451,7 @@ def tree_certificate(econ, lat, prof, check=_no_check):
     consumers' exact dynamic programs (:func:`tree_bounds`) and the auctioneer's regret per class
     (closed form on the clipped supply), in money; keys as :func:`solvopt.games.economy_clip.clip_metrics`'.
     Returns (metrics, Exploitability, TreeBounds)."""
+    from .economy import box_violation
     from .exploitability import Exploitability
     bnd = tree_bounds(econ, lat, prof, check)
     p, q = prof.prices, prof.asset_prices[:, 0].astype(float)
@@ -467,19 +468,20 @@ def tree_certificate(econ, lat, prof, check=_no_check):
     spend = np.einsum("km,knm->kn", p, prof.consumption)
     scale = np.maximum(1.0, np.einsum("km,knm->kn", p, E))
     violation = float(np.max(np.maximum(np.maximum(spend - W, -W), 0.0) / scale))
+    box = box_violation(econ, p, q, prof.portfolio)
     value = float(bnd.regret.sum() + auctioneer)
     lower = float(bnd.regret_lower.sum() + auctioneer)
     per_player = np.append(bnd.regret, auctioneer)
     ev = float(weight @ np.einsum("km,km->k", p, S))          # the clipped supply's value, as on a path
     m = {"exploitability": value, "exploitability_lower": lower, "per_player": per_player,
          "consumer_regret": float(bnd.regret.sum()), "auctioneer_regret": auctioneer,
-         "budget_violation": violation, "excess_demand": float(np.max(np.maximum(z, 0.0) / S)),
+         "budget_violation": violation, "box_violation": box, "excess_demand": float(np.max(np.maximum(z, 0.0) / S)),
          "horizon_endowment_value": ev, "horizon_relative_exploitability": value / ev,
          "classes": int(len(lat.period)), "certificate_slack": float(bnd.slack.sum()),
          "deviation_rounded": bnd.rounded,
          "deviation_bounds": [("clip tree dynamic program" if econ.degree == 1.0 else "clip tree grid bound")]
                               * econ.n_consumers}
-    return m, Exploitability(value, lower, per_player, violation=violation), bnd
+    return m, Exploitability(value, lower, per_player, violation=max(violation, box)), bnd
 
 
 # --- a profile -----------------------------------------------------------------------------------------
@@ -501,14 +503,14 @@ def saturation(econ) -> np.ndarray:
 
 def _balance(econ, classes, Y, lo, short=AUTO) -> int:
     """In place: consumer ``short`` (AUTO: the one whose long holdings in ``Y`` (T, N) are worth least to her;
-    ``classes``: period, world, prob, prices) holds the others' total short instead (within her borrowing
-    limit). Returns her index."""
+    ``classes``: period, world, prob, prices) holds the others' total short instead (within her borrowing and
+    holding limits). Returns her index."""
     if short == AUTO:
         period, world, prob, prices = classes
         short = int(np.argmin(class_long_values(econ, period, world, prob, prices, Y)))
     T = len(Y)
     Y[:, short] = 0.0
-    Y[:T - 1, short] = np.maximum(lo, -Y[:T - 1].sum(axis=1))
+    Y[:T - 1, short] = np.clip(-Y[:T - 1].sum(axis=1), lo, float(econ.holding_limit[0]))
     return short
 
 

@@ -405,6 +405,7 @@ def degree_metrics(x, prof):
     scale = np.maximum(1.0, ec.endowment_values(big, chain, prof.prices)[order])
     spend = np.einsum("tm,tnm->tn", prof.prices[order], prof.consumption[order])
     violation = float(np.max(np.maximum(np.maximum(spend - W, -W), 0.0) / scale))
+    box = ec.box_violation(big, prof.prices, prof.asset_prices, prof.portfolio)
     value = float(b.regret.sum() + auctioneer)
     lower = float(b.regret_lower.sum() + auctioneer)
     per_player = np.append(b.regret, auctioneer)
@@ -412,10 +413,11 @@ def degree_metrics(x, prof):
     supply = big.endowments[chain.world].sum(axis=1)
     m = {"exploitability": value, "exploitability_lower": lower, "per_player": per_player,
          "consumer_regret": float(b.regret.sum()), "auctioneer_regret": auctioneer,
-         "budget_violation": violation, "excess_demand": float(np.max(np.maximum(z[periods], 0.0) / supply[periods])),
+         "budget_violation": violation, "box_violation": box,
+         "excess_demand": float(np.max(np.maximum(z[periods], 0.0) / supply[periods])),
          "horizon_endowment_value": ev, "horizon_relative_exploitability": value / ev,
          "deviation_bounds": ["path duality"] * big.n_consumers}
-    return m, Exploitability(value, lower, per_player, violation=violation), b.holdings
+    return m, Exploitability(value, lower, per_player, violation=max(violation, box)), b.holdings
 
 
 def degree_equilibrium(econ, rounds=30, tolerance=1e-9, *, record=None, check=_no_check, note=None):

@@ -277,6 +277,7 @@ def certificate(econ, lat, prof, check=_no_check, primal=None):
     """Metrics and :class:`Exploitability` of a profile on the lattice (module docstring): keys as
     :func:`solvopt.games.economy_horizon.degree_metrics`'; ``primal`` as :func:`consumer_bounds`'."""
     from .certificate import Exploitability
+    from .economy import box_violation
     value, upper, regret = consumer_bounds(econ, lat, prof, check, primal)
     p, q = prof.prices, prof.asset_prices[:, 0]
     Y = prof.portfolio[:, :, 0].sum(axis=1)
@@ -292,16 +293,17 @@ def certificate(econ, lat, prof, check=_no_check, primal=None):
     spend = np.einsum("km,knm->kn", p, prof.consumption)
     scale = np.maximum(1.0, np.einsum("km,knm->kn", p, e))
     violation = float(np.max(np.maximum(np.maximum(spend - W, -W), 0.0) / scale))
+    box = box_violation(econ, p, q, prof.portfolio)
     supply = e.sum(axis=1) + lat.carried.sum(axis=1)[:, None] * econ.asset_bundles[lat.world, 0]
     total = float(regret.sum() + auctioneer)
     ev = endowment_value(econ, lat, p)
     per_player = np.append(regret, auctioneer)
     m = {"exploitability": total, "exploitability_lower": auctioneer, "per_player": per_player,
          "consumer_regret": float(regret.sum()), "auctioneer_regret": auctioneer, "budget_violation": violation,
-         "excess_demand": float(np.max(np.maximum(z, 0.0) / supply)), "horizon_endowment_value": ev,
-         "horizon_relative_exploitability": total / ev, "classes": int(len(lat.period)),
+         "box_violation": box, "excess_demand": float(np.max(np.maximum(z, 0.0) / supply)),
+         "horizon_endowment_value": ev, "horizon_relative_exploitability": total / ev, "classes": int(len(lat.period)),
          "deviation_bounds": ["lattice duality"] * econ.n_consumers}
-    return m, Exploitability(total, auctioneer, per_player, violation=violation)
+    return m, Exploitability(total, auctioneer, per_player, violation=max(violation, box))
 
 
 # --- the construction (degree 1) -----------------------------------------------------------------
