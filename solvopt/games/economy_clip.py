@@ -617,8 +617,15 @@ def _balance(econ, worlds, prices, Y, lo, short=AUTO) -> int:
     T = len(worlds)
     if short == AUTO:
         short = int(np.argmin(long_values(econ, worlds, prices, Y[:T])))
+    return hold_the_rest(econ, Y, short, T, lo)
+
+
+def hold_the_rest(econ, Y, short, rows, lo) -> int:
+    """In place: consumer ``short`` holds, in the first ``rows`` rows of ``Y`` (periods x consumers), minus
+    the others' total, clipped to her box [lo, holding_limit] (the rest is the auctioneer's), and 0 after.
+    Returns ``short``."""
     Y[:, short] = 0.0
-    Y[:T, short] = np.clip(-Y[:T].sum(axis=1), lo, float(econ.holding_limit[0]))
+    Y[:rows, short] = np.clip(-Y[:rows].sum(axis=1), lo, float(econ.holding_limit[0]))
     return short
 
 

@@ -79,6 +79,7 @@ from .economy_clip import (
     class_long_values,
     clear_period,
     clipped,
+    hold_the_rest,
     saturating_holdings,
 )
 from .economy_lattice import grow
@@ -508,10 +509,7 @@ def _balance(econ, classes, Y, lo, short=AUTO) -> int:
     if short == AUTO:
         period, world, prob, prices = classes
         short = int(np.argmin(class_long_values(econ, period, world, prob, prices, Y)))
-    T = len(Y)
-    Y[:, short] = 0.0
-    Y[:T - 1, short] = np.clip(-Y[:T - 1].sum(axis=1), lo, float(econ.holding_limit[0]))
-    return short
+    return hold_the_rest(econ, Y, short, len(Y) - 1, lo)
 
 
 def tree_equilibrium(econ, rounds=8, tolerance=1e-9, *, record=None, check=_no_check, note=None):
