@@ -501,17 +501,18 @@ def horizon_paper_metrics(econ, result) -> dict:
 
 
 def paper_table(time_limit, method=None):
-    """The four economies: each as stated (the methods' refusal) and relaxed (solved, default method)."""
+    """The four economies: each as stated (the stationary method's refusal: the default for the stated files is
+    markov-horizon, whose results are on games_markov_paper_horizon.md) and relaxed (solved, its default method)."""
     from solvopt.core.errors import ModelError
     rows = []
     for name in PAPER:
         econ, data = paper_economy(name)
+        relaxed, _ = paper_economy(name, relaxed=True)
         try:
-            econ.solve(iteration_limit=1, **({} if method is None else {"method": method}))
+            econ.solve(iteration_limit=1, method=method or relaxed.default_method)
             refused = None
         except ModelError as exc:
             refused = str(exc)
-        relaxed, _ = paper_economy(name, relaxed=True)
         result = relaxed.solve(tolerance=GOAL, time_limit=time_limit, **({} if method is None else {"method": method}))
         hist = [(float(t), float(v)) for _, t, v, *rest in result.stats["history"]]
         scale = result.stats["metrics"]["endowment_value"]
@@ -534,9 +535,10 @@ def paper_markdown(meta, rows) -> str:
            f"Machine: {meta['machine']}, {meta['cores']} cores (shared; load average {meta['load']} at the start), "
            f"Python {meta['python']}, time limit {meta['time_limit']} s per economy, the default method.", "",
            "Instances: `instances/games/markov_paper_*.json` (generated from the notebooks' seeds; the mapping is "
-           "in each file's `source`). As stated they use options no method takes (endowment floors and caps after "
-           "payouts, a 30-period horizon, and for Cobb-Douglas utilities of degree 0.1): the methods refuse "
-           "them with a one-line ModelError. What is solved is the relaxation the methods take: degree 1 "
+           "in each file's `source`). As stated (endowment floors and caps after payouts, a 30-period horizon, "
+           "and for Cobb-Douglas utilities of degree 0.1) they are solved by their default method, markov-horizon: "
+           "see games_markov_paper_horizon.md. The stationary methods refuse them with a one-line ModelError. "
+           "What is solved here is the relaxation the stationary methods take: degree 1 "
            "(Cobb-Douglas exponents scaled to sum to 1), no floor or cap, an infinite horizon, everything else "
            "as stated (bundle assets, asset price at most 1, holdings in [-10, 10]). Its exploitability is "
            "certified over every deviation (the certificate of docs/markov_games.md), in money (each consumer's "
@@ -557,7 +559,8 @@ def paper_markdown(meta, rows) -> str:
             "stationary holding). On the deterministic chains (start, then world state 1 for ever) no profile of "
             "the methods' class (holdings that depend on the current world state) has exploitability 0: a proof in "
             "docs/markov_games.md, its data facts checked by tests/test_games_economy_paper.py; how close such a "
-            "profile can come is not computed. With their 30-period horizon both deterministic economies have "
+            "profile can come is not computed. With their 30-period horizon, degree 1 and no floors or caps, both "
+            "deterministic economies have "
             "profiles certified within the goal, 3.3e-8 (Leontief) and 3.2e-8 (Cobb-Douglas), by the method "
             "markov-horizon, of the endowment value "
             "(`python benchmarks/games_markov.py --paper-horizon`: games_markov_paper_horizon.md)."]
@@ -577,7 +580,8 @@ def paper_markdown(meta, rows) -> str:
             out.append(f"| | notebook {method} | {logged['exploitability']:.3g} | {logged['excess_demand']:.3g} | "
                        f"{logged['consumer_first_order_violation']:.3g} | {logged['bellman_error']:.2g} |")
     refused = {r["refused_as_stated"] for r in rows if r["refused_as_stated"]}
-    out += ["", "As stated, the methods answer: " + "; ".join(sorted(refused)) + "."]
+    if refused:
+        out += ["", "As stated, the stationary method answers: " + "; ".join(sorted(refused)) + "."]
     return "\n".join(out) + "\n"
 
 
