@@ -21,19 +21,22 @@ from solvopt.games.economy import bang_per_buck
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _economy(seed, N=2, M=3, T=4, limit=10.0, price_sum=3.0, qmax=1.0, goods=1.0, kind="leontief"):
+def _economy(seed, N=2, M=3, T=4, limit=10.0, price_sum=3.0, qmax=1.0, goods=1.0, kind="leontief", spread=3.0,
+             holding=None):
     """N Leontief consumers, M goods, one bundle asset, T periods on a deterministic chain (the start, then
     world state 1 for ever), every endowment after the start at the floor, as in the paper's economies.
     ``goods`` scales every quantity of goods (endowments, floor, cap, bundles), ``price_sum`` and ``qmax``
-    the money."""
+    the money; ``spread`` the largest Leontief requirement (the least 1); ``holding`` the holding limit (else
+    ``limit``, the short limit too)."""
     rng = np.random.default_rng(seed)
     floor, cap = 0.01, 0.1
     E = np.concatenate([rng.uniform(0.02, 0.1, (1, N, M)), np.full((1, N, M), floor)]) * goods
     bundles = rng.uniform(0.5, 1.1, (2, 1, M)) * goods
-    utility = ("leontief", rng.uniform(1.0, 3.0, (N, M))) if kind == "leontief" else \
+    utility = ("leontief", rng.uniform(1.0, spread, (N, M))) if kind == "leontief" else \
         ("cobb_douglas", rng.dirichlet(np.ones(M), N))
     return MarkovExchangeEconomy(utility, E, [[0.0, 1.0], [0.0, 1.0]], 0.9, initial=[1.0, 0.0],
-                                 asset_returns=bundles, borrowing_limit=limit, holding_limit=limit,
+                                 asset_returns=bundles, borrowing_limit=limit,
+                                 holding_limit=limit if holding is None else holding,
                                  asset_price_max=qmax, price_sum=price_sum, endowment_floor=floor * goods,
                                  endowment_cap=cap * goods, horizon=T)
 
@@ -73,21 +76,23 @@ def _path(econ, worlds, prices, q, i):
 
 def _consumers(seed, N, T):
     """A random small economy and budget-feasible profile: for each consumer (constants, her index, her path
-    against the profile's prices, period 0's bang per buck, her holdings, the asset prices, her own value)."""
+    against the profile's prices, period 0's bang per buck, her holdings, the asset prices, her own value,
+    her bang per buck over the least she can have, per period)."""
     econ = _economy(seed % 1000, N=N, T=T)
     k = lo.constants(econ)
     worlds, prices, q, x, y = _profile(econ, np.random.default_rng(seed))
+    c = econ.utility.weights
     for i in range(N):
         path, beta0 = _path(econ, worlds, prices, q, i)
         own = path.value(y[:, i])
         assert np.isfinite(own)
-        yield k, i, path, beta0, y[:, i], q, own
+        yield k, i, path, beta0, y[:, i], q, own, econ.price_sum * c[i].max() / (prices @ c[i])
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 10**6), st.integers(2, 3), st.integers(3, 6))
 def test_the_chain_deviation_is_feasible_and_gains_what_case_c_claims(seed, N, T):
-    for k, i, path, beta0, y, q, own in _consumers(seed, N, T):
+    for k, i, path, beta0, y, q, own, _ in _consumers(seed, N, T):
         for a in range(1, T):
             if y[a] <= 0:
                 continue
@@ -104,12 +109,12 @@ def test_the_chain_deviation_is_feasible_and_gains_what_case_c_claims(seed, N, T
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 10**6), st.integers(2, 3), st.integers(3, 6))
 def test_the_local_deviation_is_feasible_and_gains_what_case_n_claims(seed, N, T):
-    for k, i, path, beta0, y, q, own in _consumers(seed, N, T):
-        theirs = path.value(lo.local_holdings(k, i, y, q))
+    for k, i, path, beta0, y, q, own, x in _consumers(seed, N, T):
+        assert np.all(x >= 1 - 1e-12) and np.all(x <= 1 / k.u[i] + 1e-12)
+        theirs = path.value(lo.local_holdings(k, i, y, q, x))
         assert np.isfinite(theirs), "the local deviation must stay budget-feasible"
         gain = (theirs - own) / beta0
-        claim = sum(k.gamma ** t * k.u[i] * lo.local_gains(k, q[t], np.full(len(k.u), y[t]))[i]
-                    for t in range(1, T - 1))
+        claim = sum(k.gamma ** t * lo.least_gains(k, q[t], np.full(len(k.u), y[t]))[i] for t in range(1, T - 1))
         assert gain >= claim - 1e-9 * max(1.0, claim)
 
 
@@ -135,19 +140,30 @@ def test_the_period_mip_is_below_the_period_function_everywhere_in_its_interval(
     assert lo.period_value(k, q_lo, y) >= bound - 1e-12
 
 
-@pytest.mark.parametrize("q", [0.0, 0.004, 0.02, 0.3, 0.95])
+@pytest.mark.parametrize("q", [0.0, 0.004, 0.02, 0.04, 0.07, 0.12, 0.3, 0.95])
 def test_the_period_mip_meets_a_grid_search_on_two_consumers(q):
-    # with q fixed (a zero-width interval) the MIP is exact: it meets the least F over a fine grid, whose
-    # points include every breakpoint of g, within the grid's Lipschitz slack
-    econ = _economy(7, N=2)
+    # with q fixed (a zero-width interval) the MIP is exact for its own relaxation of h_i, each consumer's
+    # terms increasing in her price at u_i q and the decreasing ones at q: it meets that function's least
+    # value over a fine grid, whose points include every breakpoint, within the grid's Lipschitz slack
+    # small u and a holding limit below the short one: at some prices a short consumer's gain binds
+    econ = _economy(7, N=2, M=10, price_sum=10.0, spread=5.0, holding=1.0)
     k = lo.constants(econ)
     bound = lo.period_bound(k, q, q)
     grid = np.unique(np.concatenate([np.linspace(-k.B, k.H, 4001), [0.0, k.d, k.s, -k.s, -2 * k.s]]))
     Y1, Y2 = np.meshgrid(grid, grid, indexing="ij")
-    g1 = np.array([lo.local_gains(k, q, np.array([v, 0.0]))[0] for v in grid])
-    g2 = np.array([lo.local_gains(k, q, np.array([0.0, v]))[1] for v in grid])
+
+    def relaxed(i, v):
+        up = k.u[i] * q
+        return max(0.0, up * (k.B + v) if v <= 0 else 0.0, up * (v - k.s) if v > k.s else 0.0,
+                   k.G[i] * (k.d - max(v, 0.0)) - q * (k.d - v) if v < k.d else 0.0)
+    g1 = np.array([relaxed(0, v) for v in grid])
+    g2 = np.array([relaxed(1, v) for v in grid])
+    # the relaxation lies below h_i, the least over the consumer's price range
+    for v in grid[::97]:
+        assert relaxed(0, v) <= lo.least_gains(k, q, np.array([v, 0.0]))[0] + 1e-12
+        assert relaxed(1, v) <= lo.least_gains(k, q, np.array([0.0, v]))[1] + 1e-12
     Y = Y1 + Y2
-    F = k.u[0] * g1[:, None] + k.u[1] * g2[None, :] + k.q_max * np.maximum(Y, 0.0) - q * Y
+    F = g1[:, None] + g2[None, :] + k.q_max * np.maximum(Y, 0.0) - q * Y
     step = np.max(np.diff(grid))
     slope = 2 * (k.q_max + np.max(k.G)) + 1.0
     assert F.min() >= bound - 1e-12

@@ -19,7 +19,8 @@ gains at least u_i times its discounted wealth gains, in money.
 **Notation.** B the short limit, H the holding limit, q_max the asset's price cap, phi = P min_j floor_j
 (a lower bound on every consumer's cash after the start), L the largest payout in money,
 P max_j (cap_j - floor_j), s the saturating holding (every good at its cap), d the largest holding that
-saturates no good (and costs at most phi), b_min the smallest bundle entry, G_i = gamma u_i P b_min.
+saturates no good (and costs at most phi), b_min the smallest bundle entry, G_i = gamma u_i P b_min, and
+beta_lo,i = 1 / (P max_j c_ij) the least bang per buck consumer i can have (her largest is beta_lo,i / u_i).
 
 **Case C: some consumer i holds y_a > 0 at a period a >= 1 whose asset price q_a >= theta.** Her
 deviation sells and shorts to -B at a, gaining q_a (B + y_a) >= B theta at a. The payout of y_a is lost
@@ -34,17 +35,27 @@ gamma^(T-1) u_i B theta when a = T - 1, where nothing follows).
 in every period t in [1, T - 2], the best of three local moves, none of which lowers her wealth in any
 other period: short to -B where she holds y <= 0 (gains q (B + y), nothing lost: the payout stays at
 the floor), sell down to s where y > s (gains q (y - s)), or buy up to d where y < d (costs q (d - y) at
-t and pays at least P b_min (d - max(y, 0)) at t + 1, worth at least G_i (d - max(y, 0)) in t's money as
-beta_t+1 / beta_t >= u_i). With the auctioneer's regret at t, at least q_max max(Y, 0) - q Y (Y the net
-holding), a period contributes at least
+t and pays at least P b_min (d - max(y, 0)) at t + 1). A move gaining A in money at t and paying B' >= 0
+at t + 1 is worth gamma^t (beta_t A + gamma beta_t+1 B') / beta_0 in period 0's money. With beta_t+1 >=
+beta_lo and x = beta_t / beta_lo in [1, 1 / u_i], the best move is worth at least
+(beta_lo / beta_0) max(x A + gamma B') >= u_i max(x A + gamma B') (the max over the moves, at least 0,
+and beta_0 <= beta_lo / u_i); she knows the profile's prices, so she takes the move best at her own x,
+and the least over x of that max, in terms of qt = u_i x q in [u_i q, q], is
 
-    F(q, y) = sum_i u_i g_i(q, y_i) + A(q, Y),
+    h_i(q, y_i) = min over qt in [u_i q, q] of g_i(qt, y_i),
+
+g_i(qt, y) the largest of 0, qt (B + y) (short), qt (y - s) (sell) and G_i (d - max(y, 0)) - qt (d - y)
+(buy). With the auctioneer's regret at t, at least q_max max(Y, 0) - q Y (Y the net holding), a period
+contributes at least
+
+    F(q, y) = sum_i h_i(q, y_i) + A(q, Y),
 
 and the least of F over the period's asset price and holdings is computed by mixed-integer programs
 (HiGHS) over a partition of [0, theta): one regime binary per consumer and holding piece, the terms
-increasing in q taken at the interval's left end and the decreasing ones at its right end, the MIP's
-dual bound kept. Where q >= theta nobody is long, and the short moves with the auctioneer give at least
-theta B sum_i u_i. So the exploitability is at least that least value times sum_{t=1}^{T-2} gamma^t.
+increasing in qt taken at u_i times the interval's left end and the decreasing ones at its right end, the
+MIP's dual bound kept. Where q >= theta nobody is long, and the short moves with the auctioneer give at
+least theta B sum_i u_i. So the exploitability is at least that least value times
+sum_{t=1}^{T-2} gamma^t.
 
 **Both cases along the horizon.** Let tau be the first period at which some consumer is long at an asset
 price >= theta (T if there is none). Every period before tau is case N's, and the consumer long at tau
@@ -151,10 +162,8 @@ def constants(econ) -> Constants:
 
 # --- case N: one period -----------------------------------------------------------------------------------
 def local_gains(k: Constants, q: float, y) -> np.ndarray:
-    """(N,) g_i(q, y_i): the wealth gain, in units of the period's bang per buck, that consumer i's best local
-    move is sure of: short to -B where y <= 0, sell down to s where y > s, buy up to d where y < d (paying
-    q (d - y) now for at least P b_min (d - max(y, 0)) next period, worth G_i (d - max(y, 0)) now at the
-    discount and the least ratio u_i of two bang-per-buck values)."""
+    """(N,) g_i(q, y_i) (module docstring, case N): the largest of 0, q (B + y) where y <= 0 (short to -B),
+    q (y - s) where y > s (sell down to s) and G_i (d - max(y, 0)) - q (d - y) where y < d (buy up to d)."""
     y = np.asarray(y, dtype=float)
     short = np.where(y <= 0, q * (k.B + y), 0.0)
     waste = np.where(y > k.s, q * (y - k.s), 0.0)
@@ -167,11 +176,32 @@ def auctioneer_gain(k: Constants, q: float, Y: float) -> float:
     return float(k.q_max * max(Y, 0.0) - q * Y)
 
 
+def least_gains(k: Constants, q: float, y) -> np.ndarray:
+    """(N,) h_i(q, y_i) = min over qt in [u_i q, q] of g_i(qt, y_i): what consumer i's best local move is sure
+    of in period 0's money (per unit of gamma^t) whatever her bang per buck. g_i is convex in qt (a largest
+    of lines), so the least is at an end of the range or where two of its lines cross."""
+    y = np.asarray(y, dtype=float)
+    out = np.empty(len(y))
+    for i, yi in enumerate(y):
+        lines = [(0.0, 0.0)]                                    # (intercept, slope in qt)
+        if yi <= 0:
+            lines.append((0.0, k.B + yi))
+        if yi > k.s:
+            lines.append((0.0, yi - k.s))
+        if yi < k.d:
+            lines.append((k.G[i] * (k.d - max(yi, 0.0)), -(k.d - yi)))
+        lo, hi = k.u[i] * q, q
+        points = [lo, hi] + [(a2 - a1) / (b1 - b2) for (a1, b1) in lines for (a2, b2) in lines if b1 != b2]
+        points = [t for t in points if lo <= t <= hi]
+        out[i] = min(max(a + b * t for a, b in lines) for t in points)
+    return out
+
+
 def period_value(k: Constants, q: float, y) -> float:
-    """F(q, y) = sum_i u_i g_i(q, y_i) + the auctioneer's least regret: what one period of case N is sure of,
+    """F(q, y) = sum_i h_i(q, y_i) + the auctioneer's least regret: what one period of case N is sure of,
     per unit of gamma^t, in money at period 0's bang per buck."""
     y = np.asarray(y, dtype=float)
-    return float(k.u @ local_gains(k, q, y) + auctioneer_gain(k, q, float(y.sum())))
+    return float(least_gains(k, q, y).sum() + auctioneer_gain(k, q, float(y.sum())))
 
 
 def _scaled(k: Constants) -> tuple[Constants, float]:
@@ -186,7 +216,8 @@ def _scaled(k: Constants) -> tuple[Constants, float]:
 def period_bound(k: Constants, q_lo: float, q_hi: float) -> float:
     """A certified lower bound on min F(q, y) over q in [q_lo, q_hi] and holdings in their box: a MIP with one
     regime binary per consumer and piece of g (short side, below d, up to s, beyond s), each term increasing
-    in q taken at q_lo and each decreasing one at q_hi; HiGHS's dual bound, less a safety margin."""
+    in the consumer's price qt taken at u_i q_lo and each decreasing one at q_hi (qt ranges over
+    [u_i q, q]); HiGHS's dual bound, less a safety margin."""
     ks, money = _scaled(k)
     lo_q, hi_q = q_lo / k.q_max, q_hi / k.q_max
     N = len(ks.u)
@@ -218,8 +249,8 @@ def period_bound(k: Constants, q_lo: float, q_hi: float) -> float:
         c = cost(i)
         lo[c], obj[c] = 0.0, 1.0
         add({c: 1.0, z(i, 0): -u * lo_q * ks.B, yv(i, 0): -u * lo_q})                 # short: q (B + y)
-        add({c: 1.0, z(i, 0): -u * (G - hi_q) * ks.d, yv(i, 0): -u * hi_q})          # buy: G d - q (d - y)
-        add({c: 1.0, z(i, 1): -u * (G - hi_q) * ks.d, yv(i, 1): u * (G - hi_q)})     # buy: (G - q)(d - y)
+        add({c: 1.0, z(i, 0): -(G - hi_q) * ks.d, yv(i, 0): -hi_q})                  # buy: G d - q (d - y)
+        add({c: 1.0, z(i, 1): -(G - hi_q) * ks.d, yv(i, 1): G - hi_q})               # buy: (G - q)(d - y)
         add({c: 1.0, yv(i, 3): -u * lo_q, z(i, 3): u * lo_q * ks.s})                 # sell: q (y - s)
     a = nv - 1
     lo[a], obj[a] = 0.0, 1.0
@@ -343,18 +374,20 @@ def chain_holdings(k: Constants, y, q, a: int) -> np.ndarray:
     return y
 
 
-def local_holdings(k: Constants, i: int, y, q) -> np.ndarray:
+def local_holdings(k: Constants, i: int, y, q, x=None) -> np.ndarray:
     """Case N's combined deviation for consumer i with profile holdings ``y`` (T,) against asset prices ``q``
-    (T,): in every period t in [1, T - 2] the local move whose sure gain (:func:`local_gains`) is largest,
-    where it is positive (short to -B, sell down to s, buy up to d)."""
+    (T,): in every period t in [1, T - 2] the local move (short to -B, sell down to s, buy up to d) worth
+    most at her bang per buck there, ``x`` (T,) = beta_t / beta_lo (1 where None), where it is worth
+    anything: x A + gamma B' for a move gaining A now and surely paying B' next period."""
     y = np.asarray(y, dtype=float)
+    x = np.ones(len(y)) if x is None else np.asarray(x, dtype=float)
     out = y.copy()
     for t in range(1, len(y) - 1):
-        yt = y[t]
-        gains = [(q[t] * (k.B + yt) if yt <= 0 else -np.inf, -k.B),
-                 (q[t] * (yt - k.s) if yt > k.s else -np.inf, k.s),
-                 (k.G[i] * (k.d - max(yt, 0.0)) - q[t] * (k.d - yt) if yt < k.d else -np.inf, k.d)]
-        gain, move = max(gains)
-        if gain > 0:
+        yt, xq = y[t], x[t] * q[t]
+        values = [(xq * (k.B + yt) if yt <= 0 else -np.inf, -k.B),
+                  (xq * (yt - k.s) if yt > k.s else -np.inf, k.s),
+                  (k.G[i] / k.u[i] * (k.d - max(yt, 0.0)) - xq * (k.d - yt) if yt < k.d else -np.inf, k.d)]
+        value, move = max(values)
+        if value > 0:
             out[t] = move
     return out
