@@ -155,7 +155,8 @@ def test_the_period_mip_meets_a_grid_search_on_two_consumers(q):
     def relaxed(i, v):
         up = k.u[i] * q
         return max(0.0, up * (k.B + v) if v <= 0 else 0.0, up * (v - k.s) if v > k.s else 0.0,
-                   k.G[i] * (k.d - max(v, 0.0)) - q * (k.d - v) if v < k.d else 0.0)
+                   k.G[i] * (k.d - max(v, 0.0)) - q * (k.d - v) if v < k.d else 0.0,
+                   k.Gs[i] - q * (k.s - v) if v <= 0 and q * k.s <= k.phi else 0.0)
     g1 = np.array([relaxed(0, v) for v in grid])
     g2 = np.array([relaxed(1, v) for v in grid])
     # the relaxation lies below h_i, the least over the consumer's price range

@@ -32,10 +32,12 @@ unit of beta_a, so her regret is at least gamma^a u_i (B theta - gamma L / u_i) 
 gamma^(T-1) u_i B theta when a = T - 1, where nothing follows).
 
 **Case N: no consumer is long at a period with q_t >= theta.** Each consumer's combined deviation takes,
-in every period t in [1, T - 2], the best of three local moves, none of which lowers her wealth in any
+in every period t in [1, T - 2], the best of four local moves, none of which lowers her wealth in any
 other period: short to -B where she holds y <= 0 (gains q (B + y), nothing lost: the payout stays at
-the floor), sell down to s where y > s (gains q (y - s)), or buy up to d where y < d (costs q (d - y) at
-t and pays at least P b_min (d - max(y, 0)) at t + 1). A move gaining A in money at t and paying B' >= 0
+the floor), sell down to s where y > s (gains q (y - s)), buy up to d where y < d (costs q (d - y) at
+t and pays at least P b_min (d - max(y, 0)) at t + 1), or, where y <= 0 and q s <= phi (affordable
+from any cash), buy up to s (costs q (s - y) and takes every good from its floor to its cap at t + 1:
+pays at least P min_j (cap_j - floor_j)). A move gaining A in money at t and paying B' >= 0
 at t + 1 is worth gamma^t (beta_t A + gamma beta_t+1 B') / beta_0 in period 0's money. With beta_t+1 >=
 beta_lo and x = beta_t / beta_lo in [1, 1 / u_i], the best move is worth at least
 (beta_lo / beta_0) max(x A + gamma B') >= u_i max(x A + gamma B') (the max over the moves, at least 0,
@@ -44,9 +46,9 @@ and the least over x of that max, in terms of qt = u_i x q in [u_i q, q], is
 
     h_i(q, y_i) = min over qt in [u_i q, q] of g_i(qt, y_i),
 
-g_i(qt, y) the largest of 0, qt (B + y) (short), qt (y - s) (sell) and G_i (d - max(y, 0)) - qt (d - y)
-(buy). With the auctioneer's regret at t, at least q_max max(Y, 0) - q Y (Y the net holding), a period
-contributes at least
+g_i(qt, y) the largest of 0, qt (B + y) (short), qt (y - s) (sell), G_i (d - max(y, 0)) - qt (d - y)
+(buy up to d) and Gs_i - qt (s - y) (buy up to s; Gs_i = gamma u_i P min_j (cap_j - floor_j)). With the
+auctioneer's regret at t, at least q_max max(Y, 0) - q Y (Y the net holding), a period contributes at least
 
     F(q, y) = sum_i h_i(q, y_i) + A(q, Y),
 
@@ -92,6 +94,7 @@ class Constants:
 
     u: np.ndarray           # (N,) least ratio of two bang-per-buck values of each consumer
     G: np.ndarray           # (N,) gamma u_i P b_min: a unit bought at t pays at least this at t's bang per buck
+    Gs: np.ndarray          # (N,) gamma u_i P min_j (cap_j - floor_j): what buying up to s from y <= 0 pays
     gamma: float
     T: int
     B: float                # short limit
@@ -155,22 +158,13 @@ def constants(econ) -> Constants:
     d = float(min(reach.min(), phi / q_max, float(econ.holding_limit[0])))
     u = c.min(axis=1) / c.max(axis=1)
     gamma = float(econ.discount)
-    return Constants(u=u, G=gamma * u * P * float(b.min()), gamma=gamma, T=int(econ.horizon),
+    return Constants(u=u, G=gamma * u * P * float(b.min()), Gs=gamma * u * P * float(room.min()), gamma=gamma,
+                     T=int(econ.horizon),
                      B=float(econ.borrowing_limit[0]), H=float(econ.holding_limit[0]), q_max=q_max, phi=phi,
                      L=P * float(room.max()), s=s, d=d)
 
 
 # --- case N: one period -----------------------------------------------------------------------------------
-def local_gains(k: Constants, q: float, y) -> np.ndarray:
-    """(N,) g_i(q, y_i) (module docstring, case N): the largest of 0, q (B + y) where y <= 0 (short to -B),
-    q (y - s) where y > s (sell down to s) and G_i (d - max(y, 0)) - q (d - y) where y < d (buy up to d)."""
-    y = np.asarray(y, dtype=float)
-    short = np.where(y <= 0, q * (k.B + y), 0.0)
-    waste = np.where(y > k.s, q * (y - k.s), 0.0)
-    buy = np.where(y < k.d, k.G * (k.d - np.maximum(y, 0.0)) - q * (k.d - y), 0.0)
-    return np.maximum(np.maximum(short, waste), np.maximum(buy, 0.0))
-
-
 def auctioneer_gain(k: Constants, q: float, Y: float) -> float:
     """The auctioneer's least regret in a period with asset price q and net holding Y: q_max max(Y, 0) - q Y."""
     return float(k.q_max * max(Y, 0.0) - q * Y)
@@ -190,6 +184,8 @@ def least_gains(k: Constants, q: float, y) -> np.ndarray:
             lines.append((0.0, yi - k.s))
         if yi < k.d:
             lines.append((k.G[i] * (k.d - max(yi, 0.0)), -(k.d - yi)))
+        if yi <= 0 and q * k.s <= k.phi:
+            lines.append((k.Gs[i], -(k.s - yi)))
         lo, hi = k.u[i] * q, q
         points = [lo, hi] + [(a2 - a1) / (b1 - b2) for (a1, b1) in lines for (a2, b2) in lines if b1 != b2]
         points = [t for t in points if lo <= t <= hi]
@@ -209,7 +205,7 @@ def _scaled(k: Constants) -> tuple[Constants, float]:
     numbers near 1 at any scale of the data) and the money unit that brings values back."""
     h = max(k.B, k.H)
     money = k.q_max * h
-    return Constants(u=k.u, G=k.G / k.q_max, gamma=k.gamma, T=k.T, B=k.B / h, H=k.H / h, q_max=1.0,
+    return Constants(u=k.u, G=k.G / k.q_max, Gs=k.Gs / money, gamma=k.gamma, T=k.T, B=k.B / h, H=k.H / h, q_max=1.0,
                      phi=k.phi / money, L=k.L / money, s=k.s / h, d=k.d / h), money
 
 
@@ -251,6 +247,8 @@ def period_bound(k: Constants, q_lo: float, q_hi: float) -> float:
         add({c: 1.0, z(i, 0): -u * lo_q * ks.B, yv(i, 0): -u * lo_q})                 # short: q (B + y)
         add({c: 1.0, z(i, 0): -(G - hi_q) * ks.d, yv(i, 0): -hi_q})                  # buy: G d - q (d - y)
         add({c: 1.0, z(i, 1): -(G - hi_q) * ks.d, yv(i, 1): G - hi_q})               # buy: (G - q)(d - y)
+        if q_hi * k.s <= k.phi:                                                        # saturate: Gs - q (s - y)
+            add({c: 1.0, z(i, 0): -(ks.Gs[i] - hi_q * ks.s), yv(i, 0): -hi_q})
         add({c: 1.0, yv(i, 3): -u * lo_q, z(i, 3): u * lo_q * ks.s})                 # sell: q (y - s)
     a = nv - 1
     lo[a], obj[a] = 0.0, 1.0
@@ -376,7 +374,7 @@ def chain_holdings(k: Constants, y, q, a: int) -> np.ndarray:
 
 def local_holdings(k: Constants, i: int, y, q, x=None) -> np.ndarray:
     """Case N's combined deviation for consumer i with profile holdings ``y`` (T,) against asset prices ``q``
-    (T,): in every period t in [1, T - 2] the local move (short to -B, sell down to s, buy up to d) worth
+    (T,): in every period t in [1, T - 2] the local move (short to -B, sell down to s, buy up to d or s) worth
     most at her bang per buck there, ``x`` (T,) = beta_t / beta_lo (1 where None), where it is worth
     anything: x A + gamma B' for a move gaining A now and surely paying B' next period."""
     y = np.asarray(y, dtype=float)
@@ -386,7 +384,8 @@ def local_holdings(k: Constants, i: int, y, q, x=None) -> np.ndarray:
         yt, xq = y[t], x[t] * q[t]
         values = [(xq * (k.B + yt) if yt <= 0 else -np.inf, -k.B),
                   (xq * (yt - k.s) if yt > k.s else -np.inf, k.s),
-                  (k.G[i] / k.u[i] * (k.d - max(yt, 0.0)) - xq * (k.d - yt) if yt < k.d else -np.inf, k.d)]
+                  (k.G[i] / k.u[i] * (k.d - max(yt, 0.0)) - xq * (k.d - yt) if yt < k.d else -np.inf, k.d),
+                  (k.Gs[i] / k.u[i] - xq * (k.s - yt) if yt <= 0 and q[t] * k.s <= k.phi else -np.inf, k.s)]
         value, move = max(values)
         if value > 0:
             out[t] = move
