@@ -111,11 +111,23 @@ def test_the_chain_deviation_is_feasible_and_gains_what_case_c_claims(seed, N, T
 def test_the_local_deviation_is_feasible_and_gains_what_case_n_claims(seed, N, T):
     for k, i, path, beta0, y, q, own, x in _consumers(seed, N, T):
         assert np.all(x >= 1 - 1e-12) and np.all(x <= 1 / k.u[i] + 1e-12)
-        theirs = path.value(lo.local_holdings(k, i, y, q, x))
+        moved = lo.local_holdings(k, i, y, q, x)
+        assert np.all(moved >= -k.B) and np.all(moved <= k.H), "the local deviation must stay in the box"
+        theirs = path.value(moved)
         assert np.isfinite(theirs), "the local deviation must stay budget-feasible"
         gain = (theirs - own) / beta0
         claim = sum(k.gamma ** t * lo.least_gains(k, q[t], np.full(len(k.u), y[t]))[i] for t in range(1, T - 1))
         assert gain >= claim - 1e-9 * max(1.0, claim)
+
+
+def test_a_short_consumer_does_not_buy_past_her_holding_limit():
+    # a holding limit below the saturating holding: buying up to saturation is not a move there
+    econ = _economy(5, N=2, T=5, holding=0.05)
+    k = lo.constants(econ)
+    assert k.s > k.H and not lo.can_saturate(k, 0.0)
+    q, y = np.full(5, 0.001), np.full(5, -k.B)
+    assert np.all(lo.local_holdings(k, 0, y, q) <= k.H)
+    assert lo.least_gains(k, 0.001, np.array([-k.B, 0.0]))[0] <= k.G[0] * k.d + 1e-15
 
 
 @settings(max_examples=25, deadline=None)
@@ -156,7 +168,7 @@ def test_the_period_mip_meets_a_grid_search_on_two_consumers(q):
         up = k.u[i] * q
         return max(0.0, up * (k.B + v) if v <= 0 else 0.0, up * (v - k.s) if v > k.s else 0.0,
                    k.G[i] * (k.d - max(v, 0.0)) - q * (k.d - v) if v < k.d else 0.0,
-                   k.Gs[i] - q * (k.s - v) if v <= 0 and q * k.s <= k.phi else 0.0)
+                   k.Gs[i] - q * (k.s - v) if v <= 0 and lo.can_saturate(k, q) else 0.0)
     g1 = np.array([relaxed(0, v) for v in grid])
     g2 = np.array([relaxed(1, v) for v in grid])
     # the relaxation lies below h_i, the least over the consumer's price range

@@ -35,8 +35,8 @@ gamma^(T-1) u_i B theta when a = T - 1, where nothing follows).
 in every period t in [1, T - 2], the best of four local moves, none of which lowers her wealth in any
 other period: short to -B where she holds y <= 0 (gains q (B + y), nothing lost: the payout stays at
 the floor), sell down to s where y > s (gains q (y - s)), buy up to d where y < d (costs q (d - y) at
-t and pays at least P b_min (d - max(y, 0)) at t + 1), or, where y <= 0 and q s <= phi (affordable
-from any cash), buy up to s (costs q (s - y) and takes every good from its floor to its cap at t + 1:
+t and pays at least P b_min (d - max(y, 0)) at t + 1), or, where y <= 0, s <= H and q s <= phi
+(affordable from any cash), buy up to s (costs q (s - y) and takes every good from its floor to its cap at t + 1:
 pays at least P min_j (cap_j - floor_j)). A move gaining A in money at t and paying B' >= 0
 at t + 1 is worth gamma^t (beta_t A + gamma beta_t+1 B') / beta_0 in period 0's money. With beta_t+1 >=
 beta_lo and x = beta_t / beta_lo in [1, 1 / u_i], the best move is worth at least
@@ -170,6 +170,12 @@ def auctioneer_gain(k: Constants, q: float, Y: float) -> float:
     return float(k.q_max * max(Y, 0.0) - q * Y)
 
 
+def can_saturate(k: Constants, q: float) -> bool:
+    """Whether buying up to the saturating holding s is a move at asset price q: inside the holding limit and
+    affordable from any cash after the start (q s <= phi)."""
+    return k.s <= k.H and q * k.s <= k.phi
+
+
 def least_gains(k: Constants, q: float, y) -> np.ndarray:
     """(N,) h_i(q, y_i) = min over qt in [u_i q, q] of g_i(qt, y_i): what consumer i's best local move is sure
     of in period 0's money (per unit of gamma^t) whatever her bang per buck. g_i is convex in qt (a largest
@@ -184,7 +190,7 @@ def least_gains(k: Constants, q: float, y) -> np.ndarray:
             lines.append((0.0, yi - k.s))
         if yi < k.d:
             lines.append((k.G[i] * (k.d - max(yi, 0.0)), -(k.d - yi)))
-        if yi <= 0 and q * k.s <= k.phi:
+        if yi <= 0 and can_saturate(k, q):
             lines.append((k.Gs[i], -(k.s - yi)))
         lo, hi = k.u[i] * q, q
         points = [lo, hi] + [(a2 - a1) / (b1 - b2) for (a1, b1) in lines for (a2, b2) in lines if b1 != b2]
@@ -247,7 +253,7 @@ def period_bound(k: Constants, q_lo: float, q_hi: float) -> float:
         add({c: 1.0, z(i, 0): -u * lo_q * ks.B, yv(i, 0): -u * lo_q})                 # short: q (B + y)
         add({c: 1.0, z(i, 0): -(G - hi_q) * ks.d, yv(i, 0): -hi_q})                  # buy: G d - q (d - y)
         add({c: 1.0, z(i, 1): -(G - hi_q) * ks.d, yv(i, 1): G - hi_q})               # buy: (G - q)(d - y)
-        if q_hi * k.s <= k.phi:                                                        # saturate: Gs - q (s - y)
+        if can_saturate(k, q_hi):                                                     # saturate: Gs - q (s - y)
             add({c: 1.0, z(i, 0): -(ks.Gs[i] - hi_q * ks.s), yv(i, 0): -hi_q})
         add({c: 1.0, yv(i, 3): -u * lo_q, z(i, 3): u * lo_q * ks.s})                 # sell: q (y - s)
     a = nv - 1
@@ -385,7 +391,7 @@ def local_holdings(k: Constants, i: int, y, q, x=None) -> np.ndarray:
         values = [(xq * (k.B + yt) if yt <= 0 else -np.inf, -k.B),
                   (xq * (yt - k.s) if yt > k.s else -np.inf, k.s),
                   (k.G[i] / k.u[i] * (k.d - max(yt, 0.0)) - xq * (k.d - yt) if yt < k.d else -np.inf, k.d),
-                  (k.Gs[i] / k.u[i] - xq * (k.s - yt) if yt <= 0 and q[t] * k.s <= k.phi else -np.inf, k.s)]
+                  (k.Gs[i] / k.u[i] - xq * (k.s - yt) if yt <= 0 and can_saturate(k, q[t]) else -np.inf, k.s)]
         value, move = max(values)
         if value > 0:
             out[t] = move
