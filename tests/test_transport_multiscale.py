@@ -6,7 +6,7 @@ from unittest.mock import patch
 import numpy as np
 import pytest
 from helpers import solve_stopped_at_the_fine_level, transport_lp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
 
@@ -96,6 +96,7 @@ def test_a_stop_in_the_first_fine_round_keeps_the_refined_coarse_plan():
 @settings(max_examples=8, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), d=st.sampled_from([2, 3]), p=st.sampled_from([1.0, 1.5, 2.0]),
        masses=st.booleans(), metric=st.sampled_from(sorted(METRIC)))
+@example(seed=16224, d=2, p=1.5, masses=False, metric="chebyshev")    # the reference LP's old tolerance failed it
 def test_multiscale_plan_is_feasible_and_its_bound_below_the_optimum(engine, seed, d, p, masses, metric):
     """Against HiGHS on the full LP: a feasible plan, W_p(plan) >= OPT >= bound, the reported
     gap the real one, OPTIMAL only when the bound meets the plan. ``costscaling``: every level's
