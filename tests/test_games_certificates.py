@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import LinearConstraint, minimize, minimize_scalar
 
@@ -88,6 +88,7 @@ def test_1d_refuses_a_convex_function():
 
 @settings(max_examples=60, deadline=None)
 @given(seed=SEEDS, n=st.integers(1, 12))
+@example(seed=3102, n=6)      # HiGHS 1.16's QP ends with "Solve error" there; its point names the face
 def test_box_row_projection_matches_the_generic_qp(seed, n):
     rng = np.random.default_rng(seed)
     lb = rng.uniform(-3, 0, n)

@@ -217,7 +217,7 @@ class Polyhedron:
             if np.any(~np.isfinite(y[g != 0])):
                 raise ModelError("a player's feasible set is unbounded in an improving direction")
             return y, float(g @ y)
-        y = self._highs(None, -g)
+        y, _ = self._highs(None, -g)
         return y, float(g @ y)
 
     def minimize_qp(self, H, c):
@@ -235,16 +235,23 @@ class Polyhedron:
                 y = self._solve_face(Hd, c, guess[1])
                 if y is not None:
                     return y
-        x = self._highs(H, c)        # H itself (not a copy): a repeated H reuses the loaded model
+        salvage = self.n <= POLISH_MAX
+        x, solved = self._highs(H, c, salvage)   # H itself (not a copy): a repeated H reuses the loaded model
         if self.n > POLISH_MAX:
             return x
-        face = self._active_face(x)
-        check_stop()
-        y = self._solve_face(Hd, c, face)
-        if y is None:
-            return x
-        self._face = (H, face)
-        return y
+        # HiGHS's point names the active face; where HiGHS itself reported a failure (its QP solver can end
+        # with "Solve error" next to the optimum) looser tolerances name it too. The face's KKT solve is
+        # checked (feasible, multipliers of the right sign), so a wrong face is never taken.
+        for tol in (1e-7,) if solved else (1e-7, 1e-5, 1e-3):
+            face = self._active_face(x, tol)
+            check_stop()
+            y = self._solve_face(Hd, c, face)
+            if y is not None:
+                self._face = (H, face)
+                return y
+        if not solved:
+            raise SolverError(f"HiGHS stopped with status {solved.reason} on a projection / best response")
+        return x
 
     def _dense_rows(self):
         if self._dense_a is None:
@@ -257,7 +264,10 @@ class Polyhedron:
         return self._dense_h[1]
 
     # --- HiGHS ---------------------------------------------------------------------------------
-    def _highs(self, H, c):
+    def _highs(self, H, c, salvage=False):
+        """HiGHS's minimiser of 0.5 x'Hx + c'x over the polyhedron and whether it says optimal (a _Failed,
+        falsy, with HiGHS's status where it does not and ``salvage`` asks for its point anyway; otherwise a
+        SolverError)."""
         import highspy
 
         check_stop()
@@ -273,10 +283,13 @@ class Polyhedron:
             raise ModelError("the feasible set is empty (the constraints cannot all hold)")
         if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
             raise ModelError("a player's problem is unbounded (its utility grows without bound on its feasible set)")
+        x = np.asarray(h.getSolution().col_value, dtype=float)
         if status != highspy.HighsModelStatus.kOptimal:
+            if salvage and len(x) == self.n and np.all(np.isfinite(x)):
+                return x, _Failed(h.modelStatusToString(status))
             raise SolverError(f"HiGHS stopped with status {h.modelStatusToString(status)} "
                               "on a projection / best response")
-        return np.asarray(h.getSolution().col_value, dtype=float)
+        return x, True
 
     def _load(self, H, c):
         import highspy
@@ -344,6 +357,16 @@ class Polyhedron:
         if sign_ok and bound_ok and self.violation(y) <= FEAS_TOL:
             return y
         return None
+
+
+class _Failed:
+    """A HiGHS status other than optimal, carried with its point (falsy)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def __bool__(self) -> bool:
+        return False
 
 
 def _empty_face(P: Polyhedron):
