@@ -236,21 +236,21 @@ class Polyhedron:
                 if y is not None:
                     return y
         salvage = self.n <= POLISH_MAX
-        x, solved = self._highs(H, c, salvage)   # H itself (not a copy): a repeated H reuses the loaded model
+        x, failure = self._highs(H, c, salvage)  # H itself (not a copy): a repeated H reuses the loaded model
         if self.n > POLISH_MAX:
             return x
         # HiGHS's point names the active face; where HiGHS itself reported a failure (its QP solver can end
         # with "Solve error" next to the optimum) looser tolerances name it too. The face's KKT solve is
         # checked (feasible, multipliers of the right sign), so a wrong face is never taken.
-        for tol in (1e-7,) if solved else (1e-7, 1e-5, 1e-3):
+        for tol in (1e-7,) if failure is None else (1e-7, 1e-5, 1e-3):
             face = self._active_face(x, tol)
             check_stop()
             y = self._solve_face(Hd, c, face)
             if y is not None:
                 self._face = (H, face)
                 return y
-        if not solved:
-            raise SolverError(f"HiGHS stopped with status {solved.reason} on a projection / best response")
+        if failure is not None:
+            raise _highs_failed(failure)
         return x
 
     def _dense_rows(self):
@@ -265,9 +265,8 @@ class Polyhedron:
 
     # --- HiGHS ---------------------------------------------------------------------------------
     def _highs(self, H, c, salvage=False):
-        """HiGHS's minimiser of 0.5 x'Hx + c'x over the polyhedron and whether it says optimal (a _Failed,
-        falsy, with HiGHS's status where it does not and ``salvage`` asks for its point anyway; otherwise a
-        SolverError)."""
+        """(HiGHS's minimiser of 0.5 x'Hx + c'x over the polyhedron, None): where HiGHS does not say optimal
+        and ``salvage`` asks for its point anyway, HiGHS's status in place of None; otherwise a SolverError."""
         import highspy
 
         check_stop()
@@ -286,10 +285,9 @@ class Polyhedron:
         x = np.asarray(h.getSolution().col_value, dtype=float)
         if status != highspy.HighsModelStatus.kOptimal:
             if salvage and len(x) == self.n and np.all(np.isfinite(x)):
-                return x, _Failed(h.modelStatusToString(status))
-            raise SolverError(f"HiGHS stopped with status {h.modelStatusToString(status)} "
-                              "on a projection / best response")
-        return x, True
+                return x, h.modelStatusToString(status)
+            raise _highs_failed(h.modelStatusToString(status))
+        return x, None
 
     def _load(self, H, c):
         import highspy
@@ -359,14 +357,9 @@ class Polyhedron:
         return None
 
 
-class _Failed:
-    """A HiGHS status other than optimal, carried with its point (falsy)."""
-
-    def __init__(self, reason: str):
-        self.reason = reason
-
-    def __bool__(self) -> bool:
-        return False
+def _highs_failed(status: str) -> SolverError:
+    """The error of a projection or best response HiGHS ends with ``status``, not optimal."""
+    return SolverError(f"HiGHS stopped with status {status} on a projection / best response")
 
 
 def _empty_face(P: Polyhedron):
