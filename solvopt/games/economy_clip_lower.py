@@ -270,20 +270,11 @@ def _mip_dual_bound(cost, A, row_lo, row_hi, lo, hi, integrality) -> float:
     lower bound on the minimum), run within the solve's deadline and Ctrl-C
     (:func:`solvopt.games.projection.run_highs`: Stopped when either cuts it short)."""
     import highspy
-    from scipy import sparse
 
-    from solvopt.dsl.highs_export import colwise_matrix, new_highs
-
+    from .economy_deviation import highs_model
     from .projection import run_highs
-    M = colwise_matrix(sparse.csc_matrix(A))
-    m, n = M.shape
-    h = new_highs()
+    h = highs_model(cost, A, row_lo, row_hi, lo, hi, integrality)
     h.setOptionValue("mip_rel_gap", 1e-7)
-    h.passModel(n, m, int(M.nnz), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMinimize), 0.0,
-                np.ascontiguousarray(cost, dtype=float), np.ascontiguousarray(lo, dtype=float),
-                np.ascontiguousarray(hi, dtype=float), np.ascontiguousarray(row_lo, dtype=float),
-                np.ascontiguousarray(row_hi, dtype=float), M.indptr.astype(np.int32), M.indices.astype(np.int32),
-                np.ascontiguousarray(M.data, dtype=float), np.asarray(integrality, dtype=np.int32))
     status = run_highs(h)
     bound = float(h.getInfo().mip_dual_bound)
     if status != highspy.HighsModelStatus.kOptimal or not np.isfinite(bound):

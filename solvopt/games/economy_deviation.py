@@ -67,23 +67,32 @@ class DeviationBounds:
     seconds: float = 0.0
 
 
+def highs_model(cost, A, row_lo, row_hi, lb, ub, integrality=None):
+    """A Highs instance holding min cost.x s.t. row_lo <= A x <= row_hi, lb <= x <= ub (``integrality``: 1 for
+    the integer columns), passed column-wise in one call."""
+    import highspy
+    from scipy import sparse
+
+    from solvopt.dsl.highs_export import colwise_matrix, new_highs
+    M = colwise_matrix(sparse.csc_matrix(A))
+    m, n = M.shape
+    h = new_highs()
+    h.passModel(n, m, int(M.nnz), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMinimize), 0.0,
+                np.ascontiguousarray(cost, dtype=float), np.ascontiguousarray(lb, dtype=float),
+                np.ascontiguousarray(ub, dtype=float), np.ascontiguousarray(row_lo, dtype=float),
+                np.ascontiguousarray(row_hi, dtype=float), M.indptr.astype(np.int32), M.indices.astype(np.int32),
+                np.ascontiguousarray(M.data, dtype=float),
+                np.zeros(n, dtype=np.int32) if integrality is None else np.asarray(integrality, dtype=np.int32))
+    return h
+
+
 def highs_lp(cost, A_ub, b_ub, lb, ub):
     """min cost.x s.t. A_ub x <= b_ub, lb <= x <= ub by HiGHS, with the running solve's time left and
     Ctrl-C (:class:`~solvopt.games.projection.Stopped` when either cuts it short): (x, row duals, in
     linprog's sign: <= 0 on binding rows), or None when HiGHS does not prove an optimum."""
     import highspy
-    from scipy import sparse
-
-    from solvopt.dsl.highs_export import colwise_matrix, new_highs
     check_stop()
-    A = colwise_matrix(sparse.csc_matrix(A_ub))
-    m, n = A.shape
-    h = new_highs()
-    h.passModel(n, m, int(A.nnz), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMinimize), 0.0,
-                np.ascontiguousarray(cost, dtype=float), np.ascontiguousarray(lb, dtype=float),
-                np.ascontiguousarray(ub, dtype=float), np.full(m, -np.inf), np.ascontiguousarray(b_ub, dtype=float),
-                A.indptr.astype(np.int32), A.indices.astype(np.int32), np.ascontiguousarray(A.data, dtype=float),
-                np.zeros(n, dtype=np.int32))
+    h = highs_model(cost, A_ub, np.full(len(b_ub), -np.inf), b_ub, lb, ub)
     if run_highs(h) != highspy.HighsModelStatus.kOptimal:
         return None
     sol = h.getSolution()
