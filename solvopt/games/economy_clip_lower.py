@@ -176,6 +176,22 @@ def can_saturate(k: Constants, q: float) -> bool:
     return k.s <= k.H and q * k.s <= k.phi
 
 
+def local_moves(k: Constants, i: int, q: float, y: float) -> list:
+    """Consumer i's local moves at asset price q from holding y (module docstring, case N), each
+    (intercept, slope, target): worth intercept + slope qt in period 0's money (per unit of gamma^t, at
+    beta_lo / beta_0 = u_i) when her bang per buck makes the price qt = u_i x q."""
+    moves = []
+    if y <= 0:
+        moves.append((0.0, k.B + y, -k.B))                                      # short to -B
+    if y > k.s:
+        moves.append((0.0, y - k.s, k.s))                                       # sell down to s
+    if y < k.d:
+        moves.append((k.G[i] * (k.d - max(y, 0.0)), -(k.d - y), k.d))           # buy up to d
+    if y <= 0 and can_saturate(k, q):
+        moves.append((k.Gs[i], -(k.s - y), k.s))                                # buy up to s
+    return moves
+
+
 def least_gains(k: Constants, q: float, y) -> np.ndarray:
     """(N,) h_i(q, y_i) = min over qt in [u_i q, q] of g_i(qt, y_i): what consumer i's best local move is sure
     of in period 0's money (per unit of gamma^t) whatever her bang per buck. g_i is convex in qt (a largest
@@ -183,15 +199,7 @@ def least_gains(k: Constants, q: float, y) -> np.ndarray:
     y = np.asarray(y, dtype=float)
     out = np.empty(len(y))
     for i, yi in enumerate(y):
-        lines = [(0.0, 0.0)]                                    # (intercept, slope in qt)
-        if yi <= 0:
-            lines.append((0.0, k.B + yi))
-        if yi > k.s:
-            lines.append((0.0, yi - k.s))
-        if yi < k.d:
-            lines.append((k.G[i] * (k.d - max(yi, 0.0)), -(k.d - yi)))
-        if yi <= 0 and can_saturate(k, q):
-            lines.append((k.Gs[i], -(k.s - yi)))
+        lines = [(0.0, 0.0)] + [(a, b) for a, b, _ in local_moves(k, i, q, yi)]      # keeping her holding: 0
         lo, hi = k.u[i] * q, q
         points = [lo, hi] + [(a2 - a1) / (b1 - b2) for (a1, b1) in lines for (a2, b2) in lines if b1 != b2]
         points = [t for t in points if lo <= t <= hi]
@@ -371,19 +379,16 @@ def chain_holdings(k: Constants, y, q, a: int) -> np.ndarray:
 
 def local_holdings(k: Constants, i: int, y, q, x=None) -> np.ndarray:
     """Case N's combined deviation for consumer i with profile holdings ``y`` (T,) against asset prices ``q``
-    (T,): in every period t in [1, T - 2] the local move (short to -B, sell down to s, buy up to d or s) worth
-    most at her bang per buck there, ``x`` (T,) = beta_t / beta_lo (1 where None), where it is worth
-    anything: x A + gamma B' for a move gaining A now and surely paying B' next period."""
+    (T,): in every period t in [1, T - 2] the local move (:func:`local_moves`) worth most at her bang per buck
+    there, ``x`` (T,) = beta_t / beta_lo (1 where None), where it is worth anything."""
     y = np.asarray(y, dtype=float)
     x = np.ones(len(y)) if x is None else np.asarray(x, dtype=float)
     out = y.copy()
     for t in range(1, len(y) - 1):
-        yt, xq = y[t], x[t] * q[t]
-        values = [(xq * (k.B + yt) if yt <= 0 else -np.inf, -k.B),
-                  (xq * (yt - k.s) if yt > k.s else -np.inf, k.s),
-                  (k.G[i] / k.u[i] * (k.d - max(yt, 0.0)) - xq * (k.d - yt) if yt < k.d else -np.inf, k.d),
-                  (k.Gs[i] / k.u[i] - xq * (k.s - yt) if yt <= 0 and can_saturate(k, q[t]) else -np.inf, k.s)]
-        value, move = max(values)
-        if value > 0:
-            out[t] = move
+        qt = k.u[i] * x[t] * q[t]
+        moves = local_moves(k, i, q[t], y[t])
+        if moves:
+            value, move = max((a + b * qt, target) for a, b, target in moves)
+            if value > 0:
+                out[t] = move
     return out
